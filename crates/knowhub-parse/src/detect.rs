@@ -1,0 +1,116 @@
+//! Format detection from the file name and the first bytes.
+
+use crate::DocKind;
+
+const TEXT_EXTENSIONS: &[&str] = &[
+    "txt", "text", "log", "csv", "tsv", "rst", "srt", "tex", "org", "adoc", "ini", "cfg", "conf",
+    "toml", "yaml", "yml", "json", "xml",
+];
+const MARKDOWN_EXTENSIONS: &[&str] = &["md", "markdown", "mdown", "mkd", "mdx"];
+const HTML_EXTENSIONS: &[&str] = &["html", "htm", "xhtml"];
+
+/// Every file extension KnowHub ingests (lowercase, no dot).
+pub fn supported_extensions() -> Vec<&'static str> {
+    let mut all = vec!["pdf", "docx", "xlsx", "xlsm", "xls", "xlsb", "ods"];
+    all.extend_from_slice(MARKDOWN_EXTENSIONS);
+    all.extend_from_slice(HTML_EXTENSIONS);
+    all.extend_from_slice(TEXT_EXTENSIONS);
+    all
+}
+
+/// Decides the format of a file from its extension, checked against its leading bytes.
+///
+/// Content wins over a misleading name where the bytes are unambiguous (a PDF renamed to
+/// `.txt` is still a PDF); `None` means the file is not a format KnowHub reads.
+///
+/// ```
+/// use knowhub_parse::{detect, DocKind};
+/// assert_eq!(detect(Some("report.PDF"), b"%PDF-1.7\n"), Some(DocKind::Pdf));
+/// assert_eq!(detect(Some("notes.md"), b"# Title"), Some(DocKind::Markdown));
+/// assert_eq!(detect(Some("photo.jpg"), b"\xff\xd8\xff"), None);
+/// ```
+pub fn detect(file_name: Option<&str>, head: &[u8]) -> Option<DocKind> {
+    let ext = file_name
+        .and_then(|n| n.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()))
+        .unwrap_or_default();
+    let ext = ext.as_str();
+
+    // Unambiguous signatures first.
+    if head.len() >= 5 && memfind(&head[..head.len().min(1024)], b"%PDF-") {
+        return Some(DocKind::Pdf);
+    }
+    let is_zip = head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06");
+    let is_ole = head.starts_with(&[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1]);
+    match ext {
+        "pdf" => return Some(DocKind::Pdf),
+        "docx" | "docm" | "dotx" => return Some(DocKind::Docx),
+        "xlsx" | "xlsm" | "xltx" | "xltm" => return Some(DocKind::Xlsx),
+        "xlsb" => return Some(DocKind::Xlsb),
+        "xls" | "xla" => return Some(DocKind::Xls),
+        "ods" => return Some(DocKind::Ods),
+        _ => {}
+    }
+    if is_zip || is_ole {
+        // A container with an unknown extension: not something we can name safely.
+        return None;
+    }
+    if MARKDOWN_EXTENSIONS.contains(&ext) {
+        return Some(DocKind::Markdown);
+    }
+    if HTML_EXTENSIONS.contains(&ext) {
+        return Some(DocKind::Html);
+    }
+    if TEXT_EXTENSIONS.contains(&ext) {
+        return Some(DocKind::Text);
+    }
+    if ext.is_empty() && looks_like_text(head) {
+        return Some(DocKind::Text);
+    }
+    None
+}
+
+fn memfind(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Heuristic for extension-less files: text has (almost) no NUL bytes unless it is UTF-16/32
+/// with a BOM.
+fn looks_like_text(head: &[u8]) -> bool {
+    if head.starts_with(&[0xFF, 0xFE])
+        || head.starts_with(&[0xFE, 0xFF])
+        || head.starts_with(&[0xEF, 0xBB, 0xBF])
+    {
+        return true;
+    }
+    !head.is_empty() && !head.iter().take(4096).any(|&b| b == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detection_table() {
+        let cases: &[(Option<&str>, &[u8], Option<DocKind>)] = &[
+            (Some("a.pdf"), b"%PDF-1.4", Some(DocKind::Pdf)),
+            (Some("a.txt"), b"%PDF-1.4", Some(DocKind::Pdf)),
+            (Some("a.pdf"), b"garbage", Some(DocKind::Pdf)),
+            (Some("a.docx"), b"PK\x03\x04", Some(DocKind::Docx)),
+            (Some("a.XLSX"), b"PK\x03\x04", Some(DocKind::Xlsx)),
+            (
+                Some("a.xls"),
+                b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1",
+                Some(DocKind::Xls),
+            ),
+            (Some("a.zip"), b"PK\x03\x04", None),
+            (Some("a.html"), b"<html>", Some(DocKind::Html)),
+            (Some("a.markdown"), b"# x", Some(DocKind::Markdown)),
+            (Some("README"), b"hello", Some(DocKind::Text)),
+            (Some("blob"), b"\x00\x01\x02", None),
+            (Some("a.png"), b"\x89PNG", None),
+        ];
+        for (name, head, want) in cases {
+            assert_eq!(detect(*name, head), *want, "{name:?}");
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Document parsers for KnowHub.
+//!
+//! Every parser turns the bytes of one file into a [`ParsedDocument`]: ordered [`Block`]s of
+//! text that keep the structure a citation needs (page, heading, table row), plus typed
+//! [`Table`]s for spreadsheets. Parsers are pure functions of their input and a [`Limits`]; they
+//! never touch the file system, so they can run inside a sandboxed worker process.
+//!
+//! ```
+//! use knowhub_parse::{parse, DocKind, Limits};
+//!
+//! let doc = parse(DocKind::Markdown, b"# Leave\n\nEmployees get 15 days.", &Limits::default())?;
+//! assert_eq!(doc.title.as_deref(), Some("Leave"));
+//! assert_eq!(doc.blocks.len(), 2);
+//! # Ok::<(), knowhub_parse::ParseError>(())
+//! ```
+
+mod archive;
+mod detect;
+mod docx;
+mod error;
+mod html;
+mod limits;
+mod markdown;
+mod model;
+mod pdf;
+mod sheet;
+mod text;
+
+pub use detect::{detect, supported_extensions};
+pub use error::ParseError;
+pub use limits::Limits;
+pub use model::{
+    Block, BlockKind, Cell, Column, ColumnType, DocKind, ParseNotice, ParsedDocument, Table,
+};
+pub use text::decode_text;
+
+/// Parses `bytes` as a document of `kind`.
+///
+/// Fails with a [`ParseError`] that says, in one line, why the file could not be read. Time and
+/// memory bounds are the caller's job (the engine runs parsers in a worker process); the
+/// structural bounds in `limits` (decompressed size, pages, cells) are enforced here.
+pub fn parse(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, ParseError> {
+    if bytes.len() as u64 > limits.max_file_bytes {
+        return Err(ParseError::TooLarge {
+            size: bytes.len() as u64,
+            limit: limits.max_file_bytes,
+        });
+    }
+    let mut doc = match kind {
+        DocKind::Pdf => pdf::parse(bytes, limits)?,
+        DocKind::Docx => docx::parse(bytes, limits)?,
+        DocKind::Xlsx | DocKind::Xls | DocKind::Xlsb | DocKind::Ods => {
+            sheet::parse(kind, bytes, limits)?
+        }
+        DocKind::Markdown => markdown::parse(bytes, limits)?,
+        DocKind::Html => html::parse(bytes, limits)?,
+        DocKind::Text => text::parse(bytes, limits)?,
+    };
+    normalize(&mut doc, limits);
+    Ok(doc)
+}
+
+/// Final clean-up shared by every format: trims blocks, drops empty ones, strips control
+/// characters that would corrupt indexes or terminals, and enforces the text limit.
+fn normalize(doc: &mut ParsedDocument, limits: &Limits) {
+    let mut total = 0usize;
+    let mut truncated = false;
+    doc.blocks.retain_mut(|block| {
+        if truncated {
+            return false;
+        }
+        let cleaned = clean_text(&block.text, matches!(block.kind, BlockKind::Code));
+        if cleaned.is_empty() {
+            return false;
+        }
+        total += cleaned.len();
+        if total > limits.max_text_bytes {
+            truncated = true;
+            return false;
+        }
+        block.text = cleaned;
+        true
+    });
+    if truncated && !doc.notices.contains(&ParseNotice::Truncated) {
+        doc.notices.push(ParseNotice::Truncated);
+    }
+    if let Some(title) = &doc.title {
+        let t = clean_text(title, false);
+        doc.title = if t.is_empty() {
+            None
+        } else {
+            Some(t.chars().take(300).collect())
+        };
+    }
+}
+
+/// Removes control characters (keeping newlines and tabs in code), folds runs of blank lines,
+/// and trims. NUL bytes and lone surrogates never reach the store.
+pub(crate) fn clean_text(text: &str, keep_layout: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut blank_run = 0;
+    for line in text.lines() {
+        let line: String = line
+            .chars()
+            .filter(|c| !c.is_control() || *c == '\t')
+            .map(|c| if c == '\u{a0}' { ' ' } else { c })
+            .collect();
+        let line = if keep_layout {
+            line.trim_end().to_string()
+        } else {
+            line.trim().to_string()
+        };
+        if line.is_empty() {
+            blank_run += 1;
+            if blank_run > 1 || out.is_empty() {
+                continue;
+            }
+        } else {
+            blank_run = 0;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&line);
+    }
+    out.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_text_strips_controls_and_blank_runs() {
+        assert_eq!(clean_text("  a\u{0}b \n\n\n c\u{7}  ", false), "ab\n\nc");
+        assert_eq!(clean_text("    indented()\n", true), "    indented()");
+    }
+
+    #[test]
+    fn oversized_input_is_rejected() {
+        let limits = Limits {
+            max_file_bytes: 4,
+            ..Limits::default()
+        };
+        assert!(matches!(
+            parse(DocKind::Text, b"hello", &limits),
+            Err(ParseError::TooLarge { .. })
+        ));
+    }
+}

@@ -1,0 +1,3 @@
+fn main() -> anyhow::Result<()> {
+    knowhub_desktop::run()
+}
