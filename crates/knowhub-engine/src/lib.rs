@@ -1,1 +1,349 @@
-//! Placeholder.
+//! The KnowHub engine: ingestion, storage and search, wired together in one place.
+//!
+//! Front ends (the `knowhub` CLI, the desktop shell, later the HTTP API) are thin wrappers over
+//! [`Engine`]. The engine owns the store (SQLite, the source of truth), the full-text index
+//! (tantivy, derived and rebuildable) and the parser sandbox, and keeps them consistent:
+//!
+//! * every store write that changes what the index must contain leaves a marker (a `pending`
+//!   document or a tombstone) in the same transaction;
+//! * markers are cleared only after the index commit that covers them;
+//! * [`Engine::open`] replays whatever markers a crash left behind, and cross-checks the
+//!   index's document set against the store.
+//!
+//! ```no_run
+//! use knowhub_engine::{Engine, EngineConfig, SearchOptions};
+//!
+//! let engine = Engine::open(EngineConfig::new("/tmp/kb"))?;
+//! engine.ingest(&["./handbook".into()], &Default::default(), &mut |_| {})?;
+//! for hit in engine.search("annual leave 年假", &SearchOptions::default())? {
+//!     println!("{} p.{:?} {}", hit.title, hit.page_start, hit.snippet);
+//! }
+//! # Ok::<(), knowhub_engine::EngineError>(())
+//! ```
+
+mod fs;
+mod ingest;
+mod sandbox;
+mod search;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use knowhub_chunk::{ChunkConfig, HeuristicTokenCounter, TokenCounter};
+use knowhub_index::{IndexError, TantivyIndex, TextIndex};
+use knowhub_store::{DocumentId, Store, StoreError, StoreStats};
+use thiserror::Error;
+
+pub use fs::{FakeFs, FileMeta, Fs, RealFs, skip_name};
+pub use ingest::{FileOutcome, IngestEvent, IngestOptions, IngestReport, RemoveReport};
+pub use knowhub_store::{DocumentRecord, SourceRecord};
+pub use sandbox::{ParserBackend, SandboxError, SandboxLimits, run_worker};
+pub use search::{SearchHit, SearchOptions};
+
+/// Errors from engine calls. Per-file ingestion problems are not errors: they are recorded
+/// with the document and reported in [`IngestReport`].
+#[derive(Debug, Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    InvalidInput(String),
+    #[error("no data directory: set --data-dir or KNOWHUB_DATA_DIR")]
+    NoDataDir,
+}
+
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+/// Where everything lives: one data directory, one subdirectory per account (accounts are
+/// isolated stores; until multi-tenancy lands there is only `default`).
+#[derive(Debug, Clone)]
+pub struct DataPaths {
+    pub root: PathBuf,
+    pub account: PathBuf,
+    pub store: PathBuf,
+    pub tables: PathBuf,
+    pub index: PathBuf,
+}
+
+impl DataPaths {
+    pub fn new(root: &Path) -> DataPaths {
+        let account = root.join("accounts").join("default");
+        DataPaths {
+            root: root.to_path_buf(),
+            store: account.join("store.sqlite"),
+            tables: account.join("tables.sqlite"),
+            index: account.join("fulltext"),
+            account,
+        }
+    }
+}
+
+/// How to open an engine.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub data_dir: PathBuf,
+    pub parser: ParserBackend,
+    pub limits: SandboxLimits,
+    /// Parallel parser slots; defaults to the number of CPUs, at most 4.
+    pub parse_workers: usize,
+    pub chunking: ChunkConfig,
+}
+
+impl EngineConfig {
+    /// Defaults with the given data directory and in-process parsing.
+    pub fn new(data_dir: impl Into<PathBuf>) -> EngineConfig {
+        EngineConfig {
+            data_dir: data_dir.into(),
+            parser: ParserBackend::InProcess,
+            limits: SandboxLimits::default(),
+            parse_workers: std::thread::available_parallelism()
+                .map(|n| n.get().min(4))
+                .unwrap_or(2),
+            chunking: ChunkConfig::default(),
+        }
+    }
+
+    /// The platform's data directory for KnowHub (e.g. `~/.local/share/knowhub`).
+    pub fn default_data_dir() -> Option<PathBuf> {
+        directories::ProjectDirs::from("", "", "knowhub").map(|d| d.data_dir().to_path_buf())
+    }
+}
+
+/// The engine. Cheap to share behind an `Arc`; calls are serialised where they write.
+pub struct Engine {
+    config: EngineConfig,
+    paths: DataPaths,
+    fs: Arc<dyn Fs>,
+    store: Mutex<Store>,
+    index: Box<dyn TextIndex>,
+    counter: Arc<dyn TokenCounter>,
+    /// Serialises ingest/remove/reindex so two writers never interleave index commits.
+    write_lock: Mutex<()>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("data_dir", &self.paths.root)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Counts for `knowhub status`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Status {
+    pub data_dir: String,
+    #[serde(flatten)]
+    pub store: StoreStats,
+    pub indexed_chunks: u64,
+    pub sources: Vec<SourceRecord>,
+    pub failures: Vec<DocumentRecord>,
+}
+
+impl Engine {
+    /// Opens the engine on the real file system, creating the data directory if needed, and
+    /// repairs whatever a crash left half-done.
+    pub fn open(config: EngineConfig) -> Result<Engine> {
+        Engine::open_with_fs(config, Arc::new(RealFs))
+    }
+
+    /// Opens the engine with the given file system (tests use [`FakeFs`]).
+    pub fn open_with_fs(config: EngineConfig, fs: Arc<dyn Fs>) -> Result<Engine> {
+        let paths = DataPaths::new(&config.data_dir);
+        std::fs::create_dir_all(&paths.index).map_err(|source| EngineError::Io {
+            path: paths.index.display().to_string(),
+            source,
+        })?;
+        let store = Store::open(&paths.store, &paths.tables)?;
+        let (index, rebuilt) = match TantivyIndex::open(&paths.index) {
+            Ok(index) => (index, false),
+            Err(e @ IndexError::Locked { .. }) => return Err(e.into()),
+            Err(e) => {
+                // A damaged index is derived data: set it aside and rebuild it from the store.
+                tracing::warn!("full-text index unreadable ({e}); rebuilding from the store");
+                let aside = paths
+                    .account
+                    .join(format!("fulltext.damaged-{}", std::process::id()));
+                let _ = std::fs::rename(&paths.index, &aside);
+                std::fs::create_dir_all(&paths.index).map_err(|source| EngineError::Io {
+                    path: paths.index.display().to_string(),
+                    source,
+                })?;
+                (TantivyIndex::open(&paths.index)?, true)
+            }
+        };
+        let engine = Engine {
+            config,
+            paths,
+            fs,
+            store: Mutex::new(store),
+            index: Box::new(index),
+            counter: Arc::new(HeuristicTokenCounter),
+            write_lock: Mutex::new(()),
+        };
+        if rebuilt {
+            engine.rebuild_index(&mut |_| {})?;
+        } else {
+            engine.repair()?;
+        }
+        Ok(engine)
+    }
+
+    /// The data directory layout in use.
+    pub fn paths(&self) -> &DataPaths {
+        &self.paths
+    }
+
+    pub(crate) fn store(&self) -> MutexGuard<'_, Store> {
+        // A panic while holding the lock cannot leave SQLite inconsistent (transactions roll
+        // back), so a poisoned lock is safe to keep using.
+        self.store.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Brings the index in line with the store: replays pending documents and tombstones, then
+    /// cross-checks document sets (covers an index restored from an older backup, or a crash
+    /// between an index commit and the store update that follows it).
+    pub fn repair(&self) -> Result<RepairReport> {
+        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut report = RepairReport::default();
+        let (pending, tombstones, expected) = {
+            let store = self.store();
+            (
+                store.pending_index_documents()?,
+                store.tombstones()?,
+                store.documents_with_chunks()?,
+            )
+        };
+        let present = self.index.doc_ids()?;
+        let expected_set: std::collections::BTreeSet<u64> =
+            expected.iter().map(|d| d.0 as u64).collect();
+        let mut to_index: Vec<DocumentId> = pending.clone();
+        for d in &expected {
+            if !present.contains(&(d.0 as u64)) && !to_index.contains(d) {
+                to_index.push(*d);
+            }
+        }
+        let mut to_delete: Vec<u64> = tombstones.iter().map(|d| d.0 as u64).collect();
+        to_delete.extend(
+            present
+                .iter()
+                .copied()
+                .filter(|id| !expected_set.contains(id)),
+        );
+        to_delete.sort_unstable();
+        to_delete.dedup();
+        if to_index.is_empty() && to_delete.is_empty() {
+            return Ok(report);
+        }
+        for id in &to_delete {
+            self.index.delete_document(*id)?;
+        }
+        for id in &to_index {
+            self.index_document(*id)?;
+        }
+        self.index.commit()?;
+        let mut store = self.store();
+        store.mark_indexed(&to_index)?;
+        store.clear_tombstones(&tombstones)?;
+        report.reindexed_documents = to_index.len();
+        report.removed_documents = to_delete.len();
+        tracing::info!(?report, "repaired the full-text index");
+        Ok(report)
+    }
+
+    /// Writes one stored document's chunks into the index writer (not yet committed).
+    fn index_document(&self, id: DocumentId) -> Result<()> {
+        let entries = self.store().index_entries(id)?;
+        let chunks: Vec<knowhub_index::ChunkEntry<'_>> = entries
+            .iter()
+            .map(|e| knowhub_index::ChunkEntry {
+                chunk_id: e.chunk_id.0 as u64,
+                title: &e.title,
+                heading: &e.heading,
+                body: &e.text,
+            })
+            .collect();
+        if chunks.is_empty() {
+            self.index.delete_document(id.0 as u64)?;
+        } else {
+            self.index.replace_document(id.0 as u64, &chunks)?;
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the full-text index from the store (no re-parsing).
+    pub fn rebuild_index(&self, progress: &mut dyn FnMut(&IngestEvent)) -> Result<usize> {
+        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let docs = self.store().documents_with_chunks()?;
+        progress(&IngestEvent::Planned {
+            files: docs.len(),
+            bytes: 0,
+        });
+        self.index.clear()?;
+        for (i, id) in docs.iter().enumerate() {
+            self.index_document(*id)?;
+            if i % 500 == 499 {
+                self.index.commit()?;
+            }
+            progress(&IngestEvent::Reindexed { done: i + 1 });
+        }
+        self.index.commit()?;
+        let mut store = self.store();
+        store.mark_indexed(&docs)?;
+        let tombstones = store.tombstones()?;
+        store.clear_tombstones(&tombstones)?;
+        Ok(docs.len())
+    }
+
+    /// Counts, sources and recent failures.
+    pub fn status(&self) -> Result<Status> {
+        let store = self.store();
+        Ok(Status {
+            data_dir: self.paths.root.display().to_string(),
+            store: store.stats()?,
+            indexed_chunks: self.index.num_chunks()?,
+            sources: store.sources()?,
+            failures: store.failures(50)?,
+        })
+    }
+
+    /// Stored documents, optionally only those under a folder.
+    pub fn documents(&self, under: Option<&Path>) -> Result<Vec<DocumentRecord>> {
+        let prefix = match under {
+            Some(p) => Some(
+                self.resolve(p)
+                    .unwrap_or_else(|_| p.to_path_buf())
+                    .display()
+                    .to_string(),
+            ),
+            None => None,
+        };
+        Ok(self.store().documents(prefix.as_deref())?)
+    }
+
+    fn resolve(&self, path: &Path) -> Result<PathBuf> {
+        self.fs
+            .canonicalize(path)
+            .map_err(|source| EngineError::Io {
+                path: path.display().to_string(),
+                source,
+            })
+    }
+}
+
+/// What [`Engine::repair`] fixed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RepairReport {
+    pub reindexed_documents: usize,
+    pub removed_documents: usize,
+}
+
+#[cfg(test)]
+mod tests;

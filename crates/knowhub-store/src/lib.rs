@@ -1,1 +1,711 @@
-//! Placeholder.
+//! KnowHub's on-disk store: documents, chunks, sources and the ingestion journal in SQLite.
+//!
+//! The store is the source of truth. Derived indexes (full-text today, vectors later) are
+//! rebuilt from it, and it records which documents the indexes have not caught up with yet
+//! (`index_state = 'pending'` and `index_tombstones`): every write that changes what an index
+//! must contain sets those markers *in the same transaction*, and the engine clears them only
+//! after the index has committed. A crash in between leaves markers behind, which the engine
+//! replays on start-up — so store and indexes always converge.
+//!
+//! Spreadsheet sheets are also kept as real typed tables in a second database file
+//! (`tables.sqlite`, attached as `sheets`), so the SQL tool can later open it read-only without
+//! seeing anything else.
+//!
+//! ```
+//! let dir = tempfile::tempdir()?;
+//! let store = knowhub_store::Store::open(&dir.path().join("store.sqlite"), &dir.path().join("tables.sqlite"))?;
+//! assert_eq!(store.stats()?.documents, 0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod migrations;
+mod records;
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use knowhub_parse::{Cell, ColumnType, Table};
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+use thiserror::Error;
+
+pub use records::*;
+
+/// Errors from the store.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("corrupt stored value: {0}")]
+    Corrupt(String),
+    #[error(
+        "the store was created by a different build: migration {step} of '{domain}' differs \
+         (migrations are append-only)"
+    )]
+    MigrationEdited { domain: String, step: usize },
+    #[error("cannot open the store at {path}: {source}")]
+    Open {
+        path: String,
+        source: rusqlite::Error,
+    },
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The SQLite store. One writer per process; the engine serialises access.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+}
+
+impl Store {
+    /// Opens (creating if needed) the store and its tables database, applying migrations.
+    pub fn open(db_path: &Path, tables_path: &Path) -> Result<Store> {
+        let open_err = |source| StoreError::Open {
+            path: db_path.display().to_string(),
+            source,
+        };
+        let mut conn = Connection::open(db_path).map_err(open_err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+        )
+        .map_err(open_err)?;
+        conn.execute(
+            "ATTACH DATABASE ?1 AS sheets",
+            params![tables_path.to_string_lossy()],
+        )?;
+        conn.execute_batch("PRAGMA sheets.journal_mode = WAL;")?;
+        migrations::run(&mut conn)?;
+        let store = Store { conn };
+        store.drop_orphan_sheet_tables()?;
+        Ok(store)
+    }
+
+    /// Opens a throw-away in-memory store (tests, evaluation runs).
+    pub fn open_in_memory() -> Result<Store> {
+        let mut conn = Connection::open_in_memory()?;
+        conn.execute_batch("PRAGMA foreign_keys = ON; ATTACH DATABASE ':memory:' AS sheets;")?;
+        migrations::run(&mut conn)?;
+        Ok(Store { conn })
+    }
+
+    // ----- sources and folders -------------------------------------------------------------
+
+    /// The source for a watched/ingested folder, created on first use.
+    pub fn folder_source(&mut self, root_path: &str, name: &str) -> Result<SourceId> {
+        self.conn.execute(
+            "INSERT INTO sources (kind, root_path, name, created_at) VALUES ('folder', ?1, ?2, ?3)
+             ON CONFLICT (root_path) DO NOTHING",
+            params![root_path, name, now_ms()],
+        )?;
+        let id = self.conn.query_row(
+            "SELECT id FROM sources WHERE root_path = ?1",
+            params![root_path],
+            |r| r.get(0),
+        )?;
+        Ok(SourceId(id))
+    }
+
+    /// The single source that holds individually added files.
+    pub fn files_source(&mut self) -> Result<SourceId> {
+        if let Some(id) = self
+            .conn
+            .query_row("SELECT id FROM sources WHERE kind = 'files'", [], |r| {
+                r.get(0)
+            })
+            .optional()?
+        {
+            return Ok(SourceId(id));
+        }
+        self.conn.execute(
+            "INSERT INTO sources (kind, root_path, name, created_at) VALUES ('files', NULL, 'Files', ?1)",
+            params![now_ms()],
+        )?;
+        Ok(SourceId(self.conn.last_insert_rowid()))
+    }
+
+    /// All sources.
+    pub fn sources(&self) -> Result<Vec<SourceRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT s.id, s.kind, s.root_path, s.name,
+                    (SELECT COUNT(*) FROM documents d WHERE d.source_id = s.id)
+             FROM sources s ORDER BY s.id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(SourceRecord {
+                id: SourceId(r.get(0)?),
+                kind: r.get(1)?,
+                root_path: r.get(2)?,
+                name: r.get(3)?,
+                documents: r.get::<_, i64>(4)? as u64,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Ensures the folder `rel_path` ('' = source root, '/'-separated) and its ancestors exist.
+    pub fn ensure_folder(&mut self, source: SourceId, rel_path: &str) -> Result<FolderId> {
+        let tx = self.conn.transaction()?;
+        let mut parent: Option<i64> = None;
+        let mut prefix = String::new();
+        let parts: Vec<&str> = std::iter::once("")
+            .chain(rel_path.split('/').filter(|p| !p.is_empty()))
+            .collect();
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                if !prefix.is_empty() {
+                    prefix.push('/');
+                }
+                prefix.push_str(part);
+            }
+            tx.execute(
+                "INSERT INTO folders (source_id, rel_path, parent_id) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (source_id, rel_path) DO NOTHING",
+                params![source.0, prefix, parent],
+            )?;
+            parent = Some(tx.query_row(
+                "SELECT id FROM folders WHERE source_id = ?1 AND rel_path = ?2",
+                params![source.0, prefix],
+                |r| r.get(0),
+            )?);
+        }
+        tx.commit()?;
+        parent
+            .map(FolderId)
+            .ok_or_else(|| StoreError::Corrupt("folder without id".into()))
+    }
+
+    // ----- documents ----------------------------------------------------------------------
+
+    /// The document stored for `path`, if any.
+    pub fn document_by_path(&self, path: &str) -> Result<Option<DocumentRecord>> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("{DOC_SELECT} WHERE path = ?1"),
+                params![path],
+                DocumentRecord::from_row,
+            )
+            .optional()?)
+    }
+
+    /// A document by id.
+    pub fn document(&self, id: DocumentId) -> Result<Option<DocumentRecord>> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("{DOC_SELECT} WHERE id = ?1"),
+                params![id.0],
+                DocumentRecord::from_row,
+            )
+            .optional()?)
+    }
+
+    /// Documents whose path starts with `prefix` (a folder), or all documents for `None`.
+    pub fn documents(&self, prefix: Option<&str>) -> Result<Vec<DocumentRecord>> {
+        let mut out = Vec::new();
+        match prefix {
+            Some(prefix) => {
+                let mut stmt = self.conn.prepare(&format!(
+                    "{DOC_SELECT} WHERE path = ?1 OR substr(path, 1, length(?2)) = ?2 ORDER BY path"
+                ))?;
+                let dir = if prefix.ends_with(std::path::MAIN_SEPARATOR) {
+                    prefix.to_string()
+                } else {
+                    format!("{prefix}{}", std::path::MAIN_SEPARATOR)
+                };
+                for row in stmt.query_map(params![prefix, dir], DocumentRecord::from_row)? {
+                    out.push(row?);
+                }
+            }
+            None => {
+                let mut stmt = self.conn.prepare(&format!("{DOC_SELECT} ORDER BY path"))?;
+                for row in stmt.query_map([], DocumentRecord::from_row)? {
+                    out.push(row?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Stores a freshly parsed document, atomically replacing any previous version at the same
+    /// path (same id, new chunks, new tables). The document is left `pending` for the indexes.
+    pub fn replace_document(&mut self, doc: &NewDocument<'_>) -> Result<DocumentId> {
+        let tx = self.conn.transaction()?;
+        let now = now_ms();
+        tx.execute(
+            "INSERT INTO documents (source_id, folder_id, path, kind, content_hash, size, mtime_ns,
+                 title, status, error_code, error, page_count, encoding, chunk_count, index_state,
+                 created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?12, ?13, 'pending', ?14, ?14)
+             ON CONFLICT (path) DO UPDATE SET
+                 source_id = excluded.source_id, folder_id = excluded.folder_id, kind = excluded.kind,
+                 content_hash = excluded.content_hash, size = excluded.size,
+                 mtime_ns = excluded.mtime_ns, title = excluded.title, status = excluded.status,
+                 error_code = NULL, error = excluded.error, page_count = excluded.page_count,
+                 encoding = excluded.encoding, chunk_count = excluded.chunk_count,
+                 index_state = 'pending', updated_at = excluded.updated_at",
+            params![
+                doc.source.0,
+                doc.folder.map(|f| f.0),
+                doc.path,
+                doc.kind,
+                doc.content_hash,
+                doc.size as i64,
+                doc.mtime_ns,
+                doc.title,
+                doc.status.as_str(),
+                doc.note,
+                doc.page_count,
+                doc.encoding,
+                doc.chunks.len() as i64,
+                now,
+            ],
+        )?;
+        let id: i64 = tx.query_row(
+            "SELECT id FROM documents WHERE path = ?1",
+            params![doc.path],
+            |r| r.get(0),
+        )?;
+        tx.execute("DELETE FROM chunks WHERE document_id = ?1", params![id])?;
+        tx.execute(
+            "INSERT INTO document_text (document_id, text) VALUES (?1, ?2)
+             ON CONFLICT (document_id) DO UPDATE SET text = excluded.text",
+            params![id, doc.text],
+        )?;
+        {
+            let mut insert = tx.prepare(
+                "INSERT INTO chunks (document_id, ordinal, text, heading_path, page_start, page_end,
+                     char_start, char_end, token_count, text_hash)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?;
+            for c in doc.chunks {
+                let heading = serde_json::to_string(&c.heading_path)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                insert.execute(params![
+                    id,
+                    c.ordinal,
+                    c.text,
+                    heading,
+                    c.page_start,
+                    c.page_end,
+                    c.char_start as i64,
+                    c.char_end as i64,
+                    c.token_count,
+                    c.text_hash,
+                ])?;
+            }
+        }
+        drop_sheet_tables(&tx, id)?;
+        for (n, table) in doc.tables.iter().enumerate() {
+            create_sheet_table(&tx, id, n, table)?;
+        }
+        tx.commit()?;
+        Ok(DocumentId(id))
+    }
+
+    /// Records that a file could not be ingested.
+    ///
+    /// A document that already has indexed content keeps it (nothing stored is lost because a
+    /// newer version of the file is broken); the failure is recorded beside it and its hash is
+    /// left as it was, so the next ingest tries again.
+    pub fn record_failure(&mut self, f: &FailedDocument<'_>) -> Result<DocumentId> {
+        let now = now_ms();
+        let existing = self.document_by_path(f.path)?;
+        match existing {
+            Some(doc) if doc.chunk_count > 0 => {
+                self.conn.execute(
+                    "UPDATE documents SET error_code = ?2, error = ?3, updated_at = ?4 WHERE id = ?1",
+                    params![doc.id.0, f.code, format!("kept the previous version: {}", f.error), now],
+                )?;
+                Ok(doc.id)
+            }
+            _ => {
+                self.conn.execute(
+                    "INSERT INTO documents (source_id, folder_id, path, kind, content_hash, size,
+                         mtime_ns, title, status, error_code, error, chunk_count, index_state,
+                         created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, ?10, 0, 'clean', ?11, ?11)
+                     ON CONFLICT (path) DO UPDATE SET
+                         kind = excluded.kind, content_hash = NULL, size = excluded.size,
+                         mtime_ns = excluded.mtime_ns, status = excluded.status,
+                         error_code = excluded.error_code, error = excluded.error,
+                         updated_at = excluded.updated_at",
+                    params![
+                        f.source.0,
+                        f.folder.map(|x| x.0),
+                        f.path,
+                        f.kind,
+                        f.size as i64,
+                        f.mtime_ns,
+                        f.title,
+                        f.status.as_str(),
+                        f.code,
+                        f.error,
+                        now,
+                    ],
+                )?;
+                let id = self.conn.query_row(
+                    "SELECT id FROM documents WHERE path = ?1",
+                    params![f.path],
+                    |r| r.get(0),
+                )?;
+                Ok(DocumentId(id))
+            }
+        }
+    }
+
+    /// Updates size/mtime of a document whose content did not change (same hash).
+    pub fn touch(&mut self, id: DocumentId, size: u64, mtime_ns: Option<i64>) -> Result<()> {
+        self.conn.execute(
+            "UPDATE documents SET size = ?2, mtime_ns = ?3 WHERE id = ?1",
+            params![id.0, size as i64, mtime_ns],
+        )?;
+        Ok(())
+    }
+
+    /// Removes a document and everything derived from it; its index entries are tombstoned
+    /// in the same transaction so the indexes drop them even across a crash.
+    pub fn remove_document(&mut self, id: DocumentId) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT OR IGNORE INTO index_tombstones (document_id) VALUES (?1)",
+            params![id.0],
+        )?;
+        drop_sheet_tables(&tx, id.0)?;
+        tx.execute("DELETE FROM documents WHERE id = ?1", params![id.0])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    // ----- index bookkeeping -------------------------------------------------------------
+
+    /// Documents whose chunks the indexes have not committed yet.
+    pub fn pending_index_documents(&self) -> Result<Vec<DocumentId>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM documents WHERE index_state = 'pending' ORDER BY id")?;
+        let rows = stmt.query_map([], |r| r.get(0).map(DocumentId))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Marks documents as committed in every index.
+    pub fn mark_indexed(&mut self, ids: &[DocumentId]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt =
+                tx.prepare("UPDATE documents SET index_state = 'clean' WHERE id = ?1")?;
+            for id in ids {
+                stmt.execute(params![id.0])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Removed documents whose index entries may still exist.
+    pub fn tombstones(&self) -> Result<Vec<DocumentId>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT document_id FROM index_tombstones")?;
+        let rows = stmt.query_map([], |r| r.get(0).map(DocumentId))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Forgets tombstones once the indexes have committed the deletions.
+    pub fn clear_tombstones(&mut self, ids: &[DocumentId]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare("DELETE FROM index_tombstones WHERE document_id = ?1")?;
+            for id in ids {
+                stmt.execute(params![id.0])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Ids of documents that have chunks (what the indexes should contain).
+    pub fn documents_with_chunks(&self) -> Result<Vec<DocumentId>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM documents WHERE chunk_count > 0 ORDER BY id")?;
+        let rows = stmt.query_map([], |r| r.get(0).map(DocumentId))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Everything the full-text index needs for one document's chunks.
+    pub fn index_entries(&self, id: DocumentId) -> Result<Vec<IndexEntry>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT c.id, COALESCE(d.title, ''), c.heading_path, c.text
+             FROM chunks c JOIN documents d ON d.id = c.document_id
+             WHERE c.document_id = ?1 ORDER BY c.ordinal",
+        )?;
+        let rows = stmt.query_map(params![id.0], |r| {
+            let heading: String = r.get(2)?;
+            Ok(IndexEntry {
+                chunk_id: ChunkId(r.get(0)?),
+                document_id: id,
+                title: r.get(1)?,
+                heading: heading_from_json(&heading).join(" › "),
+                text: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Full chunk records with their document, in the order of `ids` (missing ids skipped).
+    pub fn chunks(&self, ids: &[ChunkId]) -> Result<Vec<ChunkRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders = vec!["?"; ids.len()].join(",");
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT c.id, c.document_id, d.path, d.title, d.kind, c.ordinal, c.text, c.heading_path,
+                    c.page_start, c.page_end, c.char_start, c.char_end, c.token_count
+             FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id IN ({placeholders})"
+        ))?;
+        let mut by_id = std::collections::HashMap::new();
+        for row in stmt.query_map(
+            params_from_iter(ids.iter().map(|i| i.0)),
+            ChunkRecord::from_row,
+        )? {
+            let row = row?;
+            by_id.insert(row.chunk_id, row);
+        }
+        Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+    }
+
+    /// Number of chunks stored.
+    pub fn chunk_count(&self) -> Result<u64> {
+        Ok(self
+            .conn
+            .query_row("SELECT COUNT(*) FROM chunks", [], |r| r.get::<_, i64>(0))?
+            as u64)
+    }
+
+    // ----- status and journal ------------------------------------------------------------
+
+    /// Counts for `knowhub status`.
+    pub fn stats(&self) -> Result<StoreStats> {
+        let (documents, bytes, pages): (i64, i64, i64) = self.conn.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(size), 0), COALESCE(SUM(page_count), 0) FROM documents",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        let mut by_status = Vec::new();
+        let mut stmt = self
+            .conn
+            .prepare("SELECT status, COUNT(*) FROM documents GROUP BY status ORDER BY status")?;
+        for row in stmt.query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+        })? {
+            by_status.push(row?);
+        }
+        let with_errors: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM documents WHERE status = 'indexed' AND error_code IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )?;
+        let tables: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM sheet_tables", [], |r| r.get(0))?;
+        let pending: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM documents WHERE index_state = 'pending'",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(StoreStats {
+            documents: documents as u64,
+            bytes: bytes as u64,
+            pages: pages as u64,
+            chunks: self.chunk_count()?,
+            tables: tables as u64,
+            sources: self.sources()?.len() as u64,
+            by_status,
+            stale_with_errors: with_errors as u64,
+            pending_index: pending as u64,
+        })
+    }
+
+    /// Documents that failed (or kept an older version because the newest failed).
+    pub fn failures(&self, limit: usize) -> Result<Vec<DocumentRecord>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "{DOC_SELECT} WHERE error_code IS NOT NULL OR status NOT IN ('indexed', 'empty')
+             ORDER BY updated_at DESC, path LIMIT ?1"
+        ))?;
+        let rows = stmt.query_map(params![limit as i64], DocumentRecord::from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Appends an entry to the ingestion journal.
+    pub fn journal(&mut self, entry: &JournalEntry<'_>) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO ingest_journal (run_id, path, document_id, action, detail, duration_ms, at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                entry.run_id,
+                entry.path,
+                entry.document.map(|d| d.0),
+                entry.action,
+                entry.detail,
+                entry.duration_ms.map(|d| d as i64),
+                now_ms()
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The typed tables stored for a document.
+    pub fn sheet_tables(&self, id: DocumentId) -> Result<Vec<SheetTableRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT sheet_name, sql_name, columns, row_count FROM sheet_tables
+             WHERE document_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![id.0], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (sheet_name, sql_name, columns, row_count) = row?;
+            let columns =
+                serde_json::from_str(&columns).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            out.push(SheetTableRecord {
+                sheet_name,
+                sql_name,
+                columns,
+                row_count: row_count as u64,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Counts rows of a stored sheet table (used by tests and status).
+    pub fn sheet_table_rows(&self, sql_name: &str) -> Result<u64> {
+        let n: i64 = self.conn.query_row(
+            &format!("SELECT COUNT(*) FROM sheets.{}", quote_ident(sql_name)),
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(n as u64)
+    }
+
+    /// Drops tables left in `tables.sqlite` by a crash between the two database files.
+    fn drop_orphan_sheet_tables(&self) -> Result<()> {
+        let mut stmt = self.conn.prepare(
+            "SELECT name FROM sheets.sqlite_master WHERE type = 'table'
+             AND name NOT IN (SELECT sql_name FROM main.sheet_tables)",
+        )?;
+        let orphans: Vec<String> = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        for name in orphans {
+            self.conn.execute_batch(&format!(
+                "DROP TABLE IF EXISTS sheets.{}",
+                quote_ident(&name)
+            ))?;
+        }
+        Ok(())
+    }
+}
+
+const DOC_SELECT: &str =
+    "SELECT id, source_id, folder_id, path, kind, content_hash, size, mtime_ns,
+    title, status, error_code, error, page_count, encoding, chunk_count, index_state, created_at,
+    updated_at FROM documents";
+
+pub(crate) fn heading_from_json(s: &str) -> Vec<String> {
+    serde_json::from_str(s).unwrap_or_default()
+}
+
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn drop_sheet_tables(tx: &rusqlite::Transaction<'_>, doc: i64) -> Result<()> {
+    let names: Vec<String> = {
+        let mut stmt = tx.prepare("SELECT sql_name FROM sheet_tables WHERE document_id = ?1")?;
+        stmt.query_map(params![doc], |r| r.get(0))?
+            .collect::<Result<_, _>>()?
+    };
+    for name in names {
+        tx.execute_batch(&format!(
+            "DROP TABLE IF EXISTS sheets.{}",
+            quote_ident(&name)
+        ))?;
+    }
+    tx.execute(
+        "DELETE FROM sheet_tables WHERE document_id = ?1",
+        params![doc],
+    )?;
+    Ok(())
+}
+
+fn create_sheet_table(
+    tx: &rusqlite::Transaction<'_>,
+    doc: i64,
+    n: usize,
+    table: &Table,
+) -> Result<()> {
+    let sql_name = format!("doc{doc}_sheet{}", n + 1);
+    let cols: Vec<String> = table
+        .columns
+        .iter()
+        .map(|c| {
+            let ty = match c.ty {
+                ColumnType::Integer | ColumnType::Boolean => "INTEGER",
+                ColumnType::Real => "REAL",
+                ColumnType::Text | ColumnType::DateTime => "TEXT",
+            };
+            format!("{} {ty}", quote_ident(&c.name))
+        })
+        .collect();
+    if cols.is_empty() {
+        return Ok(());
+    }
+    tx.execute_batch(&format!(
+        "DROP TABLE IF EXISTS sheets.{q}; CREATE TABLE sheets.{q} ({})",
+        cols.join(", "),
+        q = quote_ident(&sql_name)
+    ))?;
+    {
+        let placeholders = vec!["?"; table.columns.len()].join(",");
+        let mut insert = tx.prepare(&format!(
+            "INSERT INTO sheets.{} VALUES ({placeholders})",
+            quote_ident(&sql_name)
+        ))?;
+        for row in &table.rows {
+            let values = (0..table.columns.len()).map(|i| match row.get(i) {
+                None | Some(Cell::Null) => rusqlite::types::Value::Null,
+                Some(Cell::Bool(b)) => rusqlite::types::Value::Integer(i64::from(*b)),
+                Some(Cell::Int(v)) => rusqlite::types::Value::Integer(*v),
+                Some(Cell::Float(v)) => rusqlite::types::Value::Real(*v),
+                Some(Cell::Text(s)) => rusqlite::types::Value::Text(s.clone()),
+            });
+            insert.execute(params_from_iter(values))?;
+        }
+    }
+    let columns =
+        serde_json::to_string(&table.columns).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    tx.execute(
+        "INSERT INTO sheet_tables (document_id, sheet_name, sql_name, columns, row_count)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![doc, table.name, sql_name, columns, table.rows.len() as i64],
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

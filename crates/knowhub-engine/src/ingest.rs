@@ -1,0 +1,790 @@
+//! Ingestion: discover files, skip unchanged ones, parse in the sandbox, chunk, store, index.
+//!
+//! Three stages run concurrently: a reader thread (stat, read, hash, skip unchanged), parser
+//! threads (sandboxed parse + chunking: the CPU-heavy part), and the calling thread, which alone
+//! writes the store and the index and reports progress. Per-file problems never abort the run.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Sender, bounded};
+use knowhub_chunk::chunk_document;
+use knowhub_parse::{DocKind, ParseNotice, ParsedDocument, detect};
+use knowhub_store::{
+    DocumentId, DocumentStatus, FailedDocument, FolderId, JournalEntry, NewChunk, NewDocument,
+    SourceId,
+};
+use serde::Serialize;
+
+use crate::sandbox::{Parser, SandboxError};
+use crate::{Engine, EngineError, Result};
+
+/// Options for [`Engine::ingest`].
+#[derive(Debug, Clone, Default)]
+pub struct IngestOptions {
+    /// Re-parse files even when their content hash is unchanged.
+    pub force: bool,
+}
+
+/// Progress events, in order: one `Planned`, then one `File` per file, then `Committed`s.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum IngestEvent {
+    Planned {
+        files: usize,
+        bytes: u64,
+    },
+    File {
+        path: String,
+        outcome: FileOutcome,
+        bytes: u64,
+    },
+    Committed {
+        documents: usize,
+    },
+    Reindexed {
+        done: usize,
+    },
+}
+
+/// What happened to one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum FileOutcome {
+    Added {
+        chunks: usize,
+    },
+    Updated {
+        chunks: usize,
+    },
+    Unchanged,
+    /// Stored, but with no searchable text (empty, or scanned pages without a text layer).
+    NoText {
+        reason: String,
+    },
+    Failed {
+        code: String,
+        reason: String,
+    },
+    /// Not a format KnowHub reads.
+    Skipped {
+        reason: String,
+    },
+}
+
+/// Totals of one ingest run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IngestReport {
+    pub run_id: String,
+    pub files: usize,
+    pub added: usize,
+    pub updated: usize,
+    pub unchanged: usize,
+    pub no_text: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub chunks: usize,
+    pub bytes: u64,
+    pub elapsed_ms: u64,
+    /// (path, reason) of every failed file.
+    pub failures: Vec<(String, String)>,
+}
+
+/// Totals of a remove.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RemoveReport {
+    pub documents: usize,
+}
+
+/// A file to consider, with where it belongs.
+#[derive(Debug, Clone)]
+struct Planned {
+    path: PathBuf,
+    source: SourceId,
+    folder: Option<FolderId>,
+    size: u64,
+    mtime_ns: Option<i64>,
+    explicit: bool,
+}
+
+/// Reader → parser.
+struct ParseJob {
+    plan: Planned,
+    kind: DocKind,
+    bytes: Arc<Vec<u8>>,
+    hash: String,
+    existed: bool,
+}
+
+/// Anything → writer.
+enum Work {
+    Done {
+        plan: Planned,
+        outcome: Early,
+    },
+    Parsed {
+        job: ParseJob,
+        result: std::result::Result<Prepared, SandboxError>,
+        elapsed: Duration,
+    },
+}
+
+enum Early {
+    Unchanged(DocumentId),
+    Skipped(String),
+    Failed {
+        code: String,
+        reason: String,
+        kind: Option<DocKind>,
+    },
+}
+
+/// A parsed and chunked document, ready to store.
+struct Prepared {
+    doc: ParsedDocument,
+    text: String,
+    chunks: Vec<NewChunk>,
+}
+
+/// Commit the index at least this often during long runs so progress survives a crash.
+const COMMIT_EVERY_CHUNKS: usize = 5_000;
+const COMMIT_EVERY: Duration = Duration::from_secs(10);
+
+impl Engine {
+    /// Ingests files and folders (recursively). Unchanged files (same content hash) are
+    /// no-ops; changed files replace their previous version atomically; failures are recorded
+    /// with a reason and never stop the batch.
+    pub fn ingest(
+        &self,
+        inputs: &[PathBuf],
+        options: &IngestOptions,
+        progress: &mut dyn FnMut(&IngestEvent),
+    ) -> Result<IngestReport> {
+        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let started = Instant::now();
+        let run_id = format!("run-{}-{}", knowhub_store_now(), std::process::id());
+        let mut report = IngestReport {
+            run_id: run_id.clone(),
+            ..Default::default()
+        };
+        let (plan, mut input_errors) = self.plan(inputs)?;
+        let total_bytes = plan.iter().map(|p| p.size).sum();
+        progress(&IngestEvent::Planned {
+            files: plan.len() + input_errors.len(),
+            bytes: total_bytes,
+        });
+        for (path, reason) in input_errors.drain(..) {
+            report.files += 1;
+            report.failed += 1;
+            report.failures.push((path.clone(), reason.clone()));
+            let outcome = FileOutcome::Failed {
+                code: "io".into(),
+                reason,
+            };
+            progress(&IngestEvent::File {
+                path,
+                outcome,
+                bytes: 0,
+            });
+        }
+
+        let workers = self.config.parse_workers.max(1);
+        let (job_tx, job_rx) = bounded::<ParseJob>(workers * 2);
+        let (work_tx, work_rx) = bounded::<Work>(workers * 4);
+        let mut pending_commit: Vec<DocumentId> = Vec::new();
+        let mut chunks_since_commit = 0usize;
+        let mut last_commit = Instant::now();
+
+        std::thread::scope(|scope| -> Result<()> {
+            // Reader.
+            let reader_tx = work_tx.clone();
+            scope.spawn(move || self.read_stage(plan, options, job_tx, reader_tx));
+            // Parsers.
+            for _ in 0..workers {
+                let job_rx = job_rx.clone();
+                let work_tx = work_tx.clone();
+                let mut parser =
+                    Parser::new(self.config.parser.clone(), self.config.limits.clone());
+                let chunking = self.config.chunking.clone();
+                let counter = Arc::clone(&self.counter);
+                scope.spawn(move || {
+                    for job in job_rx {
+                        let t = Instant::now();
+                        let result = parser.parse(&job.bytes, job.kind).map(|doc| {
+                            let text = doc.plain_text();
+                            let chunks = chunk_document(&doc, &chunking, counter.as_ref())
+                                .into_iter()
+                                .map(|c| NewChunk {
+                                    text_hash: short_hash(c.text.as_bytes()),
+                                    ordinal: c.ordinal,
+                                    text: c.text,
+                                    heading_path: c.heading_path,
+                                    page_start: c.page_start,
+                                    page_end: c.page_end,
+                                    char_start: c.char_start,
+                                    char_end: c.char_end,
+                                    token_count: c.token_count,
+                                })
+                                .collect();
+                            Prepared { doc, text, chunks }
+                        });
+                        if work_tx
+                            .send(Work::Parsed {
+                                job,
+                                result,
+                                elapsed: t.elapsed(),
+                            })
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                });
+            }
+            drop(job_rx);
+            drop(work_tx);
+
+            // Writer: this thread.
+            for work in work_rx {
+                let (path, outcome, bytes, written) = self.write_stage(work, &run_id)?;
+                report.files += 1;
+                report.bytes += bytes;
+                match &outcome {
+                    FileOutcome::Added { chunks } => {
+                        report.added += 1;
+                        report.chunks += chunks;
+                        chunks_since_commit += chunks;
+                    }
+                    FileOutcome::Updated { chunks } => {
+                        report.updated += 1;
+                        report.chunks += chunks;
+                        chunks_since_commit += chunks;
+                    }
+                    FileOutcome::Unchanged => report.unchanged += 1,
+                    FileOutcome::NoText { .. } => report.no_text += 1,
+                    FileOutcome::Failed { reason, .. } => {
+                        report.failed += 1;
+                        report.failures.push((path.clone(), reason.clone()));
+                    }
+                    FileOutcome::Skipped { .. } => report.skipped += 1,
+                }
+                if let Some(id) = written {
+                    pending_commit.push(id);
+                }
+                progress(&IngestEvent::File {
+                    path,
+                    outcome,
+                    bytes,
+                });
+                if !pending_commit.is_empty()
+                    && (chunks_since_commit >= COMMIT_EVERY_CHUNKS
+                        || last_commit.elapsed() >= COMMIT_EVERY)
+                {
+                    self.commit_index(&mut pending_commit)?;
+                    progress(&IngestEvent::Committed {
+                        documents: report.added + report.updated,
+                    });
+                    chunks_since_commit = 0;
+                    last_commit = Instant::now();
+                }
+            }
+            Ok(())
+        })?;
+        if !pending_commit.is_empty() {
+            self.commit_index(&mut pending_commit)?;
+            progress(&IngestEvent::Committed {
+                documents: report.added + report.updated,
+            });
+        }
+        report.elapsed_ms = started.elapsed().as_millis() as u64;
+        Ok(report)
+    }
+
+    fn commit_index(&self, pending: &mut Vec<DocumentId>) -> Result<()> {
+        self.index.commit()?;
+        self.store().mark_indexed(pending)?;
+        pending.clear();
+        Ok(())
+    }
+
+    /// Expands inputs into files, each assigned to a source and folder.
+    fn plan(&self, inputs: &[PathBuf]) -> Result<(Vec<Planned>, Vec<(String, String)>)> {
+        let mut planned = Vec::new();
+        let mut errors = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for input in inputs {
+            let path = match self.fs.canonicalize(input) {
+                Ok(p) => p,
+                Err(e) => {
+                    errors.push((input.display().to_string(), describe_io(&e)));
+                    continue;
+                }
+            };
+            let meta = match self.fs.metadata(&path) {
+                Ok(m) => m,
+                Err(e) => {
+                    errors.push((path.display().to_string(), describe_io(&e)));
+                    continue;
+                }
+            };
+            if meta.is_dir {
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let source = self
+                    .store()
+                    .folder_source(&path.display().to_string(), &name)?;
+                let mut folders: HashMap<PathBuf, FolderId> = HashMap::new();
+                for entry in self.fs.walk(&path) {
+                    let file = match entry {
+                        Ok(f) => f,
+                        Err(e) => {
+                            errors.push((path.display().to_string(), e.to_string()));
+                            continue;
+                        }
+                    };
+                    if !seen.insert(file.clone()) || !has_supported_extension(&file) {
+                        continue;
+                    }
+                    let parent = file.parent().unwrap_or(&path).to_path_buf();
+                    let folder = match folders.get(&parent) {
+                        Some(f) => *f,
+                        None => {
+                            let rel = parent.strip_prefix(&path).unwrap_or(Path::new(""));
+                            let rel = rel
+                                .to_string_lossy()
+                                .replace(std::path::MAIN_SEPARATOR, "/");
+                            let f = self.store().ensure_folder(source, &rel)?;
+                            folders.insert(parent, f);
+                            f
+                        }
+                    };
+                    match self.fs.metadata(&file) {
+                        Ok(m) => planned.push(Planned {
+                            path: file,
+                            source,
+                            folder: Some(folder),
+                            size: m.size,
+                            mtime_ns: m.mtime_ns,
+                            explicit: false,
+                        }),
+                        Err(e) => errors.push((file.display().to_string(), describe_io(&e))),
+                    }
+                }
+            } else if seen.insert(path.clone()) {
+                let (source, folder) = self.source_for_file(&path)?;
+                planned.push(Planned {
+                    path,
+                    source,
+                    folder,
+                    size: meta.size,
+                    mtime_ns: meta.mtime_ns,
+                    explicit: true,
+                });
+            }
+        }
+        Ok((planned, errors))
+    }
+
+    /// A single file belongs to the folder source that contains it, if any; else to "Files".
+    fn source_for_file(&self, path: &Path) -> Result<(SourceId, Option<FolderId>)> {
+        let mut store = self.store();
+        for src in store.sources()? {
+            let Some(root) = src.root_path.as_deref() else {
+                continue;
+            };
+            if let Ok(rel) = path.strip_prefix(root) {
+                let rel = rel
+                    .parent()
+                    .map(|p| p.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/"));
+                let folder = store.ensure_folder(src.id, rel.as_deref().unwrap_or(""))?;
+                return Ok((src.id, Some(folder)));
+            }
+        }
+        Ok((store.files_source()?, None))
+    }
+
+    /// Reader stage: decides per file whether parsing is needed.
+    fn read_stage(
+        &self,
+        plan: Vec<Planned>,
+        options: &IngestOptions,
+        jobs: Sender<ParseJob>,
+        done: Sender<Work>,
+    ) {
+        let max = self.config.limits.parse.max_file_bytes;
+        for plan in plan {
+            let existing = match self.store().document_by_path(&plan.path.to_string_lossy()) {
+                Ok(d) => d,
+                Err(e) => {
+                    let outcome = Early::Failed {
+                        code: "store".into(),
+                        reason: e.to_string(),
+                        kind: None,
+                    };
+                    if done.send(Work::Done { plan, outcome }).is_err() {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            // Fast path: same size and mtime as a successfully stored version.
+            if let Some(doc) = &existing
+                && !options.force
+                && doc.content_hash.is_some()
+                && doc.error_code.is_none()
+                && doc.size == plan.size
+                && doc.mtime_ns == plan.mtime_ns
+            {
+                let id = doc.id;
+                if done
+                    .send(Work::Done {
+                        plan,
+                        outcome: Early::Unchanged(id),
+                    })
+                    .is_err()
+                {
+                    return;
+                }
+                continue;
+            }
+            let work = self.read_one(plan, existing.as_ref(), options, max);
+            let sent = match work {
+                Ok(job) => jobs.send(job).is_ok(),
+                Err(work) => done.send(work).is_ok(),
+            };
+            if !sent {
+                return;
+            }
+        }
+    }
+
+    fn read_one(
+        &self,
+        plan: Planned,
+        existing: Option<&knowhub_store::DocumentRecord>,
+        options: &IngestOptions,
+        max: u64,
+    ) -> std::result::Result<ParseJob, Work> {
+        if plan.size > max {
+            let reason = format!("file too large: {} bytes (limit {max})", plan.size);
+            return Err(Work::Done {
+                plan,
+                outcome: Early::Failed {
+                    code: "too_large".into(),
+                    reason,
+                    kind: None,
+                },
+            });
+        }
+        let bytes = match self.fs.read(&plan.path) {
+            Ok(b) => b,
+            Err(e) => {
+                let reason = describe_io(&e);
+                return Err(Work::Done {
+                    plan,
+                    outcome: Early::Failed {
+                        code: "io".into(),
+                        reason,
+                        kind: None,
+                    },
+                });
+            }
+        };
+        let name = plan
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        let Some(kind) = detect(name.as_deref(), &bytes[..bytes.len().min(4096)]) else {
+            let outcome = if plan.explicit {
+                Early::Failed {
+                    code: "unsupported".into(),
+                    reason: "unsupported file type".into(),
+                    kind: None,
+                }
+            } else {
+                Early::Skipped("unsupported file type".into())
+            };
+            return Err(Work::Done { plan, outcome });
+        };
+        let hash = blake3::hash(&bytes).to_hex().to_string();
+        if let Some(doc) = existing
+            && !options.force
+            && doc.content_hash.as_deref() == Some(hash.as_str())
+            && doc.error_code.is_none()
+        {
+            let _ = self.store().touch(doc.id, plan.size, plan.mtime_ns);
+            return Err(Work::Done {
+                plan,
+                outcome: Early::Unchanged(doc.id),
+            });
+        }
+        Ok(ParseJob {
+            plan,
+            kind,
+            bytes: Arc::new(bytes),
+            hash,
+            existed: existing.is_some_and(|d| d.chunk_count > 0),
+        })
+    }
+
+    /// Writer stage: stores one result and queues its index update.
+    fn write_stage(
+        &self,
+        work: Work,
+        run_id: &str,
+    ) -> Result<(String, FileOutcome, u64, Option<DocumentId>)> {
+        match work {
+            Work::Done { plan, outcome } => {
+                let path = plan.path.display().to_string();
+                let (outcome, doc) = match outcome {
+                    Early::Unchanged(id) => (FileOutcome::Unchanged, Some(id)),
+                    Early::Skipped(reason) => (FileOutcome::Skipped { reason }, None),
+                    Early::Failed { code, reason, kind } => {
+                        let id = self.store().record_failure(&FailedDocument {
+                            source: plan.source,
+                            folder: plan.folder,
+                            path: &path,
+                            kind: kind.map(DocKind::as_str),
+                            size: plan.size,
+                            mtime_ns: plan.mtime_ns,
+                            title: None,
+                            status: DocumentStatus::Failed,
+                            code: &code,
+                            error: &reason,
+                        })?;
+                        (FileOutcome::Failed { code, reason }, Some(id))
+                    }
+                };
+                if !matches!(
+                    outcome,
+                    FileOutcome::Unchanged | FileOutcome::Skipped { .. }
+                ) {
+                    self.journal(run_id, &path, doc, &outcome, None)?;
+                }
+                Ok((path, outcome, 0, None))
+            }
+            Work::Parsed {
+                job,
+                result,
+                elapsed,
+            } => {
+                let path = job.plan.path.display().to_string();
+                let bytes = job.bytes.len() as u64;
+                let (outcome, id, written) = match result {
+                    Ok(prepared) => self.store_parsed(&job, &path, prepared)?,
+                    Err(err) => {
+                        let status = match &err {
+                            SandboxError::Parse(p) if p.code == "password_required" => {
+                                DocumentStatus::PasswordRequired
+                            }
+                            _ => DocumentStatus::Failed,
+                        };
+                        let reason = err.to_string();
+                        let id = self.store().record_failure(&FailedDocument {
+                            source: job.plan.source,
+                            folder: job.plan.folder,
+                            path: &path,
+                            kind: Some(job.kind.as_str()),
+                            size: job.plan.size,
+                            mtime_ns: job.plan.mtime_ns,
+                            title: None,
+                            status,
+                            code: err.code(),
+                            error: &reason,
+                        })?;
+                        (
+                            FileOutcome::Failed {
+                                code: err.code().to_string(),
+                                reason,
+                            },
+                            id,
+                            false,
+                        )
+                    }
+                };
+                self.journal(run_id, &path, Some(id), &outcome, Some(elapsed))?;
+                Ok((path, outcome, bytes, written.then_some(id)))
+            }
+        }
+    }
+
+    /// Stores a parsed document and stages its index update. Returns whether the index changed.
+    fn store_parsed(
+        &self,
+        job: &ParseJob,
+        path: &str,
+        p: Prepared,
+    ) -> Result<(FileOutcome, DocumentId, bool)> {
+        let title = p.doc.title.clone().or_else(|| {
+            job.plan
+                .path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+        });
+        let no_layer = p.doc.notices.contains(&ParseNotice::NoTextLayer);
+        let (status, note) = if p.chunks.is_empty() {
+            if no_layer {
+                (
+                    DocumentStatus::NoTextLayer,
+                    Some(
+                        "no text layer: the pages are scanned images (OCR is not available yet)"
+                            .to_string(),
+                    ),
+                )
+            } else {
+                (
+                    DocumentStatus::Empty,
+                    Some("the document contains no text".to_string()),
+                )
+            }
+        } else if no_layer {
+            let pages = p.doc.pages_without_text.len();
+            let total = p.doc.page_count.unwrap_or(0);
+            (
+                DocumentStatus::Indexed,
+                Some(format!("{pages} of {total} pages have no text layer")),
+            )
+        } else if p.doc.notices.contains(&ParseNotice::Truncated) {
+            (
+                DocumentStatus::Indexed,
+                Some("only the beginning was indexed: the text exceeds the size limit".to_string()),
+            )
+        } else {
+            (DocumentStatus::Indexed, None)
+        };
+        let id = self.store().replace_document(&NewDocument {
+            source: job.plan.source,
+            folder: job.plan.folder,
+            path,
+            kind: job.kind.as_str(),
+            content_hash: &job.hash,
+            size: job.plan.size,
+            mtime_ns: job.plan.mtime_ns,
+            title: title.as_deref(),
+            status,
+            note: note.as_deref(),
+            page_count: p.doc.page_count,
+            encoding: p.doc.encoding.as_deref(),
+            text: &p.text,
+            chunks: &p.chunks,
+            tables: &p.doc.tables,
+        })?;
+        self.index_document(id)?;
+        let n = p.chunks.len();
+        let outcome = match status {
+            DocumentStatus::Indexed if job.existed => FileOutcome::Updated { chunks: n },
+            DocumentStatus::Indexed => FileOutcome::Added { chunks: n },
+            _ => FileOutcome::NoText {
+                reason: note.unwrap_or_default(),
+            },
+        };
+        Ok((outcome, id, true))
+    }
+
+    fn journal(
+        &self,
+        run_id: &str,
+        path: &str,
+        doc: Option<DocumentId>,
+        outcome: &FileOutcome,
+        elapsed: Option<Duration>,
+    ) -> Result<()> {
+        let (action, detail) = match outcome {
+            FileOutcome::Added { chunks } => ("added", Some(format!("{chunks} chunks"))),
+            FileOutcome::Updated { chunks } => ("updated", Some(format!("{chunks} chunks"))),
+            FileOutcome::Unchanged => ("unchanged", None),
+            FileOutcome::NoText { reason } => ("no_text", Some(reason.clone())),
+            FileOutcome::Failed { reason, .. } => ("failed", Some(reason.clone())),
+            FileOutcome::Skipped { reason } => ("skipped", Some(reason.clone())),
+        };
+        self.store().journal(&JournalEntry {
+            run_id,
+            path,
+            document: doc,
+            action,
+            detail: detail.as_deref(),
+            duration_ms: elapsed.map(|d| d.as_millis() as u64),
+        })?;
+        Ok(())
+    }
+
+    /// Removes documents (a file, or everything under a folder) from the store and the index.
+    pub fn remove(&self, paths: &[PathBuf]) -> Result<RemoveReport> {
+        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ids = Vec::new();
+        for p in paths {
+            // The file may already be gone from disk: fall back to the path as given.
+            let abs = self.fs.canonicalize(p).unwrap_or_else(|_| absolute(p));
+            let docs = self.store().documents(Some(&abs.display().to_string()))?;
+            if docs.is_empty() {
+                return Err(EngineError::InvalidInput(format!(
+                    "nothing stored under {}",
+                    p.display()
+                )));
+            }
+            ids.extend(docs.into_iter().map(|d| d.id));
+        }
+        for id in &ids {
+            self.store().remove_document(*id)?;
+            self.index.delete_document(id.0 as u64)?;
+        }
+        self.index.commit()?;
+        self.store().clear_tombstones(&ids)?;
+        Ok(RemoveReport {
+            documents: ids.len(),
+        })
+    }
+
+    /// Re-parses every stored file from disk (after a parser upgrade), then rebuilds the index.
+    pub fn reparse_all(&self, progress: &mut dyn FnMut(&IngestEvent)) -> Result<IngestReport> {
+        let paths: Vec<PathBuf> = self
+            .store()
+            .documents(None)?
+            .into_iter()
+            .map(|d| PathBuf::from(d.path))
+            .collect();
+        let existing: Vec<PathBuf> = paths
+            .into_iter()
+            .filter(|p| self.fs.metadata(p).is_ok())
+            .collect();
+        self.ingest(&existing, &IngestOptions { force: true }, progress)
+    }
+}
+
+fn has_supported_extension(path: &Path) -> bool {
+    match path.extension() {
+        None => true, // sniffed later
+        Some(ext) => {
+            let ext = ext.to_string_lossy().to_ascii_lowercase();
+            knowhub_parse::supported_extensions().contains(&ext.as_str())
+        }
+    }
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn describe_io(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "not found".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// 16 hex digits of BLAKE3: stable, reproducible ids for evidence.
+pub(crate) fn short_hash(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex()[..16].to_string()
+}
+
+fn knowhub_store_now() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}

@@ -1,0 +1,386 @@
+//! Running parsers with time and memory bounds.
+//!
+//! Hostile documents can make any parser loop, allocate without bound, or overflow the stack
+//! (which aborts a process and cannot be caught). So by default parsing happens in a
+//! long-lived worker *process* (the `knowhub` binary re-executed with `parse-worker`): it
+//! limits its own address space, answers one request at a time over stdin/stdout, and is
+//! killed and replaced when it misses a deadline or dies. One bad file costs one restart; it
+//! never takes the application down and never stops a batch.
+//!
+//! The in-process backend (a thread with `catch_unwind` and a deadline) exists for tests and
+//! for embedders that cannot spawn processes; a file that hangs there leaks its thread.
+
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, bounded};
+use knowhub_parse::{DocKind, Limits, ParseError, ParsedDocument};
+use serde::{Deserialize, Serialize};
+
+/// How parsers are run.
+#[derive(Debug, Clone)]
+pub enum ParserBackend {
+    /// In a thread of this process (tests, embedding).
+    InProcess,
+    /// In worker processes started as `program args…`.
+    Worker { program: PathBuf, args: Vec<String> },
+}
+
+/// Bounds applied to every parse.
+#[derive(Debug, Clone)]
+pub struct SandboxLimits {
+    pub timeout: Duration,
+    /// Address-space limit of a worker process, in bytes (Unix only).
+    pub memory_bytes: u64,
+    pub parse: Limits,
+}
+
+impl Default for SandboxLimits {
+    fn default() -> SandboxLimits {
+        SandboxLimits {
+            timeout: Duration::from_secs(60),
+            memory_bytes: 4 << 30,
+            parse: Limits::default(),
+        }
+    }
+}
+
+/// Why a sandboxed parse produced no document.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum SandboxError {
+    #[error("{0}")]
+    Parse(ParseErrorWire),
+    #[error("timed out after {0} s")]
+    Timeout(u64),
+    #[error("the parser crashed ({0})")]
+    Crashed(String),
+    #[error("cannot read the file: {0}")]
+    Io(String),
+}
+
+impl SandboxError {
+    /// Short code stored with failed documents.
+    pub fn code(&self) -> &str {
+        match self {
+            SandboxError::Parse(p) => &p.code,
+            SandboxError::Timeout(_) => "timeout",
+            SandboxError::Crashed(_) => "crashed",
+            SandboxError::Io(_) => "io",
+        }
+    }
+}
+
+/// A [`ParseError`] as it crosses the process boundary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParseErrorWire {
+    pub code: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ParseErrorWire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<ParseError> for ParseErrorWire {
+    fn from(e: ParseError) -> ParseErrorWire {
+        ParseErrorWire {
+            code: e.code().to_string(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Sent as a JSON frame followed by a frame with the file's raw bytes.
+#[derive(Debug, Serialize, Deserialize)]
+struct Request {
+    kind: DocKind,
+    limits: Limits,
+}
+
+type Response = Result<ParsedDocument, SandboxError>;
+
+/// Frames start with a marker so stray bytes a library prints to stdout are skipped, not
+/// misread as a length.
+const MAGIC: &[u8; 4] = b"KHW1";
+
+fn write_frame(out: &mut impl Write, payload: &[u8]) -> std::io::Result<()> {
+    out.write_all(MAGIC)?;
+    out.write_all(&(payload.len() as u64).to_le_bytes())?;
+    out.write_all(payload)?;
+    out.flush()
+}
+
+fn read_frame(input: &mut impl Read) -> std::io::Result<Vec<u8>> {
+    let mut matched = 0;
+    let mut byte = [0u8; 1];
+    while matched < MAGIC.len() {
+        input.read_exact(&mut byte)?;
+        if byte[0] == MAGIC[matched] {
+            matched += 1;
+        } else {
+            matched = usize::from(byte[0] == MAGIC[0]);
+        }
+    }
+    let mut len = [0u8; 8];
+    input.read_exact(&mut len)?;
+    let len = u64::from_le_bytes(len);
+    if len > 4 << 30 {
+        return Err(std::io::Error::other("frame too large"));
+    }
+    let mut payload = vec![0u8; len as usize];
+    input.read_exact(&mut payload)?;
+    Ok(payload)
+}
+
+/// Parses one file in this thread, turning panics into errors.
+fn parse_here(bytes: &[u8], kind: DocKind, limits: &Limits) -> Response {
+    match std::panic::catch_unwind(|| knowhub_parse::parse(kind, bytes, limits)) {
+        Ok(Ok(doc)) => Ok(doc),
+        Ok(Err(e)) => Err(SandboxError::Parse(e.into())),
+        Err(panic) => Err(SandboxError::Crashed(panic_message(&panic))),
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    let msg = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_string());
+    format!("internal error: {}", msg.lines().next().unwrap_or_default())
+}
+
+/// The worker process's main loop: call from the binary's `parse-worker` entry point.
+///
+/// Limits its own address space first, then serves requests until stdin closes.
+pub fn run_worker(memory_bytes: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    if memory_bytes > 0 {
+        // Best effort: if the limit cannot be set the worker still isolates crashes and hangs.
+        let _ = rlimit::setrlimit(rlimit::Resource::AS, memory_bytes, memory_bytes);
+    }
+    #[cfg(not(unix))]
+    let _ = memory_bytes;
+    // Panics are turned into responses; keep their default stderr report out of the way.
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut input = BufReader::new(std::io::stdin().lock());
+    let mut output = BufWriter::new(std::io::stdout().lock());
+    loop {
+        let frame = match read_frame(&mut input) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let bytes = read_frame(&mut input)?;
+        let response: Response = match serde_json::from_slice::<Request>(&frame) {
+            Ok(req) => parse_here(&bytes, req.kind, &req.limits),
+            Err(e) => Err(SandboxError::Crashed(format!("bad request: {e}"))),
+        };
+        let payload = serde_json::to_vec(&response).map_err(std::io::Error::other)?;
+        write_frame(&mut output, &payload)?;
+    }
+}
+
+/// One parser slot: owns (at most) one worker process and restarts it as needed.
+#[derive(Debug)]
+pub(crate) struct Parser {
+    backend: ParserBackend,
+    limits: SandboxLimits,
+    worker: Option<Worker>,
+}
+
+#[derive(Debug)]
+struct Worker {
+    child: Child,
+    stdin: BufWriter<ChildStdin>,
+    responses: Receiver<std::io::Result<Vec<u8>>>,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Parser {
+    pub(crate) fn new(backend: ParserBackend, limits: SandboxLimits) -> Parser {
+        Parser {
+            backend,
+            limits,
+            worker: None,
+        }
+    }
+
+    /// Parses a file's bytes as `kind` within the bounds.
+    pub(crate) fn parse(&mut self, bytes: &Arc<Vec<u8>>, kind: DocKind) -> Response {
+        match self.backend.clone() {
+            ParserBackend::InProcess => self.parse_in_thread(bytes, kind),
+            ParserBackend::Worker { program, args } => {
+                self.parse_in_worker(&program, &args, bytes, kind)
+            }
+        }
+    }
+
+    fn parse_in_thread(&self, bytes: &Arc<Vec<u8>>, kind: DocKind) -> Response {
+        let (tx, rx) = bounded(1);
+        let (bytes, limits) = (Arc::clone(bytes), self.limits.parse.clone());
+        std::thread::Builder::new()
+            .name("knowhub-parse".into())
+            .stack_size(64 << 20)
+            .spawn(move || {
+                let _ = tx.send(parse_here(&bytes, kind, &limits));
+            })
+            .map_err(|e| SandboxError::Crashed(format!("cannot start parser thread: {e}")))?;
+        match rx.recv_timeout(self.limits.timeout) {
+            Ok(r) => r,
+            Err(RecvTimeoutError::Timeout) => {
+                Err(SandboxError::Timeout(self.limits.timeout.as_secs()))
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(SandboxError::Crashed("parser thread died".into()))
+            }
+        }
+    }
+
+    fn parse_in_worker(
+        &mut self,
+        program: &Path,
+        args: &[String],
+        bytes: &[u8],
+        kind: DocKind,
+    ) -> Response {
+        let request = Request {
+            kind,
+            limits: self.limits.parse.clone(),
+        };
+        let payload =
+            serde_json::to_vec(&request).map_err(|e| SandboxError::Crashed(e.to_string()))?;
+        if self.worker.is_none() {
+            self.worker = Some(self.spawn(program, args)?);
+        }
+        let Some(worker) = self.worker.as_mut() else {
+            return Err(SandboxError::Crashed("no worker".into()));
+        };
+        let send = |stdin: &mut BufWriter<ChildStdin>| {
+            write_frame(stdin, &payload).and_then(|()| write_frame(stdin, bytes))
+        };
+        if send(&mut worker.stdin).is_err() {
+            // The idle worker died (e.g. killed by the OS); start a fresh one and retry once.
+            self.worker = Some(self.spawn(program, args)?);
+            let Some(worker) = self.worker.as_mut() else {
+                return Err(SandboxError::Crashed("no worker".into()));
+            };
+            send(&mut worker.stdin)
+                .map_err(|e| SandboxError::Crashed(format!("cannot reach the parser: {e}")))?;
+        }
+        let Some(worker) = self.worker.as_mut() else {
+            return Err(SandboxError::Crashed("no worker".into()));
+        };
+        match worker.responses.recv_timeout(self.limits.timeout) {
+            Ok(Ok(frame)) => serde_json::from_slice::<Response>(&frame)
+                .map_err(|e| SandboxError::Crashed(format!("unreadable parser reply: {e}")))?,
+            Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => {
+                let status = self.worker.take().and_then(|mut w| w.child.wait().ok());
+                let why = match status {
+                    Some(s) => describe_exit(s),
+                    None => "worker exited".into(),
+                };
+                Err(SandboxError::Crashed(why))
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                self.worker = None; // Drop kills it.
+                Err(SandboxError::Timeout(self.limits.timeout.as_secs()))
+            }
+        }
+    }
+
+    fn spawn(&self, program: &Path, args: &[String]) -> Result<Worker, SandboxError> {
+        let mut child = Command::new(program)
+            .args(args)
+            .arg("--memory-bytes")
+            .arg(self.limits.memory_bytes.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                SandboxError::Crashed(format!(
+                    "cannot start parser worker {}: {e}",
+                    program.display()
+                ))
+            })?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| SandboxError::Crashed("no worker stdin".into()))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| SandboxError::Crashed("no worker stdout".into()))?;
+        let (tx, rx) = bounded(1);
+        std::thread::Builder::new()
+            .name("knowhub-parse-reader".into())
+            .spawn(move || {
+                let mut reader = BufReader::new(stdout);
+                loop {
+                    let frame = read_frame(&mut reader);
+                    let failed = frame.is_err();
+                    if tx.send(frame).is_err() || failed {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| SandboxError::Crashed(format!("cannot start reader thread: {e}")))?;
+        Ok(Worker {
+            child,
+            stdin: BufWriter::new(stdin),
+            responses: rx,
+        })
+    }
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            return match sig {
+                6 => "aborted: out of memory or stack overflow".into(),
+                9 => "killed".into(),
+                11 => "segmentation fault".into(),
+                s => format!("killed by signal {s}"),
+            };
+        }
+    }
+    format!("worker exited with {status}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_skip_stray_output() {
+        let mut buf = b"noise KH".to_vec();
+        write_frame(&mut buf, b"{\"a\":1}").unwrap();
+        let got = read_frame(&mut buf.as_slice()).unwrap();
+        assert_eq!(got, b"{\"a\":1}");
+    }
+
+    #[test]
+    fn in_process_parse_and_errors() {
+        let mut p = Parser::new(ParserBackend::InProcess, SandboxLimits::default());
+        let doc = p
+            .parse(&Arc::new(b"# Hi\n\ntext".to_vec()), DocKind::Markdown)
+            .unwrap();
+        assert_eq!(doc.title.as_deref(), Some("Hi"));
+        let bad = p.parse(&Arc::new(b"not a pdf".to_vec()), DocKind::Pdf);
+        assert!(matches!(bad, Err(SandboxError::Parse(_))), "{bad:?}");
+    }
+}

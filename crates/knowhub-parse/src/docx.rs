@@ -1,8 +1,0 @@
-//! Placeholder: being written.
-use crate::{Limits, ParseError, ParsedDocument};
-
-pub(crate) fn parse(_bytes: &[u8], _limits: &Limits) -> Result<ParsedDocument, ParseError> {
-    Err(ParseError::Unsupported {
-        ext: Some("docx".into()),
-    })
-}

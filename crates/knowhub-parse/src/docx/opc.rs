@@ -1,0 +1,227 @@
+//! Open Packaging Conventions: content types and relationships, used to find parts by role
+//! rather than by their customary names.
+
+use crate::archive::BoundedZip;
+use crate::{Limits, ParseError};
+
+use super::{FORMAT, xml};
+
+/// Content types of WordprocessingML main parts (document, macro-enabled, templates).
+const WORD_MAIN_TYPES: &[&str] = &[
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml",
+    "application/vnd.ms-word.document.macroEnabled.main+xml",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml",
+    "application/vnd.ms-word.template.macroEnabledTemplate.main+xml",
+];
+
+/// Reads a part by name, falling back to a case-insensitive match (part names are
+/// case-insensitive in OPC, and some writers are inconsistent).
+pub(super) fn read_part(
+    zip: &mut BoundedZip<'_>,
+    name: &str,
+) -> Result<Option<Vec<u8>>, ParseError> {
+    let name = name.trim_start_matches('/');
+    if zip.contains(name) {
+        return zip.read(name);
+    }
+    let found = zip
+        .names()
+        .into_iter()
+        .find(|n| n.eq_ignore_ascii_case(name));
+    match found {
+        Some(n) => zip.read(&n),
+        None => Ok(None),
+    }
+}
+
+/// Resolves a relationship target against the folder of its source part.
+fn resolve(base_dir: &str, target: &str) -> String {
+    let target = target.split(['#', '?']).next().unwrap_or_default();
+    let joined = if let Some(abs) = target.strip_prefix('/') {
+        abs.to_string()
+    } else if base_dir.is_empty() {
+        target.to_string()
+    } else {
+        format!("{base_dir}/{target}")
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in joined.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    parts.join("/")
+}
+
+/// The relationships of one part: (type, resolved target) pairs.
+#[derive(Debug, Default)]
+pub(super) struct Rels {
+    items: Vec<(String, String)>,
+}
+
+impl Rels {
+    fn from_xml(data: &[u8], rels_name: &str, base_dir: &str, limits: &Limits) -> Rels {
+        let Ok(root) = xml::parse(data, rels_name, FORMAT, limits) else {
+            return Rels::default();
+        };
+        let mut items = Vec::new();
+        if let Some(list) = root.child("Relationships") {
+            for rel in list.elems().filter(|n| &*n.name == "Relationship") {
+                if rel.attr("TargetMode") == Some("External") {
+                    continue;
+                }
+                if let (Some(ty), Some(target)) = (rel.attr("Type"), rel.attr("Target")) {
+                    items.push((ty.to_string(), resolve(base_dir, target)));
+                }
+            }
+        }
+        Rels { items }
+    }
+
+    /// Target of the first relationship whose type ends with `/{kind}` (transitional and strict
+    /// relationship URIs differ only in their prefix).
+    pub(super) fn target(&self, kind: &str) -> Option<String> {
+        let suffix = format!("/{kind}");
+        self.items
+            .iter()
+            .find(|(ty, _)| ty.ends_with(&suffix))
+            .map(|(_, t)| t.clone())
+    }
+}
+
+/// Package-level information: root relationships and content-type overrides.
+#[derive(Debug)]
+pub(super) struct Package {
+    root_rels: Rels,
+    /// (part name without leading slash, content type)
+    overrides: Vec<(String, String)>,
+}
+
+impl Package {
+    pub(super) fn load(zip: &mut BoundedZip<'_>, limits: &Limits) -> Result<Package, ParseError> {
+        let root_rels = match read_part(zip, "_rels/.rels")? {
+            Some(data) => Rels::from_xml(&data, "_rels/.rels", "", limits),
+            None => Rels::default(),
+        };
+        let mut overrides = Vec::new();
+        if let Some(data) = read_part(zip, "[Content_Types].xml")?
+            && let Ok(root) = xml::parse(&data, "[Content_Types].xml", FORMAT, limits)
+            && let Some(types) = root.child("Types")
+        {
+            for o in types.elems().filter(|n| &*n.name == "Override") {
+                if let (Some(name), Some(ty)) = (o.attr("PartName"), o.attr("ContentType")) {
+                    overrides.push((name.trim_start_matches('/').to_string(), ty.to_string()));
+                }
+            }
+        }
+        Ok(Package {
+            root_rels,
+            overrides,
+        })
+    }
+
+    fn content_type(&self, part: &str) -> Option<&str> {
+        self.overrides
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(part))
+            .map(|(_, t)| t.as_str())
+    }
+
+    /// Name of the main document part, or a one-line reason why this package is not a DOCX.
+    pub(super) fn main_document(&self, zip: &mut BoundedZip<'_>) -> Result<String, ParseError> {
+        let exists = |zip: &BoundedZip<'_>, name: &str| {
+            zip.contains(name) || zip.names().iter().any(|n| n.eq_ignore_ascii_case(name))
+        };
+        let mut candidates = Vec::new();
+        if let Some(t) = self.root_rels.target("officeDocument") {
+            candidates.push(t);
+        }
+        candidates.extend(
+            self.overrides
+                .iter()
+                .filter(|(_, ty)| WORD_MAIN_TYPES.contains(&ty.as_str()))
+                .map(|(n, _)| n.clone()),
+        );
+        candidates.push("word/document.xml".to_string());
+        for name in candidates {
+            if !exists(zip, &name) {
+                continue;
+            }
+            match self.content_type(&name) {
+                Some(ty) if ty.contains("spreadsheetml") => {
+                    return Err(ParseError::invalid(
+                        FORMAT,
+                        "this is a spreadsheet (XLSX) renamed to .docx",
+                    ));
+                }
+                Some(ty) if ty.contains("presentationml") => {
+                    return Err(ParseError::invalid(
+                        FORMAT,
+                        "this is a presentation (PPTX) renamed to .docx",
+                    ));
+                }
+                _ => return Ok(name),
+            }
+        }
+        if exists(zip, "content.xml") && exists(zip, "mimetype") {
+            return Err(ParseError::invalid(
+                FORMAT,
+                "could not find main document part (this is an OpenDocument file; save it as .docx)",
+            ));
+        }
+        Err(ParseError::invalid(
+            FORMAT,
+            "could not find main document part (word/document.xml)",
+        ))
+    }
+
+    /// Relationships of `part` (`word/_rels/document.xml.rels` for `word/document.xml`).
+    pub(super) fn part_relationships(
+        &self,
+        zip: &mut BoundedZip<'_>,
+        part: &str,
+        limits: &Limits,
+    ) -> Result<Rels, ParseError> {
+        let (dir, file) = part.rsplit_once('/').unwrap_or(("", part));
+        let rels_name = if dir.is_empty() {
+            format!("_rels/{file}.rels")
+        } else {
+            format!("{dir}/_rels/{file}.rels")
+        };
+        Ok(match read_part(zip, &rels_name)? {
+            Some(data) => Rels::from_xml(&data, &rels_name, dir, limits),
+            None => Rels::default(),
+        })
+    }
+
+    /// Name of the core properties part (title), if the package has one.
+    pub(super) fn core_properties_name(&self) -> Option<String> {
+        self.root_rels
+            .target("core-properties")
+            .or_else(|| Some("docProps/core.xml".to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve;
+
+    #[test]
+    fn relationship_targets_resolve_against_the_source_folder() {
+        let cases = [
+            ("word", "styles.xml", "word/styles.xml"),
+            ("word", "/word/styles.xml", "word/styles.xml"),
+            ("word", "../customXml/item1.xml", "customXml/item1.xml"),
+            ("", "word/document2.xml", "word/document2.xml"),
+            ("", "./word/document.xml", "word/document.xml"),
+            ("a/b", "../../../x.xml", "x.xml"),
+        ];
+        for (base, target, want) in cases {
+            assert_eq!(resolve(base, target), want, "{base} + {target}");
+        }
+    }
+}

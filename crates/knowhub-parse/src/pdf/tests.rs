@@ -1,0 +1,182 @@
+use super::*;
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/../../tests/fixtures/pdf/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn parse_fixture(name: &str) -> ParsedDocument {
+    parse(&fixture(name), &Limits::default()).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn simple_document_has_pages_title_headings_and_paragraphs() {
+    let doc = parse_fixture("simple.pdf");
+    assert_eq!(doc.page_count, Some(2));
+    assert_eq!(doc.title.as_deref(), Some("Leave Policy Handbook"));
+    assert!(doc.pages_without_text.is_empty());
+    let headings: Vec<(&str, Option<u32>)> = doc
+        .blocks
+        .iter()
+        .filter(|b| matches!(b.kind, BlockKind::Heading { level: 1 }))
+        .map(|b| (b.text.as_str(), b.page))
+        .collect();
+    assert_eq!(
+        headings,
+        vec![("Annual Leave", Some(1)), ("Sick Leave", Some(2))]
+    );
+    let text = doc.plain_text();
+    // Wrapped lines are joined into one paragraph, and the split word is mended.
+    assert!(text.contains("ahead, and the manager"), "{text}");
+    assert!(text.contains("further information from"), "{text}");
+    assert!(doc.blocks.iter().all(|b| b.page.is_some()));
+}
+
+#[test]
+fn two_columns_are_read_left_then_right() {
+    let doc = parse_fixture("two_column.pdf");
+    let text = doc.plain_text();
+    let last_left = text.find("Leftword119").expect("left column");
+    let first_right = text.find("Rightword0").expect("right column");
+    assert!(last_left < first_right, "{text}");
+    assert!(text.contains("Leftword10 Leftword11"), "{text}");
+}
+
+#[test]
+fn chinese_cid_font_is_decoded() {
+    let doc = parse_fixture("chinese.pdf");
+    let text = doc.plain_text();
+    assert!(text.contains("员工每年享有十五天带薪年假"), "{text}");
+}
+
+#[test]
+fn ligatures_are_expanded() {
+    let doc = parse_fixture("ligature.pdf");
+    assert_eq!(doc.plain_text(), "The first office flow is efficient.");
+}
+
+#[test]
+fn user_password_is_required() {
+    let err = parse(&fixture("encrypted_user.pdf"), &Limits::default()).unwrap_err();
+    assert_eq!(err, ParseError::PasswordRequired);
+}
+
+#[test]
+fn owner_password_only_files_open() {
+    let doc = parse_fixture("encrypted_owner.pdf");
+    assert_eq!(doc.plain_text(), "Confidential salary bands for 2024.");
+}
+
+#[test]
+fn scanned_document_reports_no_text_layer() {
+    let doc = parse_fixture("scanned.pdf");
+    assert!(doc.blocks.is_empty());
+    assert_eq!(doc.pages_without_text, vec![1]);
+    assert_eq!(doc.notices, vec![ParseNotice::NoTextLayer]);
+}
+
+#[test]
+fn scanned_page_among_text_pages_is_listed() {
+    let doc = parse_fixture("mixed_scan.pdf");
+    assert_eq!(doc.page_count, Some(2));
+    assert_eq!(doc.pages_without_text, vec![2]);
+    assert_eq!(doc.notices, vec![ParseNotice::NoTextLayer]);
+    assert_eq!(doc.plain_text(), "This page has a text layer.");
+}
+
+#[test]
+fn garbage_and_truncated_files_are_invalid() {
+    let err = parse(b"hello world", &Limits::default()).unwrap_err();
+    assert!(matches!(err, ParseError::Invalid { format: "PDF", .. }));
+    let bytes = fixture("simple.pdf");
+    for cut in [9, 200, bytes.len() / 2] {
+        // Whatever survives a cut must come back as a result, never a panic.
+        match parse(&bytes[..cut], &Limits::default()) {
+            Ok(_) | Err(ParseError::Invalid { .. }) => {}
+            Err(e) => panic!("cut {cut}: unexpected {e}"),
+        }
+    }
+    let err = parse(&bytes[..200], &Limits::default()).unwrap_err();
+    assert!(matches!(err, ParseError::Invalid { .. }), "{err}");
+}
+
+#[test]
+fn page_limit_is_enforced() {
+    let limits = Limits {
+        max_pages: 1,
+        ..Limits::default()
+    };
+    let err = parse(&fixture("simple.pdf"), &limits).unwrap_err();
+    assert!(matches!(err, ParseError::LimitExceeded(_)));
+}
+
+#[test]
+fn shared_corpus_samples() {
+    let root = format!(
+        "{}/../../../shared/corpora/documents/pdf",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    if !std::path::Path::new(&root).exists() {
+        eprintln!("skipping: {root} is absent");
+        return;
+    }
+    let read = |p: &str| std::fs::read(format!("{root}/{p}")).expect("corpus file");
+    let doc = parse(&read("pypdf_resources/crazyones.pdf"), &Limits::default()).expect("crazyones");
+    assert!(
+        doc.plain_text().contains("Here’s to the crazy ones")
+            || doc.plain_text().contains("Heres to the crazy ones")
+    );
+    let err = parse(
+        &read("pypdf_resources/encryption/r6-both-passwords.pdf"),
+        &Limits::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err, ParseError::PasswordRequired);
+}
+
+/// Throwaway corpus probe: `KH_PDF=file.pdf KH_OUT=out.txt cargo test -p knowhub-parse
+/// pdf::tests::probe -- --ignored`.
+#[test]
+#[ignore]
+#[allow(clippy::print_stdout)]
+fn probe() {
+    let Ok(path) = std::env::var("KH_PDF") else {
+        return;
+    };
+    let bytes = std::fs::read(&path).expect("read");
+    let t = std::time::Instant::now();
+    let r = parse(&bytes, &Limits::default());
+    let ms = t.elapsed().as_millis();
+    match r {
+        Ok(mut d) => {
+            crate::normalize(&mut d, &Limits::default());
+            let text = d
+                .blocks
+                .iter()
+                .map(|b| match b.kind {
+                    BlockKind::Heading { level } => format!("[H{level} p{:?}] {}", b.page, b.text),
+                    _ => b.text.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            if let Ok(out) = std::env::var("KH_OUT") {
+                std::fs::write(out, d.plain_text()).expect("write");
+            }
+            if let Ok(out) = std::env::var("KH_DEBUG") {
+                std::fs::write(out, &text).expect("write");
+            }
+            println!(
+                "RESULT ok pages={:?} chars={} blocks={} nontext={:?} title={:?} ms={ms}",
+                d.page_count,
+                d.text_len(),
+                d.blocks.len(),
+                d.pages_without_text.len(),
+                d.title
+            );
+        }
+        Err(e) => println!("RESULT err {} ({e}) ms={ms}", e.code()),
+    }
+}

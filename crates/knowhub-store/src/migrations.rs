@@ -1,0 +1,130 @@
+//! Append-only schema migrations, grouped by domain.
+//!
+//! Each domain owns an ordered list of steps. A step, once released, is never edited or
+//! removed: the text of every applied step is recorded, and opening a store whose recorded step
+//! differs from the code's fails loudly instead of silently diverging. New schema = new step.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::StoreError;
+
+/// (domain, steps). Add steps at the end of a domain, or add a new domain at the end.
+pub(crate) const MIGRATIONS: &[(&str, &[&str])] = &[(
+    "documents",
+    &[r#"
+CREATE TABLE sources (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind        TEXT NOT NULL CHECK (kind IN ('folder', 'files')),
+    root_path   TEXT UNIQUE,
+    name        TEXT NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+CREATE TABLE folders (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    source_id   INTEGER NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+    rel_path    TEXT NOT NULL,
+    parent_id   INTEGER REFERENCES folders(id) ON DELETE CASCADE,
+    UNIQUE (source_id, rel_path)
+);
+CREATE TABLE documents (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    source_id       INTEGER NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+    folder_id       INTEGER REFERENCES folders(id) ON DELETE SET NULL,
+    path            TEXT NOT NULL UNIQUE,
+    kind            TEXT,
+    content_hash    TEXT,
+    size            INTEGER NOT NULL,
+    mtime_ns        INTEGER,
+    title           TEXT,
+    status          TEXT NOT NULL,
+    error_code      TEXT,
+    error           TEXT,
+    page_count      INTEGER,
+    encoding        TEXT,
+    chunk_count     INTEGER NOT NULL DEFAULT 0,
+    index_state     TEXT NOT NULL DEFAULT 'clean' CHECK (index_state IN ('clean', 'pending')),
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL
+);
+CREATE INDEX documents_status ON documents(status);
+CREATE INDEX documents_index_state ON documents(index_state) WHERE index_state = 'pending';
+CREATE TABLE document_text (
+    document_id INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+    text        TEXT NOT NULL
+);
+CREATE TABLE chunks (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    document_id   INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ordinal       INTEGER NOT NULL,
+    text          TEXT NOT NULL,
+    heading_path  TEXT NOT NULL,
+    page_start    INTEGER,
+    page_end      INTEGER,
+    char_start    INTEGER NOT NULL,
+    char_end      INTEGER NOT NULL,
+    token_count   INTEGER NOT NULL,
+    text_hash     TEXT NOT NULL,
+    UNIQUE (document_id, ordinal)
+);
+CREATE TABLE index_tombstones (
+    document_id INTEGER PRIMARY KEY
+);
+CREATE TABLE ingest_journal (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id       TEXT NOT NULL,
+    path         TEXT NOT NULL,
+    document_id  INTEGER,
+    action       TEXT NOT NULL,
+    detail       TEXT,
+    duration_ms  INTEGER,
+    at           INTEGER NOT NULL
+);
+CREATE INDEX ingest_journal_run ON ingest_journal(run_id);
+CREATE TABLE sheet_tables (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    document_id  INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    sheet_name   TEXT NOT NULL,
+    sql_name     TEXT NOT NULL UNIQUE,
+    columns      TEXT NOT NULL,
+    row_count    INTEGER NOT NULL
+);
+"#],
+)];
+
+pub(crate) fn run(conn: &mut Connection) -> Result<(), StoreError> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS migrations (
+            domain TEXT NOT NULL, step INTEGER NOT NULL, sql TEXT NOT NULL, applied_at INTEGER NOT NULL,
+            PRIMARY KEY (domain, step))",
+    )?;
+    for (domain, steps) in MIGRATIONS {
+        for (step, sql) in steps.iter().enumerate() {
+            let recorded: Option<String> = conn
+                .query_row(
+                    "SELECT sql FROM migrations WHERE domain = ?1 AND step = ?2",
+                    params![domain, step as i64],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            match recorded {
+                Some(text) if text == *sql => {}
+                Some(_) => {
+                    return Err(StoreError::MigrationEdited {
+                        domain: (*domain).to_string(),
+                        step,
+                    });
+                }
+                None => {
+                    let tx = conn.transaction()?;
+                    tx.execute_batch(sql)?;
+                    tx.execute(
+                        "INSERT INTO migrations (domain, step, sql, applied_at) VALUES (?1, ?2, ?3, ?4)",
+                        params![domain, step as i64, sql, crate::now_ms()],
+                    )?;
+                    tx.commit()?;
+                }
+            }
+        }
+    }
+    Ok(())
+}

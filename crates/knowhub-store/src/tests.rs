@@ -1,0 +1,201 @@
+use knowhub_parse::{Cell, Column, ColumnType, Table};
+
+use super::*;
+
+fn chunk(ordinal: u32, text: &str) -> NewChunk {
+    NewChunk {
+        ordinal,
+        text: text.into(),
+        heading_path: vec!["Handbook".into(), "Leave".into()],
+        page_start: Some(1),
+        page_end: Some(2),
+        char_start: 0,
+        char_end: text.chars().count(),
+        token_count: 3,
+        text_hash: "h".into(),
+    }
+}
+
+fn doc<'a>(
+    source: SourceId,
+    path: &'a str,
+    hash: &'a str,
+    chunks: &'a [NewChunk],
+    tables: &'a [Table],
+) -> NewDocument<'a> {
+    NewDocument {
+        source,
+        folder: None,
+        path,
+        kind: "text",
+        content_hash: hash,
+        size: 10,
+        mtime_ns: Some(1),
+        title: Some("T"),
+        status: DocumentStatus::Indexed,
+        note: None,
+        page_count: None,
+        encoding: Some("UTF-8"),
+        text: "whole text",
+        chunks,
+        tables,
+    }
+}
+
+#[test]
+fn replace_keeps_id_and_swaps_chunks_atomically() {
+    let mut store = Store::open_in_memory().unwrap();
+    let src = store.files_source().unwrap();
+    let v1 = [chunk(0, "old one"), chunk(1, "old two")];
+    let id = store
+        .replace_document(&doc(src, "/a.txt", "h1", &v1, &[]))
+        .unwrap();
+    let old_ids: Vec<ChunkId> = store
+        .index_entries(id)
+        .unwrap()
+        .iter()
+        .map(|e| e.chunk_id)
+        .collect();
+    assert_eq!(old_ids.len(), 2);
+    store.mark_indexed(&[id]).unwrap();
+
+    let v2 = [chunk(0, "new")];
+    let id2 = store
+        .replace_document(&doc(src, "/a.txt", "h2", &v2, &[]))
+        .unwrap();
+    assert_eq!(id, id2, "document id is stable across versions");
+    let entries = store.index_entries(id).unwrap();
+    assert_eq!(entries.len(), 1);
+    assert!(
+        !old_ids.contains(&entries[0].chunk_id),
+        "chunk ids are never reused"
+    );
+    assert!(store.chunks(&old_ids).unwrap().is_empty());
+    assert_eq!(store.pending_index_documents().unwrap(), vec![id]);
+    let rec = store.document(id).unwrap().unwrap();
+    assert_eq!(
+        (rec.content_hash.as_deref(), rec.chunk_count),
+        (Some("h2"), 1)
+    );
+}
+
+#[test]
+fn failure_keeps_previous_content() {
+    let mut store = Store::open_in_memory().unwrap();
+    let src = store.files_source().unwrap();
+    let v1 = [chunk(0, "good")];
+    let id = store
+        .replace_document(&doc(src, "/a.pdf", "h1", &v1, &[]))
+        .unwrap();
+    store
+        .record_failure(&FailedDocument {
+            source: src,
+            folder: None,
+            path: "/a.pdf",
+            kind: Some("pdf"),
+            size: 3,
+            mtime_ns: None,
+            title: None,
+            status: DocumentStatus::Failed,
+            code: "invalid",
+            error: "not a valid PDF file",
+        })
+        .unwrap();
+    let rec = store.document(id).unwrap().unwrap();
+    assert_eq!(rec.status, "indexed");
+    assert_eq!(rec.chunk_count, 1);
+    assert_eq!(rec.content_hash.as_deref(), Some("h1"));
+    assert!(rec.error.unwrap().contains("kept the previous version"));
+    assert_eq!(store.failures(10).unwrap().len(), 1);
+}
+
+#[test]
+fn remove_tombstones_and_drops_tables() {
+    let mut store = Store::open_in_memory().unwrap();
+    let src = store.files_source().unwrap();
+    let table = Table {
+        name: "Staff".into(),
+        columns: vec![
+            Column {
+                name: "Name".into(),
+                ty: ColumnType::Text,
+            },
+            Column {
+                name: "Age".into(),
+                ty: ColumnType::Integer,
+            },
+        ],
+        rows: vec![
+            vec![Cell::Text("Li".into()), Cell::Int(30)],
+            vec![Cell::Text("Ann".into()), Cell::Null],
+        ],
+    };
+    let chunks = [chunk(0, "Name: Li; Age: 30")];
+    let id = store
+        .replace_document(&doc(
+            src,
+            "/s.xlsx",
+            "h",
+            &chunks,
+            std::slice::from_ref(&table),
+        ))
+        .unwrap();
+    let tables = store.sheet_tables(id).unwrap();
+    assert_eq!(tables.len(), 1);
+    assert_eq!(store.sheet_table_rows(&tables[0].sql_name).unwrap(), 2);
+    store.remove_document(id).unwrap();
+    assert!(store.document(id).unwrap().is_none());
+    assert_eq!(store.tombstones().unwrap(), vec![id]);
+    assert!(
+        store.sheet_table_rows(&tables[0].sql_name).is_err(),
+        "table dropped"
+    );
+    assert_eq!(store.chunk_count().unwrap(), 0);
+}
+
+#[test]
+fn folders_and_prefix_listing() {
+    let mut store = Store::open_in_memory().unwrap();
+    let src = store.folder_source("/data/kb", "kb").unwrap();
+    assert_eq!(store.folder_source("/data/kb", "kb").unwrap(), src);
+    let f1 = store.ensure_folder(src, "a/b").unwrap();
+    assert_eq!(store.ensure_folder(src, "a/b").unwrap(), f1);
+    let c = [chunk(0, "x")];
+    store
+        .replace_document(&doc(src, "/data/kb/a/b/x.txt", "1", &c, &[]))
+        .unwrap();
+    store
+        .replace_document(&doc(src, "/data/kb2/y.txt", "2", &c, &[]))
+        .unwrap();
+    let under: Vec<_> = store
+        .documents(Some("/data/kb"))
+        .unwrap()
+        .into_iter()
+        .map(|d| d.path)
+        .collect();
+    assert_eq!(under, vec!["/data/kb/a/b/x.txt"]);
+}
+
+#[test]
+fn reopening_applies_no_migration_twice_and_detects_edits() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, tables) = (dir.path().join("s.sqlite"), dir.path().join("t.sqlite"));
+    {
+        let mut store = Store::open(&db, &tables).unwrap();
+        let src = store.files_source().unwrap();
+        store
+            .replace_document(&doc(src, "/a", "h", &[chunk(0, "x")], &[]))
+            .unwrap();
+    }
+    let store = Store::open(&db, &tables).unwrap();
+    assert_eq!(store.stats().unwrap().documents, 1);
+    store
+        .conn
+        .execute("UPDATE migrations SET sql = 'edited' WHERE step = 0", [])
+        .unwrap();
+    drop(store);
+    assert!(matches!(
+        Store::open(&db, &tables),
+        Err(StoreError::MigrationEdited { .. })
+    ));
+}
