@@ -1,1 +1,264 @@
-fn main() {}
+//! `knowhub`: the command-line front end over the KnowHub engine.
+//!
+//! Every command is a thin wrapper: parse arguments, call the engine, render the result as
+//! text (or JSON with `--json`). Errors end the process with a one-line reason and exit code 1.
+
+// A command-line tool's job is printing.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod bench;
+mod eval;
+mod render;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use knowhub_engine::{
+    Engine, EngineConfig, IngestEvent, IngestOptions, ParserBackend, SearchOptions,
+};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "knowhub",
+    version,
+    about = "KnowHub: a local, permission-aware knowledge copilot"
+)]
+struct Cli {
+    /// Data directory (default: the platform data dir, e.g. ~/.local/share/knowhub).
+    #[arg(long, global = true, env = "KNOWHUB_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+
+    /// No progress bars.
+    #[arg(long, short, global = true)]
+    quiet: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Parse files and folders (recursively) into the knowledge base.
+    Ingest {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Re-parse files even when their content is unchanged.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Find the best passages for a query (Chinese, English or mixed).
+    Search {
+        query: String,
+        /// Number of passages.
+        #[arg(long, short = 'n', default_value_t = 10)]
+        limit: usize,
+        /// At most this many passages per document.
+        #[arg(long, default_value_t = 3)]
+        per_document: usize,
+    },
+    /// Counts, sources and failures with reasons.
+    Status,
+    /// List stored documents (optionally under a folder).
+    List { folder: Option<PathBuf> },
+    /// Remove documents (files, or everything under folders) from the knowledge base.
+    Remove {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Rebuild the full-text index from the store; with --reparse, re-read every file first.
+    Reindex {
+        #[arg(long)]
+        reparse: bool,
+    },
+    /// Evaluation commands (extraction quality, robustness).
+    #[command(subcommand)]
+    Eval(eval::EvalCommand),
+    /// Benchmarks that print tables.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+    /// Internal: the sandboxed parser process.
+    #[command(hide = true)]
+    ParseWorker {
+        #[arg(long, default_value_t = 0)]
+        memory_bytes: u64,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Command::ParseWorker { memory_bytes } = cli.command {
+        return match knowhub_engine::run_worker(memory_bytes) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::FAILURE,
+        };
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("KNOWHUB_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            let msg = format!("{e:#}").replace('\n', " ");
+            eprintln!("error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The engine configuration the CLI uses: parsing in sandboxed worker processes.
+pub(crate) fn engine_config(data_dir: PathBuf) -> Result<EngineConfig> {
+    let mut config = EngineConfig::new(data_dir);
+    let exe = std::env::current_exe().context("cannot locate the knowhub executable")?;
+    config.parser = ParserBackend::Worker {
+        program: exe,
+        args: vec!["parse-worker".into()],
+    };
+    Ok(config)
+}
+
+fn open_engine(data_dir: Option<PathBuf>) -> Result<Engine> {
+    let dir = match data_dir {
+        Some(d) => d,
+        None => EngineConfig::default_data_dir().context("no data directory: pass --data-dir")?,
+    };
+    Engine::open(engine_config(dir)?).context("cannot open the knowledge base")
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let json = cli.json;
+    let show_progress = !cli.quiet && !json && std::io::stderr().is_terminal();
+    match cli.command {
+        Command::Ingest { paths, force } => {
+            let engine = open_engine(cli.data_dir)?;
+            let report =
+                ingest_with_progress(&engine, &paths, &IngestOptions { force }, show_progress)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                render::ingest_report(&report);
+            }
+        }
+        Command::Search {
+            query,
+            limit,
+            per_document,
+        } => {
+            let engine = open_engine(cli.data_dir)?;
+            let t = Instant::now();
+            let opts = SearchOptions {
+                limit,
+                max_per_document: per_document,
+                ..Default::default()
+            };
+            let hits = engine.search(&query, &opts)?;
+            let elapsed = t.elapsed();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&hits)?);
+            } else {
+                render::search_hits(&hits, std::io::stdout().is_terminal());
+                eprintln!(
+                    "{} result(s) in {:.1} ms",
+                    hits.len(),
+                    elapsed.as_secs_f64() * 1e3
+                );
+            }
+        }
+        Command::Status => {
+            let engine = open_engine(cli.data_dir)?;
+            let status = engine.status()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+            } else {
+                render::status(&status);
+            }
+        }
+        Command::List { folder } => {
+            let engine = open_engine(cli.data_dir)?;
+            let docs = engine.documents(folder.as_deref())?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&docs)?);
+            } else {
+                render::documents(&docs);
+            }
+        }
+        Command::Remove { paths } => {
+            let engine = open_engine(cli.data_dir)?;
+            let report = engine.remove(&paths)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!("removed {} document(s)", report.documents);
+            }
+        }
+        Command::Reindex { reparse } => {
+            let engine = open_engine(cli.data_dir)?;
+            if reparse {
+                let bar = progress_bar(show_progress);
+                let report = engine.reparse_all(&mut |e| on_event(&bar, e))?;
+                bar.finish_and_clear();
+                render::ingest_report(&report);
+            }
+            let bar = progress_bar(show_progress);
+            let n = engine.rebuild_index(&mut |e| on_event(&bar, e))?;
+            bar.finish_and_clear();
+            println!("re-indexed {n} document(s)");
+        }
+        Command::Eval(cmd) => return eval::run(cmd, json),
+        Command::Bench(cmd) => return bench::run(cmd),
+        Command::ParseWorker { .. } => {}
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn progress_bar(visible: bool) -> ProgressBar {
+    if !visible {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    let style = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {bar:30.cyan/blue} {pos}/{len} files  {binary_bytes_per_sec}  eta {eta}  {wide_msg}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar
+}
+
+pub(crate) fn on_event(bar: &ProgressBar, event: &IngestEvent) {
+    match event {
+        IngestEvent::Planned { files, .. } => bar.set_length(*files as u64),
+        IngestEvent::File { path, .. } => {
+            bar.inc(1);
+            let name = std::path::Path::new(path)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned());
+            bar.set_message(name.unwrap_or_default());
+        }
+        IngestEvent::Reindexed { done } => bar.set_position(*done as u64),
+        IngestEvent::Committed { .. } => {}
+    }
+}
+
+pub(crate) fn ingest_with_progress(
+    engine: &Engine,
+    paths: &[PathBuf],
+    options: &IngestOptions,
+    visible: bool,
+) -> Result<knowhub_engine::IngestReport> {
+    let bar = progress_bar(visible);
+    let report = engine.ingest(paths, options, &mut |e| on_event(&bar, e))?;
+    bar.finish_and_clear();
+    Ok(report)
+}

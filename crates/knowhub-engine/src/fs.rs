@@ -101,8 +101,11 @@ impl Fs for RealFs {
 /// An in-memory file system for tests.
 #[derive(Debug, Default, Clone)]
 pub struct FakeFs {
-    files: Arc<Mutex<BTreeMap<PathBuf, (Vec<u8>, i64)>>>,
+    files: Arc<Mutex<FakeFiles>>,
 }
+
+/// Path → (content, mtime).
+type FakeFiles = BTreeMap<PathBuf, (Vec<u8>, i64)>;
 
 impl FakeFs {
     pub fn new() -> FakeFs {

@@ -148,6 +148,9 @@ struct Prepared {
     chunks: Vec<NewChunk>,
 }
 
+/// (input, reason) for inputs that could not be read at all.
+type InputErrors = Vec<(String, String)>;
+
 /// Commit the index at least this often during long runs so progress survives a crash.
 const COMMIT_EVERY_CHUNKS: usize = 5_000;
 const COMMIT_EVERY: Duration = Duration::from_secs(10);
@@ -207,7 +210,7 @@ impl Engine {
                 let work_tx = work_tx.clone();
                 let mut parser =
                     Parser::new(self.config.parser.clone(), self.config.limits.clone());
-                let chunking = self.config.chunking.clone();
+                let chunking = self.config.chunking;
                 let counter = Arc::clone(&self.counter);
                 scope.spawn(move || {
                     for job in job_rx {
@@ -310,7 +313,7 @@ impl Engine {
     }
 
     /// Expands inputs into files, each assigned to a source and folder.
-    fn plan(&self, inputs: &[PathBuf]) -> Result<(Vec<Planned>, Vec<(String, String)>)> {
+    fn plan(&self, inputs: &[PathBuf]) -> Result<(Vec<Planned>, InputErrors)> {
         let mut planned = Vec::new();
         let mut errors = Vec::new();
         let mut seen = std::collections::HashSet::new();
@@ -462,6 +465,8 @@ impl Engine {
         }
     }
 
+    // The large "error" is not an error but the already-finished work item; it is moved once.
+    #[allow(clippy::result_large_err)]
     fn read_one(
         &self,
         plan: Planned,

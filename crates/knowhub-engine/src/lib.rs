@@ -316,15 +316,12 @@ impl Engine {
 
     /// Stored documents, optionally only those under a folder.
     pub fn documents(&self, under: Option<&Path>) -> Result<Vec<DocumentRecord>> {
-        let prefix = match under {
-            Some(p) => Some(
-                self.resolve(p)
-                    .unwrap_or_else(|_| p.to_path_buf())
-                    .display()
-                    .to_string(),
-            ),
-            None => None,
-        };
+        let prefix = under.map(|p| {
+            self.resolve(p)
+                .unwrap_or_else(|_| p.to_path_buf())
+                .display()
+                .to_string()
+        });
         Ok(self.store().documents(prefix.as_deref())?)
     }
 

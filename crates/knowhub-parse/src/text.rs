@@ -88,7 +88,7 @@ fn decode_utf32(bytes: &[u8], big_endian: bool) -> String {
 
 /// UTF-32 text without a BOM has, for nearly every code unit, a zero high byte pair.
 fn utf32_without_bom(bytes: &[u8]) -> Option<bool> {
-    if bytes.len() < 8 || bytes.len() % 4 != 0 {
+    if bytes.len() < 8 || !bytes.len().is_multiple_of(4) {
         return None;
     }
     let units: Vec<&[u8]> = bytes.chunks_exact(4).take(1024).collect();
@@ -113,7 +113,7 @@ fn utf32_without_bom(bytes: &[u8]) -> Option<bool> {
 /// UTF-16 text without a BOM: many zero bytes, nearly all on one parity (ASCII-heavy text), or
 /// an even length that decodes to mostly CJK with no invalid surrogates.
 fn utf16_without_bom(bytes: &[u8]) -> Option<&'static Encoding> {
-    if bytes.len() < 4 || bytes.len() % 2 != 0 {
+    if bytes.len() < 4 || !bytes.len().is_multiple_of(2) {
         return None;
     }
     let sample = &bytes[..bytes.len().min(8192) & !1];

@@ -1,0 +1,172 @@
+//! Text rendering of engine results for the terminal.
+
+use knowhub_engine::{DocumentRecord, IngestReport, SearchHit, Status};
+
+pub(crate) fn ingest_report(r: &IngestReport) {
+    println!(
+        "{} file(s) in {:.1} s: {} added, {} updated, {} unchanged, {} without text, {} failed, {} skipped; {} chunks",
+        r.files,
+        r.elapsed_ms as f64 / 1000.0,
+        r.added,
+        r.updated,
+        r.unchanged,
+        r.no_text,
+        r.failed,
+        r.skipped,
+        r.chunks
+    );
+    for (path, reason) in &r.failures {
+        println!("  failed: {path}: {reason}");
+    }
+}
+
+pub(crate) fn search_hits(hits: &[SearchHit], color: bool) {
+    if hits.is_empty() {
+        println!("no passages match");
+        return;
+    }
+    for h in hits {
+        let mut place = Vec::new();
+        match (h.page_start, h.page_end) {
+            (Some(a), Some(b)) if a != b => place.push(format!("pp. {a}–{b}")),
+            (Some(a), _) => place.push(format!("p. {a}")),
+            _ => {}
+        }
+        // Documents often repeat their title as the first heading; don't print it twice.
+        let headings: Vec<&str> = h
+            .heading_path
+            .iter()
+            .map(String::as_str)
+            .skip_while(|s| *s == h.title)
+            .collect();
+        if !headings.is_empty() {
+            place.push(headings.join(" › "));
+        }
+        let place = if place.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", place.join(" · "))
+        };
+        let title = if color {
+            format!("\x1b[1m{}\x1b[0m", h.title)
+        } else {
+            h.title.clone()
+        };
+        println!("{}. {title}{place}", h.rank);
+        println!("   {}", h.path);
+        println!(
+            "   {}",
+            highlight(&h.snippet, &h.highlights, color).replace('\n', " ")
+        );
+        println!();
+    }
+}
+
+/// Marks highlights with ANSI bold-yellow on a terminal, with [brackets] otherwise.
+fn highlight(text: &str, ranges: &[(usize, usize)], color: bool) -> String {
+    let (open, close) = if color {
+        ("\x1b[1;33m", "\x1b[0m")
+    } else {
+        ("[", "]")
+    };
+    let mut out = String::with_capacity(text.len() + ranges.len() * 8);
+    let mut at = 0;
+    for &(start, end) in ranges {
+        if start < at
+            || end > text.len()
+            || !text.is_char_boundary(start)
+            || !text.is_char_boundary(end)
+        {
+            continue;
+        }
+        out.push_str(&text[at..start]);
+        out.push_str(open);
+        out.push_str(&text[start..end]);
+        out.push_str(close);
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+pub(crate) fn status(s: &Status) {
+    let st = &s.store;
+    println!("data directory: {}", s.data_dir);
+    println!(
+        "{} document(s), {} page(s), {:.1} MB, {} chunk(s) stored, {} indexed, {} table(s)",
+        st.documents,
+        st.pages,
+        st.bytes as f64 / 1e6,
+        st.chunks,
+        s.indexed_chunks,
+        st.tables
+    );
+    let by: Vec<String> = st
+        .by_status
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    if !by.is_empty() {
+        println!("by status: {}", by.join(", "));
+    }
+    if st.pending_index > 0 {
+        println!(
+            "{} document(s) waiting for the index (repaired on next start)",
+            st.pending_index
+        );
+    }
+    for src in &s.sources {
+        println!(
+            "source #{} {} ({}): {} document(s)",
+            src.id,
+            src.root_path.as_deref().unwrap_or("individual files"),
+            src.kind,
+            src.documents
+        );
+    }
+    if !s.failures.is_empty() {
+        println!("problems:");
+        for d in &s.failures {
+            println!(
+                "  {} [{}]: {}",
+                d.path,
+                d.error_code.as_deref().unwrap_or(&d.status),
+                d.error.as_deref().unwrap_or("")
+            );
+        }
+    }
+}
+
+pub(crate) fn documents(docs: &[DocumentRecord]) {
+    for d in docs {
+        println!(
+            "{:>6}  {:<17} {:>5} chunks  {}{}",
+            d.id,
+            d.status,
+            d.chunk_count,
+            d.path,
+            d.error
+                .as_deref()
+                .map(|e| format!("  ({e})"))
+                .unwrap_or_default()
+        );
+    }
+    println!("{} document(s)", docs.len());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::highlight;
+
+    #[test]
+    fn highlight_marks_ranges_and_ignores_bad_ones() {
+        assert_eq!(
+            highlight("annual leave days", &[(0, 6), (13, 17)], false),
+            "[annual] leave [days]"
+        );
+        assert_eq!(
+            highlight("年假天数", &[(0, 6), (1, 2)], false),
+            "[年假]天数"
+        );
+    }
+}

@@ -1,0 +1,162 @@
+//! End-to-end tests of the `knowhub` binary: real worker processes, real files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn knowhub(data: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_knowhub"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(
+        o.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn ingest_search_status_remove_round_trip() {
+    let data = tempfile::tempdir().unwrap();
+    let fixtures = repo().join("tests/fixtures");
+    let fixtures = fixtures.to_str().unwrap();
+
+    let report = json(&knowhub(data.path(), &["--json", "ingest", fixtures]));
+    assert!(report["added"].as_u64().unwrap() >= 8, "{report}");
+    assert_eq!(
+        report["failed"].as_u64().unwrap(),
+        3,
+        "three encrypted fixtures: {report}"
+    );
+
+    // English with stemming, Chinese by segmentation; page and heading path come back.
+    let hits = json(&knowhub(
+        data.path(),
+        &["--json", "search", "sick leave certificate"],
+    ));
+    let top = &hits[0];
+    assert!(
+        top["path"].as_str().unwrap().ends_with("pdf/simple.pdf"),
+        "{hits}"
+    );
+    assert_eq!(top["page_start"], 2);
+    assert_eq!(top["heading_path"][0], "Sick Leave");
+    let hits = json(&knowhub(data.path(), &["--json", "search", "带薪年假"]));
+    assert!(
+        hits[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("pdf/chinese.pdf"),
+        "{hits}"
+    );
+
+    // Re-ingest is a no-op.
+    let again = json(&knowhub(data.path(), &["--json", "ingest", fixtures]));
+    assert_eq!(again["added"], 0);
+    assert_eq!(again["updated"], 0);
+
+    let status = json(&knowhub(data.path(), &["--json", "status"]));
+    assert_eq!(status["chunks"], status["indexed_chunks"]);
+    assert!(
+        status["failures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["status"] == "password_required")
+    );
+
+    let simple = format!("{fixtures}/pdf/simple.pdf");
+    let removed = json(&knowhub(data.path(), &["--json", "remove", &simple]));
+    assert_eq!(removed["documents"], 1);
+    let hits = json(&knowhub(
+        data.path(),
+        &["--json", "search", "sick leave certificate"],
+    ));
+    assert!(
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .all(|h| !h["path"].as_str().unwrap().ends_with("simple.pdf"))
+    );
+
+    // Text output names document, page and heading.
+    let text = stdout(&knowhub(data.path(), &["search", "two weeks ahead"]));
+    assert!(
+        text.contains("p. ") || text.contains("no passages"),
+        "{text}"
+    );
+}
+
+#[test]
+fn errors_are_one_line_with_nonzero_exit() {
+    let data = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["search", "   "],
+        vec!["remove", "/definitely/not/stored.txt"],
+    ] {
+        let out = knowhub(data.path(), &args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("error: "), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn robustness_runner_over_project_fixtures() {
+    let data = tempfile::tempdir().unwrap();
+    let fixtures = repo().join("tests/fixtures");
+    let out = knowhub(
+        data.path(),
+        &["--json", "eval", "robustness", fixtures.to_str().unwrap()],
+    );
+    let report = json(&out);
+    assert_eq!(report["crashed"], 0, "{report}");
+    assert_eq!(report["timed_out"], 0, "{report}");
+    assert!(report["parsed"].as_u64().unwrap() >= 8);
+}
+
+/// The shared hostile corpus: every file parses or fails with a reason; none crashes the
+/// parser or hangs. Skips when ../shared is absent (a user's fresh clone).
+#[test]
+fn robustness_over_shared_corpus() {
+    let corpus = repo().join("../shared/corpora/documents");
+    if !corpus.is_dir() {
+        eprintln!("skipped: {} not found", corpus.display());
+        return;
+    }
+    let data = tempfile::tempdir().unwrap();
+    let out = knowhub(
+        data.path(),
+        &[
+            "--json",
+            "eval",
+            "robustness",
+            corpus.to_str().unwrap(),
+            "--timeout-secs",
+            "60",
+        ],
+    );
+    let report = json(&out);
+    eprintln!("{report}");
+    assert_eq!(report["crashed"], 0, "{report}");
+    assert_eq!(report["timed_out"], 0, "{report}");
+    assert!(report["parsed"].as_u64().unwrap() > 300, "{report}");
+}
