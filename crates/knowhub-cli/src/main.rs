@@ -103,8 +103,9 @@ fn main() -> ExitCode {
     }
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("KNOWHUB_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,pdf_extract=off,lopdf=off")),
+            tracing_subscriber::EnvFilter::try_from_env("KNOWHUB_LOG").unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new("warn,pdf_extract=off,lopdf=off")
+            }),
         )
         .with_writer(std::io::stderr)
         .init();
