@@ -4,7 +4,7 @@ use knowhub_engine::{DocumentRecord, IngestReport, SearchHit, Status};
 
 pub(crate) fn ingest_report(r: &IngestReport) {
     println!(
-        "{} file(s) in {:.1} s: {} added, {} updated, {} unchanged, {} without text, {} failed, {} skipped; {} chunks",
+        "{} file(s) in {:.1} s: {} added, {} updated, {} unchanged, {} without text, {} failed, {} skipped, {} removed; {} chunks",
         r.files,
         r.elapsed_ms as f64 / 1000.0,
         r.added,
@@ -13,6 +13,7 @@ pub(crate) fn ingest_report(r: &IngestReport) {
         r.no_text,
         r.failed,
         r.skipped,
+        r.removed,
         r.chunks
     );
     for (path, reason) in &r.failures {

@@ -72,6 +72,8 @@ pub enum FileOutcome {
     Skipped {
         reason: String,
     },
+    /// Stored before, but the file is gone from an ingested folder.
+    Removed,
 }
 
 /// Totals of one ingest run.
@@ -85,6 +87,8 @@ pub struct IngestReport {
     pub no_text: usize,
     pub failed: usize,
     pub skipped: usize,
+    /// Documents whose files disappeared from an ingested folder.
+    pub removed: usize,
     pub chunks: usize,
     pub bytes: u64,
     pub elapsed_ms: u64,
@@ -173,11 +177,26 @@ impl Engine {
             ..Default::default()
         };
         let (plan, mut input_errors) = self.plan(inputs)?;
+        let vanished = self.vanished_documents(inputs)?;
         let total_bytes = plan.iter().map(|p| p.size).sum();
         progress(&IngestEvent::Planned {
-            files: plan.len() + input_errors.len(),
+            files: plan.len() + input_errors.len() + vanished.len(),
             bytes: total_bytes,
         });
+        // Files that disappeared from an ingested folder leave the knowledge base with it; the
+        // tombstones make the index follow even if we crash before the commit below.
+        for (id, path) in &vanished {
+            self.store().remove_document(*id)?;
+            self.index.delete_document(id.0 as u64)?;
+            self.journal(&run_id, path, Some(*id), &FileOutcome::Removed, None)?;
+            report.files += 1;
+            report.removed += 1;
+            progress(&IngestEvent::File {
+                path: path.clone(),
+                outcome: FileOutcome::Removed,
+                bytes: 0,
+            });
+        }
         for (path, reason) in input_errors.drain(..) {
             report.files += 1;
             report.failed += 1;
@@ -272,6 +291,7 @@ impl Engine {
                         report.failures.push((path.clone(), reason.clone()));
                     }
                     FileOutcome::Skipped { .. } => report.skipped += 1,
+                    FileOutcome::Removed => report.removed += 1,
                 }
                 if let Some(id) = written {
                     pending_commit.push(id);
@@ -295,8 +315,10 @@ impl Engine {
             }
             Ok(())
         })?;
-        if !pending_commit.is_empty() {
+        if !pending_commit.is_empty() || !vanished.is_empty() {
             self.commit_index(&mut pending_commit)?;
+            let ids: Vec<DocumentId> = vanished.iter().map(|(id, _)| *id).collect();
+            self.store().clear_tombstones(&ids)?;
             progress(&IngestEvent::Committed {
                 documents: report.added + report.updated,
             });
@@ -390,6 +412,29 @@ impl Engine {
             }
         }
         Ok((planned, errors))
+    }
+
+    /// Stored documents under the folder inputs whose files no longer exist.
+    fn vanished_documents(&self, inputs: &[PathBuf]) -> Result<Vec<(DocumentId, String)>> {
+        let mut out = Vec::new();
+        for input in inputs {
+            let Ok(dir) = self.fs.canonicalize(input) else {
+                continue;
+            };
+            if !self.fs.metadata(&dir).is_ok_and(|m| m.is_dir) {
+                continue;
+            }
+            for doc in self.store().documents(Some(&dir.display().to_string()))? {
+                let gone = matches!(
+                    self.fs.metadata(Path::new(&doc.path)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound
+                );
+                if gone {
+                    out.push((doc.id, doc.path));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// A single file belongs to the folder source that contains it, if any; else to "Files".
@@ -705,6 +750,7 @@ impl Engine {
             FileOutcome::NoText { reason } => ("no_text", Some(reason.clone())),
             FileOutcome::Failed { reason, .. } => ("failed", Some(reason.clone())),
             FileOutcome::Skipped { reason } => ("skipped", Some(reason.clone())),
+            FileOutcome::Removed => ("removed", None),
         };
         self.store().journal(&JournalEntry {
             run_id,

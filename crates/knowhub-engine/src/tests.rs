@@ -62,6 +62,15 @@ fn ingest_search_reingest_and_replace() {
     assert!(top_paths(&engine, "maxSurge").is_empty());
     assert_eq!(top_paths(&engine, "blue-green"), vec!["/kb/deploy.txt"]);
 
+    // A file deleted from an ingested folder leaves the knowledge base on the next ingest.
+    fs.write("/kb/old.txt", "obsolete zeppelin policy");
+    ingest(&engine, &["/kb"]);
+    assert_eq!(top_paths(&engine, "zeppelin"), vec!["/kb/old.txt"]);
+    fs.remove(std::path::Path::new("/kb/old.txt"));
+    let r = ingest(&engine, &["/kb"]);
+    assert_eq!(r.removed, 1, "{r:?}");
+    assert!(top_paths(&engine, "zeppelin").is_empty());
+
     // Remove.
     engine.remove(&["/kb/deploy.txt".into()]).unwrap();
     assert!(top_paths(&engine, "blue-green").is_empty());
