@@ -1,6 +1,9 @@
 //! Workspace-level integration tests: the engine end to end on the bundled demo corpus
 //! (`assets/demo`), the same files the README's first command ingests.
 
+// Test helpers may panic: that is how a test fails.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 use knowhub_engine::{Engine, EngineConfig, IngestOptions, SearchOptions};

@@ -1,5 +1,8 @@
 //! End-to-end tests of the `knowhub` binary: real worker processes, real files.
 
+// Test helpers may panic: that is how a test fails.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
