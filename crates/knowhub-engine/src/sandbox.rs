@@ -276,8 +276,13 @@ impl Parser {
             let Some(worker) = self.worker.as_mut() else {
                 return Err(SandboxError::Crashed("no worker".into()));
             };
-            send(&mut worker.stdin)
-                .map_err(|e| SandboxError::Crashed(format!("cannot reach the parser: {e}")))?;
+            if send(&mut worker.stdin).is_err() {
+                // Even a fresh worker died before reading the request: report how it ended.
+                let status = self.worker.take().and_then(|mut w| w.child.wait().ok());
+                return Err(SandboxError::Crashed(
+                    status.map_or_else(|| "worker exited".into(), describe_exit),
+                ));
+            }
         }
         let Some(worker) = self.worker.as_mut() else {
             return Err(SandboxError::Crashed("no worker".into()));
@@ -371,6 +376,66 @@ mod tests {
         write_frame(&mut buf, b"{\"a\":1}").unwrap();
         let got = read_frame(&mut buf.as_slice()).unwrap();
         assert_eq!(got, b"{\"a\":1}");
+    }
+
+    fn shell_worker(script: &str, timeout: Duration) -> Parser {
+        let backend = ParserBackend::Worker {
+            program: PathBuf::from("/bin/sh"),
+            args: vec!["-c".into(), script.into()],
+        };
+        Parser::new(
+            backend,
+            SandboxLimits {
+                timeout,
+                ..SandboxLimits::default()
+            },
+        )
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn hung_worker_is_killed_at_the_deadline() {
+        let mut p = shell_worker("cat > /dev/null", Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        let r = p.parse(&Arc::new(b"x".to_vec()), DocKind::Text);
+        assert!(matches!(r, Err(SandboxError::Timeout(_))), "{r:?}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(
+            p.worker.is_none(),
+            "the hung worker was dropped (and so killed)"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn dying_worker_is_reported_and_replaced() {
+        // Prints noise, then dies mid-request, like a parser that aborts on a stack overflow.
+        let mut p = shell_worker("echo noise; kill -ABRT $$", Duration::from_secs(5));
+        for _ in 0..2 {
+            let r = p.parse(&Arc::new(b"x".to_vec()), DocKind::Text);
+            match r {
+                Err(SandboxError::Crashed(why)) => {
+                    assert!(why.contains("aborted") || why.contains("exited"), "{why}")
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn missing_worker_program_is_a_clear_error() {
+        let mut p = Parser::new(
+            ParserBackend::Worker {
+                program: PathBuf::from("/nonexistent/knowhub"),
+                args: vec![],
+            },
+            SandboxLimits::default(),
+        );
+        let r = p.parse(&Arc::new(b"x".to_vec()), DocKind::Text);
+        assert!(
+            matches!(&r, Err(SandboxError::Crashed(why)) if why.contains("cannot start")),
+            "{r:?}"
+        );
     }
 
     #[test]
