@@ -398,16 +398,10 @@ impl Store {
 
     /// Marks documents as committed in every index.
     pub fn mark_indexed(&mut self, ids: &[DocumentId]) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        {
-            let mut stmt =
-                tx.prepare("UPDATE documents SET index_state = 'clean' WHERE id = ?1")?;
-            for id in ids {
-                stmt.execute(params![id.0])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
+        self.for_each_id(
+            "UPDATE documents SET index_state = 'clean' WHERE id = ?1",
+            ids,
+        )
     }
 
     /// Removed documents whose index entries may still exist.
@@ -421,9 +415,14 @@ impl Store {
 
     /// Forgets tombstones once the indexes have committed the deletions.
     pub fn clear_tombstones(&mut self, ids: &[DocumentId]) -> Result<()> {
+        self.for_each_id("DELETE FROM index_tombstones WHERE document_id = ?1", ids)
+    }
+
+    /// Runs a one-parameter statement for every id, in one transaction.
+    fn for_each_id(&mut self, sql: &str, ids: &[DocumentId]) -> Result<()> {
         let tx = self.conn.transaction()?;
         {
-            let mut stmt = tx.prepare("DELETE FROM index_tombstones WHERE document_id = ?1")?;
+            let mut stmt = tx.prepare(sql)?;
             for id in ids {
                 stmt.execute(params![id.0])?;
             }
