@@ -169,7 +169,7 @@ impl Engine {
         options: &IngestOptions,
         progress: &mut dyn FnMut(&IngestEvent),
     ) -> Result<IngestReport> {
-        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.begin_write()?;
         let started = Instant::now();
         let run_id = format!("run-{}-{}", knowhub_store_now(), std::process::id());
         let mut report = IngestReport {
@@ -765,7 +765,7 @@ impl Engine {
 
     /// Removes documents (a file, or everything under a folder) from the store and the index.
     pub fn remove(&self, paths: &[PathBuf]) -> Result<RemoveReport> {
-        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.begin_write()?;
         let mut ids = Vec::new();
         for p in paths {
             // The file may already be gone from disk: fall back to the path as given.

@@ -57,6 +57,11 @@ pub enum EngineError {
     InvalidInput(String),
     #[error("no data directory: set --data-dir or KNOWHUB_DATA_DIR")]
     NoDataDir,
+    #[error(
+        "another KnowHub process is updating this knowledge base (an ingest or the app); \
+         searching works, changes must wait until it finishes"
+    )]
+    Busy,
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
@@ -126,6 +131,8 @@ pub struct Engine {
     counter: Arc<dyn TokenCounter>,
     /// Serialises ingest/remove/reindex so two writers never interleave index commits.
     write_lock: Mutex<()>,
+    /// Another process holds the index writer: reads work, writes fail with `Busy`.
+    read_only: bool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -164,7 +171,8 @@ impl Engine {
         let store = Store::open(&paths.store, &paths.tables)?;
         let (index, rebuilt) = match TantivyIndex::open(&paths.index) {
             Ok(index) => (index, false),
-            Err(e @ IndexError::Locked { .. }) => return Err(e.into()),
+            // Another process (an ingest, the app) is writing: serve reads; writes say busy.
+            Err(IndexError::Locked { .. }) => (TantivyIndex::open_read_only(&paths.index)?, false),
             Err(e) => {
                 // A damaged index is derived data: set it aside and rebuild it from the store.
                 tracing::warn!("full-text index unreadable ({e}); rebuilding from the store");
@@ -179,7 +187,9 @@ impl Engine {
                 (TantivyIndex::open(&paths.index)?, true)
             }
         };
+        let read_only = index.is_read_only();
         let engine = Engine {
+            read_only,
             config,
             paths,
             fs,
@@ -190,7 +200,7 @@ impl Engine {
         };
         if rebuilt {
             engine.rebuild_index(&mut |_| {})?;
-        } else {
+        } else if !read_only {
             engine.repair()?;
         }
         Ok(engine)
@@ -207,14 +217,28 @@ impl Engine {
         self.store.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Takes the writer lock, or fails with [`EngineError::Busy`] when another process writes.
+    pub(crate) fn begin_write(&self) -> Result<MutexGuard<'_, ()>> {
+        if self.read_only {
+            return Err(EngineError::Busy);
+        }
+        Ok(self.write_lock.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Whether another process holds the index writer (this engine only reads).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
     /// Brings the index in line with the store: replays pending documents and tombstones, then
     /// cross-checks document sets (covers an index restored from an older backup, or a crash
     /// between an index commit and the store update that follows it).
     pub fn repair(&self) -> Result<RepairReport> {
-        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.begin_write()?;
         let mut report = RepairReport::default();
         let (pending, tombstones, expected) = {
             let store = self.store();
+            report.dropped_tables = store.drop_orphan_sheet_tables()?;
             (
                 store.pending_index_documents()?,
                 store.tombstones()?,
@@ -280,7 +304,7 @@ impl Engine {
 
     /// Rebuilds the full-text index from the store (no re-parsing).
     pub fn rebuild_index(&self, progress: &mut dyn FnMut(&IngestEvent)) -> Result<usize> {
-        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.begin_write()?;
         let docs = self.store().documents_with_chunks()?;
         progress(&IngestEvent::Planned {
             files: docs.len(),
@@ -338,6 +362,8 @@ impl Engine {
 /// What [`Engine::repair`] fixed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RepairReport {
+    /// Spreadsheet tables left behind by a crash between the two database files.
+    pub dropped_tables: usize,
     pub reindexed_documents: usize,
     pub removed_documents: usize,
 }

@@ -176,3 +176,28 @@ fn empty_and_syntax_only_queries_are_clear_errors() {
         assert!(matches!(err, EngineError::InvalidInput(_)), "{q:?}: {err}");
     }
 }
+
+#[test]
+fn a_second_process_can_search_while_the_first_writes() {
+    let fs = FakeFs::new();
+    fs.write("/kb/a.txt", "quarterly budget review");
+    let dir = tempfile::tempdir().unwrap();
+    let writer = Engine::open_with_fs(EngineConfig::new(dir.path()), Arc::new(fs.clone())).unwrap();
+    ingest(&writer, &["/kb"]);
+    // The writer still holds the index lock: a second engine opens read-only.
+    let reader = Engine::open_with_fs(EngineConfig::new(dir.path()), Arc::new(fs.clone())).unwrap();
+    assert!(reader.is_read_only());
+    assert_eq!(top_paths(&reader, "budget"), vec!["/kb/a.txt"]);
+    let err = reader
+        .ingest(&["/kb".into()], &IngestOptions::default(), &mut |_| {})
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Busy), "{err}");
+    assert!(matches!(
+        reader.remove(&["/kb/a.txt".into()]),
+        Err(EngineError::Busy)
+    ));
+    drop(writer);
+    drop(reader);
+    let again = Engine::open_with_fs(EngineConfig::new(dir.path()), Arc::new(fs)).unwrap();
+    assert!(!again.is_read_only());
+}

@@ -17,6 +17,10 @@ pub enum IndexError {
         /// The index directory.
         path: PathBuf,
     },
+    /// The index was opened read-only (another process is writing) and a
+    /// write was attempted.
+    #[error("the index is open read-only because another KnowHub process is updating it")]
+    ReadOnly,
     /// The query contains no searchable term (empty, punctuation only, only
     /// stop words, or only exclusions).
     #[error("the query contains no searchable terms")]

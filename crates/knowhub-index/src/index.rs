@@ -174,7 +174,8 @@ struct Fields {
 /// whole lifetime; it is `Sync` and meant to be shared behind an `Arc`.
 pub struct TantivyIndex {
     reader: IndexReader,
-    writer: Mutex<IndexWriter<TantivyDocument>>,
+    /// `None` when opened read-only (another process holds the writer lock).
+    writer: Option<Mutex<IndexWriter<TantivyDocument>>>,
     fields: Fields,
     path: Option<PathBuf>,
 }
@@ -234,6 +235,38 @@ impl TantivyIndex {
         Self::from_index(index, fields, Some(path))
     }
 
+    /// Opens an existing index for searching only, without taking the writer lock, so a
+    /// second process can search while the first one writes. Every write fails with
+    /// [`IndexError::ReadOnly`]; the reader follows the writer's commits.
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Self> {
+        let path = dir.as_ref().to_path_buf();
+        let directory = MmapDirectory::open(&path).map_err(|e| IndexError::Directory {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        let index = Index::open(directory).map_err(IndexError::Tantivy)?;
+        let (schema, fields) = schema();
+        if index.schema() != schema {
+            return Err(IndexError::IncompatibleSchema { path });
+        }
+        index.tokenizers().register(TOKENIZER_NAME, analyzer());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::OnCommitWithDelay)
+            .try_into()?;
+        Ok(Self {
+            reader,
+            writer: None,
+            fields,
+            path: Some(path),
+        })
+    }
+
+    /// Whether this handle can write.
+    pub fn is_read_only(&self) -> bool {
+        self.writer.is_none()
+    }
+
     /// A fresh index in RAM (tests, throw-away use).
     pub fn in_memory() -> Result<Self> {
         let (schema, fields) = schema();
@@ -256,7 +289,7 @@ impl TantivyIndex {
             .try_into()?;
         Ok(Self {
             reader,
-            writer: Mutex::new(writer),
+            writer: Some(Mutex::new(writer)),
             fields,
             path,
         })
@@ -267,10 +300,11 @@ impl TantivyIndex {
         self.path.as_deref()
     }
 
-    fn writer(&self) -> MutexGuard<'_, IndexWriter<TantivyDocument>> {
+    fn writer(&self) -> Result<MutexGuard<'_, IndexWriter<TantivyDocument>>> {
+        let writer = self.writer.as_ref().ok_or(IndexError::ReadOnly)?;
         // A panic while holding the lock leaves tantivy's writer usable
         // (uncommitted operations are simply part of the next commit).
-        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
+        Ok(writer.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     fn search_with(&self, request: &SearchRequest, coord_factor: f32) -> Result<Vec<TextHit>> {
@@ -354,7 +388,7 @@ fn resolve_hits(searcher: &Searcher, scored: Vec<(Score, DocAddress)>) -> Result
 
 impl TextIndex for TantivyIndex {
     fn replace_document(&self, doc_id: u64, chunks: &[ChunkEntry<'_>]) -> Result<()> {
-        let writer = self.writer();
+        let writer = self.writer()?;
         writer.delete_term(Term::from_field_u64(self.fields.doc_id, doc_id));
         for chunk in chunks {
             let mut doc = TantivyDocument::default();
@@ -369,7 +403,7 @@ impl TextIndex for TantivyIndex {
     }
 
     fn delete_document(&self, doc_id: u64) -> Result<()> {
-        self.writer()
+        self.writer()?
             .delete_term(Term::from_field_u64(self.fields.doc_id, doc_id));
         Ok(())
     }
@@ -377,12 +411,12 @@ impl TextIndex for TantivyIndex {
     fn clear(&self) -> Result<()> {
         // A delete operation (not `delete_all_documents`, which rewinds the
         // writer's opstamps) keeps the usual ordering with later adds.
-        self.writer().delete_query(Box::new(AllQuery))?;
+        self.writer()?.delete_query(Box::new(AllQuery))?;
         Ok(())
     }
 
     fn commit(&self) -> Result<()> {
-        self.writer().commit()?;
+        self.writer()?.commit()?;
         self.reader.reload()?;
         Ok(())
     }

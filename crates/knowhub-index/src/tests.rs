@@ -338,6 +338,15 @@ fn persists_across_reopen_and_reports_lock() {
             }
             other => panic!("expected Locked, got {other:?}"),
         }
+        // A second process can still search, and cannot write.
+        let reader = TantivyIndex::open_read_only(&path).unwrap();
+        assert!(reader.is_read_only());
+        assert_eq!(ids(&reader, "restart"), vec![10]);
+        assert!(matches!(
+            reader.delete_document(1),
+            Err(IndexError::ReadOnly)
+        ));
+        assert!(matches!(reader.commit(), Err(IndexError::ReadOnly)));
     }
     let index = TantivyIndex::open(&path).unwrap();
     assert_eq!(ids(&index, "restart"), vec![10]);

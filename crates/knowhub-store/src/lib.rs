@@ -83,9 +83,7 @@ impl Store {
         )?;
         conn.execute_batch("PRAGMA sheets.journal_mode = WAL;")?;
         migrations::run(&mut conn)?;
-        let store = Store { conn };
-        store.drop_orphan_sheet_tables()?;
-        Ok(store)
+        Ok(Store { conn })
     }
 
     /// Opens a throw-away in-memory store (tests, evaluation runs).
@@ -602,7 +600,10 @@ impl Store {
     }
 
     /// Drops tables left in `tables.sqlite` by a crash between the two database files.
-    fn drop_orphan_sheet_tables(&self) -> Result<()> {
+    ///
+    /// Only the process that holds the write side may call this: another writer's commit can
+    /// make a new table visible in `tables.sqlite` a moment before its row in the main file.
+    pub fn drop_orphan_sheet_tables(&self) -> Result<usize> {
         let mut stmt = self.conn.prepare(
             "SELECT name FROM sheets.sqlite_master WHERE type = 'table'
              AND name NOT IN (SELECT sql_name FROM main.sheet_tables)",
@@ -610,13 +611,13 @@ impl Store {
         let orphans: Vec<String> = stmt
             .query_map([], |r| r.get(0))?
             .collect::<Result<_, _>>()?;
-        for name in orphans {
+        for name in &orphans {
             self.conn.execute_batch(&format!(
                 "DROP TABLE IF EXISTS sheets.{}",
-                quote_ident(&name)
+                quote_ident(name)
             ))?;
         }
-        Ok(())
+        Ok(orphans.len())
     }
 }
 
