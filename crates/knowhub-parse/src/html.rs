@@ -12,8 +12,10 @@ const SKIP: &[&str] = &[
     "script", "style", "noscript", "template", "svg", "iframe", "object", "head", "button",
     "select", "form", "canvas", "audio", "video", "map",
 ];
-/// Page chrome dropped when the page marks up its main content.
-const CHROME: &[&str] = &["nav", "header", "footer", "aside"];
+/// Page chrome, dropped when the page does not mark up its main content (when it does, only
+/// the main content is read). A `<header>` often holds the document's title, so it is kept
+/// unless it is a navigation bar.
+const CHROME: &[&str] = &["nav", "footer", "aside"];
 const BLOCKS: &[&str] = &[
     "p",
     "div",
@@ -130,6 +132,7 @@ impl Walker {
         let name = el.value().name();
         if SKIP.contains(&name)
             || (self.drop_chrome && CHROME.contains(&name))
+            || (self.drop_chrome && name == "header" && has_nav(el))
             || el.value().attr("hidden").is_some()
             || el.value().attr("aria-hidden") == Some("true")
         {
@@ -244,6 +247,12 @@ impl Walker {
     }
 }
 
+fn has_nav(el: ElementRef<'_>) -> bool {
+    el.descendants()
+        .filter_map(ElementRef::wrap)
+        .any(|d| d.value().name() == "nav")
+}
+
 /// Appends text with HTML whitespace collapsing.
 fn push_collapsed(buf: &mut String, text: &str) {
     let mut last_space = buf.ends_with(' ') || buf.ends_with('\n') || buf.is_empty();
@@ -269,7 +278,7 @@ mod tests {
         let html = r#"<html><head><title>Deploy Spec</title><style>p{}</style></head>
             <body><nav>Home | About</nav><!-- hidden comment -->
             <h1>部署规范</h1><p>Timeouts are <b>30 s</b>.</p><script>alert(1)</script>
-            <ul><li>one</li><li>two</li></ul>
+            <ul><li>one</li><li>two</li></ul><header><nav>Menu</nav></header>
             <table><tr><th>Env</th><th>Nodes</th></tr><tr><td>prod</td><td>12</td></tr></table>
             <pre>kubectl   get pods</pre><footer>© ACME</footer></body></html>"#;
         let doc = parse(html.as_bytes(), &Limits::default()).unwrap();
@@ -299,6 +308,13 @@ mod tests {
         let doc = parse(&gbk, &Limits::default()).unwrap();
         assert_eq!(doc.plain_text(), "正文内容");
         assert_eq!(doc.encoding.as_deref(), Some("GBK"));
+    }
+
+    #[test]
+    fn a_header_with_the_title_is_kept() {
+        let html = "<body><header><h1>Runbook</h1><p>Owner: SRE</p></header><p>Step one.</p></body>";
+        let doc = parse(html.as_bytes(), &Limits::default()).unwrap();
+        assert_eq!(doc.plain_text(), "Runbook\nOwner: SRE\nStep one.");
     }
 
     #[test]
