@@ -45,8 +45,8 @@ fn ingest_search_status_remove_round_trip() {
     assert!(report["added"].as_u64().unwrap() >= 8, "{report}");
     assert_eq!(
         report["failed"].as_u64().unwrap(),
-        3,
-        "three encrypted fixtures: {report}"
+        4,
+        "the four encrypted fixtures: {report}"
     );
 
     // English with stemming, Chinese by segmentation; page and heading path come back.

@@ -312,7 +312,8 @@ mod tests {
 
     #[test]
     fn a_header_with_the_title_is_kept() {
-        let html = "<body><header><h1>Runbook</h1><p>Owner: SRE</p></header><p>Step one.</p></body>";
+        let html =
+            "<body><header><h1>Runbook</h1><p>Owner: SRE</p></header><p>Step one.</p></body>";
         let doc = parse(html.as_bytes(), &Limits::default()).unwrap();
         assert_eq!(doc.plain_text(), "Runbook\nOwner: SRE\nStep one.");
     }

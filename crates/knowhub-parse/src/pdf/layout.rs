@@ -25,6 +25,9 @@ pub(crate) struct PageGlyphs {
     pub(crate) page: u32,
     glyphs: Vec<Glyph>,
     text: String,
+    /// The media box's top and bottom edge in the upright (rotation 0) frame, where y grows
+    /// downwards.
+    edges: Option<(f32, f32)>,
 }
 
 impl PageGlyphs {
@@ -40,6 +43,34 @@ impl PageGlyphs {
                 *hist.entry(size_key(g.size)).or_default() += 1;
             }
         }
+    }
+
+    /// Which glyphs the given upright lines cover.
+    fn line_mask(&self, lines: &[EdgeLine]) -> Vec<bool> {
+        let mut mask = vec![false; self.glyphs.len()];
+        for line in lines {
+            for &(first, last) in &line.spans {
+                for (m, g) in mask.iter_mut().zip(&self.glyphs).take(last + 1).skip(first) {
+                    *m = g.rot == 0;
+                }
+            }
+        }
+        mask
+    }
+
+    /// Whether some visible text remains once the given lines are gone.
+    pub(crate) fn keeps_text_without(&self, lines: &[EdgeLine]) -> bool {
+        let mask = self.line_mask(lines);
+        self.glyphs
+            .iter()
+            .zip(mask)
+            .any(|(g, gone)| !gone && self.glyph_text(g).chars().any(|c| !c.is_whitespace()))
+    }
+
+    /// Drops the glyphs of the given upright lines (running headers and footers).
+    pub(crate) fn remove_lines(&mut self, lines: &[EdgeLine]) {
+        let mut mask = self.line_mask(lines).into_iter();
+        self.glyphs.retain(|_| !mask.next().unwrap_or(false));
     }
 
     fn glyph_text(&self, g: &Glyph) -> &str {
@@ -73,11 +104,15 @@ impl OutputDev for Collector {
     fn begin_page(
         &mut self,
         page_num: u32,
-        _media_box: &MediaBox,
+        media_box: &MediaBox,
         _art_box: Option<(f64, f64, f64, f64)>,
     ) -> Result<(), OutputError> {
+        let (top, bottom) = (-media_box.ury as f32, -media_box.lly as f32);
+        let edges =
+            (top.is_finite() && bottom.is_finite() && bottom - top > 1.0).then_some((top, bottom));
         self.pages.push(PageGlyphs {
             page: page_num,
+            edges,
             ..PageGlyphs::default()
         });
         Ok(())
@@ -194,6 +229,9 @@ pub(crate) struct Para {
 /// A stream-order run of glyphs on one baseline with no large gap.
 #[derive(Debug, Clone)]
 struct Run {
+    /// Indices of the run's first and last glyph in [`PageGlyphs::glyphs`].
+    first: usize,
+    last: usize,
     x0: f32,
     x1: f32,
     y: f32,
@@ -205,6 +243,8 @@ struct Run {
 
 #[derive(Debug)]
 struct Line {
+    /// Indices of the line's runs.
+    runs: Vec<usize>,
     x0: f32,
     x1: f32,
     y: f32,
@@ -233,10 +273,70 @@ pub(crate) fn layout(page: &PageGlyphs) -> Vec<Para> {
     paras
 }
 
+/// An upright line near the top or bottom edge of a page: a running header or footer candidate.
+#[derive(Debug, Clone)]
+pub(crate) struct EdgeLine {
+    pub(crate) text: String,
+    /// 0 for the line closest to its edge, 1 for the next one in.
+    pub(crate) rank: usize,
+    /// Glyph index ranges (inclusive) of the line's runs.
+    spans: Vec<(usize, usize)>,
+}
+
+/// The upright lines within `band` (a fraction of the page height) of the top and bottom edge,
+/// at most `per_edge` from each, outermost first. Without a usable media box the extent of the
+/// text stands in for the page.
+pub(crate) fn edge_lines(page: &PageGlyphs, band: f32, per_edge: usize) -> Vec<EdgeLine> {
+    let runs = build_runs(page, 0);
+    if runs.is_empty() {
+        return Vec::new();
+    }
+    let lines = build_lines(&runs, (0..runs.len()).collect());
+    let text_top = lines.iter().map(|l| l.y).fold(f32::INFINITY, f32::min);
+    let text_bottom = lines.iter().map(|l| l.y).fold(f32::NEG_INFINITY, f32::max);
+    let (top, bottom) = match page.edges {
+        // Text far outside the media box means the box does not describe the page.
+        Some((t, b)) if text_top >= t - 0.1 * (b - t) && text_bottom <= b + 0.1 * (b - t) => (t, b),
+        _ => (text_top, text_bottom),
+    };
+    let height = bottom - top;
+    if height.is_nan() || height <= 0.0 {
+        return Vec::new();
+    }
+    let edge = |line: &Line, rank: usize| EdgeLine {
+        text: line.text.clone(),
+        rank,
+        spans: line
+            .runs
+            .iter()
+            .map(|&i| (runs[i].first, runs[i].last))
+            .collect(),
+    };
+    let mut out = Vec::new();
+    let n_top = lines
+        .iter()
+        .take(per_edge)
+        .take_while(|l| l.y <= top + band * height)
+        .count();
+    for (rank, line) in lines.iter().take(n_top).enumerate() {
+        out.push(edge(line, rank));
+    }
+    for (rank, line) in lines[n_top..]
+        .iter()
+        .rev()
+        .take(per_edge)
+        .take_while(|l| l.y >= bottom - band * height)
+        .enumerate()
+    {
+        out.push(edge(line, rank));
+    }
+    out
+}
+
 fn build_runs(page: &PageGlyphs, rot: u8) -> Vec<Run> {
     let mut runs: Vec<Run> = Vec::new();
     let mut prev: Option<Glyph> = None;
-    for g in page.glyphs.iter().filter(|g| g.rot == rot) {
+    for (gi, g) in page.glyphs.iter().enumerate().filter(|(_, g)| g.rot == rot) {
         let text = page.glyph_text(g);
         let is_space = text.chars().all(char::is_whitespace);
         let continues = prev.is_some_and(|p| {
@@ -262,6 +362,7 @@ fn build_runs(page: &PageGlyphs, rot: u8) -> Vec<Run> {
                 }
                 run.x0 = run.x0.min(g.x);
                 run.x1 = run.x1.max(g.x + g.adv);
+                run.last = gi;
             }
             _ => {
                 if is_space {
@@ -270,6 +371,8 @@ fn build_runs(page: &PageGlyphs, rot: u8) -> Vec<Run> {
                     continue;
                 }
                 runs.push(Run {
+                    first: gi,
+                    last: gi,
                     x0: g.x,
                     x1: g.x + g.adv,
                     y: g.y,
@@ -458,6 +561,7 @@ fn build_lines(runs: &[Run], mut idx: Vec<usize>) -> Vec<Line> {
     for mut g in groups {
         g.sort_by(|&a, &b| runs[a].x0.total_cmp(&runs[b].x0));
         let mut line = Line {
+            runs: Vec::with_capacity(g.len()),
             x0: f32::INFINITY,
             x1: f32::NEG_INFINITY,
             y: 0.0,
@@ -478,6 +582,7 @@ fn build_lines(runs: &[Run], mut idx: Vec<usize>) -> Vec<Line> {
                 }
             }
             line.text.push_str(&r.text);
+            line.runs.push(i);
             if r.size >= line.size {
                 line.size = r.size;
                 line.y = r.y;

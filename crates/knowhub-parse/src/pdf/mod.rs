@@ -3,12 +3,14 @@
 //! lopdf loads (and, with the empty password, decrypts) the file; [`fixup`] rewrites what
 //! pdf-extract would choke on; pdf-extract interprets the content streams and reports every
 //! glyph with its position to our [`layout::Collector`]; [`layout`] rebuilds reading order and
-//! paragraphs; headings are paragraphs set clearly larger than the body text.
+//! paragraphs, after [`furniture`] dropped running headers, footers and page numbers; headings
+//! are paragraphs set clearly larger than the body text.
 //!
 //! pdf-extract panics on many malformed inputs, so every call into it runs under
 //! `catch_unwind`: a panic costs at most the rest of one page, never the process.
 
 mod fixup;
+mod furniture;
 mod layout;
 mod repair;
 
@@ -27,7 +29,13 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, Par
     if !head.windows(5).any(|w| w == b"%PDF-") {
         return Err(ParseError::invalid(FORMAT, "no %PDF- header"));
     }
-    let mut doc = match load(bytes) {
+    let first = load(bytes);
+    // lopdf loads a file whose empty user password fails as an empty, unencrypted-looking
+    // document, and a repaired copy could then open as garbage: ask the security handler first.
+    if first.as_ref().is_ok_and(empty_password_rejected) {
+        return Err(ParseError::PasswordRequired);
+    }
+    let mut doc = match first {
         Ok(doc) if doc.is_encrypted() || !doc.get_pages().is_empty() => doc,
         first => {
             // Broken xref tables are common; rebuild one by scanning, as viewers do.
@@ -39,6 +47,9 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, Par
             }
         }
     };
+    if empty_password_rejected(&doc) {
+        return Err(ParseError::PasswordRequired);
+    }
     if let Ok(Object::Dictionary(enc)) = doc.trailer.get(b"Encrypt").cloned() {
         // lopdf only understands an indirect /Encrypt; move a direct one out and decrypt.
         let id = doc.add_object(Object::Dictionary(enc));
@@ -69,7 +80,9 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, Par
         Err(_) => return Err(ParseError::invalid(FORMAT, "the file structure is corrupt")),
     };
 
-    let collector = extract(&doc, page_count, limits);
+    let mut collector = extract(&doc, page_count, limits);
+    // Running headers, footers and page numbers would only pollute chunks and citations.
+    let _ = catch_unwind(AssertUnwindSafe(|| furniture::strip(&mut collector.pages)));
 
     let mut hist: HashMap<u32, usize> = HashMap::new();
     for p in &collector.pages {
@@ -155,6 +168,30 @@ fn load(bytes: &[u8]) -> Result<Document, ParseError> {
         Ok(Err(e)) => Err(load_error(bytes, e)),
         Err(_) => Err(ParseError::invalid(FORMAT, "the file structure is corrupt")),
     }
+}
+
+/// Whether the standard security handler rejects the empty password, both as the user and as
+/// the owner password: then the file cannot be opened without one.
+fn empty_password_rejected(doc: &Document) -> bool {
+    let enc = match doc.trailer.get(b"Encrypt") {
+        Ok(Object::Dictionary(d)) => d.clone(),
+        Ok(Object::Reference(id)) => match doc.get_dictionary(*id) {
+            Ok(d) => d.clone(),
+            Err(_) => return false,
+        },
+        _ => return false,
+    };
+    // lopdf only reads an indirect /Encrypt; check on a small copy that has one.
+    let mut probe = Document::new();
+    let id = probe.add_object(Object::Dictionary(enc));
+    probe.trailer = doc.trailer.clone();
+    probe.trailer.set("Encrypt", Object::Reference(id));
+    matches!(
+        catch_unwind(AssertUnwindSafe(|| probe.authenticate_raw_password(b""))),
+        Ok(Err(lopdf::Error::Decryption(
+            lopdf::encryption::DecryptionError::IncorrectPassword
+        )))
+    )
 }
 
 fn load_error(bytes: &[u8], e: lopdf::Error) -> ParseError {

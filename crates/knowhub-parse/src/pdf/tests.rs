@@ -180,3 +180,62 @@ fn probe() {
         Err(e) => println!("RESULT err {} ({e}) ms={ms}", e.code()),
     }
 }
+
+#[test]
+fn user_password_with_a_direct_encrypt_dictionary_is_required() {
+    // lopdf loads such a file as an empty document; it must not read as "no text layer".
+    let err = parse(&fixture("encrypted_user_direct.pdf"), &Limits::default()).unwrap_err();
+    assert_eq!(err, ParseError::PasswordRequired);
+}
+
+#[test]
+fn running_headers_and_page_numbers_are_dropped() {
+    let doc = parse_fixture("running_heads.pdf");
+    assert_eq!(doc.page_count, Some(4));
+    let text = doc.plain_text();
+    assert!(!text.contains("Contoso Travel Guidelines"), "{text}");
+    assert!(!text.contains("of 4"), "{text}");
+    for (n, topic) in ["flights", "hotels", "meals", "expenses"]
+        .iter()
+        .enumerate()
+    {
+        let n = n + 1;
+        assert!(
+            text.contains(&format!("Rule {n} covers {topic}.")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("see page {} of the appendix", n + 1)),
+            "{text}"
+        );
+        let page = u32::try_from(n).unwrap();
+        assert!(doc.blocks.iter().any(|b| b.page == Some(page)), "{n}");
+    }
+}
+
+#[test]
+fn demo_policy_loses_its_running_header_and_footer() {
+    let path = format!(
+        "{}/../../assets/demo/policies/security-policy.pdf",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let doc = parse(&bytes, &Limits::default()).unwrap();
+    let text = doc.plain_text();
+    assert!(!text.contains("(SEC-001 v2.1) - Internal"), "{text}");
+    assert!(!text.contains("Page 1 of 3"), "{text}");
+    assert!(!text.contains("Page 3 of 3"), "{text}");
+    assert!(text.contains("Information Security Policy"), "{text}");
+    assert!(text.contains("Policy SEC-001 - Version 2.1"), "{text}");
+    assert!(
+        text.contains("Next scheduled review: March 2025."),
+        "{text}"
+    );
+}
+
+#[test]
+fn single_page_documents_keep_their_edge_lines() {
+    // One page gives no evidence of what repeats; its text is left as it is.
+    let doc = parse_fixture("ligature.pdf");
+    assert_eq!(doc.plain_text(), "The first office flow is efficient.");
+}
