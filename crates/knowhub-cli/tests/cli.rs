@@ -60,6 +60,10 @@ fn ingest_search_status_remove_round_trip() {
         "{hits}"
     );
     assert_eq!(top["page_start"], 2);
+    assert!(
+        top["evidence_id"].as_str().unwrap().starts_with("doc:"),
+        "{top}"
+    );
     assert_eq!(top["heading_path"][0], "Sick Leave");
     let hits = json(&knowhub(data.path(), &["--json", "search", "带薪年假"]));
     assert!(

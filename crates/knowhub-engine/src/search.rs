@@ -33,6 +33,8 @@ impl Default for SearchOptions {
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchHit {
     pub rank: usize,
+    /// Reproducible citation id: `doc:<document>:chunk_<ordinal>:<text hash>`.
+    pub evidence_id: String,
     pub score: f32,
     pub chunk_id: ChunkId,
     pub document_id: DocumentId,
@@ -102,6 +104,7 @@ impl Engine {
             });
             out.push(SearchHit {
                 rank: out.len() + 1,
+                evidence_id: rec.evidence_id(),
                 score: scores.get(&rec.chunk_id).copied().unwrap_or(0.0),
                 chunk_id: rec.chunk_id,
                 document_id: rec.document_id,

@@ -466,7 +466,7 @@ impl Store {
         let placeholders = vec!["?"; ids.len()].join(",");
         let mut stmt = self.conn.prepare(&format!(
             "SELECT c.id, c.document_id, d.path, d.title, d.kind, c.ordinal, c.text, c.heading_path,
-                    c.page_start, c.page_end, c.char_start, c.char_end, c.token_count
+                    c.page_start, c.page_end, c.char_start, c.char_end, c.token_count, c.text_hash
              FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id IN ({placeholders})"
         ))?;
         let mut by_id = std::collections::HashMap::new();

@@ -202,9 +202,17 @@ pub struct ChunkRecord {
     pub char_start: usize,
     pub char_end: usize,
     pub token_count: u32,
+    pub text_hash: String,
 }
 
 impl ChunkRecord {
+    /// A reproducible citation id (seed 004 `evidence_id`): document, chunk position and a
+    /// hash of the text, so a citation to changed text is detectably stale.
+    pub fn evidence_id(&self) -> String {
+        let hash: String = self.text_hash.chars().take(8).collect();
+        format!("doc:{}:chunk_{:03}:{hash}", self.document_id, self.ordinal)
+    }
+
     pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<ChunkRecord> {
         Ok(ChunkRecord {
             chunk_id: ChunkId(r.get(0)?),
@@ -220,6 +228,7 @@ impl ChunkRecord {
             char_start: r.get::<_, i64>(10)? as usize,
             char_end: r.get::<_, i64>(11)? as usize,
             token_count: r.get(12)?,
+            text_hash: r.get(13)?,
         })
     }
 }
