@@ -62,6 +62,9 @@ pub enum EmbedError {
     /// Building or running the tokenizer failed.
     #[error("tokenizer: {0}")]
     Tokenizer(String),
+    /// Loading or running the encoder failed (bad config, tensor shapes, candle errors).
+    #[error("embedding model: {0}")]
+    Model(String),
 }
 
 /// Result alias of this crate.

