@@ -5,24 +5,7 @@
 
 use std::time::Instant;
 
-use knowhub_vector::FlatIndex;
-
-fn unit_vectors(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
-    let mut state = seed.max(1);
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 11) as f32 / (1u64 << 53) as f32 * 2.0 - 1.0
-    };
-    (0..n)
-        .map(|_| {
-            let v: Vec<f32> = (0..dim).map(|_| next()).collect();
-            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-            v.into_iter().map(|x| x / norm).collect()
-        })
-        .collect()
-}
+use knowhub_vector::{FlatIndex, synthetic_unit_vectors};
 
 type Filter = dyn Fn(u64) -> bool + Sync;
 
@@ -36,7 +19,7 @@ fn main() {
     let mut index = FlatIndex::new(dim);
     let batch = 10_000;
     for start in (0..n).step_by(batch) {
-        let vs = unit_vectors(batch.min(n - start), dim, start as u64 + 1);
+        let vs = synthetic_unit_vectors(batch.min(n - start), dim, start as u64 + 1);
         for (doc, group) in vs.chunks(10).enumerate() {
             let base = start + doc * 10;
             let entries: Vec<(u64, Vec<f32>)> = group
@@ -52,7 +35,7 @@ fn main() {
         t.elapsed().as_secs_f64(),
         index.memory_bytes() as f64 / 1e6
     );
-    let queries = unit_vectors(100, dim, 424_242);
+    let queries = synthetic_unit_vectors(100, dim, 424_242);
     println!("| filter | k | p50 ms | p95 ms |");
     println!("|---|---|---|---|");
     let half = |d: u64| d.is_multiple_of(2);

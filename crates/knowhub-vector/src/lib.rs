@@ -298,5 +298,25 @@ impl Ord for Candidate {
     }
 }
 
+/// Deterministic pseudo-random unit vectors (xorshift) for tests and benchmarks, so neither
+/// needs an RNG crate and runs are repeatable.
+#[doc(hidden)]
+pub fn synthetic_unit_vectors(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut state = seed.max(1);
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f32 / (1u64 << 53) as f32 * 2.0 - 1.0
+    };
+    (0..n)
+        .map(|_| {
+            let v: Vec<f32> = (0..dim).map(|_| next()).collect();
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.into_iter().map(|x| x / norm).collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests;

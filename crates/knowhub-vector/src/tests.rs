@@ -1,23 +1,5 @@
 use super::*;
 
-/// Deterministic pseudo-random unit vectors (xorshift), so tests need no RNG crate.
-pub(crate) fn random_unit_vectors(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
-    let mut state = seed.max(1);
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 11) as f32 / (1u64 << 53) as f32 * 2.0 - 1.0
-    };
-    (0..n)
-        .map(|_| {
-            let v: Vec<f32> = (0..dim).map(|_| next()).collect();
-            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-            v.into_iter().map(|x| x / norm).collect()
-        })
-        .collect()
-}
-
 fn brute_force(
     vectors: &[Vec<f32>],
     query: &[f32],
@@ -50,9 +32,9 @@ fn build(vectors: &[Vec<f32>]) -> FlatIndex {
 
 #[test]
 fn matches_exact_search_with_and_without_filter() {
-    let vectors = random_unit_vectors(5_000, 64, 7);
+    let vectors = synthetic_unit_vectors(5_000, 64, 7);
     let index = build(&vectors);
-    let queries = random_unit_vectors(20, 64, 99);
+    let queries = synthetic_unit_vectors(20, 64, 99);
     let only_odd = |doc: u64| doc % 2 == 1;
     let mut agree = 0;
     for q in &queries {
@@ -94,7 +76,7 @@ fn filter_is_applied_inside_the_scan_not_after_top_k() {
 
 #[test]
 fn upsert_replaces_and_reuses_slots() {
-    let vectors = random_unit_vectors(30, 16, 3);
+    let vectors = synthetic_unit_vectors(30, 16, 3);
     let mut index = FlatIndex::new(16);
     index
         .upsert_document(1, &[(10, vectors[0].clone()), (11, vectors[1].clone())])
