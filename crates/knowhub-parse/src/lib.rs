@@ -126,6 +126,26 @@ pub(crate) fn clean_text(text: &str, keep_layout: bool) -> String {
     out.trim_end().to_string()
 }
 
+/// Helpers shared by the parsers' tests.
+#[cfg(test)]
+pub(crate) mod test_util {
+    use std::io::{Cursor, Write};
+
+    use zip::write::SimpleFileOptions;
+
+    /// A ZIP archive with the given (name, content) entries, deflated.
+    pub(crate) fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        let opts =
+            SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        for (name, data) in entries {
+            w.start_file(*name, opts).unwrap();
+            w.write_all(data).unwrap();
+        }
+        w.finish().unwrap().into_inner()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

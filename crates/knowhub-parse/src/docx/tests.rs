@@ -2,10 +2,6 @@
 //! markup it exercises; binary fixtures (an encrypted package) come from
 //! `tests/fixtures/make_office_fixtures.py`.
 
-use std::io::{Cursor, Write};
-
-use zip::write::SimpleFileOptions;
-
 use super::*;
 use crate::{DocKind, ParseError};
 
@@ -15,15 +11,7 @@ const DOC_REL: &str =
     "http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument";
 const R: &str = "http://schemas.openxmlformats.org/officeDocument/2006/relationships";
 
-fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
-    let opts = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-    for (name, data) in entries {
-        w.start_file(*name, opts).unwrap();
-        w.write_all(data).unwrap();
-    }
-    w.finish().unwrap().into_inner()
-}
+use crate::test_util::zip_of;
 
 fn root_rels(target: &str) -> String {
     format!(

@@ -1,10 +1,6 @@
 //! Spreadsheet tests over fixtures from `tests/fixtures/make_office_fixtures.py`, plus
 //! archives built here for the hostile cases.
 
-use std::io::{Cursor, Write};
-
-use zip::write::SimpleFileOptions;
-
 use super::*;
 
 const TYPED_XLSX: &[u8] = include_bytes!("../../../../tests/fixtures/sheets/typed.xlsx");
@@ -24,15 +20,7 @@ fn texts(doc: &ParsedDocument) -> Vec<(BlockKind, &str)> {
         .collect()
 }
 
-fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
-    let opts = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-    for (name, data) in entries {
-        w.start_file(*name, opts).unwrap();
-        w.write_all(data).unwrap();
-    }
-    w.finish().unwrap().into_inner()
-}
+use crate::test_util::zip_of;
 
 #[test]
 fn xlsx_rows_header_types_and_merges() {
