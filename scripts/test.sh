@@ -12,5 +12,7 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== models (the default embedders, SHA-256 verified; model tests skip without them)"
+cargo run --locked -q -p knowhub-cli -- models fetch || echo "warning: models not fetched; model tests will skip"
 echo "== cargo test"
 cargo test --workspace --locked

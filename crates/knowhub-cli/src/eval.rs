@@ -1,5 +1,6 @@
-//! `knowhub eval …`: extraction quality against reference texts, and robustness runs over
-//! hostile corpora. Both work on throw-away stores; nothing touches the user's knowledge base.
+//! `knowhub eval …`: extraction quality against reference texts, robustness runs over hostile
+//! corpora, and retrieval quality ([`crate::eval_retrieval`]). All work on throw-away stores;
+//! nothing touches the user's knowledge base.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,10 +34,14 @@ pub(crate) enum EvalCommand {
         #[arg(long, default_value_t = 2048)]
         memory_mb: u64,
     },
+    /// Retrieval quality on a BEIR-format dataset (corpus.jsonl, queries.jsonl, qrels/*.tsv):
+    /// nDCG@10, Recall@5/10/100, MRR@10 for BM25, dense, hybrid and hybrid + rerank.
+    Retrieval(crate::eval_retrieval::RetrievalArgs),
 }
 
-pub(crate) fn run(cmd: EvalCommand, json: bool) -> Result<ExitCode> {
+pub(crate) fn run(cmd: EvalCommand, models: &crate::ModelArgs, json: bool) -> Result<ExitCode> {
     match cmd {
+        EvalCommand::Retrieval(args) => crate::eval_retrieval::run(args, models, json),
         EvalCommand::Extract { corpus } => extract(&corpus, json),
         EvalCommand::Robustness {
             folder,

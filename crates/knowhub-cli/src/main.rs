@@ -8,6 +8,7 @@
 
 mod bench;
 mod eval;
+mod eval_retrieval;
 mod models;
 mod render;
 
@@ -20,7 +21,8 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use knowhub_engine::{
-    Engine, EngineConfig, IngestEvent, IngestOptions, ParserBackend, SearchOptions,
+    DeviceChoice, EmbedderSpec, Engine, EngineConfig, IngestEvent, IngestOptions, ModelConfig,
+    ParserBackend, RetrievalMode, SearchOptions,
 };
 
 #[derive(Debug, Parser)]
@@ -42,8 +44,43 @@ struct Cli {
     #[arg(long, short, global = true)]
     quiet: bool,
 
+    #[command(flatten)]
+    models: ModelArgs,
+
     #[command(subcommand)]
     command: Command,
+}
+
+/// Which models the engine uses.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ModelArgs {
+    /// Embedder for semantic search: `default` (multilingual-e5-small), a model name from
+    /// models/manifest.toml (e.g. all-MiniLM-L6-v2), a Hugging Face BERT folder, or `off`.
+    #[arg(
+        long,
+        global = true,
+        env = "KNOWHUB_EMBEDDER",
+        default_value = "default"
+    )]
+    embedder: String,
+    /// Cross-encoder folder (BERT or XLM-RoBERTa sequence classification) that reranks results.
+    #[arg(long, global = true, env = "KNOWHUB_RERANKER")]
+    reranker: Option<PathBuf>,
+    /// Where models run: cpu, or auto (CUDA/Metal when built with them and present).
+    #[arg(long, global = true, env = "KNOWHUB_DEVICE", default_value = "cpu")]
+    device: String,
+}
+
+impl ModelArgs {
+    pub(crate) fn config(&self) -> Result<ModelConfig> {
+        Ok(ModelConfig {
+            models_dir: None,
+            embedder: self.embedder.parse::<EmbedderSpec>()?,
+            reranker: self.reranker.clone(),
+            device: self.device.parse::<DeviceChoice>()?,
+            require_embedder: false,
+        })
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -65,6 +102,15 @@ enum Command {
         /// At most this many passages per document.
         #[arg(long, default_value_t = 3)]
         per_document: usize,
+        /// hybrid (keyword + semantic), keyword, or semantic.
+        #[arg(long, default_value = "hybrid")]
+        mode: String,
+        /// Skip the reranker even when one is configured.
+        #[arg(long)]
+        no_rerank: bool,
+        /// Print what ran (candidates, fusion, reranking, timings) after the results.
+        #[arg(long)]
+        trace: bool,
     },
     /// Counts, sources and failures with reasons.
     Status,
@@ -80,7 +126,7 @@ enum Command {
         #[arg(long)]
         reparse: bool,
     },
-    /// Evaluation commands (extraction quality, robustness).
+    /// Evaluation commands (extraction quality, robustness, retrieval quality).
     #[command(subcommand)]
     Eval(eval::EvalCommand),
     /// Benchmarks that print tables.
@@ -123,9 +169,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// The engine configuration the CLI uses: parsing in sandboxed worker processes.
+/// The engine configuration the CLI uses: parsing in sandboxed worker processes, keyword
+/// search only (commands that want models set `config.models`).
 pub(crate) fn engine_config(data_dir: PathBuf) -> Result<EngineConfig> {
     let mut config = EngineConfig::new(data_dir);
+    config.models = ModelConfig::keyword_only();
     let exe = std::env::current_exe().context("cannot locate the knowhub executable")?;
     config.parser = ParserBackend::Worker {
         program: exe,
@@ -134,12 +182,18 @@ pub(crate) fn engine_config(data_dir: PathBuf) -> Result<EngineConfig> {
     Ok(config)
 }
 
-fn open_engine(data_dir: Option<PathBuf>) -> Result<Engine> {
+fn open_engine(data_dir: Option<PathBuf>, models: &ModelArgs) -> Result<Engine> {
     let dir = match data_dir {
         Some(d) => d,
         None => EngineConfig::default_data_dir().context("no data directory: pass --data-dir")?,
     };
-    Engine::open(engine_config(dir)?).context("cannot open the knowledge base")
+    let mut config = engine_config(dir)?;
+    config.models = models.config()?;
+    let engine = Engine::open(config).context("cannot open the knowledge base")?;
+    for note in engine.model_notes() {
+        eprintln!("note: {note}");
+    }
+    Ok(engine)
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -147,7 +201,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let show_progress = !cli.quiet && !json && std::io::stderr().is_terminal();
     match cli.command {
         Command::Ingest { paths, force } => {
-            let engine = open_engine(cli.data_dir)?;
+            let engine = open_engine(cli.data_dir, &cli.models)?;
             let report =
                 ingest_with_progress(&engine, &paths, &IngestOptions { force }, show_progress)?;
             if json {
@@ -160,29 +214,43 @@ fn run(cli: Cli) -> Result<ExitCode> {
             query,
             limit,
             per_document,
+            mode,
+            no_rerank,
+            trace,
         } => {
-            let engine = open_engine(cli.data_dir)?;
+            let engine = open_engine(cli.data_dir, &cli.models)?;
             let t = Instant::now();
-            let opts = SearchOptions {
+            let mut opts = SearchOptions {
                 limit,
                 max_per_document: per_document,
+                mode: mode.parse::<RetrievalMode>()?,
                 ..Default::default()
             };
-            let hits = engine.search(&query, &opts)?;
+            if no_rerank {
+                opts.rerank_top = 0;
+            }
+            let result = engine.retrieve(&query, &opts)?;
             let elapsed = t.elapsed();
             if json {
-                println!("{}", serde_json::to_string_pretty(&hits)?);
+                if trace {
+                    println!("{}", serde_json::to_string_pretty(&result)?);
+                } else {
+                    println!("{}", serde_json::to_string_pretty(&result.hits)?);
+                }
             } else {
-                render::search_hits(&hits, std::io::stdout().is_terminal());
+                render::search_hits(&result.hits, std::io::stdout().is_terminal());
+                if trace {
+                    render::trace(&result.trace);
+                }
                 eprintln!(
                     "{} result(s) in {:.1} ms",
-                    hits.len(),
+                    result.hits.len(),
                     elapsed.as_secs_f64() * 1e3
                 );
             }
         }
         Command::Status => {
-            let engine = open_engine(cli.data_dir)?;
+            let engine = open_engine(cli.data_dir, &cli.models)?;
             let status = engine.status()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&status)?);
@@ -191,7 +259,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::List { folder } => {
-            let engine = open_engine(cli.data_dir)?;
+            let engine = open_engine(cli.data_dir, &cli.models)?;
             let docs = engine.documents(folder.as_deref())?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&docs)?);
@@ -200,7 +268,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Remove { paths } => {
-            let engine = open_engine(cli.data_dir)?;
+            let engine = open_engine(cli.data_dir, &cli.models)?;
             let report = engine.remove(&paths)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -209,7 +277,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Reindex { reparse } => {
-            let engine = open_engine(cli.data_dir)?;
+            let engine = open_engine(cli.data_dir, &cli.models)?;
             if reparse {
                 let bar = progress_bar(show_progress);
                 let report = engine.reparse_all(&mut |e| on_event(&bar, e))?;
@@ -220,8 +288,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let n = engine.rebuild_index(&mut |e| on_event(&bar, e))?;
             bar.finish_and_clear();
             println!("re-indexed {n} document(s)");
+            // Chunks without a vector of the current embedder (after a model change, or an
+            // interrupted ingest).
+            let bar = progress_bar(show_progress);
+            let embedded = engine.embed_pending(&mut |p| {
+                on_event(
+                    &bar,
+                    &IngestEvent::Embedded {
+                        done: p.done,
+                        total: p.total,
+                    },
+                )
+            })?;
+            bar.finish_and_clear();
+            if embedded > 0 {
+                println!("embedded {embedded} chunk(s)");
+            }
         }
-        Command::Eval(cmd) => return eval::run(cmd, json),
+        Command::Eval(cmd) => return eval::run(cmd, &cli.models, json),
         Command::Bench(cmd) => return bench::run(cmd),
         Command::Models(cmd) => return models::run(cmd, json, show_progress),
         Command::ParseWorker { .. } => {}
@@ -253,6 +337,11 @@ pub(crate) fn on_event(bar: &ProgressBar, event: &IngestEvent) {
             bar.set_message(name.unwrap_or_default());
         }
         IngestEvent::Reindexed { done } => bar.set_position(*done as u64),
+        IngestEvent::Embedded { done, total } => {
+            bar.set_length(*total as u64);
+            bar.set_position(*done as u64);
+            bar.set_message("embedding chunks for semantic search");
+        }
         IngestEvent::Committed { .. } => {}
     }
 }

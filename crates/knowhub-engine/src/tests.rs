@@ -7,7 +7,12 @@ use super::*;
 
 fn engine(fs: &FakeFs) -> (tempfile::TempDir, Engine) {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open_with_fs(EngineConfig::new(dir.path()), Arc::new(fs.clone())).unwrap();
+    let engine = Engine::open_with(
+        EngineConfig::new(dir.path()),
+        Arc::new(fs.clone()),
+        ModelSet::none(),
+    )
+    .unwrap();
     (dir, engine)
 }
 
@@ -121,8 +126,12 @@ fn crash_between_store_and_index_is_repaired_on_open() {
     fs.write("/kb/a.txt", "zebra crossing rules");
     let dir = tempfile::tempdir().unwrap();
     {
-        let engine =
-            Engine::open_with_fs(EngineConfig::new(dir.path()), Arc::new(fs.clone())).unwrap();
+        let engine = Engine::open_with(
+            EngineConfig::new(dir.path()),
+            Arc::new(fs.clone()),
+            ModelSet::none(),
+        )
+        .unwrap();
         ingest(&engine, &["/kb"]);
         // Simulate a crash after a store write whose index commit never happened: the store
         // says "pending" and the index is wiped.
@@ -162,7 +171,12 @@ fn crash_between_store_and_index_is_repaired_on_open() {
             .unwrap();
         assert_eq!(engine.store().pending_index_documents().unwrap(), vec![id]);
     }
-    let engine = Engine::open_with_fs(EngineConfig::new(dir.path()), Arc::new(fs)).unwrap();
+    let engine = Engine::open_with(
+        EngineConfig::new(dir.path()),
+        Arc::new(fs),
+        ModelSet::none(),
+    )
+    .unwrap();
     assert_eq!(top_paths(&engine, "zebra"), vec!["/kb/a.txt"]);
     assert!(engine.store().pending_index_documents().unwrap().is_empty());
 }
@@ -182,10 +196,20 @@ fn a_second_process_can_search_while_the_first_writes() {
     let fs = FakeFs::new();
     fs.write("/kb/a.txt", "quarterly budget review");
     let dir = tempfile::tempdir().unwrap();
-    let writer = Engine::open_with_fs(EngineConfig::new(dir.path()), Arc::new(fs.clone())).unwrap();
+    let writer = Engine::open_with(
+        EngineConfig::new(dir.path()),
+        Arc::new(fs.clone()),
+        ModelSet::none(),
+    )
+    .unwrap();
     ingest(&writer, &["/kb"]);
     // The writer still holds the index lock: a second engine opens read-only.
-    let reader = Engine::open_with_fs(EngineConfig::new(dir.path()), Arc::new(fs.clone())).unwrap();
+    let reader = Engine::open_with(
+        EngineConfig::new(dir.path()),
+        Arc::new(fs.clone()),
+        ModelSet::none(),
+    )
+    .unwrap();
     assert!(reader.is_read_only());
     assert_eq!(top_paths(&reader, "budget"), vec!["/kb/a.txt"]);
     let err = reader
@@ -198,6 +222,11 @@ fn a_second_process_can_search_while_the_first_writes() {
     ));
     drop(writer);
     drop(reader);
-    let again = Engine::open_with_fs(EngineConfig::new(dir.path()), Arc::new(fs)).unwrap();
+    let again = Engine::open_with(
+        EngineConfig::new(dir.path()),
+        Arc::new(fs),
+        ModelSet::none(),
+    )
+    .unwrap();
     assert!(!again.is_read_only());
 }

@@ -62,6 +62,49 @@ pub enum ModelsError {
         context: String,
         source: std::io::Error,
     },
+    /// A Hugging Face repo id, revision or endpoint given by the user is malformed.
+    #[error("invalid Hugging Face {what} `{value}`: {reason}")]
+    HfInvalid {
+        what: &'static str,
+        value: String,
+        reason: String,
+    },
+    /// The Hugging Face endpoint could not be reached at all (DNS, refused, TLS, timeout).
+    #[error(
+        "could not reach {endpoint}: {reason}; set HF_ENDPOINT to a reachable hub or mirror, or copy the model folder into {folder} yourself"
+    )]
+    HfUnreachable {
+        endpoint: String,
+        reason: String,
+        folder: PathBuf,
+    },
+    /// The hub answered 404 for a file the model needs.
+    #[error(
+        "{file} not found in {repo_id} at revision `{revision}` on {endpoint} (HTTP 404): {hint}"
+    )]
+    HfNotFound {
+        repo_id: String,
+        revision: String,
+        endpoint: String,
+        file: String,
+        hint: String,
+    },
+    /// The hub refused access (401/403): the repo is private or gated, or does not exist.
+    #[error(
+        "{endpoint} refused access to {repo_id} (HTTP {status}): the repo does not exist, or is private or gated; check the id, or set HF_TOKEN to a token that has access"
+    )]
+    HfDenied {
+        repo_id: String,
+        endpoint: String,
+        status: u16,
+    },
+    /// A downloaded file is not what its name says (bad JSON, unreadable safetensors header…).
+    #[error("{file} from {repo_id} is corrupt: {reason} (it was removed from the download cache)")]
+    HfCorrupt {
+        repo_id: String,
+        file: String,
+        reason: String,
+    },
     /// A model a loader needs is not installed (or is corrupt).
     #[error("model {name} is missing (or corrupt): run `knowhub models fetch {name}`")]
     NotInstalled { name: String },

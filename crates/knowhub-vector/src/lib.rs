@@ -243,14 +243,27 @@ impl FlatIndex {
     ) -> Vec<Candidate> {
         let d = self.dim;
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(want + 1);
+        // A document's vectors sit in consecutive slots (inserted together), so the filter's
+        // answer is remembered for the current run of one document: one call per document
+        // instead of one per vector.
+        let mut last: Option<(u64, bool)> = None;
         for slot in start..end {
             if !self.live[slot] {
                 continue;
             }
-            if let Some(f) = filter
-                && !f(self.doc_ids[slot])
-            {
-                continue;
+            if let Some(f) = filter {
+                let doc = self.doc_ids[slot];
+                let allowed = match last {
+                    Some((d, a)) if d == doc => a,
+                    _ => {
+                        let a = f(doc);
+                        last = Some((doc, a));
+                        a
+                    }
+                };
+                if !allowed {
+                    continue;
+                }
             }
             let row = &self.codes[slot * d..(slot + 1) * d];
             let dot: i32 = row
