@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use knowhub_engine::{Engine, EngineConfig, IngestOptions, SearchOptions};
+use knowhub_engine::{Engine, EngineConfig, IngestOptions, RetrievalMode, SearchOptions};
 
 fn demo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo")
@@ -82,13 +82,20 @@ fn demo_corpus_answers_bilingual_questions_with_citations() {
         );
     }
 
-    // HTML comments and scripts are never indexed.
+    // HTML comments and scripts are never indexed: no keyword match, and no passage (found by
+    // any retriever — semantic search always returns nearest neighbours) contains them.
     for hidden in ["zzsecretcomment", "zzscriptmarker"] {
+        let keyword = SearchOptions {
+            mode: RetrievalMode::Keyword,
+            ..SearchOptions::default()
+        };
         assert!(
-            engine
-                .search(hidden, &SearchOptions::default())
-                .unwrap()
-                .is_empty(),
+            engine.search(hidden, &keyword).unwrap().is_empty(),
+            "{hidden} leaked"
+        );
+        let hybrid = engine.search(hidden, &SearchOptions::default()).unwrap();
+        assert!(
+            hybrid.iter().all(|h| !h.text.contains(hidden)),
             "{hidden} leaked"
         );
     }

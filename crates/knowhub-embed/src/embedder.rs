@@ -1,6 +1,6 @@
 //! Sentence embeddings: the [`Embedder`] trait the engine uses, and [`BertEmbedder`], a BERT
-//! encoder on candle (our own [`crate::bert`] encoder: packed, unpadded batches and fused CPU
-//! kernels) with mean pooling and L2 normalisation.
+//! encoder on candle (the crate's own `bert.rs` encoder: packed, unpadded batches and fused
+//! CPU kernels) with mean pooling and L2 normalisation.
 //!
 //! Two ways in:
 //! - [`BertEmbedder::from_e5s1`]: multilingual-e5-small from the `E5S1` container. The linear
