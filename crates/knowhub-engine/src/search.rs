@@ -205,13 +205,12 @@ impl Engine {
         let use_dense = options.mode != RetrievalMode::Keyword;
         if use_dense && self.semantic.is_none() {
             if options.mode == RetrievalMode::Semantic {
-                return Err(EngineError::InvalidInput(format!(
-                    "semantic search is off: {}",
+                return Err(EngineError::InvalidInput(
                     self.model_notes()
                         .first()
-                        .map(String::as_str)
-                        .unwrap_or("no embedder configured")
-                )));
+                        .cloned()
+                        .unwrap_or_else(|| "semantic search is off: no embedder configured".into()),
+                ));
             }
             trace.skipped.push(
                 self.model_notes()

@@ -135,8 +135,12 @@ impl ModelSet {
             EmbedderSpec::Named(name) => match load_named(config, name, &device) {
                 Ok(e) => set.embedder = Some(e),
                 Err(e) if !config.require_embedder => {
-                    tracing::warn!("semantic search off: {e}");
-                    set.notes.push(format!("semantic search off: {e}"));
+                    let why = match e {
+                        EngineError::Model(m) => m,
+                        other => other.to_string(),
+                    };
+                    tracing::debug!("semantic search off: {why}");
+                    set.notes.push(format!("semantic search off: {why}"));
                 }
                 Err(e) => return Err(e),
             },
