@@ -18,6 +18,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod identity;
 mod migrations;
 mod records;
 mod vectors;
@@ -29,6 +30,7 @@ use knowhub_parse::{Cell, ColumnType, Table};
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use thiserror::Error;
 
+pub use identity::{Group, UserRecord};
 pub use records::*;
 pub use vectors::{StoredVector, UnembeddedChunk};
 
@@ -39,6 +41,9 @@ pub enum StoreError {
     Sqlite(#[from] rusqlite::Error),
     #[error("corrupt stored value: {0}")]
     Corrupt(String),
+    /// A caller-supplied id, path or scope was rejected by the permission policy.
+    #[error("invalid input: {0}")]
+    Invalid(knowhub_authz::AuthzError),
     #[error(
         "the store was created by a different build: migration {step} of '{domain}' differs \
          (migrations are append-only)"
@@ -709,5 +714,7 @@ fn create_sheet_table(
     Ok(())
 }
 
+#[cfg(test)]
+mod identity_tests;
 #[cfg(test)]
 mod tests;

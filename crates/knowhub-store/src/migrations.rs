@@ -104,6 +104,49 @@ CREATE TABLE chunk_vectors (
 CREATE INDEX chunk_vectors_model ON chunk_vectors(model, document_id);
 "#],
     ),
+    (
+        "identity",
+        &[r#"
+CREATE TABLE users (
+    id            TEXT PRIMARY KEY,
+    display_name  TEXT NOT NULL,
+    role          TEXT NOT NULL CHECK (role IN ('ROOT', 'ADMIN', 'USER')),
+    created_at    INTEGER NOT NULL,
+    removed_at    INTEGER
+);
+CREATE TABLE memberships (
+    user_id   TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    kind      TEXT NOT NULL CHECK (kind IN ('team', 'project', 'org')),
+    group_id  TEXT NOT NULL,
+    PRIMARY KEY (user_id, kind, group_id)
+);
+CREATE TABLE api_keys (
+    hash        TEXT PRIMARY KEY,
+    user_id     TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    created_at  INTEGER NOT NULL,
+    label       TEXT NOT NULL
+);
+CREATE INDEX api_keys_user ON api_keys(user_id);
+CREATE TABLE acl_entries (
+    source_id  INTEGER NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+    kind       TEXT NOT NULL CHECK (kind IN ('folder', 'document')),
+    path       TEXT NOT NULL,
+    scopes     TEXT NOT NULL,
+    PRIMARY KEY (source_id, kind, path)
+);
+CREATE TABLE acl_version (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    version  INTEGER NOT NULL
+);
+INSERT INTO acl_version (id, version) VALUES (1, 0);
+CREATE TRIGGER acl_entries_insert AFTER INSERT ON acl_entries
+BEGIN UPDATE acl_version SET version = version + 1 WHERE id = 1; END;
+CREATE TRIGGER acl_entries_update AFTER UPDATE ON acl_entries
+BEGIN UPDATE acl_version SET version = version + 1 WHERE id = 1; END;
+CREATE TRIGGER acl_entries_delete AFTER DELETE ON acl_entries
+BEGIN UPDATE acl_version SET version = version + 1 WHERE id = 1; END;
+"#],
+    ),
 ];
 
 pub(crate) fn run(conn: &mut Connection) -> Result<(), StoreError> {
