@@ -23,6 +23,7 @@
 
 mod fs;
 mod ingest;
+mod permissions;
 mod sandbox;
 mod search;
 mod semantic;
@@ -40,6 +41,7 @@ pub use ingest::{FileOutcome, IngestEvent, IngestOptions, IngestReport, RemoveRe
 pub use knowhub_embed::{DeviceChoice, Embedder, Reranker};
 pub use knowhub_index::DocFilter;
 pub use knowhub_store::{DocumentRecord, SourceRecord};
+pub use permissions::DEFAULT_ACCOUNT;
 pub use sandbox::{ParserBackend, SandboxError, SandboxLimits, run_worker};
 pub use search::{Fusion, Retrieval, RetrievalMode, RetrievalTrace, SearchHit, SearchOptions};
 pub use semantic::{DEFAULT_EMBEDDER, EmbedProgress, EmbedderSpec, ModelConfig, ModelSet};
@@ -429,6 +431,8 @@ pub struct RepairReport {
     pub removed_documents: usize,
 }
 
+#[cfg(test)]
+mod permissions_tests;
 #[cfg(test)]
 mod semantic_tests;
 #[cfg(test)]

@@ -1,0 +1,165 @@
+//! Read filters from folder ACLs, pushed into retrieval (keyword and semantic).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use knowhub_authz::{AccountId, RequestContext, Role, TeamId, UserId};
+use knowhub_store::Group;
+
+use super::*;
+
+fn ctx(user: &str, role: Role, account: &str) -> RequestContext {
+    RequestContext {
+        account: AccountId::new(account).unwrap(),
+        user: UserId::new(user).unwrap(),
+        agent: None,
+        role,
+        session: None,
+        trace_id: "t".into(),
+    }
+}
+
+fn setup() -> (tempfile::TempDir, Engine) {
+    let fs = FakeFs::new();
+    // Every file contains the probe word, so only the filter decides what is seen.
+    fs.write(
+        "/kb/handbook/leave.md",
+        "# Leave\n\nprobeword: annual leave is 15 days.",
+    );
+    fs.write(
+        "/kb/hr/salaries.md",
+        "# Salaries\n\nprobeword: the salary bands.",
+    );
+    fs.write(
+        "/kb/hr/open/jobs.md",
+        "# Jobs\n\nprobeword: open positions.",
+    );
+    fs.write(
+        "/kb/drafts/plan.md",
+        "# Plan\n\nprobeword: a draft with no ACL.",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open_with(
+        EngineConfig::new(dir.path()),
+        Arc::new(fs),
+        ModelSet::none(),
+    )
+    .unwrap();
+    engine
+        .ingest(
+            &[PathBuf::from("/kb")],
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    {
+        let mut store = engine.store();
+        let source = store.sources().unwrap()[0].id;
+        let set = |s: &str| s.parse::<knowhub_authz::ScopeSet>().unwrap();
+        store
+            .set_folder_acl(source, "handbook", &set("public"))
+            .unwrap();
+        store.set_folder_acl(source, "hr", &set("team:hr")).unwrap();
+        store
+            .set_folder_acl(source, "hr/open", &set("public"))
+            .unwrap();
+        for (user, role) in [
+            ("alice", Role::User),
+            ("bob", Role::User),
+            ("ada", Role::Admin),
+        ] {
+            store
+                .add_user(&UserId::new(user).unwrap(), user, role)
+                .unwrap();
+        }
+        store
+            .add_membership(
+                &UserId::new("bob").unwrap(),
+                &Group::Team(TeamId::new("hr").unwrap()),
+            )
+            .unwrap();
+    }
+    (dir, engine)
+}
+
+fn visible(engine: &Engine, c: &RequestContext) -> Vec<String> {
+    let options = SearchOptions {
+        filter: engine.read_filter(c).unwrap(),
+        limit: 50,
+        ..SearchOptions::default()
+    };
+    let mut paths: Vec<String> = engine
+        .search("probeword", &options)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.path.trim_start_matches("/kb/").to_owned())
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn folder_acls_decide_what_each_user_reads() {
+    let (_dir, engine) = setup();
+    let all = vec![
+        "drafts/plan.md",
+        "handbook/leave.md",
+        "hr/open/jobs.md",
+        "hr/salaries.md",
+    ];
+    let table: &[(&str, Role, &str, &[&str])] = &[
+        // No team: public folders only; a folder without an ACL is nobody's (but admins').
+        (
+            "alice",
+            Role::User,
+            "default",
+            &["handbook/leave.md", "hr/open/jobs.md"],
+        ),
+        // Team hr: the restricted folder too; its public subfolder stays public.
+        (
+            "bob",
+            Role::User,
+            "default",
+            &["handbook/leave.md", "hr/open/jobs.md", "hr/salaries.md"],
+        ),
+        ("ada", Role::Admin, "default", &all),
+        ("root", Role::Root, "other", &all),
+        // An admin or user of another account reads nothing here, not even public.
+        ("ada", Role::Admin, "other", &[]),
+        ("bob", Role::User, "other", &[]),
+        // A user the store does not know has no memberships: public only.
+        (
+            "mallory",
+            Role::User,
+            "default",
+            &["handbook/leave.md", "hr/open/jobs.md"],
+        ),
+    ];
+    for (user, role, account, expected) in table {
+        assert_eq!(
+            visible(&engine, &ctx(user, *role, account)),
+            expected.to_vec(),
+            "{user} {role} @{account}"
+        );
+    }
+}
+
+#[test]
+fn an_acl_change_is_visible_on_the_next_query() {
+    let (_dir, engine) = setup();
+    let alice = ctx("alice", Role::User, "default");
+    assert!(!visible(&engine, &alice).contains(&"drafts/plan.md".to_owned()));
+    {
+        let mut store = engine.store();
+        let source = store.sources().unwrap()[0].id;
+        store
+            .set_folder_acl(source, "drafts", &"user:alice".parse().unwrap())
+            .unwrap();
+        store
+            .set_folder_acl(source, "handbook", &"team:hr".parse().unwrap())
+            .unwrap();
+    }
+    let now = visible(&engine, &alice);
+    assert!(now.contains(&"drafts/plan.md".to_owned()), "{now:?}");
+    assert!(!now.contains(&"handbook/leave.md".to_owned()), "{now:?}");
+}
