@@ -6,6 +6,7 @@
 // A command-line tool's job is printing.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod access;
 mod bench;
 mod eval;
 mod eval_retrieval;
@@ -72,6 +73,15 @@ pub(crate) struct ModelArgs {
 }
 
 impl ModelArgs {
+    /// No models: for commands that never search by meaning.
+    pub(crate) fn keyword_only() -> ModelArgs {
+        ModelArgs {
+            embedder: "off".into(),
+            reranker: None,
+            device: "cpu".into(),
+        }
+    }
+
     pub(crate) fn config(&self) -> Result<ModelConfig> {
         Ok(ModelConfig {
             models_dir: None,
@@ -111,7 +121,19 @@ enum Command {
         /// Print what ran (candidates, fusion, reranking, timings) after the results.
         #[arg(long)]
         trace: bool,
+        /// Search as this user: only what their folder ACLs and groups allow.
+        #[arg(long = "as", value_name = "USER", conflicts_with = "api_key")]
+        as_user: Option<String>,
+        /// Search as the holder of this API key.
+        #[arg(long, env = "KNOWHUB_API_KEY", hide_env_values = true)]
+        api_key: Option<String>,
     },
+    /// Users, roles, groups and API keys.
+    #[command(subcommand)]
+    User(access::UserCommand),
+    /// Who may read which ingested folder.
+    #[command(subcommand)]
+    Acl(access::AclCommand),
     /// Counts, sources and failures with reasons.
     Status,
     /// List stored documents (optionally under a folder).
@@ -217,10 +239,30 @@ fn run(cli: Cli) -> Result<ExitCode> {
             mode,
             no_rerank,
             trace,
+            as_user,
+            api_key,
         } => {
             let engine = open_engine(cli.data_dir, &cli.models)?;
             let t = Instant::now();
+            let trace_id = format!("cli-{}", std::process::id());
+            let ctx = match (as_user, api_key) {
+                (Some(user), _) => Some(
+                    engine
+                        .context_for_user(&knowhub_engine::authz::UserId::new(&user)?, &trace_id)?,
+                ),
+                (None, Some(key)) => Some(
+                    engine
+                        .context_for_key(&key, &trace_id)?
+                        .context("the API key is not valid (rotated, or its user was removed)")?,
+                ),
+                (None, None) => None,
+            };
+            let filter = match &ctx {
+                Some(c) => engine.read_filter(c)?,
+                None => None,
+            };
             let mut opts = SearchOptions {
+                filter,
                 limit,
                 max_per_document: per_document,
                 mode: mode.parse::<RetrievalMode>()?,
@@ -304,6 +346,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if embedded > 0 {
                 println!("embedded {embedded} chunk(s)");
             }
+        }
+        Command::User(cmd) => {
+            let engine = open_engine(cli.data_dir, &ModelArgs::keyword_only())?;
+            return access::user(&engine, cmd, json);
+        }
+        Command::Acl(cmd) => {
+            let engine = open_engine(cli.data_dir, &ModelArgs::keyword_only())?;
+            return access::acl(&engine, cmd, json);
         }
         Command::Eval(cmd) => return eval::run(cmd, &cli.models, json),
         Command::Bench(cmd) => return bench::run(cmd),

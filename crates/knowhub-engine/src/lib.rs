@@ -38,10 +38,12 @@ use thiserror::Error;
 
 pub use fs::{FakeFs, FileMeta, Fs, RealFs, skip_name};
 pub use ingest::{FileOutcome, IngestEvent, IngestOptions, IngestReport, RemoveReport};
+pub use knowhub_authz as authz;
 pub use knowhub_embed::{DeviceChoice, Embedder, Reranker};
 pub use knowhub_index::DocFilter;
+pub use knowhub_store::UserRecord;
 pub use knowhub_store::{DocumentRecord, SourceRecord};
-pub use permissions::DEFAULT_ACCOUNT;
+pub use permissions::{DEFAULT_ACCOUNT, FolderAcl};
 pub use sandbox::{ParserBackend, SandboxError, SandboxLimits, run_worker};
 pub use search::{Fusion, Retrieval, RetrievalMode, RetrievalTrace, SearchHit, SearchOptions};
 pub use semantic::{DEFAULT_EMBEDDER, EmbedProgress, EmbedderSpec, ModelConfig, ModelSet};

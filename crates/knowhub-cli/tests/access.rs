@@ -1,0 +1,130 @@
+//! Users, folder ACLs and `search --as` / API keys through the `knowhub` binary.
+
+// Test helpers may panic: that is how a test fails.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn knowhub(data: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_knowhub"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(["--embedder", "off"])
+        .args(args)
+        .env_remove("KNOWHUB_API_KEY")
+        .output()
+        .unwrap()
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn found(data: &Path, who: &[&str]) -> Vec<String> {
+    let mut args = vec!["--json", "search", "probeword", "-n", "20"];
+    args.extend_from_slice(who);
+    let hits: serde_json::Value = serde_json::from_str(&ok(&knowhub(data, &args))).unwrap();
+    let mut names: Vec<String> = hits
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            Path::new(h["path"].as_str().unwrap())
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn acls_users_keys_and_search_as() {
+    let kb = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let root = kb.path();
+    std::fs::create_dir_all(root.join("handbook")).unwrap();
+    std::fs::create_dir_all(root.join("hr")).unwrap();
+    std::fs::write(
+        root.join("handbook/leave.md"),
+        "# Leave\n\nprobeword annual leave",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("hr/salaries.md"),
+        "# Salaries\n\nprobeword salary bands",
+    )
+    .unwrap();
+    let d = data.path();
+    ok(&knowhub(d, &["ingest", root.to_str().unwrap()]));
+    ok(&knowhub(
+        d,
+        &[
+            "acl",
+            "set",
+            root.join("handbook").to_str().unwrap(),
+            "public",
+        ],
+    ));
+    let shown = ok(&knowhub(
+        d,
+        &["acl", "set", root.join("hr").to_str().unwrap(), "team:hr"],
+    ));
+    assert!(shown.contains("team:hr"), "{shown}");
+
+    let out = ok(&knowhub(d, &["--json", "user", "add", "alice"]));
+    let alice_key = serde_json::from_str::<serde_json::Value>(&out).unwrap()["api_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ok(&knowhub(d, &["user", "add", "bob"]));
+    ok(&knowhub(d, &["user", "join", "bob", "team:hr"]));
+
+    // Without identity (dev mode, the local owner) everything; users only what ACLs allow.
+    assert_eq!(found(d, &[]), ["leave.md", "salaries.md"]);
+    assert_eq!(found(d, &["--as", "alice"]), ["leave.md"]);
+    assert_eq!(found(d, &["--as", "bob"]), ["leave.md", "salaries.md"]);
+    assert_eq!(found(d, &["--api-key", &alice_key]), ["leave.md"]);
+
+    // An ACL change applies to the next search.
+    ok(&knowhub(
+        d,
+        &[
+            "acl",
+            "set",
+            root.join("hr").to_str().unwrap(),
+            "user:alice",
+        ],
+    ));
+    assert_eq!(found(d, &["--as", "alice"]), ["leave.md", "salaries.md"]);
+    assert_eq!(found(d, &["--as", "bob"]), ["leave.md"]);
+
+    // Rotation and removal invalidate keys at once.
+    ok(&knowhub(d, &["user", "rotate-key", "alice"]));
+    let stale = knowhub(d, &["search", "probeword", "--api-key", &alice_key]);
+    assert!(!stale.status.success());
+    assert!(String::from_utf8_lossy(&stale.stderr).contains("not valid"));
+    ok(&knowhub(d, &["user", "remove", "bob"]));
+    assert!(
+        !knowhub(d, &["search", "probeword", "--as", "bob"])
+            .status
+            .success()
+    );
+
+    // Bad input is a clear error.
+    let bad = knowhub(
+        d,
+        &["acl", "set", root.join("hr").to_str().unwrap(), "team:"],
+    );
+    assert!(!bad.status.success());
+    let outside = knowhub(d, &["acl", "show", "/"]);
+    assert!(String::from_utf8_lossy(&outside.stderr).contains("not inside an ingested folder"));
+}
