@@ -137,7 +137,12 @@ enum Command {
     /// Counts, sources and failures with reasons.
     Status,
     /// List stored documents (optionally under a folder).
-    List { folder: Option<PathBuf> },
+    List {
+        folder: Option<PathBuf>,
+        /// Only what this user may read.
+        #[arg(long = "as", value_name = "USER")]
+        as_user: Option<String>,
+    },
     /// Remove documents (files, or everything under folders) from the knowledge base.
     Remove {
         #[arg(required = true)]
@@ -300,9 +305,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 render::status(&status);
             }
         }
-        Command::List { folder } => {
-            let engine = open_engine(cli.data_dir, &cli.models)?;
-            let docs = engine.documents(folder.as_deref())?;
+        Command::List { folder, as_user } => {
+            let engine = open_engine(cli.data_dir, &ModelArgs::keyword_only())?;
+            let docs = match as_user {
+                Some(user) => {
+                    let ctx = engine.context_for_user(
+                        &knowhub_engine::authz::UserId::new(&user)?,
+                        &format!("cli-{}", std::process::id()),
+                    )?;
+                    engine.documents_for(&ctx, folder.as_deref())?
+                }
+                None => engine.documents(folder.as_deref())?,
+            };
             if json {
                 println!("{}", serde_json::to_string_pretty(&docs)?);
             } else {

@@ -94,6 +94,13 @@ fn acls_users_keys_and_search_as() {
     assert_eq!(found(d, &["--as", "bob"]), ["leave.md", "salaries.md"]);
     assert_eq!(found(d, &["--api-key", &alice_key]), ["leave.md"]);
 
+    // Listing shows only readable documents' names.
+    let listed = ok(&knowhub(d, &["list", "--as", "alice"]));
+    assert!(
+        listed.contains("leave.md") && !listed.contains("salaries"),
+        "{listed}"
+    );
+
     // An ACL change applies to the next search.
     ok(&knowhub(
         d,

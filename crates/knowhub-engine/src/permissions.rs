@@ -81,6 +81,23 @@ pub struct FolderAcl {
 }
 
 impl Engine {
+    /// Stored documents `ctx` may read (optionally only under a folder): a user never learns
+    /// the names of documents they cannot read.
+    pub fn documents_for(
+        &self,
+        ctx: &RequestContext,
+        under: Option<&Path>,
+    ) -> Result<Vec<knowhub_store::DocumentRecord>> {
+        let docs = self.documents(under)?;
+        Ok(match self.read_filter(ctx)? {
+            None => docs,
+            Some(filter) => docs
+                .into_iter()
+                .filter(|d| filter.allows(d.id.0 as u64))
+                .collect(),
+        })
+    }
+
     /// Adds a user (`false`: the id exists, or existed — ids are never reused).
     pub fn add_user(&self, id: &UserId, name: &str, role: Role) -> Result<bool> {
         Ok(self.store().add_user(id, name, role)?)
