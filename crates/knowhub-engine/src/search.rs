@@ -268,35 +268,39 @@ impl Engine {
 
         // Fusion (dedup by chunk: a chunk found by both retrievers is one candidate).
         let mut fused: HashMap<ChunkId, Candidate> = HashMap::new();
-        for (i, h) in keyword.iter().enumerate() {
-            let c = fused
-                .entry(ChunkId(h.chunk_id as i64))
-                .or_insert(Candidate {
-                    doc: DocumentId(h.doc_id as i64),
-                    score: 0.0,
-                    keyword: None,
-                    semantic: None,
-                });
-            c.keyword = Some((i + 1, h.score));
+        let hits = keyword
+            .iter()
+            .map(|h| (h.chunk_id, h.doc_id, h.score))
+            .enumerate()
+            .map(|(i, h)| (true, i + 1, h))
+            .chain(
+                dense
+                    .iter()
+                    .map(|h| (h.chunk_id, h.doc_id, h.score))
+                    .enumerate()
+                    .map(|(i, h)| (false, i + 1, h)),
+            );
+        for (from_keyword, rank, (chunk, doc, score)) in hits {
+            let c = fused.entry(ChunkId(chunk as i64)).or_insert(Candidate {
+                doc: DocumentId(doc as i64),
+                score: 0.0,
+                keyword: None,
+                semantic: None,
+            });
+            let slot = if from_keyword {
+                &mut c.keyword
+            } else {
+                &mut c.semantic
+            };
+            *slot = Some((rank, score));
         }
-        for (i, h) in dense.iter().enumerate() {
-            let c = fused
-                .entry(ChunkId(h.chunk_id as i64))
-                .or_insert(Candidate {
-                    doc: DocumentId(h.doc_id as i64),
-                    score: 0.0,
-                    keyword: None,
-                    semantic: None,
-                });
-            c.semantic = Some((i + 1, h.score));
-        }
-        let norm = |xs: &mut dyn Iterator<Item = f32>| {
+        let min_max = |xs: &mut dyn Iterator<Item = f32>| {
             xs.fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), x| {
                 (lo.min(x), hi.max(x))
             })
         };
-        let (k_lo, k_hi) = norm(&mut keyword.iter().map(|h| h.score));
-        let (d_lo, d_hi) = norm(&mut dense.iter().map(|h| h.score));
+        let (k_lo, k_hi) = min_max(&mut keyword.iter().map(|h| h.score));
+        let (d_lo, d_hi) = min_max(&mut dense.iter().map(|h| h.score));
         let scale = |x: f32, lo: f32, hi: f32| if hi > lo { (x - lo) / (hi - lo) } else { 1.0 };
         for c in fused.values_mut() {
             // A single retriever keeps its own score (BM25, or cosine similarity): it means
