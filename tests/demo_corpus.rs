@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use knowhub_engine::{Engine, EngineConfig, IngestOptions, RetrievalMode, SearchOptions};
+use knowhub_engine::{
+    Engine, EngineConfig, IngestOptions, RetrievalMode, SearchOptions, dev_context,
+};
 
 fn demo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo")
@@ -25,7 +27,12 @@ fn demo_corpus_answers_bilingual_questions_with_citations() {
     let data = tempfile::tempdir().unwrap();
     let engine = open(data.path());
     let report = engine
-        .ingest(&[demo()], &IngestOptions::default(), &mut |_| {})
+        .ingest(
+            &dev_context(),
+            &[demo()],
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
         .unwrap();
     assert_eq!(report.failed, 0, "{:?}", report.failures);
     assert!(report.added >= 6, "{report:?}");
@@ -60,7 +67,9 @@ fn demo_corpus_answers_bilingual_questions_with_citations() {
         ("哪些项目在 prod 环境", "projects.xlsx", None, "Projects"),
     ];
     for (query, file, page, heading) in cases {
-        let hits = engine.search(query, &SearchOptions::default()).unwrap();
+        let hits = engine
+            .search(&dev_context(), query, &SearchOptions::default())
+            .unwrap();
         let top = hits.first().unwrap_or_else(|| panic!("no hit for {query}"));
         assert_eq!(
             file_name(&top.path),
@@ -90,10 +99,15 @@ fn demo_corpus_answers_bilingual_questions_with_citations() {
             ..SearchOptions::default()
         };
         assert!(
-            engine.search(hidden, &keyword).unwrap().is_empty(),
+            engine
+                .search(&dev_context(), hidden, &keyword)
+                .unwrap()
+                .is_empty(),
             "{hidden} leaked"
         );
-        let hybrid = engine.search(hidden, &SearchOptions::default()).unwrap();
+        let hybrid = engine
+            .search(&dev_context(), hidden, &SearchOptions::default())
+            .unwrap();
         assert!(
             hybrid.iter().all(|h| !h.text.contains(hidden)),
             "{hidden} leaked"
@@ -101,13 +115,18 @@ fn demo_corpus_answers_bilingual_questions_with_citations() {
     }
 
     // Spreadsheets are also kept as typed tables for the SQL tool.
-    let status = engine.status().unwrap();
+    let status = engine.status(&dev_context()).unwrap();
     assert!(status.store.tables >= 2, "{status:?}");
     assert_eq!(status.store.chunks, status.indexed_chunks);
 
     // Re-ingesting the same files is a no-op.
     let again = engine
-        .ingest(&[demo()], &IngestOptions::default(), &mut |_| {})
+        .ingest(
+            &dev_context(),
+            &[demo()],
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
         .unwrap();
     assert_eq!(
         (again.added, again.updated, again.unchanged),
@@ -121,17 +140,26 @@ fn store_and_index_survive_reopen_and_a_lost_index() {
     {
         let engine = open(data.path());
         engine
-            .ingest(&[demo()], &IngestOptions::default(), &mut |_| {})
+            .ingest(
+                &dev_context(),
+                &[demo()],
+                &IngestOptions::default(),
+                &mut |_| {},
+            )
             .unwrap();
     }
     // Losing the whole derived index (disk trouble, manual deletion) is repaired on open.
-    let index_dir = knowhub_engine::DataPaths::new(data.path()).index;
+    let index_dir = knowhub_engine::DataPaths::new(
+        data.path(),
+        &knowhub_engine::AccountId::new("default").unwrap(),
+    )
+    .index;
     std::fs::remove_dir_all(&index_dir).unwrap();
     let engine = open(data.path());
     let hits = engine
-        .search("annual leave", &SearchOptions::default())
+        .search(&dev_context(), "annual leave", &SearchOptions::default())
         .unwrap();
     assert!(!hits.is_empty());
-    let status = engine.status().unwrap();
+    let status = engine.status(&dev_context()).unwrap();
     assert_eq!(status.store.chunks, status.indexed_chunks);
 }

@@ -17,7 +17,7 @@ use clap::Subcommand;
 use knowhub_embed::{BertEmbedder, Device, Embedder};
 use knowhub_engine::{
     DEFAULT_EMBEDDER, DocFilter, Engine, EngineConfig, IngestOptions, ModelSet, ParserBackend,
-    RealFs, RetrievalMode, SearchOptions,
+    RealFs, RetrievalMode, SearchOptions, dev_context,
 };
 use knowhub_vector::{FlatIndex, synthetic_unit_vectors};
 use serde::Serialize;
@@ -101,9 +101,14 @@ fn timed_ingest(inputs: &[PathBuf]) -> Result<Run> {
     let data = tempfile::tempdir()?;
     let engine = Engine::open(crate::engine_config(data.path().to_path_buf())?)?;
     let t = Instant::now();
-    let report = engine.ingest(inputs, &IngestOptions::default(), &mut |_| {})?;
+    let report = engine.ingest(
+        &dev_context(),
+        inputs,
+        &IngestOptions::default(),
+        &mut |_| {},
+    )?;
     let seconds = t.elapsed().as_secs_f64();
-    let status = engine.status()?;
+    let status = engine.status(&dev_context())?;
     Ok(Run {
         files: report.files,
         bytes: report.bytes,
@@ -212,16 +217,17 @@ fn search(folder: &Path, queries: &[String], rounds: usize) -> Result<ExitCode> 
     let data = tempfile::tempdir()?;
     let engine = Engine::open(crate::engine_config(data.path().to_path_buf())?)?;
     engine.ingest(
+        &dev_context(),
         &[folder.to_path_buf()],
         &IngestOptions::default(),
         &mut |_| {},
     )?;
-    let chunks = engine.status()?.indexed_chunks;
+    let chunks = engine.status(&dev_context())?.indexed_chunks;
     let mut times = Vec::new();
     for _ in 0..rounds.max(1) {
         for q in queries {
             let t = Instant::now();
-            let _ = engine.search(q, &Default::default())?;
+            let _ = engine.search(&dev_context(), q, &Default::default())?;
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
     }
@@ -741,7 +747,12 @@ fn hybrid_at(
     let engine = Engine::open_with(config, Arc::new(RealFs), models)?;
     eprintln!("ingesting (in-process parsing, synthetic passage vectors)…");
     let t = Instant::now();
-    let ingested = engine.ingest(&[corpus], &IngestOptions::default(), &mut |_| {})?;
+    let ingested = engine.ingest(
+        &dev_context(),
+        &[corpus],
+        &IngestOptions::default(),
+        &mut |_| {},
+    )?;
     let ingest_s = t.elapsed().as_secs_f64();
     if ingested.failed > 0 {
         eprintln!(
@@ -749,7 +760,7 @@ fn hybrid_at(
             ingested.failed
         );
     }
-    let status = engine.status()?;
+    let status = engine.status(&dev_context())?;
     eprintln!(
         "{} documents, {} chunks ({} embedded) in {ingest_s:.1} s; {} queries…",
         status.store.documents,
@@ -765,7 +776,7 @@ fn hybrid_at(
         ..SearchOptions::default()
     };
     for q in warmup {
-        engine.retrieve(q, &options)?;
+        engine.retrieve(&dev_context(), q, &options)?;
     }
     let mut wall = Vec::with_capacity(queries.len());
     let (mut keyword, mut embed, mut dense) = (Vec::new(), Vec::new(), Vec::new());
@@ -774,7 +785,7 @@ fn hybrid_at(
     for q in queries {
         let t = Instant::now();
         let r = engine
-            .retrieve(q, &options)
+            .retrieve(&dev_context(), q, &options)
             .with_context(|| format!("query {q:?}"))?;
         wall.push(t.elapsed().as_secs_f64() * 1e3);
         keyword.push(r.trace.keyword_ms);
@@ -787,7 +798,7 @@ fn hybrid_at(
         }
     }
 
-    let documents = engine.documents(None)?;
+    let documents = engine.documents(&dev_context(), None)?;
     let allowed: Vec<u64> = documents.iter().step_by(2).map(|d| d.id.0 as u64).collect();
     let filter_allowed_documents = allowed.len();
     let filtered = SearchOptions {
@@ -798,7 +809,7 @@ fn hybrid_at(
     for q in queries {
         let t = Instant::now();
         engine
-            .retrieve(q, &filtered)
+            .retrieve(&dev_context(), q, &filtered)
             .with_context(|| format!("filtered query {q:?}"))?;
         wall_filtered.push(t.elapsed().as_secs_f64() * 1e3);
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use knowhub_engine::{Engine, FileOutcome, IngestEvent, IngestOptions};
+use knowhub_engine::{Engine, FileOutcome, IngestEvent, IngestOptions, dev_context};
 use knowhub_parse::{DocKind, Limits};
 use serde::Serialize;
 
@@ -186,6 +186,7 @@ fn robustness(folder: &Path, timeout_secs: u64, memory_mb: u64, json: bool) -> R
     let mut report = RobustnessReport::default();
     let started = std::time::Instant::now();
     engine.ingest(
+        &dev_context(),
         &[folder.to_path_buf()],
         &IngestOptions::default(),
         &mut |e| {

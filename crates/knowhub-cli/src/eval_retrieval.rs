@@ -16,6 +16,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use knowhub_engine::{
     Engine, Fusion, IngestEvent, IngestOptions, ParserBackend, RetrievalMode, SearchOptions,
+    dev_context,
 };
 use serde::Serialize;
 
@@ -313,6 +314,7 @@ pub(crate) fn run(args: RetrievalArgs, models: &ModelArgs, json: bool) -> Result
     let tty = std::io::stderr().is_terminal();
     let mut last = Instant::now();
     engine.ingest(
+        &dev_context(),
         &[work.join("corpus")],
         &IngestOptions::default(),
         &mut |e| {
@@ -328,7 +330,7 @@ pub(crate) fn run(args: RetrievalArgs, models: &ModelArgs, json: bool) -> Result
         },
     )?;
     let ingest_seconds = started.elapsed().as_secs_f64();
-    let status = engine.status()?;
+    let status = engine.status(&dev_context())?;
 
     let doc_of_path = |path: &str| -> Option<&str> {
         let stem = Path::new(path).file_stem()?.to_str()?;
@@ -408,7 +410,7 @@ pub(crate) fn run(args: RetrievalArgs, models: &ModelArgs, json: bool) -> Result
         for (qid, rels) in &qrels {
             let text = queries.get(qid).map(String::as_str).unwrap_or("");
             let t = Instant::now();
-            let result = engine.retrieve(text, options);
+            let result = engine.retrieve(&dev_context(), text, options);
             times.push(t.elapsed().as_secs_f64() * 1000.0);
             let hits = match result {
                 Ok(r) => r.hits,

@@ -22,8 +22,9 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use knowhub_engine::{
-    DeviceChoice, EmbedderSpec, Engine, EngineConfig, IngestEvent, IngestOptions, ModelConfig,
-    ParserBackend, RetrievalMode, SearchOptions,
+    Credentials, DeviceChoice, DocRef, DocumentId, EmbedderSpec, Engine, EngineConfig, Hub,
+    IngestEvent, IngestOptions, ModelConfig, ModelSet, ParserBackend, RequestContext,
+    RetrievalMode, SearchOptions,
 };
 
 #[derive(Debug, Parser)]
@@ -48,8 +49,29 @@ struct Cli {
     #[command(flatten)]
     models: ModelArgs,
 
+    #[command(flatten)]
+    identity: IdentityArgs,
+
     #[command(subcommand)]
     command: Command,
+}
+
+/// Who is asking. In dev mode (no root key) commands run as the default ROOT user; in
+/// production mode an API key is required.
+#[derive(Debug, Clone, clap::Args)]
+struct IdentityArgs {
+    /// Your API key (or the root key).
+    #[arg(long, global = true, env = "KNOWHUB_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// The account to work in (ROOT and dev mode; a user's key implies its account).
+    #[arg(long, global = true, env = "KNOWHUB_ACCOUNT")]
+    account: Option<String>,
+    /// Act as this user: see exactly what they may see (administrators, or dev mode).
+    #[arg(long = "as", global = true, value_name = "USER")]
+    as_user: Option<String>,
+    /// The agent acting for the user (adds `agent:<id>` to the visible scopes).
+    #[arg(long, global = true)]
+    agent: Option<String>,
 }
 
 /// Which models the engine uses.
@@ -121,12 +143,14 @@ enum Command {
         /// Print what ran (candidates, fusion, reranking, timings) after the results.
         #[arg(long)]
         trace: bool,
-        /// Search as this user: only what their folder ACLs and groups allow.
-        #[arg(long = "as", value_name = "USER", conflicts_with = "api_key")]
-        as_user: Option<String>,
-        /// Search as the holder of this API key.
-        #[arg(long, env = "KNOWHUB_API_KEY", hide_env_values = true)]
-        api_key: Option<String>,
+    },
+    /// Show a stored document (by id or path): its passages and text — the "open source" of a
+    /// citation.
+    Show {
+        document: String,
+        /// Print the whole extracted text instead of the passage list.
+        #[arg(long)]
+        text: bool,
     },
     /// Users, roles, groups and API keys.
     #[command(subcommand)]
@@ -134,14 +158,26 @@ enum Command {
     /// Who may read which ingested folder.
     #[command(subcommand)]
     Acl(access::AclCommand),
+    /// Isolated accounts (tenants): list, create, delete.
+    #[command(subcommand)]
+    Account(access::AccountCommand),
+    /// Dev vs production mode, and who you are.
+    #[command(subcommand)]
+    Auth(access::AuthCommand),
+    /// The audit trail: who read what, under which permission snapshot (admins: the account's;
+    /// users: their own).
+    Audit {
+        #[arg(long, short = 'n', default_value_t = 50)]
+        limit: usize,
+    },
     /// Counts, sources and failures with reasons.
     Status,
-    /// List stored documents (optionally under a folder).
+    /// List the stored documents you may read (optionally under a folder).
     List {
         folder: Option<PathBuf>,
-        /// Only what this user may read.
-        #[arg(long = "as", value_name = "USER")]
-        as_user: Option<String>,
+        /// List the folders you can see instead.
+        #[arg(long)]
+        folders: bool,
     },
     /// Remove documents (files, or everything under folders) from the knowledge base.
     Remove {
@@ -209,18 +245,45 @@ pub(crate) fn engine_config(data_dir: PathBuf) -> Result<EngineConfig> {
     Ok(config)
 }
 
-fn open_engine(data_dir: Option<PathBuf>, models: &ModelArgs) -> Result<Engine> {
+/// A signed-in command: the hub, the caller's context and their account's engine.
+struct Session {
+    hub: Hub,
+    ctx: RequestContext,
+    engine: std::sync::Arc<Engine>,
+}
+
+fn open_session(
+    data_dir: Option<PathBuf>,
+    models: &ModelArgs,
+    identity: &IdentityArgs,
+) -> Result<Session> {
     let dir = match data_dir {
         Some(d) => d,
         None => EngineConfig::default_data_dir().context("no data directory: pass --data-dir")?,
     };
     let mut config = engine_config(dir)?;
     config.models = models.config()?;
-    let engine = Engine::open(config).context("cannot open the knowledge base")?;
+    // Models load once, after sign-in succeeded (a refused request costs nothing).
+    let keyword = Hub::open_with(
+        config.clone(),
+        std::sync::Arc::new(knowhub_engine::RealFs),
+        ModelSet::none(),
+    )
+    .context("cannot open the knowledge base")?;
+    let ctx = keyword.authenticate(&Credentials {
+        api_key: identity.api_key.clone(),
+        account: identity.account.clone(),
+        act_as: identity.as_user.clone(),
+        agent: identity.agent.clone(),
+        session: None,
+    })?;
+    drop(keyword);
+    let hub = Hub::open(config).context("cannot open the knowledge base")?;
+    let engine = hub.engine(&ctx).context("cannot open the knowledge base")?;
     for note in engine.model_notes() {
         eprintln!("note: {note}");
     }
-    Ok(engine)
+    Ok(Session { hub, ctx, engine })
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -228,9 +291,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let show_progress = !cli.quiet && !json && std::io::stderr().is_terminal();
     match cli.command {
         Command::Ingest { paths, force } => {
-            let engine = open_engine(cli.data_dir, &cli.models)?;
-            let report =
-                ingest_with_progress(&engine, &paths, &IngestOptions { force }, show_progress)?;
+            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            let report = ingest_with_progress(
+                &s.engine,
+                &s.ctx,
+                &paths,
+                &IngestOptions { force },
+                show_progress,
+            )?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
@@ -244,30 +312,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             mode,
             no_rerank,
             trace,
-            as_user,
-            api_key,
         } => {
-            let engine = open_engine(cli.data_dir, &cli.models)?;
+            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
             let t = Instant::now();
-            let trace_id = format!("cli-{}", std::process::id());
-            let ctx = match (as_user, api_key) {
-                (Some(user), _) => Some(
-                    engine
-                        .context_for_user(&knowhub_engine::authz::UserId::new(&user)?, &trace_id)?,
-                ),
-                (None, Some(key)) => Some(
-                    engine
-                        .context_for_key(&key, &trace_id)?
-                        .context("the API key is not valid (rotated, or its user was removed)")?,
-                ),
-                (None, None) => None,
-            };
-            let filter = match &ctx {
-                Some(c) => engine.read_filter(c)?,
-                None => None,
-            };
             let mut opts = SearchOptions {
-                filter,
                 limit,
                 max_per_document: per_document,
                 mode: mode.parse::<RetrievalMode>()?,
@@ -276,7 +324,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if no_rerank {
                 opts.rerank_top = 0;
             }
-            let result = engine.retrieve(&query, &opts)?;
+            let result = s.engine.retrieve(&s.ctx, &query, &opts)?;
             let elapsed = t.elapsed();
             if json {
                 if trace {
@@ -296,27 +344,50 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 );
             }
         }
+        Command::Show { document, text } => {
+            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let path = PathBuf::from(&document);
+            let doc = match document.parse::<i64>() {
+                Ok(id) => DocRef::Id(DocumentId(id)),
+                Err(_) => DocRef::Path(&path),
+            };
+            let view = s.engine.open_document(&s.ctx, doc)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&view)?);
+            } else {
+                render::document_view(&view, text);
+            }
+        }
         Command::Status => {
-            let engine = open_engine(cli.data_dir, &cli.models)?;
-            let status = engine.status()?;
+            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            let status = s.engine.status(&s.ctx)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&status)?);
             } else {
                 render::status(&status);
             }
         }
-        Command::List { folder, as_user } => {
-            let engine = open_engine(cli.data_dir, &ModelArgs::keyword_only())?;
-            let docs = match as_user {
-                Some(user) => {
-                    let ctx = engine.context_for_user(
-                        &knowhub_engine::authz::UserId::new(&user)?,
-                        &format!("cli-{}", std::process::id()),
-                    )?;
-                    engine.documents_for(&ctx, folder.as_deref())?
+        Command::List {
+            folder,
+            folders: true,
+        } => {
+            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let mut shown = s.engine.folders(&s.ctx)?;
+            if let Some(under) = folder {
+                let under = std::path::absolute(&under).unwrap_or(under);
+                shown.retain(|f| std::path::Path::new(&f.path).starts_with(&under));
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&shown)?);
+            } else {
+                for f in &shown {
+                    println!("{:>6}  {}", f.documents, f.path);
                 }
-                None => engine.documents(folder.as_deref())?,
-            };
+            }
+        }
+        Command::List { folder, .. } => {
+            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let docs = s.engine.documents(&s.ctx, folder.as_deref())?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&docs)?);
             } else {
@@ -324,8 +395,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Remove { paths } => {
-            let engine = open_engine(cli.data_dir, &cli.models)?;
-            let report = engine.remove(&paths)?;
+            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let report = s.engine.remove(&s.ctx, &paths)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
@@ -333,21 +404,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Reindex { reparse } => {
-            let engine = open_engine(cli.data_dir, &cli.models)?;
+            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            let (engine, ctx) = (&s.engine, &s.ctx);
             if reparse {
                 let bar = progress_bar(show_progress);
-                let report = engine.reparse_all(&mut |e| on_event(&bar, e))?;
+                let report = engine.reparse_all(ctx, &mut |e| on_event(&bar, e))?;
                 bar.finish_and_clear();
                 render::ingest_report(&report);
             }
             let bar = progress_bar(show_progress);
-            let n = engine.rebuild_index(&mut |e| on_event(&bar, e))?;
+            let n = engine.rebuild_index(ctx, &mut |e| on_event(&bar, e))?;
             bar.finish_and_clear();
             println!("re-indexed {n} document(s)");
             // Chunks without a vector of the current embedder (after a model change, or an
             // interrupted ingest).
             let bar = progress_bar(show_progress);
-            let embedded = engine.embed_pending(&mut |p| {
+            let embedded = engine.embed_pending(ctx, &mut |p| {
                 on_event(
                     &bar,
                     &IngestEvent::Embedded {
@@ -362,12 +434,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::User(cmd) => {
-            let engine = open_engine(cli.data_dir, &ModelArgs::keyword_only())?;
-            return access::user(&engine, cmd, json);
+            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            return access::user(&s.engine, &s.ctx, cmd, json);
         }
         Command::Acl(cmd) => {
-            let engine = open_engine(cli.data_dir, &ModelArgs::keyword_only())?;
-            return access::acl(&engine, cmd, json);
+            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            return access::acl(&s.engine, &s.ctx, cmd, json);
+        }
+        Command::Account(cmd) => {
+            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            return access::account(&s.hub, &s.ctx, cmd, json);
+        }
+        Command::Auth(cmd) => {
+            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            return access::auth(&s.hub, &s.ctx, cmd, json);
+        }
+        Command::Audit { limit } => {
+            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            return access::audit(&s.engine, &s.ctx, limit, json);
         }
         Command::Eval(cmd) => return eval::run(cmd, &cli.models, json),
         Command::Bench(cmd) => return bench::run(cmd),
@@ -412,12 +496,13 @@ pub(crate) fn on_event(bar: &ProgressBar, event: &IngestEvent) {
 
 pub(crate) fn ingest_with_progress(
     engine: &Engine,
+    ctx: &RequestContext,
     paths: &[PathBuf],
     options: &IngestOptions,
     visible: bool,
 ) -> Result<knowhub_engine::IngestReport> {
     let bar = progress_bar(visible);
-    let report = engine.ingest(paths, options, &mut |e| on_event(&bar, e))?;
+    let report = engine.ingest(ctx, paths, options, &mut |e| on_event(&bar, e))?;
     bar.finish_and_clear();
     Ok(report)
 }

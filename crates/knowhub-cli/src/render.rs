@@ -110,6 +110,14 @@ pub(crate) fn trace(t: &RetrievalTrace) {
     for s in &t.skipped {
         println!("       skipped: {s}");
     }
+    if !t.permission_snapshot.is_empty() {
+        println!(
+            "       permission snapshot {}",
+            t.permission_snapshot
+                .get(..16)
+                .unwrap_or(&t.permission_snapshot)
+        );
+    }
 }
 
 pub(crate) fn status(s: &Status) {
@@ -194,6 +202,44 @@ pub(crate) fn documents(docs: &[DocumentRecord]) {
         );
     }
     println!("{} document(s)", docs.len());
+}
+
+pub(crate) fn document_view(v: &knowhub_engine::DocumentView, whole_text: bool) {
+    let d = &v.document;
+    println!(
+        "{}  (document {}, {}, {} passage(s){})",
+        d.title.as_deref().unwrap_or(&d.path),
+        d.id,
+        d.kind.as_deref().unwrap_or("?"),
+        v.passages.len(),
+        d.page_count
+            .map(|p| format!(", {p} page(s)"))
+            .unwrap_or_default()
+    );
+    println!("{}", d.path);
+    if whole_text {
+        println!("\n{}", v.text);
+        return;
+    }
+    for p in &v.passages {
+        let pages = match (p.page_start, p.page_end) {
+            (Some(a), Some(b)) if a != b => format!("p.{a}-{b} "),
+            (Some(a), _) => format!("p.{a} "),
+            _ => String::new(),
+        };
+        let heading = p.heading_path.join(" › ");
+        let preview: String = p.text.chars().take(160).collect();
+        println!(
+            "\n[{}] {pages}{heading}\n    {}{}",
+            p.ordinal,
+            preview.replace('\n', " "),
+            if p.text.chars().count() > 160 {
+                "…"
+            } else {
+                ""
+            }
+        );
+    }
 }
 
 #[cfg(test)]

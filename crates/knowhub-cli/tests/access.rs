@@ -133,5 +133,116 @@ fn acls_users_keys_and_search_as() {
     );
     assert!(!bad.status.success());
     let outside = knowhub(d, &["acl", "show", "/"]);
-    assert!(String::from_utf8_lossy(&outside.stderr).contains("not inside an ingested folder"));
+    assert!(
+        String::from_utf8_lossy(&outside.stderr).contains("not an ingested folder you can see")
+    );
+
+    // Previews: readable by id/path, otherwise "not found" exactly like a missing document.
+    let shown = ok(&knowhub(
+        d,
+        &[
+            "show",
+            root.join("handbook/leave.md").to_str().unwrap(),
+            "--as",
+            "alice",
+        ],
+    ));
+    assert!(shown.contains("annual leave"), "{shown}");
+    ok(&knowhub(d, &["user", "add", "carol"]));
+    let hidden = knowhub(
+        d,
+        &[
+            "show",
+            root.join("hr/salaries.md").to_str().unwrap(),
+            "--as",
+            "carol",
+        ],
+    );
+    let missing = knowhub(d, &["show", "999", "--as", "carol"]);
+    for o in [&hidden, &missing] {
+        assert!(!o.status.success());
+        assert!(String::from_utf8_lossy(&o.stderr).contains("not found"));
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("salary"));
+    }
+    // Counts only cover what carol may read.
+    let status: serde_json::Value =
+        serde_json::from_str(&ok(&knowhub(d, &["--json", "status", "--as", "carol"]))).unwrap();
+    assert_eq!(status["documents"], 1, "{status}");
+
+    // The audit trail (admins) names each request's permission snapshot and what was withheld.
+    let audit: serde_json::Value =
+        serde_json::from_str(&ok(&knowhub(d, &["--json", "audit", "-n", "500"]))).unwrap();
+    let carol_open = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["user"] == "carol" && r["action"] == "open")
+        .unwrap();
+    assert_eq!(carol_open["outcome"], "not_found");
+    assert_eq!(carol_open["snapshot"].as_str().unwrap().len(), 64);
+}
+
+#[test]
+fn production_mode_accounts_and_keys() {
+    let kb = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path();
+    std::fs::write(kb.path().join("plan.md"), "# Plan\n\nprobeword acme plan").unwrap();
+
+    let root_key =
+        serde_json::from_str::<serde_json::Value>(&ok(&knowhub(d, &["--json", "auth", "init"])))
+            .unwrap()["root_key"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    // From now on a key is required.
+    let refused = knowhub(d, &["status"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("requires an API key"));
+    let bad = knowhub(d, &["status", "--api-key", "kh_not_a_key"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not valid"));
+
+    let created: serde_json::Value = serde_json::from_str(&ok(&knowhub(
+        d,
+        &[
+            "--json",
+            "account",
+            "create",
+            "acme",
+            "--admin",
+            "ada",
+            "--api-key",
+            &root_key,
+        ],
+    )))
+    .unwrap();
+    let ada = created["api_key"].as_str().unwrap().to_owned();
+    let who = ok(&knowhub(d, &["auth", "whoami", "--api-key", &ada]));
+    assert!(
+        who.contains("acme") && who.contains("ada") && who.contains("ADMIN"),
+        "{who}"
+    );
+    ok(&knowhub(
+        d,
+        &["ingest", kb.path().to_str().unwrap(), "--api-key", &ada],
+    ));
+    assert_eq!(found(d, &["--api-key", &ada]), ["plan.md"]);
+    // The default account does not see acme's documents, even for ROOT working there.
+    assert!(found(d, &["--api-key", &root_key]).is_empty());
+    assert_eq!(
+        found(d, &["--api-key", &root_key, "--account", "acme"]),
+        ["plan.md"]
+    );
+    // Account administration is ROOT's.
+    let denied = knowhub(d, &["account", "list", "--api-key", &ada]);
+    assert!(String::from_utf8_lossy(&denied.stderr).contains("only ROOT"));
+    let listed = ok(&knowhub(d, &["account", "list", "--api-key", &root_key]));
+    assert!(listed.contains("acme"), "{listed}");
+    ok(&knowhub(
+        d,
+        &["account", "delete", "acme", "--yes", "--api-key", &root_key],
+    ));
+    assert!(!d.join("accounts/acme").exists());
+    let gone = knowhub(d, &["status", "--api-key", &ada]);
+    assert!(!gone.status.success());
 }

@@ -19,7 +19,8 @@ use knowhub_store::{
 use serde::Serialize;
 
 use crate::sandbox::{Parser, SandboxError};
-use crate::{Engine, EngineError, Result};
+use crate::{Access, Engine, EngineError, RequestContext, Result};
+use knowhub_authz::UserId;
 
 /// Options for [`Engine::ingest`].
 #[derive(Debug, Clone, Default)]
@@ -167,29 +168,96 @@ const COMMIT_EVERY_CHUNKS: usize = 5_000;
 const COMMIT_EVERY: Duration = Duration::from_secs(10);
 
 impl Engine {
-    /// Ingests files and folders (recursively). Unchanged files (same content hash) are
-    /// no-ops; changed files replace their previous version atomically; failures are recorded
-    /// with a reason and never stop the batch.
+    /// Ingests files and folders (recursively) on behalf of `ctx`, who becomes the owner of
+    /// new documents and folders. Unchanged files (same content hash) are no-ops; changed
+    /// files replace their previous version atomically; failures are recorded with a reason
+    /// and never stop the batch. Files someone else added are left alone unless `ctx` is an
+    /// administrator (owner-only writes).
     pub fn ingest(
         &self,
+        ctx: &RequestContext,
+        inputs: &[PathBuf],
+        options: &IngestOptions,
+        progress: &mut dyn FnMut(&IngestEvent),
+    ) -> Result<IngestReport> {
+        let access = self.authorize(ctx)?;
+        let report = self.ingest_as(&access, inputs, options, progress)?;
+        let target: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+        self.audit(
+            &access,
+            ("ingest", &target.join(", "), "ok"),
+            (report.added + report.updated) as u64,
+            0,
+            serde_json::json!({
+                "added": report.added, "updated": report.updated, "removed": report.removed,
+                "failed": report.failed, "skipped": report.skipped,
+            }),
+        )?;
+        Ok(report)
+    }
+
+    fn ingest_as(
+        &self,
+        access: &Access,
         inputs: &[PathBuf],
         options: &IngestOptions,
         progress: &mut dyn FnMut(&IngestEvent),
     ) -> Result<IngestReport> {
         let _guard = self.begin_write()?;
+        let owner = &access.ctx.user;
         let started = Instant::now();
         let run_id = format!("run-{}-{}", knowhub_store_now(), std::process::id());
         let mut report = IngestReport {
             run_id: run_id.clone(),
             ..Default::default()
         };
-        let (plan, mut input_errors) = self.plan(inputs)?;
-        let vanished = self.vanished_documents(inputs)?;
+        let (plan, mut input_errors) = self.plan(inputs, owner)?;
+        // Owner-only writes: files someone else added are not replaced (or removed) by us.
+        let mut not_ours = Vec::new();
+        let plan: Vec<Planned> = {
+            let store = self.store();
+            let mut keep = Vec::with_capacity(plan.len());
+            for p in plan {
+                let existing = store.document_by_path(&p.path.display().to_string())?;
+                match existing {
+                    Some(doc) if !self.may_write(access, doc.owner.as_deref()) => {
+                        not_ours.push(p.path.display().to_string());
+                    }
+                    _ => keep.push(p),
+                }
+            }
+            keep
+        };
+        let vanished: Vec<(DocumentId, String)> = self
+            .vanished_documents(inputs)?
+            .into_iter()
+            .filter(|(id, _)| {
+                let owner = self
+                    .store()
+                    .document(*id)
+                    .ok()
+                    .flatten()
+                    .and_then(|d| d.owner);
+                self.may_write(access, owner.as_deref())
+            })
+            .collect();
         let total_bytes = plan.iter().map(|p| p.size).sum();
         progress(&IngestEvent::Planned {
-            files: plan.len() + input_errors.len() + vanished.len(),
+            files: plan.len() + input_errors.len() + vanished.len() + not_ours.len(),
             bytes: total_bytes,
         });
+        for path in not_ours {
+            report.files += 1;
+            report.skipped += 1;
+            progress(&IngestEvent::File {
+                path,
+                outcome: FileOutcome::Skipped {
+                    reason: "added by another user: only they or an administrator can update it"
+                        .into(),
+                },
+                bytes: 0,
+            });
+        }
         // Files that disappeared from an ingested folder leave the knowledge base with it; the
         // tombstones make the index follow even if we crash before the commit below.
         for (id, path) in &vanished {
@@ -277,7 +345,7 @@ impl Engine {
 
             // Writer: this thread.
             for work in work_rx {
-                let (path, outcome, bytes, written) = self.write_stage(work, &run_id)?;
+                let (path, outcome, bytes, written) = self.write_stage(work, &run_id, owner)?;
                 report.files += 1;
                 report.bytes += bytes;
                 match &outcome {
@@ -350,7 +418,7 @@ impl Engine {
     }
 
     /// Expands inputs into files, each assigned to a source and folder.
-    fn plan(&self, inputs: &[PathBuf]) -> Result<(Vec<Planned>, InputErrors)> {
+    fn plan(&self, inputs: &[PathBuf], owner: &UserId) -> Result<(Vec<Planned>, InputErrors)> {
         let mut planned = Vec::new();
         let mut errors = Vec::new();
         let mut seen = std::collections::HashSet::new();
@@ -377,6 +445,7 @@ impl Engine {
                 let source = self
                     .store()
                     .folder_source(&path.display().to_string(), &name)?;
+                self.store().claim_source(source, owner)?;
                 let mut folders: HashMap<PathBuf, FolderId> = HashMap::new();
                 for entry in self.fs.walk(&path) {
                     let file = match entry {
@@ -601,6 +670,7 @@ impl Engine {
         &self,
         work: Work,
         run_id: &str,
+        owner: &UserId,
     ) -> Result<(String, FileOutcome, u64, Option<DocumentId>)> {
         match work {
             Work::Done { plan, outcome } => {
@@ -621,6 +691,7 @@ impl Engine {
                             code: &code,
                             error: &reason,
                         })?;
+                        self.store().claim_document(id, owner)?;
                         (FileOutcome::Failed { code, reason }, Some(id))
                     }
                 };
@@ -640,7 +711,11 @@ impl Engine {
                 let path = job.plan.path.display().to_string();
                 let bytes = job.bytes.len() as u64;
                 let (outcome, id, written) = match result {
-                    Ok(prepared) => self.store_parsed(&job, &path, prepared)?,
+                    Ok(prepared) => {
+                        let stored = self.store_parsed(&job, &path, prepared)?;
+                        self.store().claim_document(stored.1, owner)?;
+                        stored
+                    }
                     Err(err) => {
                         let status = match &err {
                             SandboxError::Parse(p) if p.code == "password_required" => {
@@ -661,6 +736,7 @@ impl Engine {
                             code: err.code(),
                             error: &reason,
                         })?;
+                        self.store().claim_document(id, owner)?;
                         (
                             FileOutcome::Failed {
                                 code: err.code().to_string(),
@@ -779,17 +855,42 @@ impl Engine {
     }
 
     /// Removes documents (a file, or everything under a folder) from the store and the index.
-    pub fn remove(&self, paths: &[PathBuf]) -> Result<RemoveReport> {
+    /// Documents `ctx` cannot read count as absent; removing a readable document someone else
+    /// added is refused (owner-only writes) and then nothing is removed.
+    pub fn remove(&self, ctx: &RequestContext, paths: &[PathBuf]) -> Result<RemoveReport> {
+        let access = self.authorize(ctx)?;
         let _guard = self.begin_write()?;
         let mut ids = Vec::new();
         for p in paths {
             // The file may already be gone from disk: fall back to the path as given.
             let abs = self.fs.canonicalize(p).unwrap_or_else(|_| absolute(p));
-            let docs = self.store().documents(Some(&abs.display().to_string()))?;
+            let docs: Vec<_> = self
+                .store()
+                .documents(Some(&abs.display().to_string()))?
+                .into_iter()
+                .filter(|d| access.can_read(d.id))
+                .collect();
             if docs.is_empty() {
-                return Err(EngineError::InvalidInput(format!(
+                self.audit_write(&access, "remove", &p.display().to_string(), false)?;
+                return Err(EngineError::NotFound(format!(
                     "nothing stored under {}",
                     p.display()
+                )));
+            }
+            if let Some(d) = docs
+                .iter()
+                .find(|d| !self.may_write(&access, d.owner.as_deref()))
+            {
+                self.audit(
+                    &access,
+                    ("remove", &d.path, "denied"),
+                    0,
+                    0,
+                    serde_json::Value::Null,
+                )?;
+                return Err(EngineError::Forbidden(format!(
+                    "{} was added by another user: only they or an administrator can remove it",
+                    d.path
                 )));
             }
             ids.extend(docs.into_iter().map(|d| d.id));
@@ -800,13 +901,28 @@ impl Engine {
         }
         self.index.commit()?;
         self.store().clear_tombstones(&ids)?;
+        let target: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        self.audit(
+            &access,
+            ("remove", &target.join(", "), "ok"),
+            ids.len() as u64,
+            0,
+            serde_json::Value::Null,
+        )?;
         Ok(RemoveReport {
             documents: ids.len(),
         })
     }
 
     /// Re-parses every stored file from disk (after a parser upgrade), then rebuilds the index.
-    pub fn reparse_all(&self, progress: &mut dyn FnMut(&IngestEvent)) -> Result<IngestReport> {
+    /// Administrators only.
+    pub fn reparse_all(
+        &self,
+        ctx: &RequestContext,
+        progress: &mut dyn FnMut(&IngestEvent),
+    ) -> Result<IngestReport> {
+        let access = self.authorize(ctx)?;
+        self.require_admin(&access, "re-parse the knowledge base")?;
         let paths: Vec<PathBuf> = self
             .store()
             .documents(None)?
@@ -817,7 +933,7 @@ impl Engine {
             .into_iter()
             .filter(|p| self.fs.metadata(p).is_ok())
             .collect();
-        self.ingest(&existing, &IngestOptions { force: true }, progress)
+        self.ingest(ctx, &existing, &IngestOptions { force: true }, progress)
     }
 }
 

@@ -10,18 +10,24 @@
 //! * [`Engine::open`] replays whatever markers a crash left behind, and cross-checks the
 //!   index's document set against the store.
 //!
-//! ```no_run
-//! use knowhub_engine::{Engine, EngineConfig, SearchOptions};
+//! Every call that reads or writes data takes the caller's [`RequestContext`]: a [`Hub`] turns
+//! credentials (an API key, or nothing in dev mode) into one and hands out the account's engine.
 //!
-//! let engine = Engine::open(EngineConfig::new("/tmp/kb"))?;
-//! engine.ingest(&["./handbook".into()], &Default::default(), &mut |_| {})?;
-//! for hit in engine.search("annual leave 年假", &SearchOptions::default())? {
+//! ```no_run
+//! use knowhub_engine::{Credentials, EngineConfig, Hub, SearchOptions};
+//!
+//! let hub = Hub::open(EngineConfig::new("/tmp/kb"))?;
+//! let ctx = hub.authenticate(&Credentials::default())?; // dev mode: the default ROOT user
+//! let engine = hub.engine(&ctx)?;
+//! engine.ingest(&ctx, &["./handbook".into()], &Default::default(), &mut |_| {})?;
+//! for hit in engine.search(&ctx, "annual leave 年假", &SearchOptions::default())? {
 //!     println!("{} p.{:?} {}", hit.title, hit.page_start, hit.snippet);
 //! }
 //! # Ok::<(), knowhub_engine::EngineError>(())
 //! ```
 
 mod fs;
+mod hub;
 mod ingest;
 mod permissions;
 mod sandbox;
@@ -33,17 +39,23 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use knowhub_chunk::{ChunkConfig, HeuristicTokenCounter, TokenCounter};
 use knowhub_index::{IndexError, TantivyIndex, TextIndex};
-use knowhub_store::{DocumentId, Store, StoreError, StoreStats};
+use knowhub_store::{Store, StoreError, StoreStats};
 use thiserror::Error;
 
 pub use fs::{FakeFs, FileMeta, Fs, RealFs, skip_name};
+pub use hub::{AccountInfo, Credentials, Hub, Mode, dev_context};
 pub use ingest::{FileOutcome, IngestEvent, IngestOptions, IngestReport, RemoveReport};
 pub use knowhub_authz as authz;
+pub use knowhub_authz::{AccountId, RequestContext, Role, UserId};
 pub use knowhub_embed::{DeviceChoice, Embedder, Reranker};
 pub use knowhub_index::DocFilter;
 pub use knowhub_store::UserRecord;
+pub use knowhub_store::{AuditRecord, ChunkId, ChunkRecord, DocumentId};
 pub use knowhub_store::{DocumentRecord, SourceRecord};
-pub use permissions::{DEFAULT_ACCOUNT, FolderAcl};
+pub use permissions::{
+    Access, DEFAULT_ACCOUNT, DEFAULT_USER, DocRef, DocumentView, FolderAcl, FolderEntry,
+    new_trace_id,
+};
 pub use sandbox::{ParserBackend, SandboxError, SandboxLimits, run_worker};
 pub use search::{Fusion, Retrieval, RetrievalMode, RetrievalTrace, SearchHit, SearchOptions};
 pub use semantic::{DEFAULT_EMBEDDER, EmbedProgress, EmbedderSpec, ModelConfig, ModelSet};
@@ -68,6 +80,16 @@ pub enum EngineError {
     Model(String),
     #[error("no data directory: set --data-dir or KNOWHUB_DATA_DIR")]
     NoDataDir,
+    /// The caller could not be identified (missing/invalid API key, removed user).
+    #[error("not signed in: {0}")]
+    Unauthenticated(String),
+    /// The caller may see the object but not do this to it (e.g. change a document they do
+    /// not own). Never used for things the caller may not see: those are `NotFound`.
+    #[error("not allowed: {0}")]
+    Forbidden(String),
+    /// No such object — or one the caller may not see (the two are indistinguishable).
+    #[error("not found: {0}")]
+    NotFound(String),
     #[error(
         "another KnowHub process is updating this knowledge base (an ingest or the app); \
          searching works, changes must wait until it finishes"
@@ -78,7 +100,7 @@ pub enum EngineError {
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
 
 /// Where everything lives: one data directory, one subdirectory per account (accounts are
-/// isolated stores; until multi-tenancy lands there is only `default`).
+/// isolated: separate store, tables and indexes).
 #[derive(Debug, Clone)]
 pub struct DataPaths {
     pub root: PathBuf,
@@ -89,8 +111,9 @@ pub struct DataPaths {
 }
 
 impl DataPaths {
-    pub fn new(root: &Path) -> DataPaths {
-        let account = root.join("accounts").join("default");
+    /// The layout of `account` under the data directory `root`.
+    pub fn new(root: &Path, account: &AccountId) -> DataPaths {
+        let account = root.join("accounts").join(account.as_str());
         DataPaths {
             root: root.to_path_buf(),
             store: account.join("store.sqlite"),
@@ -112,6 +135,8 @@ pub struct EngineConfig {
     pub chunking: ChunkConfig,
     /// Embedder, reranker and device (default: multilingual-e5-small when installed).
     pub models: ModelConfig,
+    /// The account this engine serves (each account is a separate store and index).
+    pub account: AccountId,
 }
 
 impl EngineConfig {
@@ -126,6 +151,7 @@ impl EngineConfig {
                 .unwrap_or(2),
             chunking: ChunkConfig::default(),
             models: ModelConfig::default(),
+            account: default_account(),
         }
     }
 
@@ -138,6 +164,9 @@ impl EngineConfig {
 /// The engine. Cheap to share behind an `Arc`; calls are serialised where they write.
 pub struct Engine {
     config: EngineConfig,
+    account: AccountId,
+    /// Readable-document sets of recent permission snapshots (see `permissions.rs`).
+    readable_cache: permissions::ReadableCache,
     paths: DataPaths,
     fs: Arc<dyn Fs>,
     store: Mutex<Store>,
@@ -195,7 +224,7 @@ impl Engine {
     /// Opens the engine with already loaded models (`config.models` is not looked at): the one
     /// place storage, indexes, parsers and models are wired together.
     pub fn open_with(config: EngineConfig, fs: Arc<dyn Fs>, models: ModelSet) -> Result<Engine> {
-        let paths = DataPaths::new(&config.data_dir);
+        let paths = DataPaths::new(&config.data_dir, &config.account);
         std::fs::create_dir_all(&paths.index).map_err(|source| EngineError::Io {
             path: paths.index.display().to_string(),
             source,
@@ -229,6 +258,8 @@ impl Engine {
             None => (Arc::new(HeuristicTokenCounter), config.chunking.sanitized()),
         };
         let engine = Engine {
+            account: config.account.clone(),
+            readable_cache: Default::default(),
             read_only,
             config,
             paths,
@@ -243,7 +274,7 @@ impl Engine {
             write_lock: Mutex::new(()),
         };
         if rebuilt {
-            engine.rebuild_index(&mut |_| {})?;
+            engine.rebuild_all(&mut |_| {})?;
         } else if !read_only {
             engine.repair()?;
         }
@@ -278,7 +309,7 @@ impl Engine {
     /// Brings the index in line with the store: replays pending documents and tombstones, then
     /// cross-checks document sets (covers an index restored from an older backup, or a crash
     /// between an index commit and the store update that follows it).
-    pub fn repair(&self) -> Result<RepairReport> {
+    pub(crate) fn repair(&self) -> Result<RepairReport> {
         let _guard = self.begin_write()?;
         let mut report = RepairReport::default();
         let (pending, tombstones, expected) = {
@@ -359,8 +390,20 @@ impl Engine {
         Ok(())
     }
 
-    /// Rebuilds the full-text index from the store (no re-parsing).
-    pub fn rebuild_index(&self, progress: &mut dyn FnMut(&IngestEvent)) -> Result<usize> {
+    /// Rebuilds the full-text index from the store (no re-parsing). Administrators only.
+    pub fn rebuild_index(
+        &self,
+        ctx: &RequestContext,
+        progress: &mut dyn FnMut(&IngestEvent),
+    ) -> Result<usize> {
+        let access = self.authorize(ctx)?;
+        self.require_admin(&access, "rebuild the index")?;
+        let n = self.rebuild_all(progress)?;
+        self.audit_write(&access, "reindex", "", true)?;
+        Ok(n)
+    }
+
+    fn rebuild_all(&self, progress: &mut dyn FnMut(&IngestEvent)) -> Result<usize> {
         let _guard = self.begin_write()?;
         let docs = self.store().documents_with_chunks()?;
         progress(&IngestEvent::Planned {
@@ -383,28 +426,120 @@ impl Engine {
         Ok(docs.len())
     }
 
-    /// Counts, sources and recent failures.
-    pub fn status(&self) -> Result<Status> {
-        let store = self.store();
-        let embedded_chunks = match self.embedder_id() {
-            Some(model) => store.vector_count(model)?,
-            None => 0,
+    /// Counts, sources and recent failures — of what `ctx` may read: administrators get the
+    /// whole account, a user counts only readable documents and sees only sources holding one
+    /// (no count, size or failure ever reveals a document they may not read).
+    pub fn status(&self, ctx: &RequestContext) -> Result<Status> {
+        let access = self.authorize(ctx)?;
+        let status = if access.sees_everything() {
+            let store = self.store();
+            let embedded_chunks = match self.embedder_id() {
+                Some(model) => store.vector_count(model)?,
+                None => 0,
+            };
+            Status {
+                data_dir: self.paths.root.display().to_string(),
+                store: store.stats()?,
+                indexed_chunks: self.index.num_chunks()?,
+                embedder: self.embedder_id().map(str::to_owned),
+                embedded_chunks,
+                reranker: self.reranker_id().map(str::to_owned),
+                model_notes: self.model_notes.clone(),
+                sources: store.sources()?,
+                failures: store.failures(50)?,
+            }
+        } else {
+            self.status_of_readable(&access)?
         };
+        self.audit(
+            &access,
+            ("status", "", "ok"),
+            status.store.documents,
+            0,
+            serde_json::Value::Null,
+        )?;
+        Ok(status)
+    }
+
+    /// Status counted over the documents `access` may read only.
+    fn status_of_readable(&self, access: &Access) -> Result<Status> {
+        let docs: Vec<DocumentRecord> = self
+            .all_documents(None)?
+            .into_iter()
+            .filter(|d| access.can_read(d.id))
+            .collect();
+        let store = self.store();
+        let mut by_status: std::collections::BTreeMap<String, u64> = Default::default();
+        let mut stats = StoreStats {
+            documents: docs.len() as u64,
+            bytes: 0,
+            pages: 0,
+            chunks: 0,
+            tables: 0,
+            sources: 0,
+            by_status: Vec::new(),
+            stale_with_errors: 0,
+            pending_index: 0,
+        };
+        let mut embedded_chunks = 0;
+        for d in &docs {
+            stats.bytes += d.size;
+            stats.pages += u64::from(d.page_count.unwrap_or(0));
+            stats.chunks += d.chunk_count;
+            stats.tables += store.sheet_tables(d.id)?.len() as u64;
+            stats.pending_index += u64::from(d.index_pending);
+            if d.error_code.is_some() && d.chunk_count > 0 {
+                stats.stale_with_errors += 1;
+            }
+            *by_status.entry(d.status.clone()).or_default() += 1;
+        }
+        if let Some(model) = self.embedder_id() {
+            let ids: Vec<DocumentId> = docs.iter().map(|d| d.id).collect();
+            embedded_chunks = store.vector_count_for(model, &ids)?;
+        }
+        stats.by_status = by_status.into_iter().collect();
+        let sources: Vec<SourceRecord> = store
+            .sources()?
+            .into_iter()
+            .filter_map(|mut s| {
+                s.documents = docs.iter().filter(|d| d.source == s.id).count() as u64;
+                (s.documents > 0).then_some(s)
+            })
+            .collect();
+        stats.sources = sources.len() as u64;
+        let mut failures: Vec<DocumentRecord> = docs
+            .iter()
+            .filter(|d| d.error_code.is_some() || !matches!(d.status.as_str(), "indexed" | "empty"))
+            .cloned()
+            .collect();
+        failures.sort_by_key(|d| std::cmp::Reverse(d.updated_at_ms));
+        failures.truncate(50);
         Ok(Status {
             data_dir: self.paths.root.display().to_string(),
-            store: store.stats()?,
-            indexed_chunks: self.index.num_chunks()?,
+            indexed_chunks: stats.chunks
+                - docs
+                    .iter()
+                    .filter(|d| d.index_pending)
+                    .map(|d| d.chunk_count)
+                    .sum::<u64>(),
+            store: stats,
             embedder: self.embedder_id().map(str::to_owned),
             embedded_chunks,
             reranker: self.reranker_id().map(str::to_owned),
             model_notes: self.model_notes.clone(),
-            sources: store.sources()?,
-            failures: store.failures(50)?,
+            sources,
+            failures,
         })
     }
 
-    /// Stored documents, optionally only those under a folder.
-    pub fn documents(&self, under: Option<&Path>) -> Result<Vec<DocumentRecord>> {
+    /// The account this engine serves.
+    pub fn account(&self) -> &AccountId {
+        &self.account
+    }
+
+    /// Every stored document (no permission check: callers filter), optionally only those
+    /// under a folder.
+    pub(crate) fn all_documents(&self, under: Option<&Path>) -> Result<Vec<DocumentRecord>> {
         let prefix = under.map(|p| {
             self.resolve(p)
                 .unwrap_or_else(|_| p.to_path_buf())
@@ -422,6 +557,11 @@ impl Engine {
                 source,
             })
     }
+}
+
+pub(crate) fn default_account() -> AccountId {
+    // A constant that satisfies the id rules; `AccountId::new` only fails on invalid input.
+    AccountId::new(DEFAULT_ACCOUNT).unwrap_or_else(|_| unreachable!("valid constant id"))
 }
 
 /// What [`Engine::repair`] fixed.

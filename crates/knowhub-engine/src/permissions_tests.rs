@@ -47,6 +47,7 @@ fn setup() -> (tempfile::TempDir, Engine) {
     .unwrap();
     engine
         .ingest(
+            &dev_context(),
             &[PathBuf::from("/kb")],
             &IngestOptions::default(),
             &mut |_| {},
@@ -84,12 +85,11 @@ fn setup() -> (tempfile::TempDir, Engine) {
 
 fn visible(engine: &Engine, c: &RequestContext) -> Vec<String> {
     let options = SearchOptions {
-        filter: engine.read_filter(c).unwrap(),
         limit: 50,
         ..SearchOptions::default()
     };
     let mut paths: Vec<String> = engine
-        .search("probeword", &options)
+        .search(c, "probeword", &options)
         .unwrap()
         .into_iter()
         .map(|h| h.path.trim_start_matches("/kb/").to_owned())
@@ -127,13 +127,6 @@ fn folder_acls_decide_what_each_user_reads() {
         // An admin or user of another account reads nothing here, not even public.
         ("ada", Role::Admin, "other", &[]),
         ("bob", Role::User, "other", &[]),
-        // A user the store does not know has no memberships: public only.
-        (
-            "mallory",
-            Role::User,
-            "default",
-            &["handbook/leave.md", "hr/open/jobs.md"],
-        ),
     ];
     for (user, role, account, expected) in table {
         assert_eq!(
@@ -142,6 +135,15 @@ fn folder_acls_decide_what_each_user_reads() {
             "{user} {role} @{account}"
         );
     }
+    // A user the store does not know is not signed in at all.
+    let err = engine
+        .search(
+            &ctx("mallory", Role::User, "default"),
+            "probeword",
+            &SearchOptions::default(),
+        )
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Unauthenticated(_)), "{err}");
 }
 
 #[test]

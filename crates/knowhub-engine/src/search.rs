@@ -14,7 +14,7 @@ use knowhub_index::{DocFilter, SearchRequest};
 use knowhub_store::{ChunkId, DocumentId};
 use serde::Serialize;
 
-use crate::{Engine, EngineError, Result};
+use crate::{Access, Engine, EngineError, RequestContext, Result};
 
 /// Which retrievers run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -80,7 +80,9 @@ pub struct SearchOptions {
     /// Re-score this many fused candidates with the cross-encoder (when one is configured;
     /// 0 = no reranking).
     pub rerank_top: usize,
-    /// Only these documents may appear (permissions plug in here); applied inside both scans.
+    /// Narrows the search to these documents (e.g. "only this folder"), on top of the
+    /// caller's permissions, which [`Engine::retrieve`] always applies itself; applied inside
+    /// both scans.
     pub filter: Option<DocFilter>,
 }
 
@@ -150,6 +152,8 @@ pub struct RetrievalTrace {
     pub dense_ms: f64,
     pub rerank_ms: f64,
     pub total_ms: f64,
+    /// The permission snapshot the retrieval ran under (for the audit trail).
+    pub permission_snapshot: String,
 }
 
 /// Hits and their trace.
@@ -174,16 +178,98 @@ fn ms(t: Instant) -> f64 {
 impl Engine {
     /// Finds the best passages for `query` (Chinese, English or mixed); see
     /// [`Engine::retrieve`].
-    pub fn search(&self, query: &str, options: &SearchOptions) -> Result<Vec<SearchHit>> {
-        Ok(self.retrieve(query, options)?.hits)
+    pub fn search(
+        &self,
+        ctx: &RequestContext,
+        query: &str,
+        options: &SearchOptions,
+    ) -> Result<Vec<SearchHit>> {
+        Ok(self.retrieve(ctx, query, options)?.hits)
     }
 
-    /// The retrieval entry point: keyword and/or dense candidates (filtered inside the
-    /// scans), fused, deduplicated by chunk, optionally reranked, diversified per document.
+    /// The retrieval entry point: only passages `ctx` may read, found by keyword and/or dense
+    /// search (the permission filter runs inside both scans), fused, deduplicated by chunk,
+    /// optionally reranked, diversified per document; audited.
     ///
     /// Keyword syntax: plain words are matched with stemming (English) and word segmentation
     /// (Chinese); `"quoted phrases"` must appear as written and `-word` excludes passages.
-    pub fn retrieve(&self, query: &str, options: &SearchOptions) -> Result<Retrieval> {
+    pub fn retrieve(
+        &self,
+        ctx: &RequestContext,
+        query: &str,
+        options: &SearchOptions,
+    ) -> Result<Retrieval> {
+        let access = self.authorize(ctx)?;
+        self.retrieve_as(&access, query, options)
+    }
+
+    /// [`Engine::retrieve`] with permissions already resolved (one `authorize` per agent
+    /// turn, many retrievals).
+    pub fn retrieve_as(
+        &self,
+        access: &Access,
+        query: &str,
+        options: &SearchOptions,
+    ) -> Result<Retrieval> {
+        let (recording, withheld) = access.recording_filter();
+        let keyword_filter = both(options.filter.clone(), recording);
+        let dense_filter = both(options.filter.clone(), access.filter());
+        let result = self.retrieve_filtered(query, options, keyword_filter, dense_filter);
+        let mut retrieval = match result {
+            Ok(r) => r,
+            Err(e) => {
+                self.audit(
+                    access,
+                    ("search", query, "error"),
+                    0,
+                    0,
+                    serde_json::Value::Null,
+                )?;
+                return Err(e);
+            }
+        };
+        // Defence in depth: the scans already filtered; a hit that is not readable here would
+        // be a bug, and is dropped rather than shown.
+        let before = retrieval.hits.len();
+        retrieval.hits.retain(|h| access.can_read(h.document_id));
+        if retrieval.hits.len() != before {
+            tracing::error!("retrieval returned unreadable passages; dropped them");
+        }
+        let withheld = std::mem::take(&mut *withheld.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut evidence: Vec<serde_json::Value> = retrieval
+            .hits
+            .iter()
+            .map(|h| {
+                serde_json::json!({
+                    "evidence": h.evidence_id,
+                    "chunk": h.chunk_id.0,
+                    "document": h.document_id.0,
+                    "decision": "allow",
+                })
+            })
+            .collect();
+        evidence.extend(withheld.iter().map(|(doc, chunks)| {
+            serde_json::json!({ "document": doc, "matched_chunks": chunks, "decision": "filtered" })
+        }));
+        self.audit(
+            access,
+            ("search", query, "ok"),
+            retrieval.hits.len() as u64,
+            withheld.len() as u64,
+            serde_json::Value::Array(evidence),
+        )?;
+        retrieval.trace.permission_snapshot = access.snapshot.to_string();
+        Ok(retrieval)
+    }
+
+    /// Retrieval with explicit scan filters (no permission logic here: see `retrieve_as`).
+    fn retrieve_filtered(
+        &self,
+        query: &str,
+        options: &SearchOptions,
+        keyword_filter: Option<DocFilter>,
+        dense_filter: Option<DocFilter>,
+    ) -> Result<Retrieval> {
         let started = Instant::now();
         if query.trim().is_empty() {
             return Err(EngineError::InvalidInput("the query is empty".into()));
@@ -224,7 +310,7 @@ impl Engine {
         if use_keyword {
             let t = Instant::now();
             let mut request = SearchRequest::new(query, want);
-            request.allowed_docs = options.filter.clone();
+            request.allowed_docs = keyword_filter;
             match self.index.search(&request) {
                 Ok(hits) => keyword = hits,
                 // A query of only stop characters still has a meaning to embed.
@@ -252,7 +338,7 @@ impl Engine {
                 .map_err(|e| EngineError::Model(e.to_string()))?;
             trace.embed_ms = ms(t);
             let t = Instant::now();
-            let allow = options.filter.clone().map(|f| move |id: u64| f.allows(id));
+            let allow = dense_filter.map(|f| move |id: u64| f.allows(id));
             dense = sem
                 .vectors()
                 .search(
@@ -457,5 +543,13 @@ impl Engine {
         }
         trace.total_ms = ms(started);
         Ok(Retrieval { hits, trace })
+    }
+}
+
+/// Both filters (either may be absent).
+fn both(a: Option<DocFilter>, b: Option<DocFilter>) -> Option<DocFilter> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(DocFilter::new(move |id| a.allows(id) && b.allows(id))),
+        (a, b) => a.or(b),
     }
 }

@@ -362,7 +362,13 @@ impl Engine {
     /// Embeds every chunk that has no vector from the current model yet, in batches (each
     /// batch is stored before the next starts, so an interrupted run resumes where it
     /// stopped). Returns how many chunks were embedded; 0 when semantic search is off.
-    pub fn embed_pending(&self, progress: &mut dyn FnMut(EmbedProgress)) -> Result<usize> {
+    pub fn embed_pending(
+        &self,
+        ctx: &crate::RequestContext,
+        progress: &mut dyn FnMut(EmbedProgress),
+    ) -> Result<usize> {
+        let access = self.authorize(ctx)?;
+        self.require_admin(&access, "re-embed the knowledge base")?;
         let _guard = self.begin_write()?;
         self.embed_pending_locked(progress)
     }

@@ -127,6 +127,7 @@ fn with(embedder: &Arc<ConceptEmbedder>) -> ModelSet {
 fn ingest(engine: &Engine) -> IngestReport {
     engine
         .ingest(
+            &dev_context(),
             &[PathBuf::from("/kb")],
             &IngestOptions::default(),
             &mut |_| {},
@@ -136,7 +137,7 @@ fn ingest(engine: &Engine) -> IngestReport {
 
 fn paths(engine: &Engine, q: &str, options: &SearchOptions) -> Vec<String> {
     engine
-        .search(q, options)
+        .search(&dev_context(), q, options)
         .unwrap()
         .into_iter()
         .map(|h| h.path)
@@ -163,7 +164,7 @@ fn finds_by_meaning_when_no_keyword_matches() {
     // leave documents (English and Chinese) first.
     assert!(paths(&engine, "holiday", &mode(RetrievalMode::Keyword)).is_empty());
     let hybrid = engine
-        .retrieve("holiday", &SearchOptions::default())
+        .retrieve(&dev_context(), "holiday", &SearchOptions::default())
         .unwrap();
     let top: Vec<&str> = hybrid
         .hits
@@ -191,7 +192,7 @@ fn finds_by_meaning_when_no_keyword_matches() {
 
     // Both retrievers agree on an exact keyword: one candidate per chunk after fusion.
     let r = engine
-        .retrieve("salary", &SearchOptions::default())
+        .retrieve(&dev_context(), "salary", &SearchOptions::default())
         .unwrap();
     assert_eq!(r.hits[0].path, "/kb/pay.md");
     assert_eq!(
@@ -201,7 +202,7 @@ fn finds_by_meaning_when_no_keyword_matches() {
     let ids: std::collections::HashSet<_> = r.hits.iter().map(|h| h.chunk_id).collect();
     assert_eq!(ids.len(), r.hits.len(), "duplicate chunks in {:?}", r.hits);
 
-    let status = engine.status().unwrap();
+    let status = engine.status(&dev_context()).unwrap();
     assert_eq!(status.embedder.as_deref(), Some("concepts-v1"));
     assert_eq!(status.embedded_chunks, 4);
 }
@@ -219,7 +220,10 @@ fn vectors_persist_and_a_model_change_reembeds() {
 
     // Reopening with the same model loads the stored vectors: nothing is embedded again.
     let engine = open(dir.path(), &fs, with(&e1));
-    assert_eq!(engine.embed_pending(&mut |_| {}).unwrap(), 0);
+    assert_eq!(
+        engine.embed_pending(&dev_context(), &mut |_| {}).unwrap(),
+        0
+    );
     assert_eq!(e1.passages_embedded.load(Ordering::SeqCst), 4);
     assert_eq!(
         paths(&engine, "vacation", &mode(RetrievalMode::Semantic))[0..2].len(),
@@ -230,9 +234,12 @@ fn vectors_persist_and_a_model_change_reembeds() {
     // A different model: the old vectors go and every chunk is embedded again.
     let e2 = ConceptEmbedder::new("concepts-v2");
     let engine = open(dir.path(), &fs, with(&e2));
-    assert_eq!(engine.status().unwrap().embedded_chunks, 0);
-    assert_eq!(engine.embed_pending(&mut |_| {}).unwrap(), 4);
-    assert_eq!(engine.status().unwrap().embedded_chunks, 4);
+    assert_eq!(engine.status(&dev_context()).unwrap().embedded_chunks, 0);
+    assert_eq!(
+        engine.embed_pending(&dev_context(), &mut |_| {}).unwrap(),
+        4
+    );
+    assert_eq!(engine.status(&dev_context()).unwrap().embedded_chunks, 4);
     let top = paths(&engine, "vacation", &mode(RetrievalMode::Semantic));
     assert!(top[0].starts_with("/kb/leave"), "{top:?}");
 }
@@ -250,7 +257,7 @@ fn updates_and_removals_reach_the_vectors() {
     let r = ingest(&engine);
     assert_eq!((r.updated, r.embedded), (1, 1), "{r:?}");
     let semantic = mode(RetrievalMode::Semantic);
-    let hits = engine.search("release", &semantic).unwrap();
+    let hits = engine.search(&dev_context(), "release", &semantic).unwrap();
     assert!(
         hits.iter().all(|h| h.score < 0.5),
         "stale vector still matches: {hits:?}"
@@ -263,7 +270,9 @@ fn updates_and_removals_reach_the_vectors() {
     assert!(!top.contains(&"/kb/leave.md".to_string()), "{top:?}");
     assert_eq!(top[0], "/kb/leave-zh.md");
 
-    engine.remove(&[PathBuf::from("/kb/leave-zh.md")]).unwrap();
+    engine
+        .remove(&dev_context(), &[PathBuf::from("/kb/leave-zh.md")])
+        .unwrap();
     let top = paths(&engine, "vacation", &semantic);
     assert!(!top.iter().any(|p| p.starts_with("/kb/leave")), "{top:?}");
 }
@@ -284,7 +293,7 @@ fn the_document_filter_applies_inside_both_scans() {
     let engine = open(dir.path(), &fs, with(&e));
     ingest(&engine);
     let allowed: Vec<u64> = engine
-        .documents(None)
+        .documents(&dev_context(), None)
         .unwrap()
         .into_iter()
         .filter(|d| !d.path.contains("secret"))
@@ -303,7 +312,9 @@ fn the_document_filter_applies_inside_both_scans() {
             filter: Some(DocFilter::allow_only(allowed.clone())),
             ..SearchOptions::default()
         };
-        let r = engine.retrieve("holiday vacation leave", &options).unwrap();
+        let r = engine
+            .retrieve(&dev_context(), "holiday vacation leave", &options)
+            .unwrap();
         assert!(
             r.hits.iter().all(|h| !h.path.contains("secret")),
             "{m:?}: {:?}",
@@ -329,7 +340,9 @@ fn a_reranker_reorders_the_fused_candidates() {
     };
     let engine = open(dir.path(), &fs, models);
     ingest(&engine);
-    let r = engine.retrieve("leave", &SearchOptions::default()).unwrap();
+    let r = engine
+        .retrieve(&dev_context(), "leave", &SearchOptions::default())
+        .unwrap();
     assert!(r.trace.reranked >= 2, "{:?}", r.trace);
     assert_eq!(r.trace.reranker.as_deref(), Some("shortest-first"));
     let lens: Vec<usize> = r.hits.iter().map(|h| h.text.len()).collect();
@@ -341,7 +354,7 @@ fn a_reranker_reorders_the_fused_candidates() {
         rerank_top: 0,
         ..SearchOptions::default()
     };
-    let r = engine.retrieve("leave", &off).unwrap();
+    let r = engine.retrieve(&dev_context(), "leave", &off).unwrap();
     assert_eq!(r.trace.reranked, 0);
     assert!(r.trace.skipped.iter().any(|s| s.contains("rerank")));
 }
@@ -360,7 +373,7 @@ fn chunks_fit_the_embedder_window() {
     let engine = open(dir.path(), &fs, with(&e));
     ingest(&engine);
     let hits = engine
-        .search("word1500", &mode(RetrievalMode::Keyword))
+        .search(&dev_context(), "word1500", &mode(RetrievalMode::Keyword))
         .unwrap();
     assert!(!hits.is_empty());
     let doc = hits[0].document_id;
@@ -393,12 +406,14 @@ fn semantic_mode_without_an_embedder_says_why() {
     let engine = open(dir.path(), &fs, models);
     ingest(&engine);
     let err = engine
-        .search("holiday", &mode(RetrievalMode::Semantic))
+        .search(&dev_context(), "holiday", &mode(RetrievalMode::Semantic))
         .unwrap_err()
         .to_string();
     assert!(err.contains("knowhub models fetch"), "{err}");
     // Hybrid falls back to keywords and says so in the trace.
-    let r = engine.retrieve("leave", &SearchOptions::default()).unwrap();
+    let r = engine
+        .retrieve(&dev_context(), "leave", &SearchOptions::default())
+        .unwrap();
     assert!(!r.hits.is_empty());
     assert!(r.trace.skipped.iter().any(|s| s.contains("models fetch")));
 }

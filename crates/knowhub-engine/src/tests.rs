@@ -19,13 +19,18 @@ fn engine(fs: &FakeFs) -> (tempfile::TempDir, Engine) {
 fn ingest(engine: &Engine, paths: &[&str]) -> IngestReport {
     let inputs: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
     engine
-        .ingest(&inputs, &IngestOptions::default(), &mut |_| {})
+        .ingest(
+            &dev_context(),
+            &inputs,
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
         .unwrap()
 }
 
 fn top_paths(engine: &Engine, q: &str) -> Vec<String> {
     engine
-        .search(q, &SearchOptions::default())
+        .search(&dev_context(), q, &SearchOptions::default())
         .unwrap()
         .into_iter()
         .map(|h| h.path)
@@ -47,7 +52,7 @@ fn ingest_search_reingest_and_replace() {
     assert_eq!((r.added, r.failed, r.files), (2, 0, 2), "{r:?}");
 
     let hits = engine
-        .search("annual leave", &SearchOptions::default())
+        .search(&dev_context(), "annual leave", &SearchOptions::default())
         .unwrap();
     assert_eq!(hits[0].path, "/kb/handbook.md");
     assert_eq!(hits[0].heading_path, vec!["Handbook", "Leave"]);
@@ -77,9 +82,11 @@ fn ingest_search_reingest_and_replace() {
     assert!(top_paths(&engine, "zeppelin").is_empty());
 
     // Remove.
-    engine.remove(&["/kb/deploy.txt".into()]).unwrap();
+    engine
+        .remove(&dev_context(), &["/kb/deploy.txt".into()])
+        .unwrap();
     assert!(top_paths(&engine, "blue-green").is_empty());
-    assert_eq!(engine.status().unwrap().store.documents, 1);
+    assert_eq!(engine.status(&dev_context()).unwrap().store.documents, 1);
 }
 
 #[test]
@@ -107,7 +114,7 @@ fn bad_file_is_recorded_and_never_stops_the_batch_or_loses_the_previous_version(
     let r = ingest(&engine, &["/kb"]);
     assert_eq!(r.failed, 2, "{r:?}");
     assert_eq!(top_paths(&engine, "information people team"), before);
-    let status = engine.status().unwrap();
+    let status = engine.status(&dev_context()).unwrap();
     assert!(status.failures.iter().any(|d| d.path == "/kb/bad.pdf"));
 }
 
@@ -186,7 +193,9 @@ fn empty_and_syntax_only_queries_are_clear_errors() {
     let fs = FakeFs::new();
     let (_dir, engine) = engine(&fs);
     for q in ["", "   ", "!!!", "\"\""] {
-        let err = engine.search(q, &SearchOptions::default()).unwrap_err();
+        let err = engine
+            .search(&dev_context(), q, &SearchOptions::default())
+            .unwrap_err();
         assert!(matches!(err, EngineError::InvalidInput(_)), "{q:?}: {err}");
     }
 }
@@ -213,11 +222,16 @@ fn a_second_process_can_search_while_the_first_writes() {
     assert!(reader.is_read_only());
     assert_eq!(top_paths(&reader, "budget"), vec!["/kb/a.txt"]);
     let err = reader
-        .ingest(&["/kb".into()], &IngestOptions::default(), &mut |_| {})
+        .ingest(
+            &dev_context(),
+            &["/kb".into()],
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
         .unwrap_err();
     assert!(matches!(err, EngineError::Busy), "{err}");
     assert!(matches!(
-        reader.remove(&["/kb/a.txt".into()]),
+        reader.remove(&dev_context(), &["/kb/a.txt".into()]),
         Err(EngineError::Busy)
     ));
     drop(writer);

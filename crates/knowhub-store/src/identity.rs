@@ -272,6 +272,14 @@ impl Store {
         Ok(true)
     }
 
+    /// How many API keys exist (dev mode = none configured).
+    pub fn api_key_count(&self) -> Result<u64> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM api_keys", [], |r| r.get(0))?;
+        Ok(n.max(0) as u64)
+    }
+
     /// The active user an API-key hash belongs to, with their current role.
     pub fn user_for_key_hash(&self, hash: &KeyHash) -> Result<Option<(UserId, Role)>> {
         let row: Option<(String, String)> = self

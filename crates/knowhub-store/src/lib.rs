@@ -18,6 +18,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod access;
 mod identity;
 mod migrations;
 mod records;
@@ -30,6 +31,7 @@ use knowhub_parse::{Cell, ColumnType, Table};
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use thiserror::Error;
 
+pub use access::{AccessRow, AuditEntry, AuditRecord};
 pub use identity::{Group, UserRecord};
 pub use records::*;
 pub use vectors::{StoredVector, UnembeddedChunk};
@@ -140,7 +142,7 @@ impl Store {
     pub fn sources(&self) -> Result<Vec<SourceRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT s.id, s.kind, s.root_path, s.name,
-                    (SELECT COUNT(*) FROM documents d WHERE d.source_id = s.id)
+                    (SELECT COUNT(*) FROM documents d WHERE d.source_id = s.id), s.owner
              FROM sources s ORDER BY s.id",
         )?;
         let rows = stmt.query_map([], |r| {
@@ -150,6 +152,7 @@ impl Store {
                 root_path: r.get(2)?,
                 name: r.get(3)?,
                 documents: r.get::<_, i64>(4)? as u64,
+                owner: r.get(5)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -465,6 +468,30 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// A document's chunks, in order.
+    pub fn document_chunks(&self, id: DocumentId) -> Result<Vec<ChunkRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT c.id, c.document_id, d.path, d.title, d.kind, c.ordinal, c.text, c.heading_path,
+                    c.page_start, c.page_end, c.char_start, c.char_end, c.token_count, c.text_hash
+             FROM chunks c JOIN documents d ON d.id = c.document_id
+             WHERE c.document_id = ?1 ORDER BY c.ordinal",
+        )?;
+        let rows = stmt.query_map(params![id.0], ChunkRecord::from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The canonical extracted text of a document (what chunk offsets refer to).
+    pub fn document_text(&self, id: DocumentId) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT text FROM document_text WHERE document_id = ?1",
+                params![id.0],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
     /// Full chunk records with their document, in the order of `ids` (missing ids skipped).
     pub fn chunks(&self, ids: &[ChunkId]) -> Result<Vec<ChunkRecord>> {
         if ids.is_empty() {
@@ -631,7 +658,7 @@ impl Store {
 const DOC_SELECT: &str =
     "SELECT id, source_id, folder_id, path, kind, content_hash, size, mtime_ns,
     title, status, error_code, error, page_count, encoding, chunk_count, index_state, created_at,
-    updated_at FROM documents";
+    updated_at, owner FROM documents";
 
 pub(crate) fn heading_from_json(s: &str) -> Vec<String> {
     serde_json::from_str(s).unwrap_or_default()

@@ -147,6 +147,42 @@ CREATE TRIGGER acl_entries_delete AFTER DELETE ON acl_entries
 BEGIN UPDATE acl_version SET version = version + 1 WHERE id = 1; END;
 "#],
     ),
+    (
+        "access",
+        &[r#"
+ALTER TABLE sources ADD COLUMN owner TEXT;
+ALTER TABLE documents ADD COLUMN owner TEXT;
+CREATE TABLE doc_version (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    version  INTEGER NOT NULL
+);
+INSERT INTO doc_version (id, version) VALUES (1, 0);
+CREATE TRIGGER documents_version_insert AFTER INSERT ON documents
+BEGIN UPDATE doc_version SET version = version + 1 WHERE id = 1; END;
+CREATE TRIGGER documents_version_delete AFTER DELETE ON documents
+BEGIN UPDATE doc_version SET version = version + 1 WHERE id = 1; END;
+CREATE TRIGGER documents_version_update AFTER UPDATE OF path, source_id, owner ON documents
+WHEN OLD.path IS NOT NEW.path OR OLD.source_id IS NOT NEW.source_id
+    OR OLD.owner IS NOT NEW.owner
+BEGIN UPDATE doc_version SET version = version + 1 WHERE id = 1; END;
+CREATE TABLE audit_log (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    at            INTEGER NOT NULL,
+    trace_id      TEXT NOT NULL,
+    user_id       TEXT NOT NULL,
+    agent_id      TEXT,
+    role          TEXT NOT NULL,
+    action        TEXT NOT NULL,
+    target        TEXT NOT NULL,
+    snapshot      TEXT NOT NULL,
+    outcome       TEXT NOT NULL,
+    allowed       INTEGER NOT NULL,
+    filtered      INTEGER NOT NULL,
+    evidence      TEXT NOT NULL
+);
+CREATE INDEX audit_log_user ON audit_log(user_id, id);
+"#],
+    ),
 ];
 
 pub(crate) fn run(conn: &mut Connection) -> Result<(), StoreError> {

@@ -96,6 +96,9 @@ pub struct DocumentRecord {
     pub index_pending: bool,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
+    /// The user who added the document (`None` for documents stored before ownership existed:
+    /// only administrators may change those).
+    pub owner: Option<String>,
 }
 
 impl DocumentRecord {
@@ -119,6 +122,7 @@ impl DocumentRecord {
             index_pending: r.get::<_, String>(15)? == "pending",
             created_at_ms: r.get(16)?,
             updated_at_ms: r.get(17)?,
+            owner: r.get(18)?,
         })
     }
 }
@@ -241,6 +245,8 @@ pub struct SourceRecord {
     pub root_path: Option<String>,
     pub name: String,
     pub documents: u64,
+    /// The user who added the source.
+    pub owner: Option<String>,
 }
 
 /// Store-wide counts.

@@ -119,6 +119,18 @@ impl Store {
         )? as u64)
     }
 
+    /// How many chunks of the given documents have a vector of `model`.
+    pub fn vector_count_for(&self, model: &str, docs: &[crate::DocumentId]) -> Result<u64> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT COUNT(*) FROM chunk_vectors WHERE model = ?1 AND document_id = ?2",
+        )?;
+        let mut n = 0u64;
+        for d in docs {
+            n += stmt.query_row(params![model, d.0], |r| r.get::<_, i64>(0))? as u64;
+        }
+        Ok(n)
+    }
+
     /// Calls `f` with every vector of `model`, in document order (for loading the in-memory
     /// index at start-up without holding all rows at once).
     pub fn for_each_vector(
