@@ -16,8 +16,8 @@ use anyhow::{Context, Result};
 use clap::Subcommand;
 use knowhub_embed::{BertEmbedder, Device, Embedder};
 use knowhub_engine::{
-    DEFAULT_EMBEDDER, DocFilter, Engine, EngineConfig, IngestOptions, ModelSet, ParserBackend,
-    RealFs, RetrievalMode, SearchOptions, dev_context,
+    DEFAULT_EMBEDDER, Engine, EngineConfig, IngestOptions, ModelSet, ParserBackend, RealFs,
+    RequestContext, RetrievalMode, Role, SearchOptions, UserId, dev_context,
 };
 use knowhub_vector::{FlatIndex, synthetic_unit_vectors};
 use serde::Serialize;
@@ -49,7 +49,7 @@ pub(crate) struct RetrievalArgs {
     /// Corpus sizes (chunks, comma-separated) to measure hybrid query latency at.
     #[arg(long, value_delimiter = ',', default_values_t = [10_000usize, 100_000])]
     chunks: Vec<usize>,
-    /// Queries per corpus size (each run without and with a 50% document filter).
+    /// Queries per corpus size (each run as ROOT, then as a USER whose ACLs allow ~half).
     #[arg(long, default_value_t = 200)]
     queries: usize,
     /// Also time exact dense search over 1M synthetic 384-d vectors (about 1.2 GB).
@@ -360,10 +360,16 @@ struct HybridRow {
     dense_candidates_p50: f64,
     /// Queries whose dense half returned nothing (should be 0).
     queries_without_dense: usize,
-    /// The same queries with a `DocFilter` allowing every other document.
+    /// The same queries as a USER whose folder ACLs allow about half the documents (the
+    /// permission filter inside both scans, plus authorisation and the audit record).
     filter_allowed_documents: usize,
     filtered_p50_ms: f64,
     filtered_p95_ms: f64,
+    /// Building that user's readable-document set after an ACL change (the cache miss).
+    readable_set_ms: f64,
+    /// Authorisation + audit record per query (wall time minus the retrieval's own total).
+    access_p50_ms: f64,
+    access_p95_ms: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -749,7 +755,7 @@ fn hybrid_at(
     let t = Instant::now();
     let ingested = engine.ingest(
         &dev_context(),
-        &[corpus],
+        &[corpus.clone()],
         &IngestOptions::default(),
         &mut |_| {},
     )?;
@@ -782,12 +788,15 @@ fn hybrid_at(
     let (mut keyword, mut embed, mut dense) = (Vec::new(), Vec::new(), Vec::new());
     let (mut keyword_n, mut dense_n) = (Vec::new(), Vec::new());
     let mut without_dense = 0;
+    let mut access = Vec::with_capacity(queries.len());
     for q in queries {
         let t = Instant::now();
         let r = engine
             .retrieve(&dev_context(), q, &options)
             .with_context(|| format!("query {q:?}"))?;
         wall.push(t.elapsed().as_secs_f64() * 1e3);
+        // What the call cost beyond retrieval itself: authorisation and the audit record.
+        access.push(t.elapsed().as_secs_f64() * 1e3 - r.trace.total_ms);
         keyword.push(r.trace.keyword_ms);
         embed.push(r.trace.embed_ms);
         dense.push(r.trace.dense_ms);
@@ -798,19 +807,37 @@ fn hybrid_at(
         }
     }
 
-    let documents = engine.documents(&dev_context(), None)?;
-    let allowed: Vec<u64> = documents.iter().step_by(2).map(|d| d.id.0 as u64).collect();
-    let filter_allowed_documents = allowed.len();
-    let filtered = SearchOptions {
-        filter: Some(DocFilter::allow_only(allowed)),
-        ..options.clone()
+    // A user in team:bench; the corpus is shared with the team, every other part folder
+    // is restricted to another team: about half the documents are readable.
+    let admin = dev_context();
+    let user = UserId::new("bench-user")?;
+    engine.add_user(&admin, &user, "bench user", Role::User)?;
+    engine.add_membership(&admin, &user, &"team:bench".parse()?)?;
+    let parts: Vec<PathBuf> = std::fs::read_dir(&corpus)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    engine.set_folder_acl(&admin, &corpus, Some(&"team:bench".parse()?))?;
+    let mut parts = parts;
+    parts.sort();
+    for part in parts.iter().skip(1).step_by(2) {
+        engine.set_folder_acl(&admin, part, Some(&"team:other".parse()?))?;
+    }
+    let as_user = RequestContext {
+        user: user.clone(),
+        role: Role::User,
+        ..dev_context()
     };
+    let t = Instant::now();
+    engine.authorize(&as_user)?;
+    let readable_set_ms = t.elapsed().as_secs_f64() * 1e3;
+    let filter_allowed_documents = engine.status(&as_user)?.store.documents as usize;
     let mut wall_filtered = Vec::with_capacity(queries.len());
     for q in queries {
         let t = Instant::now();
         engine
-            .retrieve(&dev_context(), q, &filtered)
-            .with_context(|| format!("filtered query {q:?}"))?;
+            .retrieve(&as_user, q, &options)
+            .with_context(|| format!("query {q:?} as a user"))?;
         wall_filtered.push(t.elapsed().as_secs_f64() * 1e3);
     }
 
@@ -828,12 +855,15 @@ fn hybrid_at(
         keyword_p50_ms: p(&mut keyword, 0.5),
         query_embed_p50_ms: p(&mut embed, 0.5),
         dense_p50_ms: p(&mut dense, 0.5),
+        access_p50_ms: p(&mut access, 0.5),
+        access_p95_ms: p(&mut access, 0.95),
         keyword_candidates_p50: p(&mut keyword_n, 0.5),
         dense_candidates_p50: p(&mut dense_n, 0.5),
         queries_without_dense: without_dense,
         filter_allowed_documents,
         filtered_p50_ms: p(&mut wall_filtered, 0.5),
         filtered_p95_ms: p(&mut wall_filtered, 0.95),
+        readable_set_ms,
     })
 }
 
@@ -1384,13 +1414,25 @@ fn print_retrieval_table(r: &RetrievalReport) {
             h.dense_p50_ms
         );
         println!(
-            "| hybrid | {} chunks, filter allowing 50% of documents ({}) | p50 {:.1} ms, p95 {:.1} ms \
-             | {target} | {} |",
+            "| hybrid | {} chunks, as a USER whose folder ACLs allow {} of {} documents | p50 {:.1} ms, \
+             p95 {:.1} ms | {target} | {} |",
             thousands(h.chunks),
             thousands(h.filter_allowed_documents as u64),
+            thousands(h.documents),
             h.filtered_p50_ms,
             h.filtered_p95_ms,
             met(h.filtered_p95_ms)
+        );
+        println!(
+            "| permissions | per query (ROOT): authorisation + audit record | p50 {:.2} ms, p95 {:.2} ms \
+             | — | — |",
+            h.access_p50_ms, h.access_p95_ms
+        );
+        println!(
+            "| permissions | {} documents: building a user's readable set after an ACL change \
+             (cached per permission snapshot afterwards) | {:.1} ms | — | — |",
+            thousands(h.documents),
+            h.readable_set_ms
         );
     }
     if let Some(d) = &r.dense_1m {

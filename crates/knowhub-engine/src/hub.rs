@@ -227,7 +227,7 @@ impl Hub {
         {
             return Ok(RequestContext {
                 account: requested.cloned().unwrap_or(account_id(DEFAULT_ACCOUNT)?),
-                user: user_id("root")?,
+                user: user_id(crate::permissions::ROOT_KEY_USER)?,
                 agent: None,
                 role: Role::Root,
                 session: None,

@@ -18,7 +18,7 @@
 //! * **Audit**: reads and writes append an audit record with the permission snapshot id and,
 //!   for retrievals, the allowed evidence and the documents the filter withheld.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -35,6 +35,8 @@ use crate::{Engine, EngineError, Result};
 pub const DEFAULT_ACCOUNT: &str = "default";
 /// The user of dev mode (no keys configured), with role ROOT.
 pub const DEFAULT_USER: &str = "default";
+/// The principal of the root key.
+pub(crate) const ROOT_KEY_USER: &str = "root";
 
 /// How many (snapshot, document-set) readable sets are kept.
 const READABLE_CACHE: usize = 32;
@@ -73,8 +75,8 @@ impl Access {
 
     /// Like [`Access::filter`], also recording which documents the filter withheld (and how
     /// many of their chunks matched), for the audit record.
-    pub(crate) fn recording_filter(&self) -> (Option<DocFilter>, Arc<Mutex<BTreeMap<u64, u64>>>) {
-        let withheld: Arc<Mutex<BTreeMap<u64, u64>>> = Arc::default();
+    pub(crate) fn recording_filter(&self) -> (Option<DocFilter>, Arc<Mutex<HashMap<u64, u64>>>) {
+        let withheld: Arc<Mutex<HashMap<u64, u64>>> = Arc::default();
         let filter = self.readable.as_ref().map(|set| {
             let set = Arc::clone(set);
             let withheld = Arc::clone(&withheld);
@@ -348,6 +350,13 @@ impl Engine {
     ) -> Result<bool> {
         let access = self.authorize(ctx)?;
         self.require_admin(&access, "add users")?;
+        // The principals of the root key and of dev mode: a stored user with the same id
+        // would change what those contexts resolve to.
+        if [ROOT_KEY_USER, DEFAULT_USER].contains(&id.as_str()) {
+            return Err(EngineError::InvalidInput(format!(
+                "{id} is a reserved user id"
+            )));
+        }
         if role == Role::Root && access.ctx.role != Role::Root {
             return Err(EngineError::Forbidden(
                 "only ROOT can create ROOT users".into(),

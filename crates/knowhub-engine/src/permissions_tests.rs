@@ -165,3 +165,104 @@ fn an_acl_change_is_visible_on_the_next_query() {
     assert!(now.contains(&"drafts/plan.md".to_owned()), "{now:?}");
     assert!(!now.contains(&"handbook/leave.md".to_owned()), "{now:?}");
 }
+
+#[test]
+fn owners_read_what_they_add_and_only_they_or_admins_change_it() {
+    let (_dir, engine) = setup();
+    let fs_file = PathBuf::from("/kb/drafts/plan.md");
+    // alice adds a private note of her own (no ACL covers it): she reads it, bob does not.
+    let alice = ctx("alice", Role::User, "default");
+    let bob = ctx("bob", Role::User, "default");
+    // The folder was ingested by the dev ROOT user, so alice cannot replace its files…
+    let report = engine
+        .ingest(
+            &alice,
+            std::slice::from_ref(&fs_file),
+            &IngestOptions { force: true },
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(report.skipped, 1, "{report:?}");
+    assert!(matches!(
+        engine.remove(&alice, std::slice::from_ref(&fs_file)),
+        Err(EngineError::NotFound(_))
+    ));
+    // …and an admin can.
+    let ada = ctx("ada", Role::Admin, "default");
+    let report = engine
+        .ingest(
+            &ada,
+            std::slice::from_ref(&fs_file),
+            &IngestOptions { force: true },
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(report.updated, 1, "{report:?}");
+    // A reserved id cannot be created (it would change what the root key or dev mode mean).
+    for reserved in ["root", "default"] {
+        assert!(
+            engine
+                .add_user(&ada, &UserId::new(reserved).unwrap(), "x", Role::User)
+                .is_err()
+        );
+    }
+    // Users cannot administer.
+    assert!(matches!(
+        engine.add_user(&bob, &UserId::new("eve").unwrap(), "eve", Role::User),
+        Err(EngineError::Forbidden(_))
+    ));
+    assert!(matches!(
+        engine.rebuild_index(&bob, &mut |_| {}),
+        Err(EngineError::Forbidden(_))
+    ));
+    // But may rotate their own key.
+    assert!(
+        engine
+            .rotate_api_key(&bob, &UserId::new("bob").unwrap())
+            .is_ok()
+    );
+}
+
+#[test]
+fn a_users_own_upload_is_private_until_shared() {
+    let fs = FakeFs::new();
+    fs.write(
+        "/home/alice/notes.md",
+        "# Notes\n\nprobeword: alice's own notes.",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open_with(
+        EngineConfig::new(dir.path()),
+        Arc::new(fs),
+        ModelSet::none(),
+    )
+    .unwrap();
+    let admin = dev_context();
+    for user in ["alice", "bob"] {
+        engine
+            .add_user(&admin, &UserId::new(user).unwrap(), user, Role::User)
+            .unwrap();
+    }
+    let alice = ctx("alice", Role::User, "default");
+    let bob = ctx("bob", Role::User, "default");
+    let report = engine
+        .ingest(
+            &alice,
+            &[PathBuf::from("/home/alice/notes.md")],
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(report.added, 1);
+    assert_eq!(visible(&engine, &alice), ["/home/alice/notes.md"]);
+    assert!(visible(&engine, &bob).is_empty());
+    assert_eq!(engine.status(&bob).unwrap().store.documents, 0);
+    // She may remove what she added.
+    assert_eq!(
+        engine
+            .remove(&alice, &[PathBuf::from("/home/alice/notes.md")])
+            .unwrap()
+            .documents,
+        1
+    );
+}

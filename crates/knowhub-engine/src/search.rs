@@ -16,6 +16,9 @@ use serde::Serialize;
 
 use crate::{Access, Engine, EngineError, RequestContext, Result};
 
+/// At most this many withheld documents are named in a retrieval's audit record.
+const AUDITED_WITHHELD: usize = 100;
+
 /// Which retrievers run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -248,9 +251,19 @@ impl Engine {
                 })
             })
             .collect();
-        evidence.extend(withheld.iter().map(|(doc, chunks)| {
+        // The withheld documents that matched most; the count stays exact. (A common word can
+        // match thousands: listing them all would make every audit record huge.)
+        let mut top: Vec<(&u64, &u64)> = withheld.iter().collect();
+        top.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        evidence.extend(top.iter().take(AUDITED_WITHHELD).map(|(doc, chunks)| {
             serde_json::json!({ "document": doc, "matched_chunks": chunks, "decision": "filtered" })
         }));
+        if top.len() > AUDITED_WITHHELD {
+            evidence.push(serde_json::json!({
+                "decision": "filtered",
+                "more_documents": top.len() - AUDITED_WITHHELD,
+            }));
+        }
         self.audit(
             access,
             ("search", query, "ok"),
