@@ -755,7 +755,7 @@ fn hybrid_at(
     let t = Instant::now();
     let ingested = engine.ingest(
         &dev_context(),
-        &[corpus.clone()],
+        std::slice::from_ref(&corpus),
         &IngestOptions::default(),
         &mut |_| {},
     )?;
