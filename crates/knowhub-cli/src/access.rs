@@ -73,6 +73,14 @@ pub(crate) enum AclCommand {
     },
     /// Remove a folder's own ACL (it inherits again).
     Clear { folder: PathBuf },
+    /// Give one document its own readers, overriding its folder's ACL.
+    SetDocument {
+        file: PathBuf,
+        #[arg(required = true)]
+        scopes: Vec<String>,
+    },
+    /// Remove a document's own ACL (it follows its folder again).
+    ClearDocument { file: PathBuf },
     /// Show what a folder's documents effectively get.
     Show { folder: PathBuf },
 }
@@ -174,6 +182,20 @@ pub(crate) fn acl(
     json: bool,
 ) -> Result<ExitCode> {
     let shown = match cmd {
+        AclCommand::SetDocument { file, scopes } => {
+            let set: ScopeSet = scopes
+                .iter()
+                .map(|s| s.parse::<Scope>())
+                .collect::<Result<_, _>>()?;
+            let effective = engine.set_document_acl(ctx, &file, Some(&set))?;
+            println!("{}: {effective}", file.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        AclCommand::ClearDocument { file } => {
+            let effective = engine.set_document_acl(ctx, &file, None)?;
+            println!("{}: {effective} (from its folder)", file.display());
+            return Ok(ExitCode::SUCCESS);
+        }
         AclCommand::Set { folder, scopes } => {
             let set: ScopeSet = scopes
                 .iter()

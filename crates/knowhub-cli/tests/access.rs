@@ -113,6 +113,27 @@ fn acls_users_keys_and_search_as() {
     ));
     assert_eq!(found(d, &["--as", "alice"]), ["leave.md", "salaries.md"]);
     assert_eq!(found(d, &["--as", "bob"]), ["leave.md"]);
+    // A single document can override its folder.
+    ok(&knowhub(
+        d,
+        &[
+            "acl",
+            "set-document",
+            root.join("hr/salaries.md").to_str().unwrap(),
+            "user:bob",
+        ],
+    ));
+    assert_eq!(found(d, &["--as", "alice"]), ["leave.md"]);
+    assert_eq!(found(d, &["--as", "bob"]), ["leave.md", "salaries.md"]);
+    ok(&knowhub(
+        d,
+        &[
+            "acl",
+            "clear-document",
+            root.join("hr/salaries.md").to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(found(d, &["--as", "alice"]), ["leave.md", "salaries.md"]);
 
     // Rotation and removal invalidate keys at once.
     ok(&knowhub(d, &["user", "rotate-key", "alice"]));

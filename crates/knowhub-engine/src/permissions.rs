@@ -756,3 +756,63 @@ pub enum DocRef<'a> {
     Id(DocumentId),
     Path(&'a Path),
 }
+
+impl Engine {
+    /// Sets (or with `None` clears) a single document's own read scopes, overriding its
+    /// folder's; applies to the next query. The document's owner, or an administrator;
+    /// `NotFound` for documents the caller cannot read.
+    pub fn set_document_acl(
+        &self,
+        ctx: &RequestContext,
+        file: &Path,
+        scopes: Option<&ScopeSet>,
+    ) -> Result<String> {
+        let access = self.authorize(ctx)?;
+        let abs = self
+            .fs
+            .canonicalize(file)
+            .unwrap_or_else(|_| std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()));
+        let label = file.display().to_string();
+        let doc = self
+            .store()
+            .document_by_path(&abs.display().to_string())?
+            .filter(|d| access.can_read(d.id))
+            .ok_or_else(|| not_found_document(&label))?;
+        if !self.may_write(&access, doc.owner.as_deref()) {
+            return Err(EngineError::Forbidden(
+                "only an administrator or the user who added this document can change who sees it"
+                    .into(),
+            ));
+        }
+        let root = self
+            .store()
+            .sources()?
+            .into_iter()
+            .find(|s| s.id == doc.source)
+            .and_then(|s| s.root_path);
+        let rel = acl_path_of(root.as_deref(), &doc.path);
+        {
+            let mut store = self.store();
+            match scopes {
+                Some(s) => store.set_document_acl(doc.source, &rel, s)?,
+                None => store.clear_document_acl(doc.source, &rel)?,
+            };
+        }
+        let effective = self
+            .store()
+            .acl_tree(doc.source, ScopeSet::new())?
+            .effective_scopes(&rel)
+            .map_err(|e| EngineError::InvalidInput(e.to_string()))?;
+        let target = format!(
+            "{} = {}",
+            doc.path,
+            scopes.map_or("(inherit)".to_owned(), ToString::to_string)
+        );
+        self.audit_write(&access, "acl.set_document", &target, true)?;
+        Ok(if effective.is_empty() {
+            "(none: the owner and administrators only)".to_owned()
+        } else {
+            effective.to_string()
+        })
+    }
+}
