@@ -96,6 +96,14 @@ impl World {
     }
 }
 
+/// Signs in with an API key.
+fn sign_in(hub: &Hub, key: &str) -> Result<RequestContext, EngineError> {
+    hub.authenticate(&Credentials {
+        api_key: Some(key.to_owned()),
+        ..Default::default()
+    })
+}
+
 fn set(s: &str) -> ScopeSet {
     s.parse().unwrap()
 }
@@ -124,12 +132,7 @@ fn world() -> World {
 
     let mut keys = BTreeMap::new();
     keys.insert("ada", acme_admin.secret().to_owned());
-    let ada = hub
-        .authenticate(&Credentials {
-            api_key: Some(acme_admin.secret().to_owned()),
-            ..Default::default()
-        })
-        .unwrap();
+    let ada = sign_in(&hub, acme_admin.secret()).unwrap();
     let acme = hub.engine(&ada).unwrap();
     for (user, groups) in [
         ("alice", &["team:eng"][..]),
@@ -168,12 +171,7 @@ fn world() -> World {
         )
         .unwrap();
     }
-    let gus = hub
-        .authenticate(&Credentials {
-            api_key: Some(globex_admin.secret().to_owned()),
-            ..Default::default()
-        })
-        .unwrap();
+    let gus = sign_in(&hub, globex_admin.secret()).unwrap();
     let globex = hub.engine(&gus).unwrap();
     globex
         .ingest(
@@ -541,12 +539,7 @@ fn no_probe_leaks_across_users_accounts_and_changes() {
         .unwrap();
     t.require(
         "removed carol's key is refused",
-        w.hub
-            .authenticate(&Credentials {
-                api_key: Some(w.keys["carol"].clone()),
-                ..Default::default()
-            })
-            .is_err(),
+        sign_in(&w.hub, &w.keys["carol"]).is_err(),
     );
     t.require(
         "removed carol's open session is refused",
@@ -561,12 +554,7 @@ fn no_probe_leaks_across_users_accounts_and_changes() {
     let new_key = acme.rotate_api_key(&ada, &alice_id).unwrap();
     t.require(
         "alice's old key is refused after rotation",
-        w.hub
-            .authenticate(&Credentials {
-                api_key: Some(w.keys["alice"].clone()),
-                ..Default::default()
-            })
-            .is_err(),
+        sign_in(&w.hub, &w.keys["alice"]).is_err(),
     );
     let alice = w.login(new_key.secret(), None);
     probe_all(
@@ -679,14 +667,7 @@ fn deleting_an_account_removes_all_of_its_data() {
         .collect();
     assert!(!after.contains(&"globex".to_owned()), "{after:?}");
     // Its keys no longer resolve; acme is untouched.
-    assert!(
-        w.hub
-            .authenticate(&Credentials {
-                api_key: Some(w.globex_admin.clone()),
-                ..Default::default()
-            })
-            .is_err()
-    );
+    assert!(sign_in(&w.hub, &w.globex_admin).is_err());
     let ada = w.ctx("ada");
     assert_eq!(
         w.engine(&ada).status(&ada).unwrap().store.documents as usize,

@@ -23,8 +23,8 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use knowhub_engine::{
     Credentials, DeviceChoice, DocRef, DocumentId, EmbedderSpec, Engine, EngineConfig, Hub,
-    IngestEvent, IngestOptions, ModelConfig, ModelSet, ParserBackend, RequestContext,
-    RetrievalMode, SearchOptions,
+    IngestEvent, IngestOptions, ModelConfig, ParserBackend, RequestContext, RetrievalMode,
+    SearchOptions,
 };
 
 #[derive(Debug, Parser)]
@@ -263,22 +263,16 @@ fn open_session(
     };
     let mut config = engine_config(dir)?;
     config.models = models.config()?;
-    // Models load once, after sign-in succeeded (a refused request costs nothing).
-    let keyword = Hub::open_with(
-        config.clone(),
-        std::sync::Arc::new(knowhub_engine::RealFs),
-        ModelSet::none(),
-    )
-    .context("cannot open the knowledge base")?;
-    let ctx = keyword.authenticate(&Credentials {
+    // Models load when the engine opens, after sign-in succeeded (a refused request costs
+    // nothing).
+    let hub = Hub::open(config).context("cannot open the knowledge base")?;
+    let ctx = hub.authenticate(&Credentials {
         api_key: identity.api_key.clone(),
         account: identity.account.clone(),
         act_as: identity.as_user.clone(),
         agent: identity.agent.clone(),
         session: None,
     })?;
-    drop(keyword);
-    let hub = Hub::open(config).context("cannot open the knowledge base")?;
     let engine = hub.engine(&ctx).context("cannot open the knowledge base")?;
     for note in engine.model_notes() {
         eprintln!("note: {note}");

@@ -61,7 +61,8 @@ pub struct AccountInfo {
 pub struct Hub {
     config: EngineConfig,
     fs: Arc<dyn Fs>,
-    models: ModelSet,
+    /// Loaded once, when the first engine opens (so a refused sign-in loads no model).
+    models: Mutex<Option<ModelSet>>,
     engines: Mutex<HashMap<String, Arc<Engine>>>,
 }
 
@@ -97,23 +98,45 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> EngineError + '_ {
 }
 
 impl Hub {
-    /// Opens the hub on the real file system, loading the configured models once for all
-    /// accounts.
+    /// Opens the hub on the real file system; the configured models are loaded once for all
+    /// accounts, when the first engine opens.
     pub fn open(config: EngineConfig) -> Result<Hub> {
-        let models = ModelSet::load(&config.models)?;
-        Hub::open_with(config, Arc::new(RealFs), models)
+        Hub::new(config, Arc::new(RealFs), None)
     }
 
     /// Opens the hub with the given file system and loaded models.
     pub fn open_with(config: EngineConfig, fs: Arc<dyn Fs>, models: ModelSet) -> Result<Hub> {
+        Hub::new(config, fs, Some(models))
+    }
+
+    fn new(config: EngineConfig, fs: Arc<dyn Fs>, models: Option<ModelSet>) -> Result<Hub> {
         let accounts = config.data_dir.join("accounts");
         std::fs::create_dir_all(&accounts).map_err(io(&accounts))?;
         Ok(Hub {
             config,
             fs,
-            models,
+            models: Mutex::new(models),
             engines: Mutex::new(HashMap::new()),
         })
+    }
+
+    fn models(&self) -> Result<ModelSet> {
+        let mut models = self.models.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = models.as_ref() {
+            return Ok(m.clone());
+        }
+        let loaded = ModelSet::load(&self.config.models)?;
+        *models = Some(loaded.clone());
+        Ok(loaded)
+    }
+
+    /// A connection to an existing account's store (sign-in needs no engine).
+    fn account_store(&self, account: &AccountId) -> Result<Option<Store>> {
+        if !self.account_exists(account) {
+            return Ok(None);
+        }
+        let paths = DataPaths::new(&self.config.data_dir, account);
+        Ok(Some(Store::open(&paths.store, &paths.tables)?))
     }
 
     fn root_key_path(&self) -> PathBuf {
@@ -190,7 +213,6 @@ impl Hub {
         if let Some(target) = creds.act_as.as_deref() {
             let target = user_id(target)?;
             if target != ctx.user {
-                let engine = self.engine(&ctx)?;
                 let dev = creds.api_key.is_none();
                 let allowed = dev || matches!(ctx.role, Role::Root | Role::Admin);
                 if !allowed {
@@ -198,9 +220,11 @@ impl Hub {
                         "only administrators can act as another user".into(),
                     ));
                 }
-                let user = engine
-                    .active_user(&target)?
-                    .ok_or_else(|| EngineError::NotFound(format!("no active user {target}")))?;
+                let user = match self.account_store(&ctx.account)? {
+                    Some(store) => store.user(&target)?.filter(|u| u.removed_at.is_none()),
+                    None => None,
+                }
+                .ok_or_else(|| EngineError::NotFound(format!("no active user {target}")))?;
                 if user.role == Role::Root && ctx.role != Role::Root {
                     return Err(EngineError::Forbidden(
                         "only ROOT can act as a ROOT user".into(),
@@ -234,16 +258,12 @@ impl Hub {
                 trace_id: new_trace_id(),
             });
         }
+        let hash = KeyHash::of(key);
         for account in self.account_ids()? {
-            if !self.account_exists(&account) {
+            let Some(store) = self.account_store(&account)? else {
                 continue;
-            }
-            let found = {
-                let paths = DataPaths::new(&self.config.data_dir, &account);
-                let store = Store::open(&paths.store, &paths.tables)?;
-                store.user_for_key_hash(&KeyHash::of(key))?
             };
-            if let Some((user, role)) = found {
+            if let Some((user, role)) = store.user_for_key_hash(&hash)? {
                 if requested.is_some_and(|r| *r != account) {
                     return Err(EngineError::Unauthenticated(
                         "this API key belongs to another account".into(),
@@ -269,20 +289,26 @@ impl Hub {
         self.engine_for(&ctx.account)
     }
 
+    /// The engine of an existing account (or the default one), opened on first use.
     fn engine_for(&self, account: &AccountId) -> Result<Arc<Engine>> {
+        if account.as_str() != DEFAULT_ACCOUNT && !self.account_exists(account) {
+            return Err(EngineError::NotFound(format!("no account {account}")));
+        }
+        self.open_engine(account)
+    }
+
+    /// Opens (creating its directory if needed) or returns the engine of `account`.
+    fn open_engine(&self, account: &AccountId) -> Result<Arc<Engine>> {
         let mut engines = self.engines.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = engines.get(account.as_str()) {
             return Ok(Arc::clone(e));
-        }
-        if account.as_str() != DEFAULT_ACCOUNT && !self.account_exists(account) {
-            return Err(EngineError::NotFound(format!("no account {account}")));
         }
         let mut config = self.config.clone();
         config.account = account.clone();
         let engine = Arc::new(Engine::open_with(
             config,
             Arc::clone(&self.fs),
-            self.models.clone(),
+            self.models()?,
         )?);
         engines.insert(account.as_str().to_owned(), Arc::clone(&engine));
         Ok(engine)
@@ -326,28 +352,13 @@ impl Hub {
                 "account {id} already exists"
             )));
         }
-        let engine = self.engine_for_new(&id)?;
+        let engine = self.open_engine(&id)?;
         let scoped = RequestContext {
             account: id.clone(),
             ..ctx.clone()
         };
         engine.add_user(&scoped, &admin, admin.as_str(), Role::Admin)?;
         engine.rotate_api_key(&scoped, &admin)
-    }
-
-    fn engine_for_new(&self, account: &AccountId) -> Result<Arc<Engine>> {
-        let mut config = self.config.clone();
-        config.account = account.clone();
-        let engine = Arc::new(Engine::open_with(
-            config,
-            Arc::clone(&self.fs),
-            self.models.clone(),
-        )?);
-        self.engines
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(account.as_str().to_owned(), Arc::clone(&engine));
-        Ok(engine)
     }
 
     /// Deletes an account and everything in it: store, spreadsheet tables, full-text index and

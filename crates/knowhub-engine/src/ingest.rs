@@ -212,52 +212,12 @@ impl Engine {
             ..Default::default()
         };
         let (plan, mut input_errors) = self.plan(inputs, owner)?;
-        // Owner-only writes: files someone else added are not replaced (or removed) by us.
-        let mut not_ours = Vec::new();
-        let plan: Vec<Planned> = {
-            let store = self.store();
-            let mut keep = Vec::with_capacity(plan.len());
-            for p in plan {
-                let existing = store.document_by_path(&p.path.display().to_string())?;
-                match existing {
-                    Some(doc) if !self.may_write(access, doc.owner.as_deref()) => {
-                        not_ours.push(p.path.display().to_string());
-                    }
-                    _ => keep.push(p),
-                }
-            }
-            keep
-        };
-        let vanished: Vec<(DocumentId, String)> = self
-            .vanished_documents(inputs)?
-            .into_iter()
-            .filter(|(id, _)| {
-                let owner = self
-                    .store()
-                    .document(*id)
-                    .ok()
-                    .flatten()
-                    .and_then(|d| d.owner);
-                self.may_write(access, owner.as_deref())
-            })
-            .collect();
+        let vanished = self.vanished_documents(access, inputs)?;
         let total_bytes = plan.iter().map(|p| p.size).sum();
         progress(&IngestEvent::Planned {
-            files: plan.len() + input_errors.len() + vanished.len() + not_ours.len(),
+            files: plan.len() + input_errors.len() + vanished.len(),
             bytes: total_bytes,
         });
-        for path in not_ours {
-            report.files += 1;
-            report.skipped += 1;
-            progress(&IngestEvent::File {
-                path,
-                outcome: FileOutcome::Skipped {
-                    reason: "added by another user: only they or an administrator can update it"
-                        .into(),
-                },
-                bytes: 0,
-            });
-        }
         // Files that disappeared from an ingested folder leave the knowledge base with it; the
         // tombstones make the index follow even if we crash before the commit below.
         for (id, path) in &vanished {
@@ -297,7 +257,7 @@ impl Engine {
         std::thread::scope(|scope| -> Result<()> {
             // Reader.
             let reader_tx = work_tx.clone();
-            scope.spawn(move || self.read_stage(plan, options, job_tx, reader_tx));
+            scope.spawn(move || self.read_stage(access, plan, options, job_tx, reader_tx));
             // Parsers.
             for _ in 0..workers {
                 let job_rx = job_rx.clone();
@@ -498,8 +458,13 @@ impl Engine {
         Ok((planned, errors))
     }
 
-    /// Stored documents under the folder inputs whose files no longer exist.
-    fn vanished_documents(&self, inputs: &[PathBuf]) -> Result<Vec<(DocumentId, String)>> {
+    /// Stored documents under the folder inputs whose files no longer exist (only those
+    /// `access` may remove: owner-only writes).
+    fn vanished_documents(
+        &self,
+        access: &Access,
+        inputs: &[PathBuf],
+    ) -> Result<Vec<(DocumentId, String)>> {
         let mut out = Vec::new();
         for input in inputs {
             let Ok(dir) = self.fs.canonicalize(input) else {
@@ -513,7 +478,7 @@ impl Engine {
                     self.fs.metadata(Path::new(&doc.path)),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound
                 );
-                if gone {
+                if gone && self.may_write(access, doc.owner.as_deref()) {
                     out.push((doc.id, doc.path));
                 }
             }
@@ -542,6 +507,7 @@ impl Engine {
     /// Reader stage: decides per file whether parsing is needed.
     fn read_stage(
         &self,
+        access: &Access,
         plan: Vec<Planned>,
         options: &IngestOptions,
         jobs: Sender<ParseJob>,
@@ -563,6 +529,18 @@ impl Engine {
                     continue;
                 }
             };
+            // Owner-only writes: a file someone else added is not replaced by us.
+            if let Some(doc) = &existing
+                && !self.may_write(access, doc.owner.as_deref())
+            {
+                let outcome = Early::Skipped(
+                    "added by another user: only they or an administrator can update it".into(),
+                );
+                if done.send(Work::Done { plan, outcome }).is_err() {
+                    return;
+                }
+                continue;
+            }
             // Fast path: same size and mtime as a successfully stored version.
             if let Some(doc) = &existing
                 && !options.force
@@ -863,7 +841,7 @@ impl Engine {
         let mut ids = Vec::new();
         for p in paths {
             // The file may already be gone from disk: fall back to the path as given.
-            let abs = self.fs.canonicalize(p).unwrap_or_else(|_| absolute(p));
+            let abs = self.stored_path(p);
             let docs: Vec<_> = self
                 .store()
                 .documents(Some(&abs.display().to_string()))?
@@ -947,8 +925,14 @@ fn has_supported_extension(path: &Path) -> bool {
     }
 }
 
-fn absolute(p: &Path) -> PathBuf {
-    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+impl Engine {
+    /// The path a file is (or would be) stored under: canonical when it still exists on disk,
+    /// else absolute as given (a file already deleted can still be named).
+    pub(crate) fn stored_path(&self, p: &Path) -> PathBuf {
+        self.fs
+            .canonicalize(p)
+            .unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+    }
 }
 
 fn describe_io(e: &std::io::Error) -> String {

@@ -93,11 +93,7 @@ impl Access {
     }
 
     fn is_admin(&self) -> bool {
-        match self.ctx.role {
-            Role::Root => true,
-            Role::Admin => true,
-            Role::User => false,
-        }
+        matches!(self.ctx.role, Role::Root | Role::Admin)
     }
 }
 
@@ -193,12 +189,6 @@ impl Engine {
             snapshot,
             readable,
         })
-    }
-
-    /// The documents `ctx` may read, as a filter (`None`: everything). Prefer passing the
-    /// context to [`Engine::retrieve`], which applies it itself.
-    pub fn read_filter(&self, ctx: &RequestContext) -> Result<Option<DocFilter>> {
-        Ok(self.authorize(ctx)?.filter())
     }
 
     /// Fails with [`EngineError::Forbidden`] unless the caller is an ADMIN of this account or
@@ -442,11 +432,6 @@ impl Engine {
         Ok(key)
     }
 
-    /// The active user `id` of this account, if any.
-    pub(crate) fn active_user(&self, id: &UserId) -> Result<Option<UserRecord>> {
-        Ok(self.store().user(id)?.filter(|u| u.removed_at.is_none()))
-    }
-
     /// Sets (or with `None` clears) the read scopes of an ingested folder; applies to the
     /// next query. Administrators, or the user who added the folder.
     pub fn set_folder_acl(
@@ -680,13 +665,9 @@ impl Engine {
         let access = self.authorize(ctx)?;
         let found = match doc {
             DocRef::Id(id) => self.store().document(id)?,
-            DocRef::Path(p) => {
-                let abs = self
-                    .fs
-                    .canonicalize(p)
-                    .unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()));
-                self.store().document_by_path(&abs.display().to_string())?
-            }
+            DocRef::Path(p) => self
+                .store()
+                .document_by_path(&self.stored_path(p).display().to_string())?,
         };
         let label = match doc {
             DocRef::Id(id) => id.0.to_string(),
@@ -768,10 +749,7 @@ impl Engine {
         scopes: Option<&ScopeSet>,
     ) -> Result<String> {
         let access = self.authorize(ctx)?;
-        let abs = self
-            .fs
-            .canonicalize(file)
-            .unwrap_or_else(|_| std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()));
+        let abs = self.stored_path(file);
         let label = file.display().to_string();
         let doc = self
             .store()
