@@ -20,6 +20,7 @@
 
 mod access;
 mod identity;
+mod jobs;
 mod migrations;
 mod records;
 mod vectors;
@@ -33,6 +34,7 @@ use thiserror::Error;
 
 pub use access::{AccessRow, AuditEntry, AuditRecord};
 pub use identity::{Group, UserRecord};
+pub use jobs::{JobRecord, JobState, MovedDocument, NewJob, QueueCounts};
 pub use records::*;
 pub use vectors::{StoredVector, UnembeddedChunk};
 
@@ -142,7 +144,8 @@ impl Store {
     pub fn sources(&self) -> Result<Vec<SourceRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT s.id, s.kind, s.root_path, s.name,
-                    (SELECT COUNT(*) FROM documents d WHERE d.source_id = s.id), s.owner
+                    (SELECT COUNT(*) FROM documents d WHERE d.source_id = s.id), s.owner,
+                    s.watched, s.rules
              FROM sources s ORDER BY s.id",
         )?;
         let rows = stmt.query_map([], |r| {
@@ -153,6 +156,8 @@ impl Store {
                 name: r.get(3)?,
                 documents: r.get::<_, i64>(4)? as u64,
                 owner: r.get(5)?,
+                watched: r.get::<_, i64>(6)? != 0,
+                rules: r.get(7)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -655,7 +660,7 @@ impl Store {
     }
 }
 
-const DOC_SELECT: &str =
+pub(crate) const DOC_SELECT: &str =
     "SELECT id, source_id, folder_id, path, kind, content_hash, size, mtime_ns,
     title, status, error_code, error, page_count, encoding, chunk_count, index_state, created_at,
     updated_at, owner FROM documents";

@@ -183,6 +183,35 @@ CREATE TABLE audit_log (
 CREATE INDEX audit_log_user ON audit_log(user_id, id);
 "#],
     ),
+    (
+        "watch",
+        &[r#"
+ALTER TABLE sources ADD COLUMN watched INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sources ADD COLUMN rules TEXT NOT NULL DEFAULT '{}';
+CREATE INDEX documents_content_hash ON documents(content_hash);
+CREATE TABLE jobs (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    path        TEXT NOT NULL,
+    owner       TEXT NOT NULL,
+    priority    INTEGER NOT NULL,
+    state       TEXT NOT NULL
+                CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    not_before  INTEGER NOT NULL DEFAULT 0,
+    outcome     TEXT,
+    error       TEXT,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX jobs_queued_path ON jobs(path) WHERE state = 'queued';
+CREATE INDEX jobs_next ON jobs(state, priority, not_before, id);
+CREATE TABLE queue_control (
+    id      INTEGER PRIMARY KEY CHECK (id = 1),
+    paused  INTEGER NOT NULL
+);
+INSERT INTO queue_control (id, paused) VALUES (1, 0);
+"#],
+    ),
 ];
 
 pub(crate) fn run(conn: &mut Connection) -> Result<(), StoreError> {

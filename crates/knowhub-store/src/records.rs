@@ -247,6 +247,10 @@ pub struct SourceRecord {
     pub documents: u64,
     /// The user who added the source.
     pub owner: Option<String>,
+    /// Whether the folder is watched for changes (and reconciled at start-up).
+    pub watched: bool,
+    /// The folder's include/exclude rules and size limit, as JSON (the engine's `SourceRules`).
+    pub rules: String,
 }
 
 /// Store-wide counts.
