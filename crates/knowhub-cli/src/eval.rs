@@ -196,10 +196,11 @@ fn robustness(folder: &Path, timeout_secs: u64, memory_mb: u64, json: bool) -> R
                 match outcome {
                     FileOutcome::Added { .. }
                     | FileOutcome::Updated { .. }
-                    | FileOutcome::Unchanged => report.parsed += 1,
+                    | FileOutcome::Unchanged
+                    | FileOutcome::Moved { .. } => report.parsed += 1,
                     FileOutcome::NoText { .. } => report.parsed_without_text += 1,
                     FileOutcome::Skipped { .. } => report.skipped_unsupported += 1,
-                    FileOutcome::Removed => {}
+                    FileOutcome::Removed | FileOutcome::Busy { .. } => {}
                     FileOutcome::Failed { code, reason } => match code.as_str() {
                         "crashed" => {
                             report.crashed += 1;

@@ -290,7 +290,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 &s.engine,
                 &s.ctx,
                 &paths,
-                &IngestOptions { force },
+                &IngestOptions {
+                    force,
+                    ..IngestOptions::default()
+                },
                 show_progress,
             )?;
             if json {

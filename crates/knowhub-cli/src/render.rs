@@ -16,6 +16,12 @@ pub(crate) fn ingest_report(r: &IngestReport) {
         r.removed,
         r.chunks
     );
+    if r.moved > 0 || r.busy > 0 {
+        println!(
+            "{} moved (kept their identity), {} still being written (try again)",
+            r.moved, r.busy
+        );
+    }
     if r.embedded > 0 {
         println!("{} chunk(s) embedded for semantic search", r.embedded);
     }

@@ -7,17 +7,19 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Sender, bounded};
 use knowhub_chunk::chunk_document;
 use knowhub_parse::{DocKind, ParseNotice, ParsedDocument, detect};
 use knowhub_store::{
-    DocumentId, DocumentStatus, FailedDocument, FolderId, JournalEntry, NewChunk, NewDocument,
-    SourceId,
+    DocumentId, DocumentStatus, FailedDocument, FolderId, JournalEntry, MovedDocument, NewChunk,
+    NewDocument, SourceId,
 };
 use serde::Serialize;
 
+use crate::rules::{RuleMatcher, SourceRules};
 use crate::sandbox::{Parser, SandboxError};
 use crate::{Access, Engine, EngineError, RequestContext, Result};
 use knowhub_authz::UserId;
@@ -27,6 +29,15 @@ use knowhub_authz::UserId;
 pub struct IngestOptions {
     /// Re-parse files even when their content hash is unchanged.
     pub force: bool,
+    /// Bring what is stored for each input in line with the disk (the watcher's mode): an
+    /// input that no longer exists removes what is stored at or under it, and files the
+    /// folder's rules leave out (or of no supported type) are skipped rather than failed.
+    pub sync: bool,
+    /// Files modified less than this long ago are left for later ([`FileOutcome::Busy`]):
+    /// they may still be being written.
+    pub settle: Option<Duration>,
+    /// Set to stop reading further files; files already read finish normally.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 /// Progress events, in order: one `Planned`, then one `File` per file, then `Committed`s.
@@ -80,6 +91,32 @@ pub enum FileOutcome {
     },
     /// Stored before, but the file is gone from an ingested folder.
     Removed,
+    /// The same content appeared under a new path: the document kept its id, chunks,
+    /// vectors and history.
+    Moved {
+        from: String,
+    },
+    /// Not read now: the file is still changing (or changed while it was read). Try again.
+    Busy {
+        reason: String,
+    },
+}
+
+impl FileOutcome {
+    /// A short word for logs and job records.
+    pub fn label(&self) -> &'static str {
+        match self {
+            FileOutcome::Added { .. } => "added",
+            FileOutcome::Updated { .. } => "updated",
+            FileOutcome::Unchanged => "unchanged",
+            FileOutcome::NoText { .. } => "no_text",
+            FileOutcome::Failed { .. } => "failed",
+            FileOutcome::Skipped { .. } => "skipped",
+            FileOutcome::Removed => "removed",
+            FileOutcome::Moved { .. } => "moved",
+            FileOutcome::Busy { .. } => "busy",
+        }
+    }
 }
 
 /// Totals of one ingest run.
@@ -95,6 +132,10 @@ pub struct IngestReport {
     pub skipped: usize,
     /// Documents whose files disappeared from an ingested folder.
     pub removed: usize,
+    /// Documents whose file moved (same content, new path).
+    pub moved: usize,
+    /// Files left for later because they were still changing.
+    pub busy: usize,
     pub chunks: usize,
     pub bytes: u64,
     pub elapsed_ms: u64,
@@ -119,6 +160,8 @@ struct Planned {
     size: u64,
     mtime_ns: Option<i64>,
     explicit: bool,
+    /// The size limit for this file (the engine's, or its folder's if smaller).
+    max_bytes: u64,
 }
 
 /// Reader → parser.
@@ -145,6 +188,8 @@ enum Work {
 
 enum Early {
     Unchanged(DocumentId),
+    Moved(knowhub_store::DocumentRecord),
+    Busy(String),
     Skipped(String),
     Failed {
         code: String,
@@ -196,7 +241,7 @@ impl Engine {
         Ok(report)
     }
 
-    fn ingest_as(
+    pub(crate) fn ingest_as(
         &self,
         access: &Access,
         inputs: &[PathBuf],
@@ -211,24 +256,20 @@ impl Engine {
             run_id: run_id.clone(),
             ..Default::default()
         };
-        let (plan, mut input_errors) = self.plan(inputs, owner)?;
-        let vanished = self.vanished_documents(access, inputs)?;
+        let (plan, mut input_errors, mut excluded) = self.plan(inputs, owner, options)?;
         let total_bytes = plan.iter().map(|p| p.size).sum();
+        let kept: std::collections::HashSet<String> =
+            plan.iter().map(|p| p.path.display().to_string()).collect();
         progress(&IngestEvent::Planned {
-            files: plan.len() + input_errors.len() + vanished.len(),
+            files: plan.len() + input_errors.len(),
             bytes: total_bytes,
         });
-        // Files that disappeared from an ingested folder leave the knowledge base with it; the
-        // tombstones make the index follow even if we crash before the commit below.
-        for (id, path) in &vanished {
-            self.store().remove_document(*id)?;
-            self.drop_from_indexes(*id)?;
-            self.journal(&run_id, path, Some(*id), &FileOutcome::Removed, None)?;
+        for (path, reason) in excluded.drain(..) {
             report.files += 1;
-            report.removed += 1;
+            report.skipped += 1;
             progress(&IngestEvent::File {
-                path: path.clone(),
-                outcome: FileOutcome::Removed,
+                path,
+                outcome: FileOutcome::Skipped { reason },
                 bytes: 0,
             });
         }
@@ -327,6 +368,8 @@ impl Engine {
                     }
                     FileOutcome::Skipped { .. } => report.skipped += 1,
                     FileOutcome::Removed => report.removed += 1,
+                    FileOutcome::Moved { .. } => report.moved += 1,
+                    FileOutcome::Busy { .. } => report.busy += 1,
                 }
                 if let Some(id) = written {
                     pending_commit.push(id);
@@ -350,6 +393,22 @@ impl Engine {
             }
             Ok(())
         })?;
+        // Files that disappeared leave the knowledge base with them — after the files above,
+        // so a file that merely moved was found at its new path first and kept its identity.
+        // The tombstones make the index follow even if we crash before the commit below.
+        let vanished = self.vanished_documents(access, inputs, options, &kept)?;
+        for (id, path) in &vanished {
+            self.store().remove_document(*id)?;
+            self.drop_from_indexes(*id)?;
+            self.journal(&run_id, path, Some(*id), &FileOutcome::Removed, None)?;
+            report.files += 1;
+            report.removed += 1;
+            progress(&IngestEvent::File {
+                path: path.clone(),
+                outcome: FileOutcome::Removed,
+                bytes: 0,
+            });
+        }
         if !pending_commit.is_empty() || !vanished.is_empty() {
             self.commit_index(&mut pending_commit)?;
             let ids: Vec<DocumentId> = vanished.iter().map(|(id, _)| *id).collect();
@@ -377,14 +436,24 @@ impl Engine {
         Ok(())
     }
 
-    /// Expands inputs into files, each assigned to a source and folder.
-    fn plan(&self, inputs: &[PathBuf], owner: &UserId) -> Result<(Vec<Planned>, InputErrors)> {
+    /// Expands inputs into files, each assigned to a source and folder, under that folder's
+    /// rules. Returns the plan, inputs that could not be read, and files the rules leave out.
+    fn plan(
+        &self,
+        inputs: &[PathBuf],
+        owner: &UserId,
+        options: &IngestOptions,
+    ) -> Result<(Vec<Planned>, InputErrors, InputErrors)> {
         let mut planned = Vec::new();
         let mut errors = Vec::new();
+        let mut excluded = Vec::new();
         let mut seen = std::collections::HashSet::new();
+        let engine_max = self.config.limits.parse.max_file_bytes;
         for input in inputs {
             let path = match self.fs.canonicalize(input) {
                 Ok(p) => p,
+                // Gone: in sync mode, `vanished_documents` removes what was stored there.
+                Err(e) if options.sync && e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => {
                     errors.push((input.display().to_string(), describe_io(&e)));
                     continue;
@@ -392,22 +461,32 @@ impl Engine {
             };
             let meta = match self.fs.metadata(&path) {
                 Ok(m) => m,
+                Err(e) if options.sync && e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => {
                     errors.push((path.display().to_string(), describe_io(&e)));
                     continue;
                 }
             };
             if meta.is_dir {
-                let name = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let source = self
-                    .store()
-                    .folder_source(&path.display().to_string(), &name)?;
-                self.store().claim_source(source, owner)?;
+                let (source, matcher) = self.source_for_dir(&path, owner)?;
+                let max_bytes = matcher.max_file_bytes().unwrap_or(u64::MAX).min(engine_max);
+                let walked = if path == matcher.root() {
+                    matcher.walk(self.fs.as_ref())
+                } else if !matcher.admits(self.fs.as_ref(), &path, true) {
+                    excluded.push((
+                        path.display().to_string(),
+                        "left out by the folder's rules".into(),
+                    ));
+                    continue;
+                } else {
+                    let fs = self.fs.as_ref();
+                    let mut files = fs.walk(&path);
+                    files.retain(|f| f.as_ref().map_or(true, |p| matcher.admits(fs, p, false)));
+                    files
+                };
+                let root = matcher.root().to_path_buf();
                 let mut folders: HashMap<PathBuf, FolderId> = HashMap::new();
-                for entry in self.fs.walk(&path) {
+                for entry in walked {
                     let file = match entry {
                         Ok(f) => f,
                         Err(e) => {
@@ -418,15 +497,11 @@ impl Engine {
                     if !seen.insert(file.clone()) || !has_supported_extension(&file) {
                         continue;
                     }
-                    let parent = file.parent().unwrap_or(&path).to_path_buf();
+                    let parent = file.parent().unwrap_or(&root).to_path_buf();
                     let folder = match folders.get(&parent) {
                         Some(f) => *f,
                         None => {
-                            let rel = parent.strip_prefix(&path).unwrap_or(Path::new(""));
-                            let rel = rel
-                                .to_string_lossy()
-                                .replace(std::path::MAIN_SEPARATOR, "/");
-                            let f = self.store().ensure_folder(source, &rel)?;
+                            let f = self.store().ensure_folder(source, &rel_folder(&root, &parent))?;
                             folders.insert(parent, f);
                             f
                         }
@@ -439,46 +514,87 @@ impl Engine {
                             size: m.size,
                             mtime_ns: m.mtime_ns,
                             explicit: false,
+                            max_bytes,
                         }),
+                        Err(e) if options.sync && e.kind() == std::io::ErrorKind::NotFound => {}
                         Err(e) => errors.push((file.display().to_string(), describe_io(&e))),
                     }
                 }
             } else if seen.insert(path.clone()) {
-                let (source, folder) = self.source_for_file(&path)?;
+                let (source, folder, matcher) = self.source_for_file(&path)?;
+                if let Some(m) = &matcher
+                    && !m.admits(self.fs.as_ref(), &path, false)
+                {
+                    excluded.push((
+                        path.display().to_string(),
+                        "left out by the folder's rules".into(),
+                    ));
+                    continue;
+                }
+                if options.sync && !has_supported_extension(&path) {
+                    excluded.push((path.display().to_string(), "unsupported file type".into()));
+                    continue;
+                }
+                let max_bytes = matcher
+                    .as_ref()
+                    .and_then(RuleMatcher::max_file_bytes)
+                    .unwrap_or(u64::MAX)
+                    .min(engine_max);
                 planned.push(Planned {
                     path,
                     source,
                     folder,
                     size: meta.size,
                     mtime_ns: meta.mtime_ns,
-                    explicit: true,
+                    explicit: !options.sync,
+                    max_bytes,
                 });
             }
         }
-        Ok((planned, errors))
+        Ok((planned, errors, excluded))
     }
 
-    /// Stored documents under the folder inputs whose files no longer exist (only those
-    /// `access` may remove: owner-only writes).
+    /// Stored documents that should leave with their file (only those `access` may remove:
+    /// owner-only writes): under folder inputs, files no longer on disk; in sync mode also
+    /// every document at or under an input that is gone, and files the folder's rules now
+    /// leave out.
     fn vanished_documents(
         &self,
         access: &Access,
         inputs: &[PathBuf],
+        options: &IngestOptions,
+        kept: &std::collections::HashSet<String>,
     ) -> Result<Vec<(DocumentId, String)>> {
-        let mut out = Vec::new();
+        let mut out: Vec<(DocumentId, String)> = Vec::new();
+        let gone = |p: &str| {
+            matches!(
+                self.fs.metadata(Path::new(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound
+            )
+        };
         for input in inputs {
-            let Ok(dir) = self.fs.canonicalize(input) else {
-                continue;
+            let (prefix, is_dir) = match self.fs.canonicalize(input) {
+                Ok(p) => {
+                    let is_dir = self.fs.metadata(&p).is_ok_and(|m| m.is_dir);
+                    (p, is_dir)
+                }
+                Err(e) if options.sync && e.kind() == std::io::ErrorKind::NotFound => {
+                    (self.stored_path(input), true)
+                }
+                Err(_) => continue,
             };
-            if !self.fs.metadata(&dir).is_ok_and(|m| m.is_dir) {
+            if !is_dir && !options.sync {
                 continue;
             }
-            for doc in self.store().documents(Some(&dir.display().to_string()))? {
-                let gone = matches!(
-                    self.fs.metadata(Path::new(&doc.path)),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound
-                );
-                if gone && self.may_write(access, doc.owner.as_deref()) {
+            let docs = self.store().documents(Some(&prefix.display().to_string()))?;
+            for doc in docs {
+                // Planned files stay (moves were already matched to their new path).
+                if kept.contains(&doc.path) || !self.may_write(access, doc.owner.as_deref()) {
+                    continue;
+                }
+                let leaves = gone(&doc.path)
+                    || (options.sync && !self.admitted_by_source(Path::new(&doc.path))?);
+                if leaves && !out.iter().any(|(id, _)| *id == doc.id) {
                     out.push((doc.id, doc.path));
                 }
             }
@@ -486,22 +602,68 @@ impl Engine {
         Ok(out)
     }
 
-    /// A single file belongs to the folder source that contains it, if any; else to "Files".
-    fn source_for_file(&self, path: &Path) -> Result<(SourceId, Option<FolderId>)> {
-        let mut store = self.store();
-        for src in store.sources()? {
-            let Some(root) = src.root_path.as_deref() else {
+    /// Whether a stored file's folder rules still admit it (files outside folders: always).
+    fn admitted_by_source(&self, path: &Path) -> Result<bool> {
+        Ok(match self.source_containing(path)? {
+            Some((src, root)) => SourceRules::from_json(&src.rules)
+                .compile(&root)
+                .map_or(true, |m| m.admits(self.fs.as_ref(), path, false)),
+            None => true,
+        })
+    }
+
+    /// The folder source whose root is the nearest ancestor of `path` (or `path` itself).
+    pub(crate) fn source_containing(
+        &self,
+        path: &Path,
+    ) -> Result<Option<(knowhub_store::SourceRecord, PathBuf)>> {
+        let mut best: Option<(knowhub_store::SourceRecord, PathBuf)> = None;
+        for src in self.store().sources()? {
+            let Some(root) = src.root_path.clone().map(PathBuf::from) else {
                 continue;
             };
-            if let Ok(rel) = path.strip_prefix(root) {
-                let rel = rel
-                    .parent()
-                    .map(|p| p.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/"));
-                let folder = store.ensure_folder(src.id, rel.as_deref().unwrap_or(""))?;
-                return Ok((src.id, Some(folder)));
+            if path.starts_with(&root)
+                && best
+                    .as_ref()
+                    .is_none_or(|(_, b)| root.components().count() > b.components().count())
+            {
+                best = Some((src, root));
             }
         }
-        Ok((store.files_source()?, None))
+        Ok(best)
+    }
+
+    /// The source a folder input belongs to: the folder source containing it, else a new
+    /// source rooted at it (owned by `owner`). Returns it with its compiled rules.
+    fn source_for_dir(&self, path: &Path, owner: &UserId) -> Result<(SourceId, RuleMatcher)> {
+        if let Some((src, root)) = self.source_containing(path)? {
+            return Ok((src.id, SourceRules::from_json(&src.rules).compile(&root)?));
+        }
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let source = self
+            .store()
+            .folder_source(&path.display().to_string(), &name)?;
+        self.store().claim_source(source, owner)?;
+        Ok((source, SourceRules::default().compile(path)?))
+    }
+
+    /// A single file belongs to the folder source that contains it, if any; else to "Files".
+    fn source_for_file(
+        &self,
+        path: &Path,
+    ) -> Result<(SourceId, Option<FolderId>, Option<RuleMatcher>)> {
+        if let Some((src, root)) = self.source_containing(path)? {
+            let parent = path.parent().unwrap_or(&root);
+            let folder = self
+                .store()
+                .ensure_folder(src.id, &rel_folder(&root, parent))?;
+            let matcher = SourceRules::from_json(&src.rules).compile(&root)?;
+            return Ok((src.id, Some(folder), Some(matcher)));
+        }
+        Ok((self.store().files_source()?, None, None))
     }
 
     /// Reader stage: decides per file whether parsing is needed.
@@ -513,8 +675,16 @@ impl Engine {
         jobs: Sender<ParseJob>,
         done: Sender<Work>,
     ) {
-        let max = self.config.limits.parse.max_file_bytes;
+        // Move origins already matched in this run (the writer applies them later).
+        let mut moved = std::collections::HashSet::new();
         for plan in plan {
+            if options
+                .cancel
+                .as_ref()
+                .is_some_and(|c| c.load(Ordering::Relaxed))
+            {
+                return;
+            }
             let existing = match self.store().document_by_path(&plan.path.to_string_lossy()) {
                 Ok(d) => d,
                 Err(e) => {
@@ -561,7 +731,7 @@ impl Engine {
                 }
                 continue;
             }
-            let work = self.read_one(plan, existing.as_ref(), options, max);
+            let work = self.read_one(access, plan, existing.as_ref(), options, &mut moved);
             let sent = match work {
                 Ok(job) => jobs.send(job).is_ok(),
                 Err(work) => done.send(work).is_ok(),
@@ -576,11 +746,21 @@ impl Engine {
     #[allow(clippy::result_large_err)]
     fn read_one(
         &self,
+        access: &Access,
         plan: Planned,
         existing: Option<&knowhub_store::DocumentRecord>,
         options: &IngestOptions,
-        max: u64,
+        moved: &mut std::collections::HashSet<DocumentId>,
     ) -> std::result::Result<ParseJob, Work> {
+        let max = plan.max_bytes;
+        if let (Some(settle), Some(mtime)) = (options.settle, plan.mtime_ns)
+            && now_ns().saturating_sub(mtime) < settle.as_nanos() as i64
+        {
+            return Err(Work::Done {
+                plan,
+                outcome: Early::Busy("still being written".into()),
+            });
+        }
         if plan.size > max {
             let reason = format!("file too large: {} bytes (limit {max})", plan.size);
             return Err(Work::Done {
@@ -606,6 +786,17 @@ impl Engine {
                 });
             }
         };
+        // A file that changed while we read it is read again later, never stored half-written.
+        if self
+            .fs
+            .metadata(&plan.path)
+            .is_ok_and(|m| m.size != bytes.len() as u64 || m.mtime_ns != plan.mtime_ns)
+        {
+            return Err(Work::Done {
+                plan,
+                outcome: Early::Busy("changed while being read".into()),
+            });
+        }
         let name = plan
             .path
             .file_name()
@@ -634,6 +825,16 @@ impl Engine {
                 outcome: Early::Unchanged(doc.id),
             });
         }
+        // Same content at a new path while the stored path is gone from disk: a move.
+        if existing.is_none()
+            && let Some(doc) = self.moved_from(access, &hash, moved)
+        {
+            moved.insert(doc.id);
+            return Err(Work::Done {
+                plan,
+                outcome: Early::Moved(doc),
+            });
+        }
         Ok(ParseJob {
             plan,
             kind,
@@ -653,8 +854,15 @@ impl Engine {
         match work {
             Work::Done { plan, outcome } => {
                 let path = plan.path.display().to_string();
+                let mut written = None;
                 let (outcome, doc) = match outcome {
                     Early::Unchanged(id) => (FileOutcome::Unchanged, Some(id)),
+                    Early::Busy(reason) => (FileOutcome::Busy { reason }, None),
+                    Early::Moved(old) => {
+                        self.move_stored(&plan, &old)?;
+                        written = Some(old.id);
+                        (FileOutcome::Moved { from: old.path }, Some(old.id))
+                    }
                     Early::Skipped(reason) => (FileOutcome::Skipped { reason }, None),
                     Early::Failed { code, reason, kind } => {
                         let id = self.store().record_failure(&FailedDocument {
@@ -675,11 +883,11 @@ impl Engine {
                 };
                 if !matches!(
                     outcome,
-                    FileOutcome::Unchanged | FileOutcome::Skipped { .. }
+                    FileOutcome::Unchanged | FileOutcome::Skipped { .. } | FileOutcome::Busy { .. }
                 ) {
                     self.journal(run_id, &path, doc, &outcome, None)?;
                 }
-                Ok((path, outcome, 0, None))
+                Ok((path, outcome, 0, written))
             }
             Work::Parsed {
                 job,
@@ -729,6 +937,52 @@ impl Engine {
                 Ok((path, outcome, bytes, written.then_some(id)))
             }
         }
+    }
+
+    /// A stored document with this content whose file is gone and that `access` may change:
+    /// the origin of a move.
+    fn moved_from(
+        &self,
+        access: &Access,
+        hash: &str,
+        taken: &std::collections::HashSet<DocumentId>,
+    ) -> Option<knowhub_store::DocumentRecord> {
+        let candidates = self.store().documents_by_hash(hash).ok()?;
+        candidates.into_iter().find(|d| {
+            d.error_code.is_none()
+                && !taken.contains(&d.id)
+                && self.may_write(access, d.owner.as_deref())
+                && matches!(
+                    self.fs.metadata(Path::new(&d.path)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound
+                )
+        })
+    }
+
+    /// Points a stored document at its new path; its index entries follow (the title may
+    /// come from the file name).
+    fn move_stored(&self, plan: &Planned, old: &knowhub_store::DocumentRecord) -> Result<()> {
+        let old_stem = Path::new(&old.path)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned());
+        let new_stem = plan
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned());
+        let title = (old.title.is_some() && old.title == old_stem)
+            .then_some(new_stem)
+            .flatten();
+        let path = plan.path.display().to_string();
+        self.store().move_document(&MovedDocument {
+            id: old.id,
+            path: &path,
+            source: plan.source,
+            folder: plan.folder,
+            title: title.as_deref(),
+            size: plan.size,
+            mtime_ns: plan.mtime_ns,
+        })?;
+        self.index_document(old.id)
     }
 
     /// Stores a parsed document and stages its index update. Returns whether the index changed.
@@ -820,6 +1074,8 @@ impl Engine {
             FileOutcome::Failed { reason, .. } => ("failed", Some(reason.clone())),
             FileOutcome::Skipped { reason } => ("skipped", Some(reason.clone())),
             FileOutcome::Removed => ("removed", None),
+            FileOutcome::Moved { from } => ("moved", Some(format!("from {from}"))),
+            FileOutcome::Busy { reason } => ("busy", Some(reason.clone())),
         };
         self.store().journal(&JournalEntry {
             run_id,
@@ -911,11 +1167,16 @@ impl Engine {
             .into_iter()
             .filter(|p| self.fs.metadata(p).is_ok())
             .collect();
-        self.ingest(ctx, &existing, &IngestOptions { force: true }, progress)
+        self.ingest(ctx, &existing, &IngestOptions {
+                force: true,
+                ..IngestOptions::default()
+            },
+            progress,
+        )
     }
 }
 
-fn has_supported_extension(path: &Path) -> bool {
+pub(crate) fn has_supported_extension(path: &Path) -> bool {
     match path.extension() {
         None => true, // sniffed later
         Some(ext) => {
@@ -935,6 +1196,14 @@ impl Engine {
     }
 }
 
+/// `dir` relative to `root`, '/'-separated ('' for the root itself).
+fn rel_folder(root: &Path, dir: &Path) -> String {
+    dir.strip_prefix(root)
+        .unwrap_or(Path::new(""))
+        .to_string_lossy()
+        .replace(std::path::MAIN_SEPARATOR, "/")
+}
+
 fn describe_io(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "not found".into(),
@@ -946,6 +1215,13 @@ fn describe_io(e: &std::io::Error) -> String {
 /// 16 hex digits of BLAKE3: stable, reproducible ids for evidence.
 pub(crate) fn short_hash(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex()[..16].to_string()
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
 }
 
 fn knowhub_store_now() -> u128 {

@@ -26,10 +26,14 @@
 //! # Ok::<(), knowhub_engine::EngineError>(())
 //! ```
 
+mod check;
 mod fs;
 mod hub;
 mod ingest;
 mod permissions;
+mod queue;
+mod watcher;
+mod rules;
 mod sandbox;
 mod search;
 mod semantic;
@@ -52,6 +56,11 @@ pub use knowhub_index::DocFilter;
 pub use knowhub_store::UserRecord;
 pub use knowhub_store::{AuditRecord, ChunkId, ChunkRecord, DocumentId};
 pub use knowhub_store::{DocumentRecord, SourceRecord};
+pub use queue::{BatchReport, MAX_ATTEMPTS, ProcessOptions, QueueView, WatchedFolder, backoff, priority};
+pub use knowhub_store::{JobRecord, JobState, QueueCounts};
+pub use watcher::{QueueProgress, WatchEvent, WatchOptions, WatchService};
+pub use check::CheckReport;
+pub use rules::{IGNORE_FILE, RuleMatcher, SourceRules};
 pub use permissions::{
     Access, DEFAULT_ACCOUNT, DEFAULT_USER, DocRef, DocumentView, FolderAcl, FolderEntry,
     new_trace_id,

@@ -92,7 +92,7 @@ impl Access {
         (filter, withheld)
     }
 
-    fn is_admin(&self) -> bool {
+    pub(crate) fn is_admin(&self) -> bool {
         matches!(self.ctx.role, Role::Root | Role::Admin)
     }
 }

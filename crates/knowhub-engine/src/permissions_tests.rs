@@ -178,7 +178,10 @@ fn owners_read_what_they_add_and_only_they_or_admins_change_it() {
         .ingest(
             &alice,
             std::slice::from_ref(&fs_file),
-            &IngestOptions { force: true },
+            &IngestOptions {
+                force: true,
+                ..Default::default()
+            },
             &mut |_| {},
         )
         .unwrap();
@@ -193,7 +196,10 @@ fn owners_read_what_they_add_and_only_they_or_admins_change_it() {
         .ingest(
             &ada,
             std::slice::from_ref(&fs_file),
-            &IngestOptions { force: true },
+            &IngestOptions {
+                force: true,
+                ..Default::default()
+            },
             &mut |_| {},
         )
         .unwrap();

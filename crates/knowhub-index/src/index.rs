@@ -159,6 +159,8 @@ pub trait TextIndex: Send + Sync {
     fn num_chunks(&self) -> Result<u64>;
     /// The set of committed document ids (for start-up consistency checks).
     fn doc_ids(&self) -> Result<BTreeSet<u64>>;
+    /// Committed chunks per document id (for exact consistency checks).
+    fn doc_chunk_counts(&self) -> Result<std::collections::BTreeMap<u64, u64>>;
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -466,6 +468,20 @@ impl TextIndex for TantivyIndex {
             }
         }
         Ok(ids)
+    }
+
+    fn doc_chunk_counts(&self) -> Result<std::collections::BTreeMap<u64, u64>> {
+        let searcher = self.reader.searcher();
+        let mut counts = std::collections::BTreeMap::new();
+        for segment in searcher.segment_readers() {
+            let column = segment.fast_fields().u64(F_DOC_ID)?;
+            for doc in segment.doc_ids_alive() {
+                if let Some(id) = column.first(doc) {
+                    *counts.entry(id).or_insert(0) += 1;
+                }
+            }
+        }
+        Ok(counts)
     }
 }
 

@@ -166,6 +166,12 @@ fn doc_ids_and_clear() {
     index.delete_document(2).unwrap();
     index.commit().unwrap();
     assert_eq!(index.doc_ids().unwrap(), BTreeSet::from([1, 3]));
+    index
+        .replace_document(3, &[body_only(31, "three a"), body_only(32, "three b")])
+        .unwrap();
+    index.commit().unwrap();
+    let counts: Vec<(u64, u64)> = index.doc_chunk_counts().unwrap().into_iter().collect();
+    assert_eq!(counts, vec![(1, 1), (3, 2)], "replaced, not appended");
 
     index.clear().unwrap();
     index

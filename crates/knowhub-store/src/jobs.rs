@@ -198,7 +198,8 @@ impl Store {
         error: Option<&str>,
     ) -> Result<()> {
         self.conn.execute(
-            "UPDATE jobs SET state = ?2, outcome = ?3, error = ?4, updated_at = ?5 WHERE id = ?1",
+            "UPDATE jobs SET state = ?2, outcome = ?3, error = ?4, updated_at = ?5
+             WHERE id = ?1 AND state = 'running'",
             params![id, state.as_str(), outcome, error, now_ms()],
         )?;
         Ok(())
@@ -218,14 +219,14 @@ impl Store {
         let changed = tx.execute(
             "UPDATE jobs SET state = 'queued', not_before = ?2, attempts = attempts + ?3,
                     error = ?4, updated_at = ?5
-             WHERE id = ?1 AND NOT EXISTS (
+             WHERE id = ?1 AND state = 'running' AND NOT EXISTS (
                  SELECT 1 FROM jobs q WHERE q.path = jobs.path AND q.state = 'queued')",
             params![id, not_before_ms, i64::from(failed), error, now_ms()],
         )?;
         if changed == 0 {
             tx.execute(
                 "UPDATE jobs SET state = 'cancelled', outcome = 'superseded', updated_at = ?2
-                 WHERE id = ?1",
+                 WHERE id = ?1 AND state = 'running'",
                 params![id, now_ms()],
             )?;
         }
@@ -305,11 +306,12 @@ impl Store {
         )?)
     }
 
-    /// Cancels queued jobs at or below `prefix` (all for `None`). Returns how many.
+    /// Cancels queued and running jobs at or below `prefix` (all for `None`); a running job
+    /// finishes its current file but is not retried. Returns how many.
     pub fn cancel_jobs(&mut self, prefix: Option<&str>) -> Result<usize> {
         Ok(self.conn.execute(
             "UPDATE jobs SET state = 'cancelled', outcome = 'cancelled', updated_at = ?2
-             WHERE state = 'queued' AND (?1 IS NULL OR path = ?1 OR substr(path, 1, length(?1) + 1) = ?1 || '/')",
+             WHERE state IN ('queued', 'running') AND (?1 IS NULL OR path = ?1 OR substr(path, 1, length(?1) + 1) = ?1 || '/')",
             params![prefix, now_ms()],
         )?)
     }
@@ -385,7 +387,16 @@ impl Store {
     /// Moves a document to a new path, keeping its id, chunks, vectors and history; its index
     /// entries are marked pending (the title may change with the name).
     pub fn move_document(&mut self, m: &MovedDocument<'_>) -> Result<()> {
-        let n = self.conn.execute(
+        let tx = self.conn.transaction()?;
+        // Chunks without a heading are embedded with the title: a new title means new vectors.
+        if let Some(title) = m.title {
+            tx.execute(
+                "DELETE FROM chunk_vectors WHERE document_id = ?1 AND EXISTS (
+                     SELECT 1 FROM documents WHERE id = ?1 AND title IS NOT ?2)",
+                params![m.id.0, title],
+            )?;
+        }
+        let n = tx.execute(
             "UPDATE documents SET path = ?2, source_id = ?3, folder_id = ?4,
                     title = COALESCE(?5, title), size = ?6, mtime_ns = ?7,
                     index_state = CASE WHEN chunk_count > 0 THEN 'pending' ELSE index_state END,
@@ -405,7 +416,63 @@ impl Store {
         if n == 0 {
             return Err(StoreError::Corrupt(format!("no document {}", m.id.0)));
         }
+        tx.commit()?;
         Ok(())
+    }
+}
+
+/// A document whose chunk rows disagree with its `chunk_count` or have gaps in their ordinals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChunkMismatch {
+    pub document: DocumentId,
+    pub chunk_count: u64,
+    pub rows: u64,
+    pub max_ordinal: Option<i64>,
+}
+
+impl Store {
+    // ----- consistency ----------------------------------------------------------------------
+
+    /// Documents whose chunks are not exactly ordinals `0..chunk_count`.
+    pub fn chunk_mismatches(&self) -> Result<Vec<ChunkMismatch>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT d.id, d.chunk_count, COUNT(c.id), MAX(c.ordinal), MIN(c.ordinal)
+             FROM documents d LEFT JOIN chunks c ON c.document_id = d.id
+             GROUP BY d.id
+             HAVING COUNT(c.id) != d.chunk_count
+                 OR (COUNT(c.id) > 0 AND (MAX(c.ordinal) != COUNT(c.id) - 1 OR MIN(c.ordinal) != 0))",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(ChunkMismatch {
+                document: DocumentId(r.get(0)?),
+                chunk_count: r.get::<_, i64>(1)? as u64,
+                rows: r.get::<_, i64>(2)? as u64,
+                max_ordinal: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Vectors whose chunk is gone or belongs to another document (foreign keys make this 0;
+    /// checked anyway, because it is what a consistency check is for).
+    pub fn orphan_vectors(&self) -> Result<u64> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FROM chunk_vectors v LEFT JOIN chunks c ON c.id = v.chunk_id
+             WHERE c.id IS NULL OR c.document_id != v.document_id",
+            [],
+            |r| r.get::<_, i64>(0),
+        )? as u64)
+    }
+
+    /// `chunk_count` per document that has chunks.
+    pub fn chunk_counts(&self) -> Result<std::collections::BTreeMap<u64, u64>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, chunk_count FROM documents WHERE chunk_count > 0")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 }
 

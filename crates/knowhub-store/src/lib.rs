@@ -34,7 +34,7 @@ use thiserror::Error;
 
 pub use access::{AccessRow, AuditEntry, AuditRecord};
 pub use identity::{Group, UserRecord};
-pub use jobs::{JobRecord, JobState, MovedDocument, NewJob, QueueCounts};
+pub use jobs::{ChunkMismatch, JobRecord, JobState, MovedDocument, NewJob, QueueCounts};
 pub use records::*;
 pub use vectors::{StoredVector, UnembeddedChunk};
 

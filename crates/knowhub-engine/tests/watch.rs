@@ -1,0 +1,268 @@
+//! Watched folders on the real file system: create, edit, rename, move and delete files (and
+//! whole folders) while the service runs, and assert that search converges — waiting on the
+//! service's own events with a deadline, never on a fixed sleep.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use knowhub_engine::{
+    DocumentId, DocumentRecord, Engine, EngineConfig, ModelSet, RealFs, SearchOptions, SourceRules, WatchEvent,
+    WatchOptions, WatchService, dev_context,
+};
+
+/// Long enough for a loaded CI machine; the tests finish as soon as the condition holds.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+struct Fixture {
+    _data: tempfile::TempDir,
+    folder: tempfile::TempDir,
+    engine: Arc<Engine>,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let data = tempfile::tempdir().unwrap();
+        let folder = tempfile::tempdir().unwrap();
+        let engine = open(data.path());
+        Fixture {
+            _data: data,
+            folder,
+            engine,
+        }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.folder.path().canonicalize().unwrap()
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root().join(rel)
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn start(&self) -> (WatchService, Receiver<WatchEvent>) {
+        let service = WatchService::start(Arc::clone(&self.engine), &dev_context(), options())
+            .unwrap();
+        let events = service.subscribe();
+        (service, events)
+    }
+
+    /// Paths of documents whose passages match `q`.
+    fn hits(&self, q: &str) -> Vec<String> {
+        let mut paths: Vec<String> = self
+            .engine
+            .search(&dev_context(), q, &SearchOptions::default())
+            .unwrap()
+            .into_iter()
+            .map(|h| h.path)
+            .collect();
+        paths.sort();
+        paths.dedup();
+        paths
+    }
+
+    fn rel_hits(&self, q: &str) -> Vec<String> {
+        let root = self.root().display().to_string();
+        self.hits(q)
+            .into_iter()
+            .map(|p| p.trim_start_matches(&root).trim_start_matches('/').to_string())
+            .collect()
+    }
+
+    fn doc(&self, path: &Path) -> Option<DocumentRecord> {
+        let want = path.display().to_string();
+        self.engine
+            .documents(&dev_context(), Some(path))
+            .unwrap()
+            .into_iter()
+            .find(|d| d.path == want)
+    }
+
+    fn doc_id(&self, rel: &str) -> Option<DocumentId> {
+        self.doc(&self.path(rel)).map(|d| d.id)
+    }
+
+    /// Waits until `cond` holds, re-checking whenever the service reports something.
+    fn converge(&self, events: &Receiver<WatchEvent>, what: &str, cond: impl Fn(&Fixture) -> bool) {
+        let start = Instant::now();
+        loop {
+            if cond(self) {
+                let q = self.engine.queue(&dev_context(), 0).unwrap().counts;
+                // Converged *and* settled: nothing left that could undo it.
+                if q.queued == 0 && q.running == 0 {
+                    return;
+                }
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "did not converge within {DEADLINE:?}: {what}"
+            );
+            let _ = events.recv_timeout(Duration::from_millis(250));
+        }
+    }
+}
+
+fn open(data: &Path) -> Arc<Engine> {
+    Arc::new(
+        Engine::open_with(
+            EngineConfig::new(data),
+            Arc::new(RealFs),
+            ModelSet::none(),
+        )
+        .unwrap(),
+    )
+}
+
+fn options() -> WatchOptions {
+    WatchOptions {
+        debounce: Duration::from_millis(100),
+        settle: Duration::from_millis(200),
+        poll: Duration::from_millis(200),
+        ..WatchOptions::default()
+    }
+}
+
+#[test]
+fn create_edit_rename_move_delete_converge() {
+    let f = Fixture::new();
+    f.write("handbook.md", "# Handbook\n\nEmployees get fifteen days of annual leave.");
+    f.engine
+        .watch_folder(&dev_context(), &f.root(), SourceRules::default())
+        .unwrap();
+    let (service, events) = f.start();
+    f.converge(&events, "initial scan", |f| f.rel_hits("annual leave") == ["handbook.md"]);
+
+    // Create, in English and Chinese.
+    f.write("notes/年假.txt", "新员工试用期为三个月。");
+    f.converge(&events, "create", |f| f.rel_hits("试用期") == ["notes/年假.txt"]);
+
+    // Edit: the new text is found, the old is not.
+    f.write("handbook.md", "# Handbook\n\nEmployees get twenty days of vacation.");
+    f.converge(&events, "edit", |f| {
+        f.rel_hits("twenty vacation") == ["handbook.md"] && f.hits("fifteen").is_empty()
+    });
+    let id = f.doc_id("handbook.md").unwrap();
+
+    // Rename: same document (id, history), new path.
+    std::fs::rename(f.path("handbook.md"), f.path("employee-handbook.md")).unwrap();
+    f.converge(&events, "rename", |f| {
+        f.rel_hits("vacation") == ["employee-handbook.md"]
+    });
+    assert_eq!(f.doc_id("employee-handbook.md"), Some(id), "a rename keeps the document");
+
+    // Move into another folder: still the same document.
+    std::fs::create_dir_all(f.path("hr")).unwrap();
+    std::fs::rename(f.path("employee-handbook.md"), f.path("hr/employee-handbook.md")).unwrap();
+    f.converge(&events, "move", |f| f.rel_hits("vacation") == ["hr/employee-handbook.md"]);
+    assert_eq!(f.doc_id("hr/employee-handbook.md"), Some(id), "a move keeps the document");
+
+    // Editor temp and lock files are never documents.
+    f.write("hr/~$employee-handbook.docx", "lock");
+    f.write("hr/.draft.md", "vacation draft");
+    // Delete a file.
+    std::fs::remove_file(f.path("notes/年假.txt")).unwrap();
+    f.converge(&events, "delete", |f| f.hits("试用期").is_empty());
+    assert_eq!(f.rel_hits("vacation"), ["hr/employee-handbook.md"]);
+
+    // A folder moved in from outside the watched folder, then deleted as a whole.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(outside.path().join("projects/alpha")).unwrap();
+    std::fs::write(outside.path().join("projects/alpha/plan.md"), "Alpha launch in May.").unwrap();
+    std::fs::write(outside.path().join("projects/beta.txt"), "Beta launch in June.").unwrap();
+    std::fs::rename(outside.path().join("projects"), f.path("projects")).unwrap();
+    f.converge(&events, "folder moved in", |f| {
+        f.rel_hits("launch") == ["projects/alpha/plan.md", "projects/beta.txt"]
+    });
+    std::fs::remove_dir_all(f.path("projects")).unwrap();
+    f.converge(&events, "folder deleted", |f| f.hits("launch").is_empty());
+
+    // A .knowhubignore takes effect without a restart.
+    f.write("hr/salaries.md", "Confidential salary bands.");
+    f.converge(&events, "before ignore", |f| f.rel_hits("salary") == ["hr/salaries.md"]);
+    f.write(".knowhubignore", "salaries.md\n");
+    f.converge(&events, "ignore file", |f| f.hits("salary").is_empty());
+
+    service.stop();
+    let report = f.engine.check(&dev_context(), true).unwrap();
+    assert!(report.is_consistent(), "{:#?}", report.problems);
+}
+
+#[test]
+fn a_file_written_slowly_is_stored_once_complete() {
+    let f = Fixture::new();
+    f.engine
+        .watch_folder(&dev_context(), &f.root(), SourceRules::default())
+        .unwrap();
+    let (service, events) = f.start();
+    // Written in pieces with pauses shorter than the settle time.
+    let path = f.path("minutes.txt");
+    let mut text = String::new();
+    for i in 0..5 {
+        text.push_str(&format!("Item {i}: agreed. "));
+        std::fs::write(&path, &text).unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+    }
+    text.push_str("Final item: adjourned.");
+    std::fs::write(&path, &text).unwrap();
+    f.converge(&events, "complete file", |f| f.rel_hits("adjourned") == ["minutes.txt"]);
+    let doc = f.doc(&path).unwrap();
+    assert_eq!(doc.size, text.len() as u64, "stored the finished file");
+    service.stop();
+}
+
+#[test]
+fn changes_made_while_stopped_are_found_at_the_next_start() {
+    let f = Fixture::new();
+    f.write("a.md", "Apples are red.");
+    f.write("b.md", "Bananas are yellow.");
+    f.engine
+        .watch_folder(&dev_context(), &f.root(), SourceRules::default())
+        .unwrap();
+    let (service, events) = f.start();
+    f.converge(&events, "first start", |f| f.rel_hits("apples bananas").len() == 2);
+    service.stop();
+
+    // The app is closed: edit, delete, add, rename.
+    f.write("a.md", "Apricots are orange.");
+    std::fs::remove_file(f.path("b.md")).unwrap();
+    f.write("c.md", "Cherries are dark red.");
+    let data = f._data.path().to_path_buf();
+    drop(f.engine);
+    let engine = open(&data);
+    let f = Fixture { engine, ..f };
+
+    let (service, events) = f.start();
+    f.converge(&events, "reconcile at start", |f| {
+        f.rel_hits("apricots") == ["a.md"]
+            && f.hits("apples").is_empty()
+            && f.hits("bananas").is_empty()
+            && f.rel_hits("cherries") == ["c.md"]
+    });
+    service.stop();
+    let report = f.engine.check(&dev_context(), true).unwrap();
+    assert!(report.is_consistent(), "{:#?}", report.problems);
+}
+
+#[test]
+fn uploads_are_copied_watched_and_processed_first() {
+    let f = Fixture::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let original = elsewhere.path().join("dropped.md");
+    std::fs::write(&original, "Dropped documents are searchable first.").unwrap();
+    let copies = f.engine.upload(&dev_context(), &[original.clone()]).unwrap();
+    assert_eq!(copies.len(), 1);
+    let (service, events) = f.start();
+    f.converge(&events, "upload", |f| f.hits("dropped searchable").len() == 1);
+    // The knowledge base keeps the copy whatever happens to the original.
+    std::fs::remove_file(&original).unwrap();
+    let again = f.engine.upload(&dev_context(), &copies).unwrap();
+    assert_ne!(again[0], copies[0], "a second drop of the same name gets a new name");
+    service.stop();
+}
