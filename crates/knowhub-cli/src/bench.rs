@@ -42,6 +42,9 @@ pub(crate) enum BenchCommand {
     /// hybrid query latency on generated corpora, and (with --dense-1m) exact dense search
     /// over 1M vectors.
     Retrieval(RetrievalArgs),
+    /// Watched-folder scale: generate small mixed files, then time to fully indexed, peak
+    /// memory, one edit → searchable with the watcher running, and a restart's reconcile.
+    Watch(crate::bench_watch::WatchBenchArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -86,6 +89,7 @@ pub(crate) fn run(cmd: BenchCommand) -> Result<ExitCode> {
             rounds,
         } => search(&folder, &queries, rounds),
         BenchCommand::Retrieval(args) => retrieval(&args),
+        BenchCommand::Watch(args) => crate::bench_watch::run(&args),
     }
 }
 

@@ -8,10 +8,12 @@
 
 mod access;
 mod bench;
+mod bench_watch;
 mod eval;
 mod eval_retrieval;
 mod models;
 mod render;
+mod watch;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -124,6 +126,32 @@ enum Command {
         /// Re-parse files even when their content is unchanged.
         #[arg(long)]
         force: bool,
+    },
+    /// Watch folders: every new, changed, renamed or deleted file is reflected in search within
+    /// seconds. Runs in the foreground until Ctrl-C; folders are remembered.
+    Watch(watch::WatchArgs),
+    /// Stop watching a folder (its documents stay; `knowhub remove` removes them).
+    Unwatch { folder: PathBuf },
+    /// Run the watcher and the ingestion queue in the background for every watched folder,
+    /// logging one line per event (JSON lines with --json).
+    Daemon,
+    /// The ingestion queue: counts, recent and failed jobs; pause, resume, cancel, retry.
+    Jobs {
+        #[command(subcommand)]
+        command: Option<watch::JobsCommand>,
+    },
+    /// Copy files or folders into your uploads area (kept even if the originals go) and
+    /// ingest them first.
+    Upload {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Verify that the store, the full-text index, the vectors and the folders agree exactly
+    /// (exit code 2 when they do not).
+    Check {
+        /// Also compare each document's content hash with its file.
+        #[arg(long)]
+        deep: bool,
     },
     /// Find the best passages for a query (Chinese, English or mixed).
     Search {
@@ -286,6 +314,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Ingest { paths, force } => {
             let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            if s.engine.is_read_only() {
+                // The app or `knowhub daemon` holds the index: hand the work to its queue.
+                let n = s.engine.enqueue(&s.ctx, &paths)?;
+                println!(
+                    "queued {n} path(s): another KnowHub process (the app or the daemon) is                      writing this knowledge base and processes them; see `knowhub jobs`"
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
             let report = ingest_with_progress(
                 &s.engine,
                 &s.ctx,
@@ -301,6 +337,39 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 render::ingest_report(&report);
             }
+        }
+        Command::Watch(args) => {
+            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            return watch::watch(&s.engine, &s.ctx, args, json, show_progress);
+        }
+        Command::Daemon => {
+            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            let args = watch::WatchArgs {
+                folders: Vec::new(),
+                include: Vec::new(),
+                exclude: Vec::new(),
+                max_size: None,
+                list: false,
+                once: false,
+            };
+            return watch::watch(&s.engine, &s.ctx, args, json, false);
+        }
+        Command::Unwatch { folder } => {
+            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            s.engine.unwatch_folder(&s.ctx, &folder)?;
+            println!("no longer watching {}", folder.display());
+        }
+        Command::Jobs { command } => {
+            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            return watch::jobs(&s.engine, &s.ctx, command, json);
+        }
+        Command::Upload { paths } => {
+            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            return watch::upload(&s.engine, &s.ctx, &paths, json, show_progress);
+        }
+        Command::Check { deep } => {
+            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            return watch::check(&s.engine, &s.ctx, deep, json);
         }
         Command::Search {
             query,

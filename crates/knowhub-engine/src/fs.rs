@@ -102,6 +102,8 @@ impl Fs for RealFs {
 #[derive(Debug, Default, Clone)]
 pub struct FakeFs {
     files: Arc<Mutex<FakeFiles>>,
+    /// Paths whose reads fail with "permission denied" (a locked or unreadable file).
+    unreadable: Arc<Mutex<std::collections::BTreeSet<PathBuf>>>,
 }
 
 /// Path → (content, mtime).
@@ -124,6 +126,25 @@ impl FakeFs {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(path);
+    }
+
+    /// Moves a file, keeping its content and mtime (what `rename` does).
+    pub fn rename(&self, from: &Path, to: impl Into<PathBuf>) {
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(entry) = files.remove(from) {
+            files.insert(to.into(), entry);
+        }
+    }
+
+    /// Makes reads of `path` fail with "permission denied" (or succeed again).
+    pub fn set_unreadable(&self, path: impl Into<PathBuf>, unreadable: bool) {
+        let mut set = self.unreadable.lock().unwrap_or_else(|p| p.into_inner());
+        let path = path.into();
+        if unreadable {
+            set.insert(path);
+        } else {
+            set.remove(&path);
+        }
     }
 }
 
@@ -151,6 +172,17 @@ impl Fs for FakeFs {
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        if self
+            .unreadable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(path)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{}: permission denied", path.display()),
+            ));
+        }
         let files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         files.get(path).map(|(b, _)| b.clone()).ok_or_else(|| {
             io::Error::new(

@@ -585,6 +585,8 @@ pub struct RepairReport {
 #[cfg(test)]
 mod permissions_tests;
 #[cfg(test)]
+mod queue_tests;
+#[cfg(test)]
 mod semantic_tests;
 #[cfg(test)]
 mod tests;

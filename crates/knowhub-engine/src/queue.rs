@@ -368,6 +368,13 @@ impl Engine {
         Ok(n)
     }
 
+    /// Fails unless `ctx` may run the folder watcher and process the queue (an administrator:
+    /// the queue holds everyone's jobs, each processed as its owner).
+    pub fn check_watch_permission(&self, ctx: &RequestContext) -> Result<()> {
+        let access = self.authorize(ctx)?;
+        self.require_admin(&access, "run the folder watcher")
+    }
+
     /// Puts jobs a crash left running back in the queue (call once at start-up).
     pub fn recover_queue(&self) -> Result<usize> {
         Ok(self.store().requeue_running()?)
@@ -429,7 +436,10 @@ impl Engine {
             };
             match outcomes {
                 Ok(outcomes) => {
-                    report.files += outcomes.len();
+                    report.files += outcomes
+                        .iter()
+                        .filter(|(_, o)| !matches!(o, FileOutcome::Busy { .. }))
+                        .count();
                     for job in &jobs {
                         self.settle_job(job, &outcomes, options, &mut report)?;
                     }

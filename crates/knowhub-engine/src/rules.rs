@@ -96,13 +96,8 @@ impl RuleMatcher {
         {
             return false;
         }
-        // Folders are never "not included": include globs name files.
-        match self.overrides.matched(path, is_dir) {
-            Match::Ignore(_) => return false,
-            Match::None if !is_dir && !self.overrides.is_empty() && self.has_includes() => {
-                return false;
-            }
-            _ => {}
+        if !self.globs_admit(rel, is_dir) {
+            return false;
         }
         !ignored_by_files(fs, &self.root, rel, is_dir)
     }
@@ -120,9 +115,24 @@ impl RuleMatcher {
 
     /// The walk already applied the skip list and `.knowhubignore`: only the globs remain.
     fn admits_walked(&self, path: &Path) -> bool {
-        match self.overrides.matched(path, false) {
+        path.strip_prefix(&self.root)
+            .is_ok_and(|rel| self.globs_admit(rel, false))
+    }
+
+    /// Include/exclude globs: no folder on the way may be excluded; a file must be included
+    /// when include globs exist (folders are never "not included": include globs name files).
+    fn globs_admit(&self, rel: &Path, is_dir: bool) -> bool {
+        let mut dir = self.root.clone();
+        let parents: Vec<_> = rel.parent().into_iter().flat_map(|p| p.components()).collect();
+        for c in parents {
+            dir.push(c);
+            if self.overrides.matched(&dir, true).is_ignore() {
+                return false;
+            }
+        }
+        match self.overrides.matched(self.root.join(rel), is_dir) {
             Match::Ignore(_) => false,
-            Match::None => !self.has_includes(),
+            Match::None => is_dir || !self.has_includes(),
             Match::Whitelist(_) => true,
         }
     }

@@ -137,8 +137,7 @@ impl WatchService {
         ctx: &RequestContext,
         options: WatchOptions,
     ) -> Result<WatchService> {
-        let access = engine.authorize(ctx)?;
-        engine.require_admin(&access, "run the folder watcher")?;
+        engine.check_watch_permission(ctx)?;
         if engine.is_read_only() {
             return Err(EngineError::Busy);
         }
