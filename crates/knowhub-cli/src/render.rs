@@ -173,11 +173,23 @@ pub(crate) fn status(s: &Status) {
     }
     for src in &s.sources {
         println!(
-            "source #{} {} ({}): {} document(s)",
+            "source #{} {} ({}{}): {} document(s)",
             src.id,
             src.root_path.as_deref().unwrap_or("individual files"),
             src.kind,
+            if src.watched { ", watched" } else { "" },
             src.documents
+        );
+    }
+    if let Some(q) = &s.queue
+        && (q.queued + q.running + q.failed > 0 || q.paused)
+    {
+        println!(
+            "ingestion queue: {} queued, {} running, {} failed{} (knowhub jobs)",
+            q.queued,
+            q.running,
+            q.failed,
+            if q.paused { ", PAUSED" } else { "" }
         );
     }
     if !s.failures.is_empty() {

@@ -579,7 +579,19 @@ impl Engine {
                     (p, is_dir)
                 }
                 Err(e) if options.sync && e.kind() == std::io::ErrorKind::NotFound => {
-                    (self.stored_path(input), true)
+                    let path = self.stored_path(input);
+                    // A watched folder that is missing as a whole is more likely an unmounted
+                    // drive or a disconnected share than a deletion: keep its documents.
+                    if let Some((_, root)) = self.source_containing(&path)?
+                        && self.fs.metadata(&root).is_err()
+                    {
+                        tracing::warn!(
+                            "{} is unavailable: its documents are kept until it is back or removed",
+                            root.display()
+                        );
+                        continue;
+                    }
+                    (path, true)
                 }
                 Err(_) => continue,
             };

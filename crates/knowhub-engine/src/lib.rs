@@ -215,6 +215,8 @@ pub struct Status {
     pub model_notes: Vec<String>,
     pub sources: Vec<SourceRecord>,
     pub failures: Vec<DocumentRecord>,
+    /// The ingestion queue (administrators; users see their jobs with `queue`).
+    pub queue: Option<knowhub_store::QueueCounts>,
 }
 
 impl Engine {
@@ -456,6 +458,7 @@ impl Engine {
                 model_notes: self.model_notes.clone(),
                 sources: store.sources()?,
                 failures: store.failures(50)?,
+                queue: Some(store.queue_counts()?),
             }
         } else {
             self.status_of_readable(&access)?
@@ -538,6 +541,7 @@ impl Engine {
             model_notes: self.model_notes.clone(),
             sources,
             failures,
+            queue: None,
         })
     }
 

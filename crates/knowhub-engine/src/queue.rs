@@ -215,6 +215,10 @@ impl Engine {
         let Some((src, root_path)) = self.source_containing(Path::new(root))? else {
             return Ok(0);
         };
+        if self.fs.metadata(&root_path).is_err() {
+            // Unmounted or disconnected: nothing to compare with (documents are kept).
+            return Ok(0);
+        }
         let owner = src.owner.clone().unwrap_or_else(|| "default".into());
         let matcher = SourceRules::from_json(&src.rules).compile(&root_path)?;
         let stored: HashMap<String, (u64, Option<i64>, bool)> = self

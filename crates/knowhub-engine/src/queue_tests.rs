@@ -247,3 +247,43 @@ fn pause_stops_processing_and_background_jobs_respect_owners() {
     assert_eq!(job.state, JobState::Failed);
     assert!(job.error.as_deref().unwrap().contains("removed"), "{job:?}");
 }
+
+#[test]
+fn a_watched_folder_that_disappears_as_a_whole_keeps_its_documents() {
+    let fs = FakeFs::new();
+    fs.write("/mnt/usb/a.md", "alpha");
+    fs.write("/mnt/usb/sub/b.md", "bravo");
+    let (_d, engine) = engine(&fs);
+    engine
+        .watch_folder(&dev_context(), Path::new("/mnt/usb"), SourceRules::default())
+        .unwrap();
+    drain(&engine);
+    assert_eq!(paths(&engine).len(), 2);
+    // The drive is unplugged: every file is gone, and so is the folder itself.
+    fs.remove(Path::new("/mnt/usb/a.md"));
+    fs.remove(Path::new("/mnt/usb/sub/b.md"));
+    assert_eq!(engine.reconcile_all().unwrap(), 0, "nothing to compare with");
+    // Watcher events for the files and the folder do not remove anything either.
+    engine
+        .store()
+        .enqueue(&[
+            knowhub_store::NewJob {
+                path: "/mnt/usb/a.md",
+                owner: "default",
+                priority: priority::EVENT,
+            },
+            knowhub_store::NewJob {
+                path: "/mnt/usb",
+                owner: "default",
+                priority: priority::EVENT,
+            },
+        ])
+        .unwrap();
+    drain(&engine);
+    assert_eq!(paths(&engine), ["/mnt/usb/a.md", "/mnt/usb/sub/b.md"]);
+    // Back again with one file deleted meanwhile: the reconcile removes just that one.
+    fs.write("/mnt/usb/a.md", "alpha");
+    engine.reconcile_all().unwrap();
+    drain(&engine);
+    assert_eq!(paths(&engine), ["/mnt/usb/a.md"]);
+}

@@ -95,8 +95,9 @@ impl Fixture {
         loop {
             if cond(self) {
                 let q = self.engine.queue(&dev_context(), 0).unwrap().counts;
-                // Converged *and* settled: nothing left that could undo it.
-                if q.queued == 0 && q.running == 0 {
+                // Converged *and* settled: nothing due that could undo it (a retry waiting
+                // for its backoff time is not due).
+                if q.queued == q.waiting && q.running == 0 {
                     return;
                 }
             }
@@ -163,6 +164,16 @@ fn create_edit_rename_move_delete_converge() {
     f.converge(&events, "move", |f| f.rel_hits("vacation") == ["hr/employee-handbook.md"]);
     assert_eq!(f.doc_id("hr/employee-handbook.md"), Some(id), "a move keeps the document");
 
+    // A symlink loop and an unreadable file do not stop anything.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(f.root(), f.path("hr/loop")).unwrap();
+        f.write("hr/secret.md", "unreadable vacation");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(f.path("hr/secret.md"), std::fs::Permissions::from_mode(0o000))
+            .unwrap();
+    }
+
     // Editor temp and lock files are never documents.
     f.write("hr/~$employee-handbook.docx", "lock");
     f.write("hr/.draft.md", "vacation draft");
@@ -170,6 +181,21 @@ fn create_edit_rename_move_delete_converge() {
     std::fs::remove_file(f.path("notes/年假.txt")).unwrap();
     f.converge(&events, "delete", |f| f.hits("试用期").is_empty());
     assert_eq!(f.rel_hits("vacation"), ["hr/employee-handbook.md"]);
+    #[cfg(unix)]
+    {
+        // Root reads any file: the permission test only means something for other users.
+        let root = std::fs::read(f.path("hr/secret.md")).is_ok();
+        if !root {
+            let jobs = f.engine.queue(&dev_context(), 100).unwrap().jobs;
+            assert!(
+                jobs.iter().any(|j| j.path.ends_with("secret.md")
+                    && j.error.as_deref().is_some_and(|e| e.contains("permission denied"))),
+                "the unreadable file is retried with its reason: {jobs:#?}"
+            );
+        }
+        std::fs::remove_file(f.path("hr/secret.md")).unwrap();
+        std::fs::remove_file(f.path("hr/loop")).unwrap();
+    }
 
     // A folder moved in from outside the watched folder, then deleted as a whole.
     let outside = tempfile::tempdir().unwrap();
