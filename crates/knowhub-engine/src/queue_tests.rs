@@ -287,3 +287,41 @@ fn a_watched_folder_that_disappears_as_a_whole_keeps_its_documents() {
     drain(&engine);
     assert_eq!(paths(&engine), ["/mnt/usb/a.md"]);
 }
+
+#[test]
+fn check_finds_each_kind_of_inconsistency() {
+    let fs = FakeFs::new();
+    fs.write("/w/a.md", "# A\n\nalpha text");
+    fs.write("/w/b.md", "# B\n\nbravo text");
+    let (_d, engine) = engine(&fs);
+    engine
+        .watch_folder(&dev_context(), Path::new("/w"), SourceRules::default())
+        .unwrap();
+    drain(&engine);
+    assert!(engine.check(&dev_context(), true).unwrap().is_consistent());
+    let a = id_of(&engine, "/w/a.md").unwrap();
+
+    // The index loses a document's chunks behind the store's back.
+    engine.index.delete_document(a.0 as u64).unwrap();
+    engine.index.commit().unwrap();
+    // A file appears that was never ingested, and one is edited.
+    fs.write("/w/c.md", "charlie");
+    fs.write("/w/b.md", "# B\n\nbravo changed");
+    let report = engine.check(&dev_context(), true).unwrap();
+    let text = report.problems.join("\n");
+    assert!(text.contains("full-text index: document"), "{text}");
+    assert!(text.contains("1 file(s) not stored: /w/c.md"), "{text}");
+    assert!(text.contains("older than their file: /w/b.md"), "{text}");
+    // Users may not run it.
+    let bob = UserId::new("bob").unwrap();
+    engine.add_user(&dev_context(), &bob, "Bob", Role::User).unwrap();
+    let bob_ctx = RequestContext {
+        user: bob,
+        role: Role::User,
+        ..dev_context()
+    };
+    assert!(matches!(
+        engine.check(&bob_ctx, false),
+        Err(EngineError::Forbidden(_))
+    ));
+}
