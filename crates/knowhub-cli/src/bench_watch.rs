@@ -39,13 +39,32 @@ const BINARIES: &[&str] = &[
 ];
 
 const WORDS: &[&str] = &[
-    "budget", "roadmap", "incident", "contract", "invoice", "launch", "policy", "review",
-    "customer", "release", "预算", "路线图", "事故", "合同", "发票", "发布", "制度", "评审",
+    "budget",
+    "roadmap",
+    "incident",
+    "contract",
+    "invoice",
+    "launch",
+    "policy",
+    "review",
+    "customer",
+    "release",
+    "预算",
+    "路线图",
+    "事故",
+    "合同",
+    "发票",
+    "发布",
+    "制度",
+    "评审",
 ];
 
 pub(crate) fn run(args: &WatchBenchArgs) -> Result<ExitCode> {
     let temp = tempfile::tempdir()?;
-    let base = args.keep.clone().unwrap_or_else(|| temp.path().to_path_buf());
+    let base = args
+        .keep
+        .clone()
+        .unwrap_or_else(|| temp.path().to_path_buf());
     let corpus = base.join("corpus");
     let data = base.join("data");
     let t = Instant::now();
@@ -97,7 +116,10 @@ pub(crate) fn run(args: &WatchBenchArgs) -> Result<ExitCode> {
         let file = corpus.join(format!("d{}", i % 10)).join(format!("f{i}.md"));
         let token = format!("editmarker{i}x{}", std::process::id());
         let t = Instant::now();
-        std::fs::write(&file, format!("# Edited\n\nThis file now mentions {token}."))?;
+        std::fs::write(
+            &file,
+            format!("# Edited\n\nThis file now mentions {token}."),
+        )?;
         loop {
             let hits = engine.search(&ctx, &token, &SearchOptions::default())?;
             if !hits.is_empty() {
@@ -171,7 +193,10 @@ pub(crate) fn run(args: &WatchBenchArgs) -> Result<ExitCode> {
         }
     }
 
-    println!("\n| watched folder, {} small mixed files | result |", args.files);
+    println!(
+        "\n| watched folder, {} small mixed files | result |",
+        args.files
+    );
     println!("|---|---|");
     for (k, v) in &rows {
         println!("| {k} | {v} |");
@@ -224,7 +249,9 @@ fn generate(root: &Path, n: usize) -> Result<(u64, usize)> {
     let mut bytes = 0u64;
     let mut binary_count = 0;
     for i in 0..n {
-        let dir = root.join(format!("d{}", i % 10)).join(format!("s{}", (i / 10) % 10));
+        let dir = root
+            .join(format!("d{}", i % 10))
+            .join(format!("s{}", (i / 10) % 10));
         std::fs::create_dir_all(&dir)?;
         let mut words = String::new();
         for _ in 0..(40 + next() % 120) {
@@ -242,11 +269,18 @@ fn generate(root: &Path, n: usize) -> Result<(u64, usize)> {
                 format!("<html><body><main><h1>Page {i}</h1><p>{words}</p></main></body></html>")
                     .into_bytes(),
             ),
-            k if k % 4 == 1 => (format!("f{i}.txt"), format!("Note {i}. {words}").into_bytes()),
+            k if k % 4 == 1 => (
+                format!("f{i}.txt"),
+                format!("Note {i}. {words}").into_bytes(),
+            ),
             k if k % 4 == 2 => (
                 format!("f{i}.csv"),
-                format!("id,topic,notes\n{i},{},{}\n", WORDS[i % WORDS.len()], words.trim())
-                    .into_bytes(),
+                format!(
+                    "id,topic,notes\n{i},{},{}\n",
+                    WORDS[i % WORDS.len()],
+                    words.trim()
+                )
+                .into_bytes(),
             ),
             _ => (
                 format!("f{i}.md"),

@@ -134,8 +134,10 @@ fn catch_up(
     let bar = bar(progress);
     bar.set_length(engine.queue(ctx, 0)?.counts.queued);
     let started = std::time::Instant::now();
-    let report = engine.drain_queue(&ProcessOptions::default(), Some(Duration::from_secs(600)), &mut |e| {
-        match e {
+    let report = engine.drain_queue(
+        &ProcessOptions::default(),
+        Some(Duration::from_secs(600)),
+        &mut |e| match e {
             IngestEvent::File { path, outcome, .. } => {
                 bar.inc(1);
                 bar.set_message(short(path));
@@ -147,8 +149,8 @@ fn catch_up(
                 bar.set_message(format!("embedding {done}/{total}"));
             }
             _ => {}
-        }
-    })?;
+        },
+    )?;
     bar.finish_and_clear();
     let counts = engine.queue(ctx, 0)?.counts;
     if json {
@@ -200,23 +202,34 @@ fn run_service(
         }
         match &event {
             WatchEvent::Watching { folders } => {
-                bar.suspend(|| eprintln!("watching {} folder(s): {}", folders.len(), folders.join(", ")));
+                bar.suspend(|| {
+                    eprintln!(
+                        "watching {} folder(s): {}",
+                        folders.len(),
+                        folders.join(", ")
+                    )
+                });
             }
             WatchEvent::WatchFailed { folder, reason } => {
-                bar.suspend(|| eprintln!("cannot watch {folder}: {reason} (scanned periodically instead)"));
+                bar.suspend(|| {
+                    eprintln!("cannot watch {folder}: {reason} (scanned periodically instead)")
+                });
             }
             WatchEvent::Reconciled { queued, elapsed_ms } if *queued > 0 => {
                 bar.suspend(|| eprintln!("found {queued} changed path(s) in {elapsed_ms} ms"));
             }
-            WatchEvent::File { path, outcome } => {
-                if !matches!(outcome, FileOutcome::Unchanged | FileOutcome::Busy { .. }) {
-                    bar.suspend(|| println!("{:<9} {path}{}", outcome.label(), detail(outcome)));
-                }
+            WatchEvent::File { path, outcome }
+                if !matches!(outcome, FileOutcome::Unchanged | FileOutcome::Busy { .. }) =>
+            {
+                bar.suspend(|| println!("{:<9} {path}{}", outcome.label(), detail(outcome)));
             }
             WatchEvent::Progress(p) => {
                 bar.set_length(p.done + p.queued + p.running);
                 bar.set_position(p.done);
-                let eta = p.eta_secs.map(|s| format!(", eta {s} s")).unwrap_or_default();
+                let eta = p
+                    .eta_secs
+                    .map(|s| format!(", eta {s} s"))
+                    .unwrap_or_default();
                 let state = if p.paused { "paused" } else { "" };
                 bar.set_message(format!(
                     "{} queued, {} failed{eta} {state} {}",
@@ -265,7 +278,11 @@ pub(crate) fn jobs(
                 c.done,
                 c.failed,
                 c.cancelled,
-                if c.paused { " — PAUSED (knowhub jobs resume)" } else { "" }
+                if c.paused {
+                    " — PAUSED (knowhub jobs resume)"
+                } else {
+                    ""
+                }
             );
             for j in &view.jobs {
                 let what = j.error.as_deref().or(j.outcome.as_deref()).unwrap_or("");
@@ -318,7 +335,10 @@ pub(crate) fn upload(
         }
     }
     if engine.is_read_only() {
-        println!("queued {} upload(s): the running KnowHub processes them", copies.len());
+        println!(
+            "queued {} upload(s): the running KnowHub processes them",
+            copies.len()
+        );
         return Ok(ExitCode::SUCCESS);
     }
     catch_up(engine, ctx, json, progress)

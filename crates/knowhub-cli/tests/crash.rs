@@ -9,7 +9,7 @@
 //! Set `KNOWHUB_CRASH_SEED` to replay a run; `KNOWHUB_CRASH_FILES` / `KNOWHUB_CRASH_ROUNDS` to
 //! scale it.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -51,8 +51,22 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "budget", "roadmap", "incident", "contract", "invoice", "launch", "policy", "review",
-    "预算", "路线图", "事故", "合同", "发票", "发布", "制度", "评审",
+    "budget",
+    "roadmap",
+    "incident",
+    "contract",
+    "invoice",
+    "launch",
+    "policy",
+    "review",
+    "预算",
+    "路线图",
+    "事故",
+    "合同",
+    "发票",
+    "发布",
+    "制度",
+    "评审",
 ];
 
 fn content(rng: &mut Rng, id: u64, ext: &str) -> String {
@@ -95,7 +109,11 @@ impl Folder {
         let n = (self.files.len() as u64 * percent / 100).max(1);
         for _ in 0..n {
             let i = rng.below(self.files.len() as u64) as usize;
-            let ext = self.files[i].extension().unwrap().to_string_lossy().into_owned();
+            let ext = self.files[i]
+                .extension()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             let id = self.next_id;
             self.next_id += 1;
             std::fs::write(&self.files[i], content(rng, id, &ext)).unwrap();
@@ -204,7 +222,11 @@ fn crash_rounds(files: u64, rounds: u64, embedder: &str) {
     }
     let root = folder.root.display().to_string();
     let out = run(data, &["watch", &root, "--list"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let started = Instant::now();
     let mut killed_mid_work = 0;

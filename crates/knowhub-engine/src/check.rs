@@ -130,7 +130,12 @@ impl Engine {
                 .filter(|p| !on_disk.contains(*p))
                 .collect();
             list(&mut problems, "file(s) not stored", root, &missing);
-            list(&mut problems, "stored document(s) without their file", root, &extra);
+            list(
+                &mut problems,
+                "stored document(s) without their file",
+                root,
+                &extra,
+            );
             if deep {
                 let mut stale = Vec::new();
                 for d in &stored {
@@ -143,7 +148,12 @@ impl Engine {
                         stale.push(d.path.clone());
                     }
                 }
-                list(&mut problems, "document(s) older than their file", root, &stale);
+                list(
+                    &mut problems,
+                    "document(s) older than their file",
+                    root,
+                    &stale,
+                );
             }
         }
         report.problems = problems;
@@ -186,6 +196,10 @@ fn list<T: AsRef<str>>(problems: &mut Vec<String>, what: &str, root: &str, items
         "{root}: {} {what}: {}{}",
         items.len(),
         shown.join(", "),
-        if items.len() > shown.len() { ", …" } else { "" }
+        if items.len() > shown.len() {
+            ", …"
+        } else {
+            ""
+        }
     ));
 }

@@ -501,7 +501,9 @@ impl Engine {
                     let folder = match folders.get(&parent) {
                         Some(f) => *f,
                         None => {
-                            let f = self.store().ensure_folder(source, &rel_folder(&root, &parent))?;
+                            let f = self
+                                .store()
+                                .ensure_folder(source, &rel_folder(&root, &parent))?;
                             folders.insert(parent, f);
                             f
                         }
@@ -598,7 +600,9 @@ impl Engine {
             if !is_dir && !options.sync {
                 continue;
             }
-            let docs = self.store().documents(Some(&prefix.display().to_string()))?;
+            let docs = self
+                .store()
+                .documents(Some(&prefix.display().to_string()))?;
             for doc in docs {
                 // Planned files stay (moves were already matched to their new path).
                 if kept.contains(&doc.path) || !self.may_write(access, doc.owner.as_deref()) {
@@ -1179,7 +1183,10 @@ impl Engine {
             .into_iter()
             .filter(|p| self.fs.metadata(p).is_ok())
             .collect();
-        self.ingest(ctx, &existing, &IngestOptions {
+        self.ingest(
+            ctx,
+            &existing,
+            &IngestOptions {
                 force: true,
                 ..IngestOptions::default()
             },

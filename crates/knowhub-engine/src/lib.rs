@@ -32,11 +32,11 @@ mod hub;
 mod ingest;
 mod permissions;
 mod queue;
-mod watcher;
 mod rules;
 mod sandbox;
 mod search;
 mod semantic;
+mod watcher;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -46,6 +46,7 @@ use knowhub_index::{IndexError, TantivyIndex, TextIndex};
 use knowhub_store::{Store, StoreError, StoreStats};
 use thiserror::Error;
 
+pub use check::CheckReport;
 pub use fs::{FakeFs, FileMeta, Fs, RealFs, skip_name};
 pub use hub::{AccountInfo, Credentials, Hub, Mode, dev_context};
 pub use ingest::{FileOutcome, IngestEvent, IngestOptions, IngestReport, RemoveReport};
@@ -56,18 +57,19 @@ pub use knowhub_index::DocFilter;
 pub use knowhub_store::UserRecord;
 pub use knowhub_store::{AuditRecord, ChunkId, ChunkRecord, DocumentId};
 pub use knowhub_store::{DocumentRecord, SourceRecord};
-pub use queue::{BatchReport, MAX_ATTEMPTS, ProcessOptions, QueueView, WatchedFolder, backoff, priority};
 pub use knowhub_store::{JobRecord, JobState, QueueCounts};
-pub use watcher::{QueueProgress, WatchEvent, WatchOptions, WatchService};
-pub use check::CheckReport;
-pub use rules::{IGNORE_FILE, RuleMatcher, SourceRules};
 pub use permissions::{
     Access, DEFAULT_ACCOUNT, DEFAULT_USER, DocRef, DocumentView, FolderAcl, FolderEntry,
     new_trace_id,
 };
+pub use queue::{
+    BatchReport, MAX_ATTEMPTS, ProcessOptions, QueueView, WatchedFolder, backoff, priority,
+};
+pub use rules::{IGNORE_FILE, RuleMatcher, SourceRules};
 pub use sandbox::{ParserBackend, SandboxError, SandboxLimits, run_worker};
 pub use search::{Fusion, Retrieval, RetrievalMode, RetrievalTrace, SearchHit, SearchOptions};
 pub use semantic::{DEFAULT_EMBEDDER, EmbedProgress, EmbedderSpec, ModelConfig, ModelSet};
+pub use watcher::{QueueProgress, WatchEvent, WatchOptions, WatchService};
 
 /// Errors from engine calls. Per-file ingestion problems are not errors: they are recorded
 /// with the document and reported in [`IngestReport`].

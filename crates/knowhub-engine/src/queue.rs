@@ -181,9 +181,8 @@ impl Engine {
             .into_iter()
             .filter(|s| s.watched)
             .filter(|s| {
-                access.is_none_or(|a| {
-                    a.is_admin() || s.owner.as_deref() == Some(a.ctx.user.as_str())
-                })
+                access
+                    .is_none_or(|a| a.is_admin() || s.owner.as_deref() == Some(a.ctx.user.as_str()))
             })
             .filter_map(|s| {
                 Some(WatchedFolder {
@@ -303,10 +302,13 @@ impl Engine {
             path: dir.display().to_string(),
             source,
         })?;
-        let dir = self.fs.canonicalize(&dir).map_err(|source| EngineError::Io {
-            path: dir.display().to_string(),
-            source,
-        })?;
+        let dir = self
+            .fs
+            .canonicalize(&dir)
+            .map_err(|source| EngineError::Io {
+                path: dir.display().to_string(),
+                source,
+            })?;
         let watched = self
             .watched_folders_of(None)?
             .iter()
@@ -349,7 +351,12 @@ impl Engine {
         let access = self.authorize(ctx)?;
         self.require_admin(&access, "pause or resume ingestion")?;
         self.store().set_queue_paused(paused)?;
-        self.audit_write(&access, if paused { "pause" } else { "resume" }, "queue", true)
+        self.audit_write(
+            &access,
+            if paused { "pause" } else { "resume" },
+            "queue",
+            true,
+        )
     }
 
     /// Cancels queued jobs at or under `prefix` (all for `None`); administrators only.
@@ -412,9 +419,13 @@ impl Engine {
             }
         }
         for (owner, jobs) in by_owner {
-            let outcomes = match self.job_context(&owner).and_then(|ctx| self.authorize(&ctx)) {
+            let outcomes = match self
+                .job_context(&owner)
+                .and_then(|ctx| self.authorize(&ctx))
+            {
                 Ok(access) => {
-                    let inputs: Vec<PathBuf> = jobs.iter().map(|j| PathBuf::from(&j.path)).collect();
+                    let inputs: Vec<PathBuf> =
+                        jobs.iter().map(|j| PathBuf::from(&j.path)).collect();
                     let ingest = IngestOptions {
                         force: false,
                         sync: true,
@@ -457,8 +468,12 @@ impl Engine {
                     // The owner is gone or lost the right: nothing to retry.
                     let reason = e.to_string();
                     for job in &jobs {
-                        self.store()
-                            .finish_job(job.id, JobState::Failed, Some("failed"), Some(&reason))?;
+                        self.store().finish_job(
+                            job.id,
+                            JobState::Failed,
+                            Some("failed"),
+                            Some(&reason),
+                        )?;
                         report.failed += 1;
                     }
                 }
@@ -506,8 +521,7 @@ impl Engine {
     /// The context a job runs under: its owner, with their stored role (the reserved
     /// `default` and `root` principals are ROOT).
     fn job_context(&self, owner: &str) -> Result<RequestContext> {
-        let user =
-            UserId::new(owner).map_err(|e| EngineError::InvalidInput(e.to_string()))?;
+        let user = UserId::new(owner).map_err(|e| EngineError::InvalidInput(e.to_string()))?;
         let role = if matches!(owner, "default" | "root") {
             Role::Root
         } else {
@@ -611,10 +625,13 @@ pub fn backoff(attempts: u32) -> Duration {
 
 /// Errors worth retrying: the disk or the database was busy, not the input bad.
 fn is_transient(e: &EngineError) -> bool {
-    matches!(e, EngineError::Busy | EngineError::Io { .. } | EngineError::Store(_))
+    matches!(
+        e,
+        EngineError::Busy | EngineError::Io { .. } | EngineError::Store(_)
+    )
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
@@ -658,7 +675,9 @@ fn copy_recursively(from: &Path, to: &Path) -> Result<()> {
         // Copy to a temporary name, then rename: the watcher never sees half a file.
         let tmp = to.with_file_name(format!(
             ".{}.part",
-            to.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+            to.file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default()
         ));
         std::fs::copy(from, &tmp).map_err(io(from))?;
         std::fs::rename(&tmp, to).map_err(io(to))?;

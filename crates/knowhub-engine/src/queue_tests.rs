@@ -3,22 +3,11 @@
 //! apply, owner-only writes hold for background jobs.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use knowhub_authz::{Role, UserId};
 
 use super::*;
-
-fn engine(fs: &FakeFs) -> (tempfile::TempDir, Engine) {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open_with(
-        EngineConfig::new(dir.path()),
-        Arc::new(fs.clone()),
-        ModelSet::none(),
-    )
-    .unwrap();
-    (dir, engine)
-}
+use crate::tests::engine;
 
 fn options() -> ProcessOptions {
     ProcessOptions {
@@ -30,7 +19,11 @@ fn options() -> ProcessOptions {
 
 fn drain(engine: &Engine) -> BatchReport {
     engine
-        .drain_queue(&options(), Some(std::time::Duration::from_secs(5)), &mut |_| {})
+        .drain_queue(
+            &options(),
+            Some(std::time::Duration::from_secs(5)),
+            &mut |_| {},
+        )
         .unwrap()
 }
 
@@ -97,7 +90,9 @@ fn watch_reconcile_and_sync_follow_the_folder() {
     assert!(paths(&engine).contains(&"/w/sub/deep/d.md".to_string()));
     fs.remove(Path::new("/w/sub/deep/d.md"));
     fs.remove(Path::new("/w/sub/a-renamed.md"));
-    engine.enqueue(&dev_context(), &[PathBuf::from("/w/c.md")]).unwrap();
+    engine
+        .enqueue(&dev_context(), &[PathBuf::from("/w/c.md")])
+        .unwrap();
     engine
         .store()
         .enqueue(&[knowhub_store::NewJob {
@@ -171,11 +166,24 @@ fn transient_errors_retry_with_backoff_and_permanent_ones_fail_once() {
     let locked = all.iter().find(|j| j.path == "/w/locked.md").unwrap();
     assert_eq!(locked.state, JobState::Queued);
     assert_eq!(locked.attempts, 1);
-    assert!(locked.error.as_deref().unwrap().contains("permission denied"));
+    assert!(
+        locked
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("permission denied")
+    );
     let broken = all.iter().find(|j| j.path == "/w/broken.pdf").unwrap();
-    assert_eq!(broken.state, JobState::Failed, "a corrupt file is not retried");
+    assert_eq!(
+        broken.state,
+        JobState::Failed,
+        "a corrupt file is not retried"
+    );
     // Not due yet: nothing runs.
-    assert_eq!(engine.process_queue(&options(), &mut |_| {}).unwrap().jobs, 0);
+    assert_eq!(
+        engine.process_queue(&options(), &mut |_| {}).unwrap().jobs,
+        0
+    );
     assert_eq!(backoff(0).as_secs(), 2);
     assert_eq!(backoff(1).as_secs(), 4);
     assert_eq!(backoff(20).as_secs(), 300);
@@ -209,7 +217,10 @@ fn pause_stops_processing_and_background_jobs_respect_owners() {
     engine
         .watch_folder(&admin, Path::new("/w"), SourceRules::default())
         .unwrap();
-    assert_eq!(engine.process_queue(&options(), &mut |_| {}).unwrap().jobs, 0);
+    assert_eq!(
+        engine.process_queue(&options(), &mut |_| {}).unwrap().jobs,
+        0
+    );
     engine.set_queue_paused(&admin, false).unwrap();
     drain(&engine);
     assert_eq!(paths(&engine), ["/w/a.md"]);
@@ -255,14 +266,22 @@ fn a_watched_folder_that_disappears_as_a_whole_keeps_its_documents() {
     fs.write("/mnt/usb/sub/b.md", "bravo");
     let (_d, engine) = engine(&fs);
     engine
-        .watch_folder(&dev_context(), Path::new("/mnt/usb"), SourceRules::default())
+        .watch_folder(
+            &dev_context(),
+            Path::new("/mnt/usb"),
+            SourceRules::default(),
+        )
         .unwrap();
     drain(&engine);
     assert_eq!(paths(&engine).len(), 2);
     // The drive is unplugged: every file is gone, and so is the folder itself.
     fs.remove(Path::new("/mnt/usb/a.md"));
     fs.remove(Path::new("/mnt/usb/sub/b.md"));
-    assert_eq!(engine.reconcile_all().unwrap(), 0, "nothing to compare with");
+    assert_eq!(
+        engine.reconcile_all().unwrap(),
+        0,
+        "nothing to compare with"
+    );
     // Watcher events for the files and the folder do not remove anything either.
     engine
         .store()
@@ -314,7 +333,9 @@ fn check_finds_each_kind_of_inconsistency() {
     assert!(text.contains("older than their file: /w/b.md"), "{text}");
     // Users may not run it.
     let bob = UserId::new("bob").unwrap();
-    engine.add_user(&dev_context(), &bob, "Bob", Role::User).unwrap();
+    engine
+        .add_user(&dev_context(), &bob, "Bob", Role::User)
+        .unwrap();
     let bob_ctx = RequestContext {
         user: bob,
         role: Role::User,

@@ -123,7 +123,11 @@ impl RuleMatcher {
     /// when include globs exist (folders are never "not included": include globs name files).
     fn globs_admit(&self, rel: &Path, is_dir: bool) -> bool {
         let mut dir = self.root.clone();
-        let parents: Vec<_> = rel.parent().into_iter().flat_map(|p| p.components()).collect();
+        let parents: Vec<_> = rel
+            .parent()
+            .into_iter()
+            .flat_map(|p| p.components())
+            .collect();
         for c in parents {
             dir.push(c);
             if self.overrides.matched(&dir, true).is_ignore() {
@@ -164,10 +168,7 @@ fn ignored_by_files(fs: &dyn Fs, root: &Path, rel: &Path, is_dir: bool) -> bool 
         let Ok(gi): std::result::Result<Gitignore, _> = builder.build() else {
             continue;
         };
-        if gi
-            .matched_path_or_any_parents(&full, is_dir)
-            .is_ignore()
-        {
+        if gi.matched_path_or_any_parents(&full, is_dir).is_ignore() {
             return true;
         }
     }
@@ -244,7 +245,10 @@ mod tests {
             assert_eq!(one_by_one, want, "admits {include:?} {exclude:?}");
             // The fake walk does not read .knowhubignore; compare on what it can know.
             for p in &want {
-                assert!(walked.contains(p), "walk {include:?} {exclude:?} lost {p:?}");
+                assert!(
+                    walked.contains(p),
+                    "walk {include:?} {exclude:?} lost {p:?}"
+                );
             }
         }
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::*;
 
-fn engine(fs: &FakeFs) -> (tempfile::TempDir, Engine) {
+pub(crate) fn engine(fs: &FakeFs) -> (tempfile::TempDir, Engine) {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::open_with(
         EngineConfig::new(dir.path()),

@@ -25,7 +25,7 @@ use notify_debouncer_full::{DebounceEventResult, new_debouncer};
 use serde::Serialize;
 
 use crate::ingest::{FileOutcome, IngestEvent};
-use crate::queue::{ProcessOptions, priority};
+use crate::queue::{ProcessOptions, now_ms, priority};
 use crate::rules::{IGNORE_FILE, RuleMatcher};
 use crate::{Engine, EngineError, RequestContext, Result};
 
@@ -78,20 +78,36 @@ pub struct QueueProgress {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum WatchEvent {
     /// The folders being watched now.
-    Watching { folders: Vec<String> },
+    Watching {
+        folders: Vec<String>,
+    },
     /// A folder could not be watched (it is still reconciled periodically).
-    WatchFailed { folder: String, reason: String },
+    WatchFailed {
+        folder: String,
+        reason: String,
+    },
     /// A reconcile scan finished and queued this many paths.
-    Reconciled { queued: usize, elapsed_ms: u64 },
+    Reconciled {
+        queued: usize,
+        elapsed_ms: u64,
+    },
     /// One file was processed.
-    File { path: String, outcome: FileOutcome },
+    File {
+        path: String,
+        outcome: FileOutcome,
+    },
     /// Chunks embedded so far in the current batch.
-    Embedded { done: usize, total: usize },
+    Embedded {
+        done: usize,
+        total: usize,
+    },
     Progress(QueueProgress),
     /// The queue is empty (or paused) and everything due is done.
     Idle,
     /// Something went wrong that the service will retry on its own.
-    Warning { message: String },
+    Warning {
+        message: String,
+    },
 }
 
 struct Shared {
@@ -410,9 +426,7 @@ fn queue_paths(shared: &Shared, watched: &HashMap<PathBuf, Watched>, paths: Vec<
         }
     }
     for root in reconcile_roots {
-        let _ = shared
-            .engine
-            .reconcile_source(&root.display().to_string());
+        let _ = shared.engine.reconcile_source(&root.display().to_string());
     }
     let _ = shared.wake.try_send(());
 }
@@ -519,11 +533,4 @@ fn emit_progress(shared: &Shared, done: u64, busy: Duration, current: Option<Str
         current,
         eta_secs,
     }));
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }

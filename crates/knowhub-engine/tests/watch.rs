@@ -2,14 +2,17 @@
 //! whole folders) while the service runs, and assert that search converges — waiting on the
 //! service's own events with a deadline, never on a fixed sleep.
 
+// Test helpers may panic: that is how a test fails.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 use knowhub_engine::{
-    DocumentId, DocumentRecord, Engine, EngineConfig, ModelSet, RealFs, SearchOptions, SourceRules, WatchEvent,
-    WatchOptions, WatchService, dev_context,
+    DocumentId, DocumentRecord, Engine, EngineConfig, ModelSet, RealFs, SearchOptions, SourceRules,
+    WatchEvent, WatchOptions, WatchService, dev_context,
 };
 
 /// Long enough for a loaded CI machine; the tests finish as soon as the condition holds.
@@ -48,8 +51,8 @@ impl Fixture {
     }
 
     fn start(&self) -> (WatchService, Receiver<WatchEvent>) {
-        let service = WatchService::start(Arc::clone(&self.engine), &dev_context(), options())
-            .unwrap();
+        let service =
+            WatchService::start(Arc::clone(&self.engine), &dev_context(), options()).unwrap();
         let events = service.subscribe();
         (service, events)
     }
@@ -72,7 +75,11 @@ impl Fixture {
         let root = self.root().display().to_string();
         self.hits(q)
             .into_iter()
-            .map(|p| p.trim_start_matches(&root).trim_start_matches('/').to_string())
+            .map(|p| {
+                p.trim_start_matches(&root)
+                    .trim_start_matches('/')
+                    .to_string()
+            })
             .collect()
     }
 
@@ -112,12 +119,7 @@ impl Fixture {
 
 fn open(data: &Path) -> Arc<Engine> {
     Arc::new(
-        Engine::open_with(
-            EngineConfig::new(data),
-            Arc::new(RealFs),
-            ModelSet::none(),
-        )
-        .unwrap(),
+        Engine::open_with(EngineConfig::new(data), Arc::new(RealFs), ModelSet::none()).unwrap(),
     )
 }
 
@@ -133,19 +135,29 @@ fn options() -> WatchOptions {
 #[test]
 fn create_edit_rename_move_delete_converge() {
     let f = Fixture::new();
-    f.write("handbook.md", "# Handbook\n\nEmployees get fifteen days of annual leave.");
+    f.write(
+        "handbook.md",
+        "# Handbook\n\nEmployees get fifteen days of annual leave.",
+    );
     f.engine
         .watch_folder(&dev_context(), &f.root(), SourceRules::default())
         .unwrap();
     let (service, events) = f.start();
-    f.converge(&events, "initial scan", |f| f.rel_hits("annual leave") == ["handbook.md"]);
+    f.converge(&events, "initial scan", |f| {
+        f.rel_hits("annual leave") == ["handbook.md"]
+    });
 
     // Create, in English and Chinese.
     f.write("notes/年假.txt", "新员工试用期为三个月。");
-    f.converge(&events, "create", |f| f.rel_hits("试用期") == ["notes/年假.txt"]);
+    f.converge(&events, "create", |f| {
+        f.rel_hits("试用期") == ["notes/年假.txt"]
+    });
 
     // Edit: the new text is found, the old is not.
-    f.write("handbook.md", "# Handbook\n\nEmployees get twenty days of vacation.");
+    f.write(
+        "handbook.md",
+        "# Handbook\n\nEmployees get twenty days of vacation.",
+    );
     f.converge(&events, "edit", |f| {
         f.rel_hits("twenty vacation") == ["handbook.md"] && f.hits("fifteen").is_empty()
     });
@@ -156,13 +168,27 @@ fn create_edit_rename_move_delete_converge() {
     f.converge(&events, "rename", |f| {
         f.rel_hits("vacation") == ["employee-handbook.md"]
     });
-    assert_eq!(f.doc_id("employee-handbook.md"), Some(id), "a rename keeps the document");
+    assert_eq!(
+        f.doc_id("employee-handbook.md"),
+        Some(id),
+        "a rename keeps the document"
+    );
 
     // Move into another folder: still the same document.
     std::fs::create_dir_all(f.path("hr")).unwrap();
-    std::fs::rename(f.path("employee-handbook.md"), f.path("hr/employee-handbook.md")).unwrap();
-    f.converge(&events, "move", |f| f.rel_hits("vacation") == ["hr/employee-handbook.md"]);
-    assert_eq!(f.doc_id("hr/employee-handbook.md"), Some(id), "a move keeps the document");
+    std::fs::rename(
+        f.path("employee-handbook.md"),
+        f.path("hr/employee-handbook.md"),
+    )
+    .unwrap();
+    f.converge(&events, "move", |f| {
+        f.rel_hits("vacation") == ["hr/employee-handbook.md"]
+    });
+    assert_eq!(
+        f.doc_id("hr/employee-handbook.md"),
+        Some(id),
+        "a move keeps the document"
+    );
 
     // A symlink loop and an unreadable file do not stop anything.
     #[cfg(unix)]
@@ -170,8 +196,11 @@ fn create_edit_rename_move_delete_converge() {
         std::os::unix::fs::symlink(f.root(), f.path("hr/loop")).unwrap();
         f.write("hr/secret.md", "unreadable vacation");
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(f.path("hr/secret.md"), std::fs::Permissions::from_mode(0o000))
-            .unwrap();
+        std::fs::set_permissions(
+            f.path("hr/secret.md"),
+            std::fs::Permissions::from_mode(0o000),
+        )
+        .unwrap();
     }
 
     // Editor temp and lock files are never documents.
@@ -189,7 +218,9 @@ fn create_edit_rename_move_delete_converge() {
             let jobs = f.engine.queue(&dev_context(), 100).unwrap().jobs;
             assert!(
                 jobs.iter().any(|j| j.path.ends_with("secret.md")
-                    && j.error.as_deref().is_some_and(|e| e.contains("permission denied"))),
+                    && j.error
+                        .as_deref()
+                        .is_some_and(|e| e.contains("permission denied"))),
                 "the unreadable file is retried with its reason: {jobs:#?}"
             );
         }
@@ -200,8 +231,16 @@ fn create_edit_rename_move_delete_converge() {
     // A folder moved in from outside the watched folder, then deleted as a whole.
     let outside = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(outside.path().join("projects/alpha")).unwrap();
-    std::fs::write(outside.path().join("projects/alpha/plan.md"), "Alpha launch in May.").unwrap();
-    std::fs::write(outside.path().join("projects/beta.txt"), "Beta launch in June.").unwrap();
+    std::fs::write(
+        outside.path().join("projects/alpha/plan.md"),
+        "Alpha launch in May.",
+    )
+    .unwrap();
+    std::fs::write(
+        outside.path().join("projects/beta.txt"),
+        "Beta launch in June.",
+    )
+    .unwrap();
     std::fs::rename(outside.path().join("projects"), f.path("projects")).unwrap();
     f.converge(&events, "folder moved in", |f| {
         f.rel_hits("launch") == ["projects/alpha/plan.md", "projects/beta.txt"]
@@ -211,7 +250,9 @@ fn create_edit_rename_move_delete_converge() {
 
     // A .knowhubignore takes effect without a restart.
     f.write("hr/salaries.md", "Confidential salary bands.");
-    f.converge(&events, "before ignore", |f| f.rel_hits("salary") == ["hr/salaries.md"]);
+    f.converge(&events, "before ignore", |f| {
+        f.rel_hits("salary") == ["hr/salaries.md"]
+    });
     f.write(".knowhubignore", "salaries.md\n");
     f.converge(&events, "ignore file", |f| f.hits("salary").is_empty());
 
@@ -237,7 +278,9 @@ fn a_file_written_slowly_is_stored_once_complete() {
     }
     text.push_str("Final item: adjourned.");
     std::fs::write(&path, &text).unwrap();
-    f.converge(&events, "complete file", |f| f.rel_hits("adjourned") == ["minutes.txt"]);
+    f.converge(&events, "complete file", |f| {
+        f.rel_hits("adjourned") == ["minutes.txt"]
+    });
     let doc = f.doc(&path).unwrap();
     assert_eq!(doc.size, text.len() as u64, "stored the finished file");
     service.stop();
@@ -252,7 +295,9 @@ fn changes_made_while_stopped_are_found_at_the_next_start() {
         .watch_folder(&dev_context(), &f.root(), SourceRules::default())
         .unwrap();
     let (service, events) = f.start();
-    f.converge(&events, "first start", |f| f.rel_hits("apples bananas").len() == 2);
+    f.converge(&events, "first start", |f| {
+        f.rel_hits("apples bananas").len() == 2
+    });
     service.stop();
 
     // The app is closed: edit, delete, add, rename.
@@ -282,13 +327,21 @@ fn uploads_are_copied_watched_and_processed_first() {
     let elsewhere = tempfile::tempdir().unwrap();
     let original = elsewhere.path().join("dropped.md");
     std::fs::write(&original, "Dropped documents are searchable first.").unwrap();
-    let copies = f.engine.upload(&dev_context(), &[original.clone()]).unwrap();
+    let copies = f
+        .engine
+        .upload(&dev_context(), std::slice::from_ref(&original))
+        .unwrap();
     assert_eq!(copies.len(), 1);
     let (service, events) = f.start();
-    f.converge(&events, "upload", |f| f.hits("dropped searchable").len() == 1);
+    f.converge(&events, "upload", |f| {
+        f.hits("dropped searchable").len() == 1
+    });
     // The knowledge base keeps the copy whatever happens to the original.
     std::fs::remove_file(&original).unwrap();
     let again = f.engine.upload(&dev_context(), &copies).unwrap();
-    assert_ne!(again[0], copies[0], "a second drop of the same name gets a new name");
+    assert_ne!(
+        again[0], copies[0],
+        "a second drop of the same name gets a new name"
+    );
     service.stop();
 }

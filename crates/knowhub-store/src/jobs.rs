@@ -367,7 +367,10 @@ impl Store {
             params![source.0, i64::from(watched), rules],
         )?;
         if n == 0 {
-            return Err(StoreError::Corrupt(format!("no folder source {}", source.0)));
+            return Err(StoreError::Corrupt(format!(
+                "no folder source {}",
+                source.0
+            )));
         }
         Ok(())
     }
@@ -500,7 +503,10 @@ mod tests {
             .collect();
         assert_eq!(got, vec![("/a", 1), ("/b", 1)]);
         assert!(claimed.iter().all(|j| j.state == JobState::Running));
-        assert!(s.claim_jobs(10).unwrap().is_empty(), "running jobs are not claimed twice");
+        assert!(
+            s.claim_jobs(10).unwrap().is_empty(),
+            "running jobs are not claimed twice"
+        );
     }
 
     #[test]
@@ -558,8 +564,13 @@ mod tests {
     #[test]
     fn finish_cancel_retry_prune_and_pause() {
         let mut s = Store::open_in_memory().unwrap();
-        s.enqueue(&[job("/d/a", 1), job("/d/b", 1), job("/dd/c", 1), job("/e", 1)])
-            .unwrap();
+        s.enqueue(&[
+            job("/d/a", 1),
+            job("/d/b", 1),
+            job("/dd/c", 1),
+            job("/e", 1),
+        ])
+        .unwrap();
         let first = s.claim_jobs(1).unwrap().remove(0);
         s.finish_job(first.id, JobState::Failed, Some("failed"), Some("corrupt"))
             .unwrap();
