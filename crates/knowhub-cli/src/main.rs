@@ -7,6 +7,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod access;
+mod ask;
 mod bench;
 mod bench_watch;
 mod eval;
@@ -53,6 +54,9 @@ struct Cli {
 
     #[command(flatten)]
     identity: IdentityArgs,
+
+    #[command(flatten)]
+    llm: ask::LlmArgs,
 
     #[command(subcommand)]
     command: Command,
@@ -127,6 +131,17 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Ask the copilot: an answer from the documents and data you may read, every claim cited
+    /// (streams as it is written; --session continues a conversation).
+    Ask(ask::AskArgs),
+    /// How an answer was made: route, steps with timings, evidence (allow/filtered), SQL run,
+    /// stop reason, permission snapshot. Without an id: your recent traces.
+    Trace { id: Option<String> },
+    /// Your conversations.
+    Sessions,
+    /// SQL data sources the copilot may query: register SQLite files (administrators), list.
+    #[command(subcommand)]
+    Sql(ask::SqlCommand),
     /// Watch folders: every new, changed, renamed or deleted file is reflected in search within
     /// seconds. Runs in the foreground until Ctrl-C; folders are remembered.
     Watch(watch::WatchArgs),
@@ -337,6 +352,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 render::ingest_report(&report);
             }
+        }
+        Command::Ask(args) => {
+            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            return ask::ask(
+                std::sync::Arc::clone(&s.engine),
+                &s.ctx,
+                &cli.llm,
+                &args,
+                json,
+            );
+        }
+        Command::Trace { id } => {
+            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            return ask::trace(&s.engine, &s.ctx, id.as_deref(), json);
+        }
+        Command::Sessions => {
+            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            return ask::sessions(&s.engine, &s.ctx, json);
+        }
+        Command::Sql(cmd) => {
+            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            return ask::sql(&s.engine, &s.ctx, cmd, json);
         }
         Command::Watch(args) => {
             let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;

@@ -26,6 +26,7 @@
 //! # Ok::<(), knowhub_engine::EngineError>(())
 //! ```
 
+mod chat;
 mod check;
 mod fs;
 mod hub;
@@ -46,6 +47,7 @@ use knowhub_index::{IndexError, TantivyIndex, TextIndex};
 use knowhub_store::{Store, StoreError, StoreStats};
 use thiserror::Error;
 
+pub use chat::{QueryableData, QueryableTable};
 pub use check::CheckReport;
 pub use fs::{FakeFs, FileMeta, Fs, RealFs, skip_name};
 pub use hub::{AccountInfo, Credentials, Hub, Mode, dev_context};
@@ -58,6 +60,7 @@ pub use knowhub_store::UserRecord;
 pub use knowhub_store::{AuditRecord, ChunkId, ChunkRecord, DocumentId};
 pub use knowhub_store::{DocumentRecord, SourceRecord};
 pub use knowhub_store::{JobRecord, JobState, QueueCounts};
+pub use knowhub_store::{SessionRecord, SqlSourceRecord, TraceRecord, TurnRecord};
 pub use permissions::{
     Access, DEFAULT_ACCOUNT, DEFAULT_USER, DocRef, DocumentView, FolderAcl, FolderEntry,
     new_trace_id,

@@ -19,6 +19,7 @@
 //! ```
 
 mod access;
+mod chat;
 mod identity;
 mod jobs;
 mod migrations;
@@ -33,6 +34,7 @@ use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use thiserror::Error;
 
 pub use access::{AccessRow, AuditEntry, AuditRecord};
+pub use chat::{SessionRecord, SqlSourceRecord, TraceRecord, TurnRecord};
 pub use identity::{Group, UserRecord};
 pub use jobs::{ChunkMismatch, JobRecord, JobState, MovedDocument, NewJob, QueueCounts};
 pub use records::*;
@@ -600,6 +602,24 @@ impl Store {
     }
 
     /// The typed tables stored for a document.
+    /// Every spreadsheet table with the document it came from.
+    pub fn all_sheet_tables(&self) -> Result<Vec<(DocumentId, SheetTableRecord)>> {
+        let mut ids: Vec<i64> = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT DISTINCT document_id FROM sheet_tables ORDER BY document_id")?;
+            stmt.query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?
+        };
+        let mut out = Vec::new();
+        for id in ids.drain(..) {
+            for t in self.sheet_tables(DocumentId(id))? {
+                out.push((DocumentId(id), t));
+            }
+        }
+        Ok(out)
+    }
+
     pub fn sheet_tables(&self, id: DocumentId) -> Result<Vec<SheetTableRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT sheet_name, sql_name, columns, row_count FROM sheet_tables
@@ -692,13 +712,34 @@ fn drop_sheet_tables(tx: &rusqlite::Transaction<'_>, doc: i64) -> Result<()> {
     Ok(())
 }
 
+/// A table name a person (and a language model) can read: the sheet's name made safe, the
+/// document id, and the sheet's position (so names stay unique): `projects_12_1`.
+fn sheet_sql_name(sheet: &str, doc: i64, n: usize) -> String {
+    let mut slug: String = sheet
+        .trim()
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { '_' })
+        .collect();
+    while slug.contains("__") {
+        slug = slug.replace("__", "_");
+    }
+    let slug: String = slug.trim_matches('_').chars().take(40).collect();
+    let slug = if slug.is_empty() || slug.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("sheet{}", n + 1)
+    } else {
+        slug
+    };
+    format!("{slug}_{doc}_{}", n + 1)
+}
+
 fn create_sheet_table(
     tx: &rusqlite::Transaction<'_>,
     doc: i64,
     n: usize,
     table: &Table,
 ) -> Result<()> {
-    let sql_name = format!("doc{doc}_sheet{}", n + 1);
+    let sql_name = sheet_sql_name(&table.name, doc, n);
     let cols: Vec<String> = table
         .columns
         .iter()

@@ -212,6 +212,52 @@ CREATE TABLE queue_control (
 INSERT INTO queue_control (id, paused) VALUES (1, 0);
 "#],
     ),
+    (
+        "chat",
+        &[r#"
+CREATE TABLE chat_sessions (
+    id          TEXT PRIMARY KEY,
+    user_id     TEXT NOT NULL,
+    title       TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+CREATE INDEX chat_sessions_user ON chat_sessions(user_id, updated_at);
+CREATE TABLE chat_turns (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id   TEXT NOT NULL REFERENCES chat_sessions(id) ON DELETE CASCADE,
+    question     TEXT NOT NULL,
+    standalone   TEXT NOT NULL,
+    answer       TEXT NOT NULL,
+    trace_id     TEXT NOT NULL,
+    stop_reason  TEXT NOT NULL,
+    created_at   INTEGER NOT NULL
+);
+CREATE INDEX chat_turns_session ON chat_turns(session_id, id);
+CREATE TABLE agent_traces (
+    id                 TEXT PRIMARY KEY,
+    session_id         TEXT,
+    user_id            TEXT NOT NULL,
+    question           TEXT NOT NULL,
+    route              TEXT NOT NULL,
+    stop_reason        TEXT NOT NULL,
+    total_ms           INTEGER NOT NULL,
+    prompt_tokens      INTEGER NOT NULL,
+    completion_tokens  INTEGER NOT NULL,
+    state              TEXT NOT NULL,
+    created_at         INTEGER NOT NULL
+);
+CREATE INDEX agent_traces_user ON agent_traces(user_id, created_at);
+CREATE TABLE sql_sources (
+    name           TEXT PRIMARY KEY,
+    path           TEXT NOT NULL,
+    scopes         TEXT NOT NULL,
+    tenant_column  TEXT,
+    owner          TEXT NOT NULL,
+    created_at     INTEGER NOT NULL
+);
+"#],
+    ),
 ];
 
 pub(crate) fn run(conn: &mut Connection) -> Result<(), StoreError> {

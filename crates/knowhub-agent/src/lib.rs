@@ -1,0 +1,374 @@
+//! The KnowHub copilot: answers a question from the documents and data the caller may read,
+//! with every claim cited — or says plainly that the authorised material does not answer it.
+//!
+//! An explicit workflow (seed 004 §4), defined in [`graph`]: Preprocess → LoadAuthz → Route →
+//! DocTool / SqlTool (HYBRID runs both) → ValidateEvidence → Synthesize, plus Clarify and
+//! Refuse. Tool nodes run bounded ReAct loops. An LLM ([`knowhub_llm::Llm`]: a local GGUF model
+//! or any OpenAI-compatible server) routes, writes SQL and writes answers; without one the
+//! agent still works: keyword routing, template SQL, extractive answers.
+//!
+//! ```no_run
+//! # fn demo(engine: std::sync::Arc<knowhub_engine::Engine>) -> Result<(), knowhub_agent::AgentError> {
+//! let agent = knowhub_agent::Agent::new(engine, None, knowhub_agent::AgentOptions::default());
+//! let ctx = knowhub_engine::dev_context();
+//! let outcome = agent.ask(&ctx, &knowhub_agent::AskRequest::new("How many days of annual leave?"), &mut |_| {})?;
+//! println!("{} ({:?})", outcome.state.output.final_answer, outcome.state.output.stop_reason);
+//! # Ok(()) }
+//! ```
+
+mod citations;
+mod extractive;
+pub mod graph;
+mod lang;
+mod nodes;
+pub mod sql;
+pub mod state;
+mod text;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use knowhub_engine::{Engine, EngineError, RequestContext, TraceRecord, TurnRecord};
+use knowhub_llm::{Llm, Message};
+use serde::Serialize;
+use thiserror::Error;
+
+pub use lang::Lang;
+pub use nodes::route::route_by_rules;
+pub use state::{AgentState, Route, StopReason};
+
+/// Errors that end a request (tool failures do not: they become `tool_error` answers).
+#[derive(Debug, Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("cannot record the trace: {0}")]
+    Trace(String),
+}
+
+pub type Result<T, E = AgentError> = std::result::Result<T, E>;
+
+/// Knobs of the workflow.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// Passages retrieved per step.
+    pub top_k: usize,
+    /// ReAct steps per tool node at most.
+    pub max_tool_steps: usize,
+    /// Retries per tool after an error (then the node degrades).
+    pub retry_budget: usize,
+    /// A failed document search falls back to the data tools.
+    pub degrade_to_sql: bool,
+    pub max_answer_tokens: usize,
+    /// Characters of schema description given to the model.
+    pub schema_chars: usize,
+    /// Earlier turns considered for follow-ups, at most…
+    pub history_turns: usize,
+    /// …and at most this many characters of them (older turns are dropped first).
+    pub history_chars: usize,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            top_k: 6,
+            max_tool_steps: 3,
+            retry_budget: 1,
+            degrade_to_sql: true,
+            max_answer_tokens: 320,
+            schema_chars: 6_000,
+            history_turns: 6,
+            history_chars: 4_000,
+        }
+    }
+}
+
+/// What the caller sees while a request runs.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", content = "data", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// A node started (`status` = `start`) or ended (`ok` / `error`).
+    Step {
+        node: String,
+        status: String,
+        timing_ms: u64,
+    },
+    /// A piece of the answer as the model writes it.
+    Token(String),
+    /// The streamed text was withdrawn (it failed the citation check): show this instead.
+    Replace(String),
+}
+
+/// A question, optionally in a conversation.
+#[derive(Debug, Clone)]
+pub struct AskRequest {
+    pub question: String,
+    /// Continue this conversation (one of the caller's); `None` starts a new one.
+    pub session: Option<String>,
+    /// Do not store the turn and trace (evaluations).
+    pub ephemeral: bool,
+}
+
+impl AskRequest {
+    pub fn new(question: impl Into<String>) -> AskRequest {
+        AskRequest {
+            question: question.into(),
+            session: None,
+            ephemeral: false,
+        }
+    }
+}
+
+/// The answer and everything that led to it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AskOutcome {
+    pub session_id: Option<String>,
+    pub trace_id: String,
+    pub total_ms: u64,
+    pub state: AgentState,
+}
+
+/// The copilot over one engine.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    engine: Arc<Engine>,
+    llm: Option<Arc<dyn Llm>>,
+    options: AgentOptions,
+}
+
+impl Agent {
+    pub fn new(engine: Arc<Engine>, llm: Option<Arc<dyn Llm>>, options: AgentOptions) -> Agent {
+        Agent {
+            engine,
+            llm,
+            options,
+        }
+    }
+
+    /// The model answers are written with (`None`: extractive mode).
+    pub fn llm_id(&self) -> Option<&str> {
+        self.llm.as_deref().map(|l| l.model_id())
+    }
+
+    /// Answers `req` for `ctx`, streaming events; stores the turn and the trace unless the
+    /// request is ephemeral.
+    pub fn ask(
+        &self,
+        ctx: &RequestContext,
+        req: &AskRequest,
+        events: &mut dyn FnMut(&AgentEvent),
+    ) -> Result<AskOutcome> {
+        let started = Instant::now();
+        let mut state = AgentState {
+            trace_id: ctx.trace_id.clone(),
+            ..AgentState::default()
+        };
+        if state.trace_id.is_empty() {
+            state.trace_id = format!("trace-{}", graph::now_ms());
+        }
+        state.input.query = req.question.clone();
+        // The conversation so far (the caller's own; another user's session is "not found").
+        let session = match (&req.session, req.ephemeral) {
+            (Some(id), _) => Some(id.clone()),
+            (None, false) => Some(self.engine.create_session(ctx, &req.question)?.id),
+            (None, true) => None,
+        };
+        state.input.session_id = session.clone();
+        if let Some(id) = &session {
+            let turns = self
+                .engine
+                .session_turns(ctx, id, self.options.history_turns)?;
+            state.messages = bound_history(
+                turns
+                    .into_iter()
+                    .map(|t| state::HistoryTurn {
+                        question: t.standalone,
+                        answer: t.answer,
+                    })
+                    .collect(),
+                self.options.history_chars,
+            );
+        }
+        state.input.standalone_query = self.standalone(&mut state, events);
+        let mut deps = nodes::Deps {
+            engine: &self.engine,
+            ctx,
+            llm: self.llm.as_deref(),
+            options: &self.options,
+            events,
+        };
+        graph::run(&mut state, &mut deps)?;
+        let total_ms = started.elapsed().as_millis() as u64;
+        if !req.ephemeral {
+            self.persist(ctx, &state, session.as_deref(), total_ms)?;
+        }
+        Ok(AskOutcome {
+            session_id: session,
+            trace_id: state.trace_id.clone(),
+            total_ms,
+            state,
+        })
+    }
+
+    /// A follow-up rewritten to stand alone (seed 004 §3.2.4): by the LLM when there is one,
+    /// else by carrying the previous question's subject along.
+    fn standalone(&self, state: &mut AgentState, events: &mut dyn FnMut(&AgentEvent)) -> String {
+        let q = state.input.query.trim().to_string();
+        let Some(last) = state.messages.last().cloned() else {
+            return q;
+        };
+        if !looks_like_follow_up(&q) {
+            return q;
+        }
+        if self.llm.is_some() {
+            let mut history = String::new();
+            for t in &state.messages {
+                history.push_str(&format!(
+                    "Q: {}\nA: {}\n",
+                    t.question,
+                    clip_chars(&t.answer, 300)
+                ));
+            }
+            let system = "Rewrite the follow-up question so that it can be understood without \
+                          the conversation, in the same language. Reply with the question only.";
+            let user = format!("Conversation:\n{history}\nFollow-up: {q}\nStandalone question:");
+            let messages = vec![Message::system(system), Message::user(user)];
+            if let Ok(text) =
+                nodes::llm_call(self.llm.as_deref(), state, events, messages, 64, false)
+            {
+                let line = text.lines().next().unwrap_or("").trim().to_string();
+                if !line.is_empty() {
+                    return line;
+                }
+            }
+        }
+        format!("{} {}", last.question, q)
+    }
+
+    fn persist(
+        &self,
+        ctx: &RequestContext,
+        state: &AgentState,
+        session: Option<&str>,
+        total_ms: u64,
+    ) -> Result<()> {
+        let json = serde_json::to_string(state).map_err(|e| AgentError::Trace(e.to_string()))?;
+        self.engine.record_trace(
+            ctx,
+            &TraceRecord {
+                id: state.trace_id.clone(),
+                session_id: session.map(str::to_owned),
+                user_id: String::new(),
+                question: state.input.query.clone(),
+                route: state.plan.route.as_str().into(),
+                stop_reason: state.output.stop_reason.as_str().into(),
+                total_ms,
+                prompt_tokens: state.prompt_tokens,
+                completion_tokens: state.completion_tokens,
+                state: json,
+                created_at_ms: 0,
+            },
+        )?;
+        if let Some(id) = session {
+            self.engine.record_turn(
+                ctx,
+                &TurnRecord {
+                    id: 0,
+                    session_id: id.to_string(),
+                    question: state.input.query.clone(),
+                    standalone: state.input.normalized_query.clone(),
+                    answer: state.output.final_answer.clone(),
+                    trace_id: state.trace_id.clone(),
+                    stop_reason: state.output.stop_reason.as_str().into(),
+                    created_at_ms: 0,
+                },
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Keeps the most recent turns within `max_chars` (older ones are dropped first).
+fn bound_history(mut turns: Vec<state::HistoryTurn>, max_chars: usize) -> Vec<state::HistoryTurn> {
+    let mut total = 0;
+    let mut keep = 0;
+    for t in turns.iter().rev() {
+        total += t.question.chars().count() + t.answer.chars().count();
+        if total > max_chars && keep > 0 {
+            break;
+        }
+        keep += 1;
+    }
+    let drop = turns.len() - keep;
+    turns.drain(..drop);
+    turns
+}
+
+/// Short questions and ones that point back ("it", "那个", "what about …") are follow-ups.
+fn looks_like_follow_up(q: &str) -> bool {
+    let lower = q.to_lowercase();
+    const POINTERS: &[&str] = &[
+        " it ",
+        " it?",
+        "it ",
+        " its ",
+        "they",
+        " them",
+        "those",
+        "these",
+        "what about",
+        "how about",
+        "also",
+        "same",
+        "它",
+        "他们",
+        "这个",
+        "那个",
+        "这些",
+        "那些",
+        "呢",
+        "还有",
+        "那么",
+        "同样",
+    ];
+    let words = lower.split_whitespace().count();
+    let cjk = lower.chars().filter(|c| lang::is_cjk(*c)).count();
+    let short = if cjk > 0 { cjk <= 6 } else { words <= 4 };
+    short || lower.starts_with("and ") || POINTERS.iter().any(|p| lower.contains(p))
+}
+
+fn clip_chars(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follow_ups_are_recognised() {
+        for (q, want) in [
+            ("What about contractors?", true),
+            ("那实习生呢？", true),
+            (
+                "How many days of annual leave do employees get per year?",
+                false,
+            ),
+            ("新员工的试用期是多长时间，转正需要什么条件", false),
+            ("And for managers?", true),
+        ] {
+            assert_eq!(looks_like_follow_up(q), want, "{q}");
+        }
+    }
+
+    #[test]
+    fn history_keeps_the_newest_turns_within_the_budget() {
+        let turn = |q: &str| state::HistoryTurn {
+            question: q.into(),
+            answer: "x".repeat(40),
+        };
+        let kept = bound_history(vec![turn("one"), turn("two"), turn("three")], 90);
+        let qs: Vec<&str> = kept.iter().map(|t| t.question.as_str()).collect();
+        assert_eq!(qs, ["two", "three"]);
+    }
+}

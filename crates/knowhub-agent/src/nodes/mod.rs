@@ -1,0 +1,130 @@
+//! The workflow's nodes, one small module each. A node reads the parts of the state it needs,
+//! overwrites the part it owns, appends evidence, and reports one trace step.
+
+use knowhub_engine::{Engine, RequestContext};
+use knowhub_llm::{ChatRequest, Llm, Message};
+use serde_json::{Value, json};
+
+use crate::state::AgentState;
+use crate::{AgentEvent, AgentOptions};
+
+pub(crate) mod clarify;
+pub(crate) mod doc_tool;
+pub(crate) mod load_authz;
+pub(crate) mod preprocess;
+pub(crate) mod refuse;
+pub(crate) mod route;
+pub(crate) mod sql_tool;
+pub(crate) mod synthesize;
+pub(crate) mod validate;
+
+/// What every node may use.
+pub(crate) struct Deps<'a> {
+    pub engine: &'a Engine,
+    pub ctx: &'a RequestContext,
+    pub llm: Option<&'a dyn Llm>,
+    pub options: &'a AgentOptions,
+    pub events: &'a mut dyn FnMut(&AgentEvent),
+}
+
+impl Deps<'_> {
+    /// One LLM call, accounted in the state (see [`llm_call`]).
+    pub(crate) fn ask_llm(
+        &mut self,
+        state: &mut AgentState,
+        messages: Vec<Message>,
+        max_tokens: usize,
+        stream: bool,
+    ) -> Result<String, String> {
+        llm_call(self.llm, state, self.events, messages, max_tokens, stream)
+    }
+}
+
+/// One LLM call, accounted in the state. `stream` forwards tokens to the caller (answers only;
+/// routing and rewriting are not shown). Errors are returned for the caller to degrade.
+pub(crate) fn llm_call(
+    llm: Option<&dyn Llm>,
+    state: &mut AgentState,
+    events: &mut dyn FnMut(&AgentEvent),
+    messages: Vec<Message>,
+    max_tokens: usize,
+    stream: bool,
+) -> Result<String, String> {
+    let Some(llm) = llm else {
+        return Err("no language model configured".into());
+    };
+    let req = ChatRequest {
+        messages,
+        max_tokens,
+        ..ChatRequest::default()
+    };
+    let response = llm
+        .chat(&req, &mut |piece| {
+            if stream {
+                events(&AgentEvent::Token(piece.to_string()));
+            }
+            true
+        })
+        .map_err(|e| e.to_string())?;
+    state.prompt_tokens += response.prompt_tokens as u64;
+    state.completion_tokens += response.completion_tokens as u64;
+    state.llm = Some(llm.model_id().to_string());
+    Ok(response.text)
+}
+
+/// A node's trace step, before the graph adds ids and timing.
+#[derive(Debug, Clone)]
+pub(crate) struct StepReport {
+    pub action: String,
+    pub status: String,
+    pub input: Value,
+    pub out: Value,
+    pub tool: Option<String>,
+    pub err: Option<(String, String)>,
+}
+
+impl StepReport {
+    pub(crate) fn ok(action: &str, input: Value, out: Value) -> StepReport {
+        StepReport {
+            action: action.into(),
+            status: "ok".into(),
+            input,
+            out,
+            tool: None,
+            err: None,
+        }
+    }
+
+    pub(crate) fn error(action: &str, kind: &str, msg: &str) -> StepReport {
+        StepReport {
+            action: action.into(),
+            status: "error".into(),
+            input: json!({}),
+            out: json!({}),
+            tool: None,
+            err: Some((kind.into(), msg.into())),
+        }
+    }
+
+    pub(crate) fn with_tool(mut self, tool: &str) -> StepReport {
+        self.tool = Some(tool.into());
+        self
+    }
+
+    pub(crate) fn with_error(mut self, kind: &str, msg: &str) -> StepReport {
+        self.status = "error".into();
+        self.err = Some((kind.into(), msg.into()));
+        self
+    }
+}
+
+/// The first `max` characters of `s` (trace inputs stay small: no large text, no leaks).
+pub(crate) fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut out: String = s.chars().take(max).collect();
+        out.push('…');
+        out
+    }
+}

@@ -1,0 +1,304 @@
+//! RouteNode: DOC, SQL, HYBRID, CLARIFY or REFUSE. The LLM classifies when one is configured;
+//! the seed's keyword rules decide otherwise, and whenever the LLM's answer is unusable.
+//! Without any data to query, SQL becomes DOC (and HYBRID too).
+
+use std::collections::HashSet;
+
+use knowhub_llm::Message;
+use serde_json::json;
+
+use super::{Deps, StepReport, clip};
+use crate::state::{AgentState, Route};
+use crate::text::terms;
+use crate::{AgentError, Result};
+
+/// Seed 004 §4.3.3 keywords, in Chinese and English.
+const SQL_WORDS: &[&str] = &[
+    "多少",
+    "统计",
+    "新增",
+    "上月",
+    "本月",
+    "列表",
+    "列出",
+    "排名",
+    "指标",
+    "总数",
+    "总额",
+    "合计",
+    "平均",
+    "最多",
+    "最少",
+    "最高",
+    "最低",
+    "前十",
+    "几个",
+    "几位",
+    "数量",
+    "how many",
+    "how much",
+    "number of",
+    "count",
+    "total",
+    "sum of",
+    "average",
+    "avg",
+    "list all",
+    "list the",
+    "top ",
+    "rank",
+    "per month",
+    "last month",
+    "this month",
+    "highest",
+    "lowest",
+    "most ",
+    "least ",
+    "maximum",
+    "minimum",
+];
+const DOC_WORDS: &[&str] = &[
+    "文档",
+    "规范",
+    "如何",
+    "怎么",
+    "配置",
+    "默认",
+    "策略",
+    "是什么",
+    "为什么",
+    "流程",
+    "政策",
+    "制度",
+    "规定",
+    "手册",
+    "说明",
+    "步骤",
+    "要求",
+    "what is",
+    "what are",
+    "how do",
+    "how to",
+    "how should",
+    "why",
+    "policy",
+    "procedure",
+    "explain",
+    "describe",
+    "document",
+    "spec",
+    "guide",
+    "handbook",
+    "default",
+    "configure",
+    "steps",
+    "rule",
+    "allowed",
+];
+const REFUSE_WORDS: &[&str] = &[
+    "删除数据",
+    "删除表",
+    "修改数据",
+    "更新数据",
+    "插入数据",
+    "drop table",
+    "delete from",
+    "insert into",
+    "truncate",
+    "他人的密码",
+    "别人的密码",
+    "管理员密码",
+    "密钥",
+    "password of",
+    "passwords of",
+    "someone else's",
+    "api key of",
+    "ignore permission",
+    "bypass",
+    "绕过权限",
+    "忽略权限",
+];
+
+/// The keyword rules alone (also the fallback when the LLM's answer is unusable).
+/// `data_terms` are the words of the queryable tables' names and columns: a counting question
+/// about something no table mentions ("how many days of leave?") is a document question.
+pub fn route_by_rules(
+    question: &str,
+    data_terms: Option<&HashSet<String>>,
+) -> (Route, &'static str) {
+    let has_data = match data_terms {
+        Some(words) => {
+            let q = terms(question);
+            words.is_empty() || q.iter().any(|t| words.contains(t))
+        }
+        None => false,
+    };
+    let q = question.to_lowercase();
+    let sql_update = q.contains("update ") && q.contains(" set ");
+    if sql_update || REFUSE_WORDS.iter().any(|w| q.contains(w)) {
+        return (Route::Refuse, "out_of_scope");
+    }
+    let meaningful = q.chars().filter(|c| c.is_alphanumeric()).count();
+    if meaningful < 3 {
+        return (Route::Clarify, "too_vague");
+    }
+    let sql = SQL_WORDS.iter().any(|w| q.contains(w));
+    let doc = DOC_WORDS.iter().any(|w| q.contains(w));
+    match (sql && has_data, doc) {
+        (true, true) => (Route::Hybrid, "data_and_documents"),
+        (true, false) => (Route::Sql, "query_data"),
+        // Documents are where most answers are; asking back is for the truly unclear.
+        _ => (Route::Doc, "ask_documents"),
+    }
+}
+
+pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepReport> {
+    let data = deps
+        .engine
+        .queryable_data(deps.ctx)
+        .map_err(AgentError::Engine)?;
+    let has_data = !data.tables.is_empty() || !data.sources.is_empty();
+    let q = state.input.normalized_query.clone();
+    let data_terms: HashSet<String> = data
+        .tables
+        .iter()
+        .flat_map(|t| std::iter::once(t.sheet_name.clone()).chain(t.columns.iter().cloned()))
+        .chain(data.sources.iter().map(|s| s.name.clone()))
+        .flat_map(|w| terms(&w.replace(['_', '-'], " ")))
+        .collect();
+    // Registered databases are not introspected here: their presence alone counts.
+    let data_terms = if !data.sources.is_empty() {
+        Some(HashSet::new())
+    } else {
+        has_data.then_some(data_terms)
+    };
+    let (rule_route, rule_intent) = route_by_rules(&q, data_terms.as_ref());
+    let mut route = rule_route;
+    let mut intent = rule_intent.to_string();
+    let mut by = "rules";
+    let mut llm_answer = None;
+    // Refusals by rule stand: the LLM is not asked to overrule a safety rule.
+    if deps.llm.is_some() && rule_route != Route::Refuse {
+        let tables: Vec<String> = data
+            .tables
+            .iter()
+            .map(|t| t.sheet_name.clone())
+            .chain(data.sources.iter().map(|s| s.name.clone()))
+            .take(20)
+            .collect();
+        let system = "You route questions for a company knowledge assistant. Reply with exactly \
+            one word: DOC (answer from documents: policies, specs, manuals, how-to, definitions), \
+            SQL (count, sum, list, rank or filter rows of data tables), HYBRID (needs both), \
+            CLARIFY (too vague to act on), REFUSE (asks to change data, for other people's \
+            passwords or keys, or to bypass permissions).";
+        let user = format!(
+            "Data tables: {}\nQuestion: {q}\nRoute:",
+            if tables.is_empty() {
+                "(none)".to_string()
+            } else {
+                tables.join(", ")
+            }
+        );
+        match deps.ask_llm(
+            state,
+            vec![Message::system(system), Message::user(user)],
+            4,
+            false,
+        ) {
+            Ok(text) => {
+                llm_answer = Some(text.clone());
+                if let Some(r) = parse_route(&text) {
+                    route = r;
+                    by = "llm";
+                    intent = format!("llm:{}", r.as_str());
+                }
+            }
+            Err(e) => tracing::warn!("routing by rules: the LLM failed: {e}"),
+        }
+    }
+    if !has_data && matches!(route, Route::Sql | Route::Hybrid) {
+        route = Route::Doc;
+        intent.push_str("; no data to query");
+    }
+    state.plan.route = route;
+    state.plan.intent = intent;
+    state.plan.routed_by = by.into();
+    Ok(StepReport::ok(
+        "classify",
+        json!({ "q": clip(&q, 200), "has_data": has_data }),
+        json!({
+            "route": route.as_str(),
+            "by": by,
+            "rules": rule_route.as_str(),
+            "llm": llm_answer.map(|a| clip(&a, 40)),
+        }),
+    ))
+}
+
+fn parse_route(text: &str) -> Option<Route> {
+    let upper = text.to_uppercase();
+    let word = upper
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .find(|w| !w.is_empty())?;
+    Some(match word {
+        "DOC" | "DOCS" | "DOCUMENT" | "DOCUMENTS" => Route::Doc,
+        "SQL" | "DATA" => Route::Sql,
+        "HYBRID" | "BOTH" => Route::Hybrid,
+        "CLARIFY" => Route::Clarify,
+        "REFUSE" => Route::Refuse,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_route_like_the_seed() {
+        let data: HashSet<String> = ["customer", "employee", "客户", "country"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let table = [
+            (
+                "How many customers are from Brazil?",
+                Some(&data),
+                Route::Sql,
+            ),
+            ("上月新增了多少客户？", Some(&data), Route::Sql),
+            ("上月新增了多少客户？", None, Route::Doc),
+            (
+                "How many days of annual leave do we get?",
+                Some(&data),
+                Route::Doc,
+            ),
+            (
+                "What is the default rolling update strategy?",
+                Some(&data),
+                Route::Doc,
+            ),
+            ("部署规范里默认策略是什么", Some(&data), Route::Doc),
+            (
+                "Explain the policy and count how many employees it covers",
+                Some(&data),
+                Route::Hybrid,
+            ),
+            ("?", Some(&data), Route::Clarify),
+            ("DELETE FROM customers", Some(&data), Route::Refuse),
+            ("告诉我管理员密码", Some(&data), Route::Refuse),
+            ("annual leave", Some(&data), Route::Doc),
+        ];
+        for (q, data, want) in table {
+            assert_eq!(route_by_rules(q, data).0, want, "{q}");
+        }
+    }
+
+    #[test]
+    fn llm_answers_are_parsed_leniently() {
+        assert_eq!(parse_route("SQL"), Some(Route::Sql));
+        assert_eq!(parse_route(" doc."), Some(Route::Doc));
+        assert_eq!(parse_route("Hybrid\n"), Some(Route::Hybrid));
+        assert_eq!(parse_route("I think"), None);
+    }
+}

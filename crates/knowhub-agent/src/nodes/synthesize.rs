@@ -1,0 +1,213 @@
+//! SynthesizeNode (seed 004 §4.3.8): answers only from the evidence, citing it as [1], [2]…;
+//! then checks every citation and every claim (`citations.rs`), regenerates once if nothing
+//! survives, and falls back to the extractive answer. Insufficient evidence → a plain
+//! "cannot confirm from the authorised material" in the user's language, `no_evidence`.
+
+use knowhub_llm::Message;
+use serde_json::json;
+
+use super::{Deps, StepReport};
+use crate::citations;
+use crate::extractive;
+use crate::lang::Lang;
+use crate::state::{AgentState, Citation, EvidenceItem, RenderedSource, StopReason};
+use crate::{AgentEvent, Result};
+
+/// Evidence items given to the writer at most.
+const MAX_EVIDENCE: usize = 8;
+/// The model's way of saying the evidence does not answer.
+const NO_ANSWER: &str = "NO_ANSWER";
+
+pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepReport> {
+    let lang = Lang::from_code(&state.input.language);
+    if let Some(reason) = state.plan.validation.reason {
+        let answer = match reason {
+            StopReason::ToolError => lang.tool_error(),
+            StopReason::PermissionDenied => lang.permission_denied(),
+            _ => lang.no_evidence(),
+        };
+        finish(state, answer.to_string(), Vec::new(), reason, "none", deps);
+        return Ok(StepReport::ok(
+            "abstain",
+            json!({ "reason": reason.as_str() }),
+            json!({}),
+        ));
+    }
+    let evidence: Vec<EvidenceItem> = state
+        .usable_evidence()
+        .into_iter()
+        .take(MAX_EVIDENCE)
+        .cloned()
+        .collect();
+    let refs: Vec<&EvidenceItem> = evidence.iter().collect();
+    let question = state.input.normalized_query.clone();
+    let mut cut = Vec::new();
+    let mut attempts = 0;
+    if deps.llm.is_some() {
+        for strict in [false, true] {
+            attempts += 1;
+            let messages = prompt(state, &refs, lang, strict);
+            let Ok(text) = deps.ask_llm(state, messages, deps.options.max_answer_tokens, true)
+            else {
+                break;
+            };
+            if text.contains(NO_ANSWER) {
+                // The model read the evidence and found no answer: trust it, but let the
+                // extractive check have the last word below.
+                break;
+            }
+            let checked = citations::check(&text, refs.len());
+            cut.extend(checked.cut.clone());
+            if !checked.cited.is_empty() {
+                state.draft.written_by = "llm".into();
+                state.draft.cut_sentences = cut.clone();
+                let confidence = 0.6 + 0.3 * (1.0 - checked.cut.len() as f32 / 4.0).max(0.0);
+                state.draft.confidence = confidence;
+                finish(
+                    state,
+                    checked.answer,
+                    checked.cited,
+                    StopReason::Ok,
+                    "llm",
+                    deps,
+                );
+                return Ok(report(state, attempts, cut.len()));
+            }
+        }
+    }
+    match extractive::answer(&question, &refs, lang) {
+        Some((text, cited)) => {
+            state.draft.confidence = 0.5;
+            state.draft.cut_sentences = cut.clone();
+            if deps.llm.is_some() {
+                // The streamed draft was withdrawn: tell the window to replace it.
+                (deps.events)(&AgentEvent::Replace(text.clone()));
+            }
+            finish(state, text, cited, StopReason::Ok, "extractive", deps);
+        }
+        None => {
+            state.draft.cut_sentences = cut.clone();
+            finish(
+                state,
+                lang.no_evidence().to_string(),
+                Vec::new(),
+                StopReason::NoEvidence,
+                "none",
+                deps,
+            );
+        }
+    }
+    Ok(report(state, attempts, cut.len()))
+}
+
+fn report(state: &AgentState, attempts: usize, cut: usize) -> StepReport {
+    StepReport::ok(
+        "answer_with_citations",
+        json!({ "evidence": state.usable_evidence().len().min(MAX_EVIDENCE) }),
+        json!({
+            "written_by": state.draft.written_by,
+            "llm_attempts": attempts,
+            "cited": state.output.final_citations.len(),
+            "cut_sentences": cut,
+            "stop_reason": state.output.stop_reason.as_str(),
+        }),
+    )
+}
+
+fn prompt(
+    state: &AgentState,
+    evidence: &[&EvidenceItem],
+    lang: Lang,
+    strict: bool,
+) -> Vec<Message> {
+    let language = match lang {
+        Lang::Zh => "Chinese (简体中文)",
+        Lang::En => "English",
+    };
+    let mut system = format!(
+        "You are KnowHub, a careful company knowledge assistant. Answer the question in \
+         {language} using ONLY the numbered evidence. After every sentence that states a fact, \
+         cite the evidence it comes from as [1], [2] … Do not add facts that are not in the \
+         evidence. Keep it short (at most 5 sentences). If the evidence does not contain the \
+         answer, reply exactly {NO_ANSWER}."
+    );
+    if strict {
+        system.push_str(" Every sentence MUST end with a citation like [1].");
+    }
+    let mut context = String::new();
+    for turn in state.messages.iter().rev().take(2).rev() {
+        context.push_str(&format!(
+            "Earlier question: {}\nEarlier answer: {}\n",
+            turn.question, turn.answer
+        ));
+    }
+    let mut user = String::new();
+    if !context.is_empty() {
+        user.push_str(&context);
+        user.push('\n');
+    }
+    user.push_str("Evidence:\n");
+    for (i, e) in evidence.iter().enumerate() {
+        let title = e
+            .source
+            .title
+            .clone()
+            .or_else(|| e.source.db.clone())
+            .unwrap_or_default();
+        user.push_str(&format!("[{}] ({title}) {}\n", i + 1, e.text.trim()));
+    }
+    user.push_str(&format!(
+        "\nQuestion: {}\nAnswer:",
+        state.input.normalized_query
+    ));
+    vec![Message::system(system), Message::user(user)]
+}
+
+fn finish(
+    state: &mut AgentState,
+    answer: String,
+    cited: Vec<usize>,
+    stop: StopReason,
+    by: &str,
+    _deps: &mut Deps<'_>,
+) {
+    let usable: Vec<EvidenceItem> = state
+        .usable_evidence()
+        .into_iter()
+        .take(MAX_EVIDENCE)
+        .cloned()
+        .collect();
+    let citations: Vec<Citation> = cited
+        .iter()
+        .filter_map(|k| usable.get(k - 1))
+        .map(|e| Citation {
+            evidence_id: e.evidence_id.clone(),
+        })
+        .collect();
+    state.output.rendered_sources = cited
+        .iter()
+        .filter_map(|k| usable.get(k - 1).map(|e| (*k, e)))
+        .map(|(k, e)| RenderedSource {
+            number: k,
+            evidence_id: e.evidence_id.clone(),
+            title: e
+                .source
+                .title
+                .clone()
+                .or_else(|| e.source.db.clone())
+                .unwrap_or_default(),
+            page: e.source.page,
+            heading: e.source.heading.clone(),
+            uri: e.source.uri.clone().unwrap_or_default(),
+            text: e.text.clone(),
+        })
+        .collect();
+    if state.draft.written_by.is_empty() {
+        state.draft.written_by = by.into();
+    }
+    state.draft.answer = answer.clone();
+    state.draft.citations = citations.clone();
+    state.output.final_answer = answer;
+    state.output.final_citations = citations;
+    state.output.stop_reason = stop;
+}

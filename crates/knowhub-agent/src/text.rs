@@ -1,0 +1,168 @@
+//! Small bilingual text helpers: normalisation, sentence splitting, and the query terms used
+//! to pick supporting sentences (English words without stop words; Chinese character bigrams,
+//! which need no dictionary and match across word boundaries).
+
+use std::collections::HashSet;
+
+use crate::lang::is_cjk;
+
+/// Collapses whitespace and drops control characters (seed 004 PreprocessNode).
+pub(crate) fn normalize(text: &str) -> String {
+    let cleaned: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    cleaned.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "the", "of", "to", "in", "on", "for", "and", "or", "is", "are", "was", "were", "be",
+    "by", "with", "what", "which", "who", "whom", "how", "why", "when", "where", "do", "does",
+    "did", "can", "could", "should", "would", "will", "i", "we", "you", "it", "its", "this",
+    "that", "these", "those", "there", "their", "my", "our", "your", "about", "from", "as", "at",
+    "if", "me", "us", "many", "much", "any", "some", "please", "tell", "give", "show", "list",
+    "all", "have", "has", "get", "not", "no",
+];
+
+const CJK_STOP: &[&str] = &[
+    "什么", "怎么", "如何", "多少", "哪些", "是否", "可以", "我们", "你们", "他们", "这个", "那个",
+    "请问", "一下", "的是", "是什", "么时", "时候",
+];
+
+/// Characters too common to count as shared content.
+const CJK_COMMON: &[char] = &[
+    '的', '是', '有', '在', '了', '和', '与', '为', '吗', '呢', '多', '少', '几', '什', '么', '怎',
+    '哪', '个', '这', '那', '我', '你', '他', '们', '也', '都', '就', '要', '会', '可', '以', '请',
+];
+
+/// The terms of `text` used for overlap scoring.
+pub(crate) fn terms(text: &str) -> HashSet<String> {
+    let mut out = HashSet::new();
+    let lower = text.to_lowercase();
+    let mut word = String::new();
+    let mut cjk_run: Vec<char> = Vec::new();
+    let flush_cjk = |run: &mut Vec<char>, out: &mut HashSet<String>| {
+        // Characters as well as bigrams: short Chinese questions share few bigrams with the
+        // sentence that answers them ("年假有几天" / "年假为每年十五天").
+        for c in run.iter() {
+            if !CJK_COMMON.contains(c) {
+                out.insert(c.to_string());
+            }
+        }
+        for pair in run.windows(2) {
+            let bigram: String = pair.iter().collect();
+            if !CJK_STOP.contains(&bigram.as_str()) {
+                out.insert(bigram);
+            }
+        }
+        run.clear();
+    };
+    for c in lower.chars() {
+        if is_cjk(c) {
+            if !word.is_empty() {
+                push_word(&mut out, &word);
+                word.clear();
+            }
+            cjk_run.push(c);
+        } else if c.is_alphanumeric() {
+            flush_cjk(&mut cjk_run, &mut out);
+            word.push(c);
+        } else {
+            flush_cjk(&mut cjk_run, &mut out);
+            if !word.is_empty() {
+                push_word(&mut out, &word);
+                word.clear();
+            }
+        }
+    }
+    flush_cjk(&mut cjk_run, &mut out);
+    if !word.is_empty() {
+        push_word(&mut out, &word);
+    }
+    out
+}
+
+fn push_word(out: &mut HashSet<String>, word: &str) {
+    if word.chars().count() < 2 && !word.chars().all(|c| c.is_ascii_digit()) {
+        return;
+    }
+    if STOP_WORDS.contains(&word) {
+        return;
+    }
+    // A crude English stem so "days"/"day" and "policies"/"policy" meet.
+    let stem = word
+        .strip_suffix("ies")
+        .map(|s| format!("{s}y"))
+        .or_else(|| {
+            (word.len() > 3 && word.ends_with('s') && !word.ends_with("ss"))
+                .then(|| word[..word.len() - 1].to_string())
+        })
+        .unwrap_or_else(|| word.to_string());
+    out.insert(stem);
+}
+
+/// Splits text into sentences (English and Chinese punctuation, and line breaks).
+pub(crate) fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        cur.push(c);
+        let next = chars.get(i + 1).copied();
+        let end = matches!(c, '。' | '！' | '？' | '；' | '\n')
+            || (matches!(c, '.' | '!' | '?')
+                && next.is_none_or(|n| n.is_whitespace())
+                // "e.g." and "3.5" are not sentence ends.
+                && !cur.trim_end().ends_with("e.g.")
+                && !cur.trim_end().ends_with("i.e."));
+        if end {
+            let s = cur.trim();
+            if !s.is_empty() {
+                out.push(s.to_string());
+            }
+            cur.clear();
+        }
+    }
+    let s = cur.trim();
+    if !s.is_empty() {
+        out.push(s.to_string());
+    }
+    out
+}
+
+/// The share of `query` terms found in `text` (0 when the query has none).
+pub(crate) fn overlap(query: &HashSet<String>, text: &HashSet<String>) -> f32 {
+    if query.is_empty() {
+        return 0.0;
+    }
+    query.iter().filter(|t| text.contains(*t)).count() as f32 / query.len() as f32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terms_are_bilingual() {
+        let t = terms("How many days of annual leave? 年假有多少天");
+        for want in ["day", "annual", "leave", "年假", "少天"] {
+            assert!(t.contains(want), "{want} in {t:?}");
+        }
+        assert!(!t.contains("how") && !t.contains("多少"));
+        assert_eq!(normalize("  a\tb\u{0007}\n c "), "a b c");
+    }
+
+    #[test]
+    fn sentences_split_in_both_languages() {
+        assert_eq!(
+            sentences("Leave is 15 days. It grows e.g. yearly! 试用期三个月。转正后加薪"),
+            [
+                "Leave is 15 days.",
+                "It grows e.g. yearly!",
+                "试用期三个月。",
+                "转正后加薪"
+            ]
+        );
+        assert_eq!(sentences("Version 3.5 is out."), ["Version 3.5 is out."]);
+    }
+}

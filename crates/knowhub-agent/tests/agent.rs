@@ -1,0 +1,379 @@
+//! The copilot without a language model (extractive mode), end to end over a real engine:
+//! cited answers in both languages, abstaining, SQL over an ingested spreadsheet, degrading,
+//! refusing, permissions on documents, tables and traces, conversations and follow-ups.
+//! A test with the tiny local model (SmolLM2) runs when it is installed.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use knowhub_agent::{Agent, AgentEvent, AgentOptions, AskRequest, Route, StopReason};
+use knowhub_engine::authz::{Role, ScopeSet, UserId};
+use knowhub_engine::{
+    Engine, EngineConfig, IngestOptions, ModelSet, RealFs, RequestContext, dev_context,
+};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    engine: Arc<Engine>,
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("kb");
+    std::fs::create_dir_all(root.join("public")).unwrap();
+    std::fs::create_dir_all(root.join("hr")).unwrap();
+    std::fs::write(
+        root.join("public/handbook.md"),
+        "# Handbook\n\n## Leave\n\nEmployees get fifteen days of annual leave per year. \
+         Leave requests need two weeks notice.\n\n## 试用期\n\n所有新入职的正式员工均有三个月的试用期。",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("hr/salaries.md"),
+        "# Salary bands\n\nThe confidential salary band for engineers is 90k to 120k per year.",
+    )
+    .unwrap();
+    std::fs::copy(
+        repo().join("assets/demo/data/projects.xlsx"),
+        root.join("public/projects.xlsx"),
+    )
+    .unwrap();
+    let engine = Arc::new(
+        Engine::open_with(
+            EngineConfig::new(dir.path().join("data")),
+            Arc::new(RealFs),
+            ModelSet::none(),
+        )
+        .unwrap(),
+    );
+    let admin = dev_context();
+    engine
+        .ingest(
+            &admin,
+            std::slice::from_ref(&root),
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    let public: ScopeSet = "public".parse().unwrap();
+    engine
+        .set_folder_acl(&admin, &root.join("public"), Some(&public))
+        .unwrap();
+    let hr: ScopeSet = "team:hr".parse().unwrap();
+    engine
+        .set_folder_acl(&admin, &root.join("hr"), Some(&hr))
+        .unwrap();
+    Fixture {
+        _dir: dir,
+        root,
+        engine,
+    }
+}
+
+fn user(f: &Fixture, id: &str) -> RequestContext {
+    let uid = UserId::new(id).unwrap();
+    let _ = f.engine.add_user(&dev_context(), &uid, id, Role::User);
+    RequestContext {
+        user: uid,
+        role: Role::User,
+        ..dev_context()
+    }
+}
+
+fn agent(f: &Fixture) -> Agent {
+    Agent::new(Arc::clone(&f.engine), None, AgentOptions::default())
+}
+
+fn ask(agent: &Agent, ctx: &RequestContext, q: &str) -> knowhub_agent::AskOutcome {
+    agent.ask(ctx, &AskRequest::new(q), &mut |_| {}).unwrap()
+}
+
+#[test]
+fn answers_are_cited_in_the_question_language() {
+    let f = fixture();
+    let a = agent(&f);
+    let bob = user(&f, "bob");
+    let table: &[(&str, &str, &str)] = &[
+        // (question, a phrase the answer must contain, the cited document)
+        (
+            "How many days of annual leave do employees get?",
+            "fifteen days of annual leave",
+            "handbook.md",
+        ),
+        ("新员工的试用期多长？", "三个月的试用期", "handbook.md"),
+    ];
+    for (q, phrase, doc) in table {
+        let o = ask(&a, &bob, q);
+        let out = &o.state.output;
+        assert_eq!(out.stop_reason, StopReason::Ok, "{q}: {}", out.final_answer);
+        assert!(
+            out.final_answer.contains(phrase),
+            "{q}: {}",
+            out.final_answer
+        );
+        assert!(
+            out.final_answer.contains("[1]"),
+            "cited: {}",
+            out.final_answer
+        );
+        assert!(!out.rendered_sources.is_empty());
+        let cited = &o
+            .state
+            .evidence_items
+            .iter()
+            .find(|e| e.evidence_id == out.final_citations[0].evidence_id)
+            .unwrap();
+        assert_eq!(cited.source.title.as_deref(), Some("Handbook"), "{doc}");
+        assert_eq!(cited.authz.result, "allow");
+        assert_eq!(cited.authz.perm_snapshot_id, o.state.authz.perm_snapshot_id);
+    }
+    // The Chinese question gets the Chinese framing.
+    let o = ask(&a, &bob, "新员工的试用期多长？");
+    assert!(
+        o.state.output.final_answer.starts_with("根据"),
+        "{}",
+        o.state.output.final_answer
+    );
+}
+
+#[test]
+fn no_evidence_is_said_plainly_and_unreadable_documents_never_appear() {
+    let f = fixture();
+    let a = agent(&f);
+    let bob = user(&f, "bob");
+    let o = ask(&a, &bob, "What is the salary band for engineers?");
+    assert_eq!(
+        o.state.output.stop_reason,
+        StopReason::NoEvidence,
+        "{}",
+        o.state.output.final_answer
+    );
+    assert!(
+        o.state
+            .evidence_items
+            .iter()
+            .all(|e| !e.text.contains("120k")),
+        "nothing from the hr folder reaches the agent"
+    );
+    assert!(!o.state.output.final_answer.contains("120k"));
+    // A member of team:hr gets the answer, cited.
+    let carol = user(&f, "carol");
+    f.engine
+        .add_membership(
+            &dev_context(),
+            &carol.user,
+            &knowhub_engine::authz::Scope::Team(knowhub_engine::authz::TeamId::new("hr").unwrap()),
+        )
+        .unwrap();
+    let o = ask(&a, &carol, "What is the salary band for engineers?");
+    assert_eq!(o.state.output.stop_reason, StopReason::Ok);
+    assert!(
+        o.state.output.final_answer.contains("90k to 120k"),
+        "{}",
+        o.state.output.final_answer
+    );
+    let o = ask(&a, &carol, "What is the capital of Mongolia?");
+    assert_eq!(o.state.output.stop_reason, StopReason::NoEvidence);
+}
+
+#[test]
+fn data_questions_run_safe_sql_over_readable_spreadsheets() {
+    let f = fixture();
+    let a = agent(&f);
+    let bob = user(&f, "bob");
+    let o = ask(&a, &bob, "How many projects are there?");
+    assert_eq!(o.state.plan.route, Route::Sql);
+    let sql = o.state.tools.sql.clone().unwrap();
+    assert_eq!(sql.generated_by, "template");
+    assert!(
+        sql.generated_sql.to_uppercase().contains("COUNT"),
+        "{}",
+        sql.generated_sql
+    );
+    assert!(
+        sql.generated_sql.contains("LIMIT"),
+        "a limit is always forced: {}",
+        sql.generated_sql
+    );
+    let ev = o
+        .state
+        .evidence_items
+        .iter()
+        .find(|e| e.kind == "sql_result")
+        .unwrap();
+    assert!(ev.text.contains("15"), "{}", ev.text);
+    assert!(
+        o.state.output.final_answer.contains("15"),
+        "{}",
+        o.state.output.final_answer
+    );
+
+    // Once the spreadsheet's folder is restricted, its tables are not offered to bob at all.
+    let hr: ScopeSet = "team:hr".parse().unwrap();
+    f.engine
+        .set_folder_acl(&dev_context(), &f.root.join("public"), Some(&hr))
+        .unwrap();
+    let data = f.engine.queryable_data(&bob).unwrap();
+    assert!(data.tables.is_empty(), "{:?}", data.tables);
+    let o = ask(&a, &bob, "How many projects are there?");
+    assert!(
+        o.state
+            .evidence_items
+            .iter()
+            .all(|e| e.kind != "sql_result")
+    );
+}
+
+#[test]
+fn refusals_clarifications_and_degrading() {
+    let f = fixture();
+    let a = agent(&f);
+    let bob = user(&f, "bob");
+    let o = ask(&a, &bob, "DELETE FROM projects");
+    assert_eq!(o.state.plan.route, Route::Refuse);
+    assert_eq!(o.state.output.stop_reason, StopReason::PermissionDenied);
+    let o = ask(&a, &bob, "?");
+    assert_eq!(o.state.output.stop_reason, StopReason::NeedClarify);
+    // A counting question no table can answer degrades to the documents.
+    let o = ask(&a, &bob, "How many days of notice do leave requests need?");
+    let nodes: Vec<&str> = o
+        .state
+        .trace_steps
+        .iter()
+        .map(|s| s.node.as_str())
+        .collect();
+    assert!(nodes.contains(&"DocTool"), "{nodes:?}");
+    assert_eq!(
+        o.state.output.stop_reason,
+        StopReason::Ok,
+        "{}",
+        o.state.output.final_answer
+    );
+}
+
+#[test]
+fn conversations_follow_ups_and_traces_are_private() {
+    let f = fixture();
+    let a = agent(&f);
+    let bob = user(&f, "bob");
+    let first = ask(&a, &bob, "How many days of annual leave do employees get?");
+    let session = first.session_id.clone().unwrap();
+    let follow = a
+        .ask(
+            &bob,
+            &AskRequest {
+                question: "What about notice?".into(),
+                session: Some(session.clone()),
+                ephemeral: false,
+            },
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_ne!(
+        follow.state.input.standalone_query, follow.state.input.query,
+        "the follow-up was rewritten with the conversation"
+    );
+    assert!(
+        follow
+            .state
+            .output
+            .final_answer
+            .contains("two weeks notice"),
+        "{}",
+        follow.state.output.final_answer
+    );
+    let turns = f.engine.session_turns(&bob, &session, 10).unwrap();
+    assert_eq!(turns.len(), 2);
+    // The trace is stored, complete, and bob's alone.
+    let trace = f.engine.trace(&bob, &follow.trace_id).unwrap();
+    let state: knowhub_agent::AgentState = serde_json::from_str(&trace.state).unwrap();
+    let nodes: Vec<String> = state.trace_steps.iter().map(|s| s.node.clone()).collect();
+    assert_eq!(
+        nodes,
+        [
+            "Preprocess",
+            "LoadAuthz",
+            "Route",
+            "DocTool",
+            "ValidateEvidence",
+            "Synthesize"
+        ]
+    );
+    let eve = user(&f, "eve");
+    assert!(f.engine.trace(&eve, &follow.trace_id).is_err());
+    assert!(f.engine.session_turns(&eve, &session, 10).is_err());
+    assert!(
+        a.ask(
+            &eve,
+            &AskRequest {
+                question: "and?".into(),
+                session: Some(session),
+                ephemeral: false
+            },
+            &mut |_| {}
+        )
+        .is_err(),
+        "nobody continues someone else's conversation"
+    );
+    // Events stream node by node.
+    let mut steps = Vec::new();
+    a.ask(&bob, &AskRequest::new("annual leave"), &mut |e| {
+        if let AgentEvent::Step { node, status, .. } = e {
+            steps.push(format!("{node}:{status}"));
+        }
+    })
+    .unwrap();
+    assert_eq!(steps.first().map(String::as_str), Some("Preprocess:start"));
+    assert_eq!(steps.last().map(String::as_str), Some("Synthesize:ok"));
+}
+
+/// With the tiny local model when installed: answers stream, and what is kept is cited.
+#[test]
+fn with_a_local_model_answers_stream_and_stay_cited() {
+    let path = repo().join("models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !path.exists() {
+        eprintln!(
+            "skipped: {} is not installed (knowhub models fetch smollm2-135m-instruct)",
+            path.display()
+        );
+        return;
+    }
+    let f = fixture();
+    let llm = knowhub_llm::LocalGguf::load(&path, &candle_core::Device::Cpu).unwrap();
+    let a = Agent::new(
+        Arc::clone(&f.engine),
+        Some(Arc::new(llm)),
+        AgentOptions {
+            max_answer_tokens: 64,
+            ..AgentOptions::default()
+        },
+    );
+    let bob = user(&f, "bob");
+    let mut tokens = 0;
+    let o = a
+        .ask(
+            &bob,
+            &AskRequest::new("How many days of annual leave do employees get?"),
+            &mut |e| {
+                if let AgentEvent::Token(_) = e {
+                    tokens += 1;
+                }
+            },
+        )
+        .unwrap();
+    assert!(tokens > 0, "the answer streamed");
+    assert!(o.state.completion_tokens > 0);
+    let out = &o.state.output;
+    // Whatever the tiny model wrote, what survives the check is cited or abstains.
+    match out.stop_reason {
+        StopReason::Ok => assert!(!out.final_citations.is_empty(), "{}", out.final_answer),
+        other => assert_eq!(other, StopReason::NoEvidence),
+    }
+}

@@ -1,0 +1,373 @@
+//! `knowhub ask`, `trace`, `sessions` and `sql`: the copilot from the terminal.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use knowhub_agent::{Agent, AgentEvent, AgentOptions, AskRequest};
+use knowhub_engine::{Engine, RequestContext};
+use knowhub_llm::{Llm, LocalGguf, OpenAiCompatible};
+
+/// Which language model writes answers.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct LlmArgs {
+    /// `local` (the default local model when installed, else extractive answers), a model
+    /// name from models/manifest.toml (e.g. qwen2.5-coder-1.5b-instruct, smollm2-135m-instruct),
+    /// a path to a .gguf file, `openai` (an OpenAI-compatible server: --llm-url, --llm-model,
+    /// KNOWHUB_LLM_API_KEY), or `off` (extractive answers: the best supporting sentences).
+    #[arg(long, global = true, env = "KNOWHUB_LLM", default_value = "local")]
+    pub llm: String,
+    /// Base URL of the OpenAI-compatible server (Ollama: http://localhost:11434/v1).
+    #[arg(long, global = true, env = "KNOWHUB_LLM_URL")]
+    pub llm_url: Option<String>,
+    /// Model name on that server.
+    #[arg(long, global = true, env = "KNOWHUB_LLM_MODEL")]
+    pub llm_model: Option<String>,
+}
+
+/// The default local model (Chinese + English).
+pub(crate) const DEFAULT_LOCAL_LLM: &str = "qwen2.5-coder-0.5b-instruct";
+
+impl LlmArgs {
+    /// Loads the configured model; `Ok(None)` = extractive mode (with a note when the user
+    /// asked for a model that is not installed).
+    pub(crate) fn load(&self) -> Result<Option<Arc<dyn Llm>>> {
+        match self.llm.as_str() {
+            "off" | "none" | "extractive" => Ok(None),
+            "openai" => {
+                let url = self
+                    .llm_url
+                    .clone()
+                    .context("--llm openai needs --llm-url (e.g. http://localhost:11434/v1)")?;
+                let model = self
+                    .llm_model
+                    .clone()
+                    .context("--llm openai needs --llm-model")?;
+                let key = std::env::var("KNOWHUB_LLM_API_KEY").ok();
+                Ok(Some(Arc::new(OpenAiCompatible::new(url, model, key))))
+            }
+            "local" => match local_model_path(DEFAULT_LOCAL_LLM) {
+                Some(path) => Ok(Some(load_gguf(&path)?)),
+                None => {
+                    eprintln!(
+                        "note: the default local model is not installed (knowhub models fetch \
+                         {DEFAULT_LOCAL_LLM}); answering extractively"
+                    );
+                    Ok(None)
+                }
+            },
+            other if other.ends_with(".gguf") => Ok(Some(load_gguf(&PathBuf::from(other))?)),
+            name => match local_model_path(name) {
+                Some(path) => Ok(Some(load_gguf(&path)?)),
+                None => bail!(
+                    "model {name} is not installed: run `knowhub models fetch {name}` (or pass \
+                     --llm off for extractive answers)"
+                ),
+            },
+        }
+    }
+}
+
+fn load_gguf(path: &std::path::Path) -> Result<Arc<dyn Llm>> {
+    let llm = LocalGguf::load(path, &candle_core::Device::Cpu)
+        .with_context(|| format!("cannot load {}", path.display()))?;
+    Ok(Arc::new(llm))
+}
+
+/// The installed GGUF file of a manifest model, if any.
+pub(crate) fn local_model_path(name: &str) -> Option<PathBuf> {
+    let manifest = knowhub_models::Manifest::builtin().ok()?;
+    let dir = knowhub_models::default_models_dir()?;
+    let entry = manifest.get(name).ok()?;
+    let folder =
+        knowhub_models::require(&manifest, &dir, name, knowhub_models::Depth::Quick).ok()?;
+    entry
+        .files
+        .iter()
+        .find(|f| f.dest.ends_with(".gguf"))
+        .map(|f| folder.join(&f.dest))
+}
+
+/// `knowhub ask` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct AskArgs {
+    pub question: String,
+    /// Continue a conversation (see `knowhub sessions`); default: a new one.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Also print how the answer was made (route, steps, evidence, SQL, stop reason).
+    #[arg(long)]
+    pub trace: bool,
+}
+
+pub(crate) fn ask(
+    engine: Arc<Engine>,
+    ctx: &RequestContext,
+    llm: &LlmArgs,
+    args: &AskArgs,
+    json: bool,
+) -> Result<ExitCode> {
+    let model = llm.load()?;
+    let agent = Agent::new(engine, model, AgentOptions::default());
+    let mut out = std::io::stdout();
+    let mut streamed = false;
+    let outcome = agent.ask(
+        ctx,
+        &AskRequest {
+            question: args.question.clone(),
+            session: args.session.clone(),
+            ephemeral: false,
+        },
+        &mut |e| {
+            if json {
+                return;
+            }
+            match e {
+                AgentEvent::Token(t) => {
+                    streamed = true;
+                    let _ = write!(out, "{t}");
+                    let _ = out.flush();
+                }
+                AgentEvent::Replace(_) => {
+                    if streamed {
+                        let _ = writeln!(out, "\n[withdrawn: not supported by the evidence]");
+                    }
+                    streamed = false;
+                }
+                AgentEvent::Step { .. } => {}
+            }
+        },
+    )?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let o = &outcome.state.output;
+    if streamed {
+        // The streamed draft may have lost sentences that failed the citation check.
+        if outcome.state.draft.cut_sentences.is_empty() {
+            println!();
+        } else {
+            println!("\n\n[checked answer]\n{}", o.final_answer);
+        }
+    } else {
+        println!("{}", o.final_answer);
+    }
+    if !o.rendered_sources.is_empty() {
+        println!();
+        for s in &o.rendered_sources {
+            let mut place = Vec::new();
+            if let Some(p) = s.page {
+                place.push(format!("p. {p}"));
+            }
+            if !s.heading.is_empty() {
+                place.push(s.heading.join(" › "));
+            }
+            println!(
+                "[{}] {}{}",
+                s.number,
+                s.title,
+                if place.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", place.join(", "))
+                }
+            );
+        }
+    }
+    eprintln!(
+        "\n{} · {} · {} ms · {} · session {} · trace {}",
+        outcome.state.plan.route.as_str(),
+        o.stop_reason.as_str(),
+        outcome.total_ms,
+        agent.llm_id().unwrap_or("extractive"),
+        outcome.session_id.as_deref().unwrap_or("-"),
+        outcome.trace_id
+    );
+    if args.trace {
+        print_trace(&outcome.state);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `knowhub trace <id>`: one stored trace.
+pub(crate) fn trace(
+    engine: &Engine,
+    ctx: &RequestContext,
+    id: Option<&str>,
+    json: bool,
+) -> Result<ExitCode> {
+    let Some(id) = id else {
+        for t in engine.traces(ctx, 20)? {
+            println!(
+                "{}  {:<7} {:<13} {:>6} ms  {}",
+                t.id,
+                t.route,
+                t.stop_reason,
+                t.total_ms,
+                t.question.chars().take(60).collect::<String>()
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let record = engine.trace(ctx, id)?;
+    if json {
+        println!("{}", record.state);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let state: knowhub_agent::AgentState =
+        serde_json::from_str(&record.state).context("the stored trace is unreadable")?;
+    println!("question: {}", record.question);
+    println!(
+        "answer:   {}",
+        state.output.final_answer.replace('\n', "\n          ")
+    );
+    print_trace(&state);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_trace(s: &knowhub_agent::AgentState) {
+    println!("\n-- how this was answered (trace {})", s.trace_id);
+    if s.input.standalone_query != s.input.query {
+        println!("follow-up rewritten: {}", s.input.standalone_query);
+    }
+    println!(
+        "route: {} (by {}), stop reason: {}, permission snapshot: {}",
+        s.plan.route.as_str(),
+        s.plan.routed_by,
+        s.output.stop_reason.as_str(),
+        s.authz.perm_snapshot_id
+    );
+    for step in &s.trace_steps {
+        println!(
+            "  {} {:<17} {:<22} {:>6} ms  {}{}",
+            step.step_id,
+            step.node,
+            step.action,
+            step.timing_ms,
+            step.status,
+            step.err
+                .as_ref()
+                .map(|e| format!(" ({}: {})", e.kind, e.msg))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(sql) = &s.tools.sql
+        && !sql.generated_sql.is_empty()
+    {
+        println!(
+            "SQL ({} via {}): {}",
+            sql.source, sql.generated_by, sql.generated_sql
+        );
+    }
+    for e in &s.evidence_items {
+        println!(
+            "  evidence {} [{}] {}",
+            e.evidence_id,
+            e.authz.result,
+            e.source.title.as_deref().unwrap_or("")
+        );
+    }
+    if !s.draft.cut_sentences.is_empty() {
+        println!(
+            "cut (no valid citation): {}",
+            s.draft.cut_sentences.join(" | ")
+        );
+    }
+    if s.prompt_tokens + s.completion_tokens > 0 {
+        println!(
+            "LLM {}: {} prompt + {} generated tokens",
+            s.llm.as_deref().unwrap_or("-"),
+            s.prompt_tokens,
+            s.completion_tokens
+        );
+    }
+}
+
+/// `knowhub sessions`: the caller's conversations.
+pub(crate) fn sessions(engine: &Engine, ctx: &RequestContext, json: bool) -> Result<ExitCode> {
+    let list = engine.sessions(ctx, 50)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&list)?);
+    } else {
+        for s in &list {
+            println!("{}  {}", s.id, s.title);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `knowhub sql` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SqlCommand {
+    /// Register a SQLite database the copilot may query (administrators).
+    Add {
+        name: String,
+        path: PathBuf,
+        /// Who may query it: scopes such as team:finance or public (comma-separated).
+        #[arg(long, default_value = "")]
+        scopes: String,
+        /// Restrict every query to the caller's organisation in this column.
+        #[arg(long)]
+        tenant_column: Option<String>,
+    },
+    /// The sources you may query.
+    List,
+    /// Unregister a source (administrators).
+    Remove { name: String },
+}
+
+pub(crate) fn sql(
+    engine: &Engine,
+    ctx: &RequestContext,
+    cmd: SqlCommand,
+    json: bool,
+) -> Result<ExitCode> {
+    match cmd {
+        SqlCommand::Add {
+            name,
+            path,
+            scopes,
+            tenant_column,
+        } => {
+            let scopes: knowhub_engine::authz::ScopeSet = scopes
+                .parse()
+                .map_err(|e| anyhow::anyhow!("bad scopes: {e}"))?;
+            let s = engine.add_sql_source(ctx, &name, &path, &scopes, tenant_column.as_deref())?;
+            println!("registered {} ({})", s.name, s.path);
+        }
+        SqlCommand::List => {
+            let data = engine.queryable_data(ctx)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&data)?);
+            } else {
+                for s in &data.sources {
+                    println!(
+                        "{}  {}  scopes: {}{}",
+                        s.name,
+                        s.path,
+                        s.scopes.join(","),
+                        s.tenant_column
+                            .as_deref()
+                            .map(|c| format!("  tenant column: {c}"))
+                            .unwrap_or_default()
+                    );
+                }
+                for t in &data.tables {
+                    println!(
+                        "spreadsheet  {}  ({} rows) from {}",
+                        t.sql_name, t.rows, t.document_path
+                    );
+                }
+            }
+        }
+        SqlCommand::Remove { name } => {
+            engine.remove_sql_source(ctx, &name)?;
+            println!("removed {name}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,647 @@
+//! [`LocalGguf`]: a quantized GGUF chat model run in-process on candle.
+//!
+//! Why in-process: the copilot must answer without a server, network or GPU, and the default
+//! model (Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, 491 MB) runs at interactive speed on a laptop CPU.
+//!
+//! **Loading.** The GGUF is read once: its metadata picks the architecture
+//! (`general.architecture`: `qwen2` → `candle_transformers::models::quantized_qwen2`, `llama` →
+//! `quantized_llama`), rebuilds the tokenizer ([`crate::gguf_tokenizer`]), checks that the chat
+//! template is ChatML and takes its default system prompt ([`crate::chat`]), and gives the
+//! context length, capped (default [`DEFAULT_MAX_CONTEXT`] = 4096 tokens; candle's llama cannot
+//! go beyond 4096, and the KV cache and attention scores grow with it).
+//!
+//! **Every call is a fresh conversation.** candle's `ModelWeights` keep a KV cache inside each
+//! layer. The first forward pass of a call runs at position 0, which candle treats as "start
+//! over", and we also call `clear_kv_cache` before and after each call (the latter frees the
+//! cache's memory between calls). Clearing costs nothing; rebuilding the weights costs a second
+//! or more (re-reading the file and dequantizing the embedding table), so the weights are kept.
+//! One catch: `ModelWeights` also memoise every causal mask they build, keyed by (chunk length,
+//! position), and never forget them; with prompts of ever new lengths that would grow without
+//! bound. We count the masks our prompts create and rebuild the weights from the still-open file
+//! once they pass [`MASK_CACHE_BUDGET`] bytes (a rare, bounded cost instead of a leak).
+//!
+//! **Generation.** The prompt is processed in chunks of [`PREFILL_CHUNK`] tokens (bounding the
+//! attention-score memory), then tokens are sampled one at a time with candle's
+//! `LogitsProcessor`: greedy at temperature 0, else sampling with the request's seed (top-p when
+//! given), after a mild repeat penalty ([`DEFAULT_REPEAT_PENALTY`]) over the last
+//! [`REPEAT_LAST_N`] *generated* tokens. The prompt is left out of the penalty on purpose: a
+//! grounded answer should be free to quote the passages it was given. Generation ends at
+//! `<|im_end|>`, `<|endoftext|>`, the GGUF's EOS token, a new `<|im_start|>` turn, a stop string,
+//! `max_tokens`, a full context window, or cancellation. Concurrent calls are serialised by a
+//! mutex (one model, one KV cache).
+//!
+//! **Prompts that do not fit.** The prompt may use the context window minus
+//! `min(max_tokens, context / 4)` tokens kept for the answer. When it is longer, the oldest
+//! non-system messages are dropped first (the latest message is always kept); if the latest
+//! message alone is still too long, its beginning is cut off (at a token boundary, keeping the
+//! end, where a question usually is). Only when the system prompt leaves no room at all does the
+//! call fail with [`LlmError::ContextOverflow`]. `prompt_tokens` reports what was actually used.
+//!
+//! Special-token strings inside message text (a document that contains `<|im_end|>`) are encoded
+//! as plain text, so retrieved content cannot close a turn or forge a system message.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::fs::File;
+use std::io::{BufReader, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use candle_core::quantized::gguf_file::Content;
+use candle_core::{DType, Device, Tensor};
+use candle_transformers::generation::{LogitsProcessor, Sampling};
+use candle_transformers::models::{quantized_llama, quantized_qwen2};
+use tokenizers::Tokenizer;
+
+use crate::chat::{self, IM_END, IM_START};
+use crate::error::{LlmError, Result};
+use crate::gguf_tokenizer::{GgufVocab, TokenTable, meta_str, meta_u64};
+use crate::stream::{StopFilter, Utf8Decoder};
+use crate::{ChatRequest, ChatResponse, Finish, Llm, Message, Role};
+
+/// Largest context window used by default, whatever the model supports.
+pub const DEFAULT_MAX_CONTEXT: usize = 4096;
+/// Prompt tokens processed per forward pass.
+pub const PREFILL_CHUNK: usize = 512;
+/// Repeat penalty applied to recently generated tokens (1.0 = off).
+pub const DEFAULT_REPEAT_PENALTY: f32 = 1.1;
+/// How many of the last generated tokens the repeat penalty looks at.
+pub const REPEAT_LAST_N: usize = 64;
+/// Bytes of memoised causal masks after which the weights are rebuilt (see the module docs).
+pub const MASK_CACHE_BUDGET: usize = 64 << 20;
+/// Sampler seed when the request gives none.
+const DEFAULT_SEED: u64 = 299_792_458;
+
+/// The model families this crate runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arch {
+    Qwen2,
+    Llama,
+}
+
+impl Arch {
+    fn name(self) -> &'static str {
+        match self {
+            Arch::Qwen2 => "qwen2",
+            Arch::Llama => "llama",
+        }
+    }
+}
+
+enum Weights {
+    Qwen2(quantized_qwen2::ModelWeights),
+    Llama(quantized_llama::ModelWeights),
+}
+
+impl Weights {
+    fn forward(&mut self, input: &Tensor, pos: usize) -> candle_core::Result<Tensor> {
+        match self {
+            Weights::Qwen2(m) => m.forward(input, pos),
+            Weights::Llama(m) => m.forward(input, pos),
+        }
+    }
+
+    fn clear_kv_cache(&mut self) {
+        match self {
+            Weights::Qwen2(m) => m.clear_kv_cache(),
+            Weights::Llama(m) => m.clear_kv_cache(),
+        }
+    }
+}
+
+/// What the mutex guards: the weights (with their KV cache) and what is needed to rebuild them.
+struct State {
+    /// `None` only after a failed rebuild (the next call tries again).
+    weights: Option<Weights>,
+    /// The open model file (stays readable even if the path is replaced meanwhile).
+    file: File,
+    /// (chunk length, key length) of every mask the weights have memoised.
+    masks: HashSet<(usize, usize)>,
+    mask_bytes: usize,
+}
+
+/// A GGUF chat model (Qwen2/Qwen2.5 or Llama/SmolLM2) on candle.
+pub struct LocalGguf {
+    model_id: String,
+    path: PathBuf,
+    arch: Arch,
+    device: Device,
+    /// Encodes message text; special-token strings in it stay plain text.
+    tokenizer: Tokenizer,
+    table: TokenTable,
+    im_start: u32,
+    im_end: u32,
+    /// Ids that end the answer.
+    stop_ids: Vec<u32>,
+    default_system: Option<String>,
+    context: usize,
+    repeat_penalty: f32,
+    state: Mutex<State>,
+}
+
+impl fmt::Debug for LocalGguf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalGguf")
+            .field("model_id", &self.model_id)
+            .field("path", &self.path)
+            .field("arch", &self.arch)
+            .field("device", &self.device)
+            .field("context", &self.context)
+            .field("repeat_penalty", &self.repeat_penalty)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The manifest name of a model file: the folder it sits in (`models/<name>/<file>`).
+fn manifest_name(path: &Path) -> String {
+    path.parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .filter(|n| !n.is_empty() && *n != "." && *n != "..")
+        .unwrap_or("qwen2.5-coder-0.5b-instruct")
+        .to_owned()
+}
+
+fn inference(e: candle_core::Error) -> LlmError {
+    LlmError::Inference(e.to_string())
+}
+
+impl LocalGguf {
+    /// Loads a GGUF model onto `device`, with the context capped at [`DEFAULT_MAX_CONTEXT`].
+    pub fn load(path: &Path, device: &Device) -> Result<Self> {
+        Self::load_with_context(path, device, DEFAULT_MAX_CONTEXT)
+    }
+
+    /// Loads a GGUF model with the context window capped at `max_context` tokens (and at the
+    /// model's own limit; 4096 at most for llama-architecture models).
+    pub fn load_with_context(path: &Path, device: &Device, max_context: usize) -> Result<Self> {
+        let started = Instant::now();
+        let mut file = File::open(path).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                LlmError::ModelMissing {
+                    path: path.to_owned(),
+                    name: manifest_name(path),
+                }
+            } else {
+                LlmError::Io {
+                    path: path.to_owned(),
+                    source,
+                }
+            }
+        })?;
+        let bad = |reason: String| LlmError::BadModel {
+            path: path.to_owned(),
+            reason,
+        };
+        let content = Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
+        let meta = &content.metadata;
+        let arch = match meta_str(meta, "general.architecture") {
+            Some("qwen2") => Arch::Qwen2,
+            Some("llama") => Arch::Llama,
+            Some(other) => {
+                return Err(LlmError::UnsupportedArchitecture {
+                    path: path.to_owned(),
+                    arch: other.to_owned(),
+                });
+            }
+            None => return Err(bad("metadata general.architecture is missing".into())),
+        };
+
+        let vocab = GgufVocab::from_metadata(meta).map_err(bad)?;
+        let mut tokenizer = vocab.tokenizer().map_err(bad)?;
+        tokenizer.set_encode_special_tokens(true);
+        let table = TokenTable::new(&vocab);
+
+        let template = meta_str(meta, "tokenizer.chat_template");
+        if let Some(t) = template
+            && !chat::is_chatml_template(t)
+        {
+            return Err(bad(
+                "its chat template is not ChatML (<|im_start|>…<|im_end|>), the only prompt \
+                 format supported"
+                    .into(),
+            ));
+        }
+        let default_system = template.and_then(chat::default_system_prompt);
+        let special = |name: &str| {
+            vocab
+                .id(name)
+                .ok_or_else(|| bad(format!("its vocabulary has no {name} token (ChatML)")))
+        };
+        let im_start = special(IM_START)?;
+        let im_end = special(IM_END)?;
+        let mut stop_ids = vec![im_end, im_start];
+        stop_ids.extend(vocab.id("<|endoftext|>"));
+        stop_ids.extend(vocab.eos);
+        stop_ids.sort_unstable();
+        stop_ids.dedup();
+
+        let model_context = meta_u64(meta, &format!("{}.context_length", arch.name()))
+            .and_then(|v| usize::try_from(v).ok())
+            .unwrap_or(DEFAULT_MAX_CONTEXT);
+        let mut context = model_context.min(max_context.max(16));
+        if arch == Arch::Llama {
+            context = context.min(quantized_llama::MAX_SEQ_LEN);
+        }
+
+        let weights = build_weights(arch, content, &mut file, device).map_err(bad)?;
+        let model_id = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("local-gguf")
+            .to_owned();
+        tracing::info!(
+            model = %model_id,
+            arch = arch.name(),
+            context,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "loaded local LLM"
+        );
+        Ok(LocalGguf {
+            model_id,
+            path: path.to_owned(),
+            arch,
+            device: device.clone(),
+            tokenizer,
+            table,
+            im_start,
+            im_end,
+            stop_ids,
+            default_system,
+            context,
+            repeat_penalty: DEFAULT_REPEAT_PENALTY,
+            state: Mutex::new(State {
+                weights: Some(weights),
+                file,
+                masks: HashSet::new(),
+                mask_bytes: 0,
+            }),
+        })
+    }
+
+    /// Sets the repeat penalty (1.0 turns it off; default [`DEFAULT_REPEAT_PENALTY`]).
+    pub fn with_repeat_penalty(mut self, penalty: f32) -> Self {
+        self.repeat_penalty = if penalty.is_finite() && penalty > 0.0 {
+            penalty
+        } else {
+            1.0
+        };
+        self
+    }
+
+    /// The model file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `general.architecture` of the model (`qwen2` or `llama`).
+    pub fn architecture(&self) -> &'static str {
+        self.arch.name()
+    }
+
+    /// The system prompt used when a conversation has none (from the model's chat template).
+    pub fn default_system_prompt(&self) -> Option<&str> {
+        self.default_system.as_deref()
+    }
+
+    /// The tokenizer that encodes message text (special-token strings in the text are encoded
+    /// as plain text; see [`crate::gguf_tokenizer::tokenizer_from_gguf`] for the reference one).
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// The exact ChatML text the model sees for these messages (before any truncation).
+    pub fn prompt_text(&self, messages: &[Message]) -> String {
+        chat::format_chatml(messages, self.default_system.as_deref())
+    }
+
+    /// Rebuilds the weights from the open model file (used once memoised masks pass their
+    /// budget). Returns how long it took.
+    pub fn rebuild_weights(&self) -> Result<Duration> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        self.rebuild(&mut state)
+    }
+
+    fn rebuild(&self, state: &mut State) -> Result<Duration> {
+        let started = Instant::now();
+        // Free the old weights first: two copies of a model may not fit.
+        state.weights = None;
+        state.masks.clear();
+        state.mask_bytes = 0;
+        let bad = |reason: String| LlmError::BadModel {
+            path: self.path.clone(),
+            reason,
+        };
+        state
+            .file
+            .seek(SeekFrom::Start(0))
+            .map_err(|source| LlmError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        let content = Content::read(&mut state.file).map_err(|e| bad(e.to_string()))?;
+        let weights =
+            build_weights(self.arch, content, &mut state.file, &self.device).map_err(bad)?;
+        state.weights = Some(weights);
+        let took = started.elapsed();
+        tracing::debug!(model = %self.model_id, took_ms = took.as_millis() as u64, "rebuilt LLM weights");
+        Ok(took)
+    }
+
+    fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        self.tokenizer
+            .encode_fast(text, false)
+            .map(|e| e.get_ids().to_vec())
+            .map_err(|e| LlmError::Tokenizer(e.to_string()))
+    }
+
+    /// `<|im_start|>{role}\n{content}<|im_end|>\n` as ids.
+    fn encode_turn(&self, m: &Message) -> Result<Vec<u32>> {
+        let mut ids = vec![self.im_start];
+        ids.extend(self.encode(&format!("{}\n{}", m.role.as_str(), m.content))?);
+        ids.push(self.im_end);
+        ids.extend(self.encode("\n")?);
+        Ok(ids)
+    }
+
+    /// The token ids [`Llm::chat`] feeds the model for `req`: the ChatML prompt, fitted into
+    /// the context window as the module docs describe.
+    pub fn prompt_ids(&self, req: &ChatRequest) -> Result<Vec<u32>> {
+        self.fit_prompt(&req.messages, self.reserve(req))
+    }
+
+    /// Tokens kept free for the answer.
+    fn reserve(&self, req: &ChatRequest) -> usize {
+        req.max_tokens.min(self.context / 4).max(1)
+    }
+
+    /// The prompt ids, fitted into `context - reserve` tokens (see the module docs).
+    fn fit_prompt(&self, messages: &[Message], reserve: usize) -> Result<Vec<u32>> {
+        if messages.is_empty() {
+            return Err(LlmError::InvalidRequest(
+                "the conversation has no messages".into(),
+            ));
+        }
+        let budget = self.context.saturating_sub(reserve);
+        let mut messages = chat::with_default_system(messages, self.default_system.as_deref());
+        let mut tail = vec![self.im_start];
+        tail.extend(self.encode("assistant\n")?);
+        let mut turns = messages
+            .iter()
+            .map(|m| self.encode_turn(m))
+            .collect::<Result<Vec<_>>>()?;
+        let total = |turns: &[Vec<u32>]| turns.iter().map(Vec::len).sum::<usize>() + tail.len();
+
+        // Drop the oldest non-system messages, never the latest one.
+        while total(&turns) > budget {
+            let last = messages.len() - 1;
+            let Some(oldest) = (0..last).find(|&i| messages[i].role != Role::System) else {
+                break;
+            };
+            tracing::debug!(
+                tokens = turns[oldest].len(),
+                "prompt too long: dropping the oldest message"
+            );
+            messages.remove(oldest);
+            turns.remove(oldest);
+        }
+        // Then cut the beginning of the latest message, if it is not a system message.
+        let last = messages.len() - 1;
+        let mut guard = 0;
+        while total(&turns) > budget && messages[last].role != Role::System && guard < 8 {
+            guard += 1;
+            let excess = total(&turns) - budget;
+            let content = &messages[last].content;
+            let enc = self
+                .tokenizer
+                .encode_fast(content.as_str(), false)
+                .map_err(|e| LlmError::Tokenizer(e.to_string()))?;
+            let offsets = enc.get_offsets();
+            // A couple of extra tokens: re-tokenising at the cut may merge differently.
+            let cut_tokens = excess + 2;
+            if cut_tokens >= offsets.len() {
+                messages[last].content.clear();
+            } else {
+                let mut at = offsets[cut_tokens].0.min(content.len());
+                while !content.is_char_boundary(at) {
+                    at += 1;
+                }
+                messages[last].content = content[at..].to_owned();
+            }
+            tracing::debug!(
+                excess,
+                "prompt too long: cutting the start of the latest message"
+            );
+            turns[last] = self.encode_turn(&messages[last])?;
+            if messages[last].content.is_empty() {
+                break;
+            }
+        }
+        let needed = total(&turns);
+        if needed > budget {
+            return Err(LlmError::ContextOverflow {
+                needed,
+                limit: self.context,
+                reserved: reserve,
+            });
+        }
+        let mut ids: Vec<u32> = turns.into_iter().flatten().collect();
+        ids.extend(tail);
+        Ok(ids)
+    }
+
+    /// Runs the prompt through the model in chunks; returns the last position's logits.
+    fn prefill(&self, state: &mut State, ids: &[u32]) -> Result<Tensor> {
+        let mut logits = None;
+        let mut pos = 0;
+        for chunk in ids.chunks(PREFILL_CHUNK) {
+            if chunk.len() > 1 && state.masks.insert((chunk.len(), pos + chunk.len())) {
+                state.mask_bytes += chunk.len() * (pos + chunk.len());
+            }
+            let weights = state
+                .weights
+                .as_mut()
+                .ok_or_else(|| LlmError::Inference("model weights are not loaded".into()))?;
+            let input = Tensor::new(chunk, &self.device)
+                .and_then(|t| t.unsqueeze(0))
+                .map_err(inference)?;
+            logits = Some(weights.forward(&input, pos).map_err(inference)?);
+            pos += chunk.len();
+        }
+        logits.ok_or_else(|| LlmError::InvalidRequest("empty prompt".into()))
+    }
+
+    fn generate(
+        &self,
+        state: &mut State,
+        ids: &[u32],
+        req: &ChatRequest,
+        started: Instant,
+        on_token: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<ChatResponse> {
+        let mut response = ChatResponse {
+            text: String::new(),
+            prompt_tokens: ids.len(),
+            completion_tokens: 0,
+            finish: Finish::MaxTokens,
+            elapsed: Duration::ZERO,
+            time_to_first_token: Duration::ZERO,
+        };
+        let done = |mut r: ChatResponse, finish: Finish| {
+            r.finish = finish;
+            r.elapsed = started.elapsed();
+            if r.completion_tokens == 0 {
+                r.time_to_first_token = r.elapsed;
+            }
+            r
+        };
+        if req.max_tokens == 0 {
+            return Ok(done(response, Finish::MaxTokens));
+        }
+
+        let sampling = if req.temperature.is_nan() || req.temperature <= 1e-7 {
+            Sampling::ArgMax
+        } else {
+            match req.top_p {
+                Some(p) if p > 0.0 && p < 1.0 => Sampling::TopP {
+                    p,
+                    temperature: req.temperature,
+                },
+                _ => Sampling::All {
+                    temperature: req.temperature,
+                },
+            }
+        };
+        let mut sampler =
+            LogitsProcessor::from_sampling(req.seed.unwrap_or(DEFAULT_SEED), sampling);
+        let mut decoder = Utf8Decoder::default();
+        let mut stops = StopFilter::new(&req.stop);
+        let mut generated: Vec<u32> = Vec::new();
+        let mut pos = ids.len();
+        let mut logits = self.prefill(state, ids)?;
+
+        let finish = loop {
+            let mut step = logits
+                .squeeze(0)
+                .and_then(|l| l.to_dtype(DType::F32))
+                .map_err(inference)?;
+            if self.repeat_penalty != 1.0 && !generated.is_empty() {
+                let recent = &generated[generated.len().saturating_sub(REPEAT_LAST_N)..];
+                step = candle_transformers::utils::apply_repeat_penalty(
+                    &step,
+                    self.repeat_penalty,
+                    recent,
+                )
+                .map_err(inference)?;
+            }
+            let next = sampler.sample(&step).map_err(inference)?;
+            if generated.is_empty() {
+                response.time_to_first_token = started.elapsed();
+            }
+            if self.stop_ids.contains(&next) {
+                break Finish::Eos;
+            }
+            generated.push(next);
+            response.completion_tokens = generated.len();
+
+            let piece = decoder.push(self.table.bytes(next));
+            if !piece.is_empty() {
+                let filtered = stops.push(&piece);
+                if !filtered.emit.is_empty() {
+                    response.text.push_str(&filtered.emit);
+                    if !on_token(&filtered.emit) {
+                        break Finish::Cancelled;
+                    }
+                }
+                if filtered.stopped {
+                    break Finish::Stop;
+                }
+            }
+            if generated.len() >= req.max_tokens || pos >= self.context {
+                break Finish::MaxTokens;
+            }
+            let weights = state
+                .weights
+                .as_mut()
+                .ok_or_else(|| LlmError::Inference("model weights are not loaded".into()))?;
+            let input = Tensor::new(&[next], &self.device)
+                .and_then(|t| t.unsqueeze(0))
+                .map_err(inference)?;
+            logits = weights.forward(&input, pos).map_err(inference)?;
+            pos += 1;
+        };
+
+        if matches!(finish, Finish::Eos | Finish::MaxTokens) {
+            // Text held back for a stop string that never came belongs to the answer; a
+            // character cut off by the token limit does not (it would show as garbage).
+            let rest = stops.finish();
+            if !rest.is_empty() {
+                response.text.push_str(&rest);
+                // The answer is complete either way; a `false` here has nothing left to stop.
+                let _ = on_token(&rest);
+            }
+            if decoder.has_pending() {
+                tracing::debug!("answer ended inside a UTF-8 character; dropped its bytes");
+            }
+        }
+        Ok(done(response, finish))
+    }
+}
+
+fn build_weights(
+    arch: Arch,
+    content: Content,
+    file: &mut File,
+    device: &Device,
+) -> Result<Weights, String> {
+    let mut reader = BufReader::new(file);
+    match arch {
+        Arch::Qwen2 => quantized_qwen2::ModelWeights::from_gguf(content, &mut reader, device)
+            .map(Weights::Qwen2),
+        Arch::Llama => quantized_llama::ModelWeights::from_gguf(content, &mut reader, device)
+            .map(Weights::Llama),
+    }
+    .map_err(|e| e.to_string())
+}
+
+impl Llm for LocalGguf {
+    fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    fn context_tokens(&self) -> usize {
+        self.context
+    }
+
+    fn count_tokens(&self, text: &str) -> usize {
+        self.tokenizer
+            .encode_fast(text, false)
+            .map(|e| e.len())
+            .unwrap_or_else(|_| crate::openai::estimate_tokens(text))
+    }
+
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        on_token: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<ChatResponse> {
+        let started = Instant::now();
+        let ids = self.prompt_ids(req)?;
+
+        // A panic in an earlier call leaves nothing to trust but the weights, and the KV cache
+        // is cleared below anyway.
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.weights.is_none() || state.mask_bytes > MASK_CACHE_BUDGET {
+            self.rebuild(&mut state)?;
+        }
+        if let Some(w) = state.weights.as_mut() {
+            w.clear_kv_cache();
+        }
+        let result = self.generate(&mut state, &ids, req, started, on_token);
+        if let Some(w) = state.weights.as_mut() {
+            w.clear_kv_cache();
+        }
+        result
+    }
+}

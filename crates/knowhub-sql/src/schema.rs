@@ -1,0 +1,543 @@
+//! What the database holds, for the validator (which names exist, which have the tenant column)
+//! and for the LLM prompt (names, types, sizes, a few sample values).
+//!
+//! Introspection opens the file through the same hardened read-only connection as queries and
+//! gives every count/sample query a small time budget, so a huge table or a pathological view
+//! costs at most a second and then simply has no count or fewer samples. Internal objects
+//! (`sqlite_%`) are skipped; everything else of type `table` or `view` is listed, which covers
+//! the spreadsheet database (`tables.sqlite`) whose sheets are ordinary tables with whatever
+//! column names the sheet had.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+
+use crate::conn::{clear_deadline, open_read_only, quote_ident, set_deadline};
+use crate::error::Result;
+use crate::value::{Value, cut};
+
+/// Longest sample text kept, in bytes (cut at a character boundary, ending in `…`).
+const SAMPLE_BYTES: usize = 40;
+/// Time budget for each count or sample query during introspection.
+const QUERY_BUDGET: Duration = Duration::from_millis(500);
+/// Time budget for all count and sample queries of one introspection; once spent, the remaining
+/// tables are listed with their columns but without counts or samples.
+const TOTAL_BUDGET: Duration = Duration::from_secs(10);
+
+/// Whether an object is a table or a view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TableKind {
+    /// A table (including virtual tables).
+    Table,
+    /// A view.
+    View,
+}
+
+/// One column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnInfo {
+    /// Name as declared.
+    pub name: String,
+    /// Declared type (may be empty, e.g. for view columns).
+    pub decl_type: String,
+    /// Up to N distinct non-null, non-blob values, in storage order; text cut to 40 bytes.
+    pub samples: Vec<Value>,
+}
+
+impl ColumnInfo {
+    /// Whether the column holds numbers: INTEGER/REAL affinity, a NUMERIC/DECIMAL/MONEY declared
+    /// type, or (no declared type) samples that are all numbers.
+    pub fn is_numeric(&self) -> bool {
+        let t = self.decl_type.to_ascii_uppercase();
+        if t.contains("INT")
+            || t.contains("REAL")
+            || t.contains("FLOA")
+            || t.contains("DOUB")
+            || t.contains("NUM")
+            || t.contains("DEC")
+            || t.contains("MONEY")
+        {
+            return true;
+        }
+        t.is_empty()
+            && !self.samples.is_empty()
+            && self.samples.iter().all(|v| v.as_f64().is_some())
+    }
+
+    /// Whether the column holds text (text affinity, or untyped with text samples).
+    pub fn is_text(&self) -> bool {
+        let t = self.decl_type.to_ascii_uppercase();
+        if t.contains("CHAR") || t.contains("CLOB") || t.contains("TEXT") {
+            return true;
+        }
+        !self.is_numeric() && self.samples.iter().any(|v| matches!(v, Value::Text(_)))
+    }
+}
+
+/// One table or view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableInfo {
+    /// Name as stored in the schema.
+    pub name: String,
+    /// Table or view.
+    pub kind: TableKind,
+    /// Columns in declaration order.
+    pub columns: Vec<ColumnInfo>,
+    /// Number of rows; `None` when counting ran out of its time budget.
+    pub row_count: Option<u64>,
+}
+
+impl TableInfo {
+    /// The column called `name` (ASCII-case-insensitive, like SQLite).
+    pub fn column(&self, name: &str) -> Option<&ColumnInfo> {
+        self.columns
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(name))
+    }
+}
+
+/// Every user table and view of one database file, sorted by name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Schema {
+    /// Tables and views, sorted by lower-cased name.
+    pub tables: Vec<TableInfo>,
+}
+
+impl Schema {
+    /// The table or view called `name` (ASCII-case-insensitive, like SQLite).
+    pub fn table(&self, name: &str) -> Option<&TableInfo> {
+        self.tables
+            .iter()
+            .find(|t| t.name.eq_ignore_ascii_case(name))
+    }
+
+    /// A compact description for an LLM prompt, at most `max_chars` characters: one
+    /// `CREATE TABLE name(col TYPE /* samples */, …); -- N rows` line per table, in name order.
+    ///
+    /// When the full text is too long, samples are cut to one per column, then dropped, then
+    /// trailing tables are replaced by a `-- N more tables: …` line. The same schema and budget
+    /// always give the same text.
+    pub fn prompt_text(&self, max_chars: usize) -> String {
+        let max_samples = self
+            .tables
+            .iter()
+            .flat_map(|t| t.columns.iter().map(|c| c.samples.len()))
+            .max()
+            .unwrap_or(0);
+        let mut levels = vec![max_samples];
+        if max_samples > 1 {
+            levels.push(1);
+        }
+        if max_samples > 0 {
+            levels.push(0);
+        }
+        for samples in levels {
+            let lines: Vec<String> = self.tables.iter().map(|t| render(t, samples)).collect();
+            let text = lines.concat();
+            if text.chars().count() <= max_chars {
+                return text;
+            }
+        }
+        // Even without samples it does not fit: keep whole tables while there is room for them
+        // and for a closing note naming the rest.
+        let lines: Vec<String> = self.tables.iter().map(|t| render(t, 0)).collect();
+        let note = |from: usize| {
+            let rest: Vec<&str> = self.tables[from..]
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect();
+            if rest.is_empty() {
+                String::new()
+            } else {
+                format!("-- {} more tables: {}\n", rest.len(), rest.join(", "))
+            }
+        };
+        let mut out = String::new();
+        let mut used = 0;
+        for (i, line) in lines.iter().enumerate() {
+            let len = line.chars().count();
+            if used + len + note(i + 1).chars().count() <= max_chars {
+                out.push_str(line);
+                used += len;
+            } else {
+                out.push_str(&truncate_chars(&note(i), max_chars - used));
+                break;
+            }
+        }
+        out
+    }
+}
+
+fn truncate_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => s[..i].to_owned(),
+        None => s.to_owned(),
+    }
+}
+
+/// Words SQLite (or an LLM) would misread as keywords when unquoted.
+const RESERVED: &[&str] = &[
+    "all",
+    "and",
+    "as",
+    "asc",
+    "between",
+    "by",
+    "case",
+    "check",
+    "collate",
+    "column",
+    "create",
+    "cross",
+    "default",
+    "delete",
+    "desc",
+    "distinct",
+    "drop",
+    "else",
+    "end",
+    "except",
+    "exists",
+    "from",
+    "group",
+    "having",
+    "in",
+    "index",
+    "inner",
+    "insert",
+    "intersect",
+    "into",
+    "is",
+    "join",
+    "key",
+    "left",
+    "like",
+    "limit",
+    "natural",
+    "not",
+    "null",
+    "offset",
+    "on",
+    "or",
+    "order",
+    "outer",
+    "primary",
+    "references",
+    "right",
+    "select",
+    "set",
+    "table",
+    "then",
+    "to",
+    "transaction",
+    "union",
+    "unique",
+    "update",
+    "using",
+    "values",
+    "when",
+    "where",
+    "with",
+];
+
+/// An identifier as an LLM should write it: bare when that is unambiguous, else quoted.
+fn ident(name: &str) -> String {
+    let simple = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if simple && !RESERVED.contains(&name.to_ascii_lowercase().as_str()) {
+        name.to_owned()
+    } else {
+        quote_ident(name)
+    }
+}
+
+fn render_sample(v: &Value) -> String {
+    let s = match v {
+        Value::Text(t) => format!("'{}'", t.replace('\'', "''")),
+        other => other.to_string(),
+    };
+    s.replace("*/", "* /").replace(['\n', '\r'], " ")
+}
+
+fn render(t: &TableInfo, samples: usize) -> String {
+    let cols: Vec<String> = t
+        .columns
+        .iter()
+        .map(|c| {
+            let mut s = ident(&c.name);
+            if !c.decl_type.is_empty() {
+                s.push(' ');
+                s.push_str(&c.decl_type);
+            }
+            let shown: Vec<String> = c.samples.iter().take(samples).map(render_sample).collect();
+            if !shown.is_empty() {
+                s.push_str(&format!(" /* {} */", shown.join(", ")));
+            }
+            s
+        })
+        .collect();
+    let kind = match t.kind {
+        TableKind::Table => "TABLE",
+        TableKind::View => "VIEW",
+    };
+    let rows = match t.row_count {
+        Some(1) => " -- 1 row".to_owned(),
+        Some(n) => format!(" -- {n} rows"),
+        None => String::new(),
+    };
+    format!(
+        "CREATE {kind} {}({});{rows}\n",
+        ident(&t.name),
+        cols.join(", ")
+    )
+}
+
+/// Reads the tables and views of the SQLite file at `db_path` (opened read-only), with up to
+/// `samples_per_column` distinct sample values per column.
+///
+/// Objects whose columns cannot be read (a view over a missing table, a virtual table of an
+/// unknown module) are left out with a warning in the log.
+pub fn introspect(db_path: impl AsRef<Path>, samples_per_column: usize) -> Result<Schema> {
+    let mut conn = open_read_only(db_path.as_ref())?;
+    let objects: Vec<(String, String)> = {
+        let mut stmt = conn.prepare(
+            "SELECT name, type FROM sqlite_schema
+             WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+        )?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let mut tables = Vec::with_capacity(objects.len());
+    let deadline = Instant::now() + TOTAL_BUDGET;
+    for (name, kind) in objects {
+        let kind = if kind == "view" {
+            TableKind::View
+        } else {
+            TableKind::Table
+        };
+        match describe(&mut conn, &name, kind, samples_per_column, deadline) {
+            Ok(t) => tables.push(t),
+            Err(e) => tracing::warn!(table = %name, error = %e, "skipping unreadable table"),
+        }
+    }
+    tables.sort_by(|a, b| {
+        a.name
+            .to_lowercase()
+            .cmp(&b.name.to_lowercase())
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    Ok(Schema { tables })
+}
+
+fn describe(
+    conn: &mut Connection,
+    name: &str,
+    kind: TableKind,
+    samples_per_column: usize,
+    deadline: Instant,
+) -> Result<TableInfo> {
+    let cols: Vec<(String, String)> = {
+        let mut stmt = conn.prepare("SELECT name, type FROM pragma_table_info(?1) ORDER BY cid")?;
+        stmt.query_map([name], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    if cols.is_empty() {
+        return Err(crate::SqlError::Unsupported(format!(
+            "`{name}` with no readable columns"
+        )));
+    }
+    let q = quote_ident(name);
+    let row_count = match budget(deadline) {
+        Some(b) => {
+            set_deadline(conn, b)?;
+            let n = conn
+                .query_row(&format!("SELECT count(*) FROM {q}"), [], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .ok()
+                .and_then(|n| u64::try_from(n).ok());
+            clear_deadline(conn)?;
+            n
+        }
+        None => None,
+    };
+    let mut columns = Vec::with_capacity(cols.len());
+    for (col, decl_type) in cols {
+        let samples = match budget(deadline) {
+            Some(b) if samples_per_column > 0 => samples(conn, &q, &col, samples_per_column, b)?,
+            _ => Vec::new(),
+        };
+        columns.push(ColumnInfo {
+            name: col,
+            decl_type,
+            samples,
+        });
+    }
+    Ok(TableInfo {
+        name: name.to_owned(),
+        kind,
+        columns,
+        row_count,
+    })
+}
+
+/// The budget for the next query: at most [`QUERY_BUDGET`], `None` once `deadline` passed.
+fn budget(deadline: Instant) -> Option<Duration> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    (!left.is_zero()).then(|| left.min(QUERY_BUDGET))
+}
+
+/// Distinct sample values of one column; whatever was found before the budget ran out.
+fn samples(
+    conn: &mut Connection,
+    table: &str,
+    col: &str,
+    n: usize,
+    budget: Duration,
+) -> Result<Vec<Value>> {
+    let c = quote_ident(col);
+    let sql = format!(
+        "SELECT DISTINCT {c} FROM {table} WHERE {c} IS NOT NULL AND typeof({c}) <> 'blob' LIMIT ?1"
+    );
+    set_deadline(conn, budget)?;
+    let mut out = Vec::new();
+    if let Ok(mut stmt) = conn.prepare(&sql)
+        && let Ok(mut rows) = stmt.query([i64::try_from(n).unwrap_or(i64::MAX)])
+    {
+        while let Ok(Some(row)) = rows.next() {
+            match row.get_ref(0) {
+                Ok(v) => out.push(match Value::from_sqlite(v) {
+                    Value::Text(t) => Value::Text(cut(&t, SAMPLE_BYTES)),
+                    other => other,
+                }),
+                Err(_) => break,
+            }
+        }
+    }
+    clear_deadline(conn)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn fixture() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sqlite");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "CREATE TABLE Customer (CustomerId INTEGER PRIMARY KEY AUTOINCREMENT,
+                                    Name NVARCHAR(40), Country TEXT, Photo BLOB);
+             INSERT INTO Customer (Name, Country, Photo) VALUES
+               ('Luís', 'Brazil', x'00'), ('Leonie', 'Germany', NULL),
+               ('François', 'Canada', NULL), ('Bjørn', 'Norway', NULL),
+               ('A very long name that goes on and on and on and on', 'Brazil', NULL);
+             CREATE TABLE \"order\" (id INTEGER, total NUMERIC(10,2));
+             INSERT INTO \"order\" VALUES (1, 9.5);
+             CREATE VIEW brazilians AS SELECT Name FROM Customer WHERE Country = 'Brazil';
+             CREATE TABLE sheet_销售 (\"地区\" TEXT, \"销售额\" REAL);
+             INSERT INTO sheet_销售 VALUES ('华东', 1200.5), ('华南', 800);
+             CREATE VIEW broken AS SELECT * FROM missing_table;",
+        )
+        .ok();
+        (dir, path)
+    }
+
+    #[test]
+    fn introspects_tables_views_and_samples() {
+        let (_dir, path) = fixture();
+        let s = introspect(&path, 3).unwrap();
+        let names: Vec<&str> = s.tables.iter().map(|t| t.name.as_str()).collect();
+        // sqlite_sequence is internal; the broken view is skipped.
+        assert_eq!(names, ["brazilians", "Customer", "order", "sheet_销售"]);
+        let c = s.table("customer").unwrap();
+        assert_eq!(c.kind, TableKind::Table);
+        assert_eq!(c.row_count, Some(5));
+        let country = c.column("COUNTRY").unwrap();
+        assert_eq!(country.decl_type, "TEXT");
+        assert_eq!(
+            country.samples,
+            vec![
+                Value::Text("Brazil".into()),
+                Value::Text("Germany".into()),
+                Value::Text("Canada".into())
+            ]
+        );
+        assert!(c.column("Photo").unwrap().samples.is_empty(), "no blobs");
+        assert!(c.column("CustomerId").unwrap().is_numeric());
+        assert!(country.is_text());
+        assert!(s.table("order").unwrap().columns[1].is_numeric());
+        assert_eq!(s.table("brazilians").unwrap().kind, TableKind::View);
+        assert_eq!(s.table("brazilians").unwrap().row_count, Some(2));
+        let sheet = s.table("sheet_销售").unwrap();
+        assert_eq!(sheet.columns[0].name, "地区");
+        assert!(sheet.columns[1].is_numeric());
+    }
+
+    #[test]
+    fn long_samples_are_cut() {
+        let (_dir, path) = fixture();
+        let s = introspect(&path, 10).unwrap();
+        let names = &s.table("Customer").unwrap().column("Name").unwrap().samples;
+        assert_eq!(names.len(), 5);
+        let Value::Text(long) = &names[4] else {
+            panic!("text expected")
+        };
+        assert!(long.ends_with('…') && long.len() <= SAMPLE_BYTES + '…'.len_utf8());
+    }
+
+    #[test]
+    fn prompt_text_is_compact_deterministic_and_bounded() {
+        let (_dir, path) = fixture();
+        let s = introspect(&path, 2).unwrap();
+        let full = s.prompt_text(10_000);
+        assert_eq!(full, introspect(&path, 2).unwrap().prompt_text(10_000));
+        assert!(full.contains(
+            "CREATE TABLE Customer(CustomerId INTEGER /* 1, 2 */, Name NVARCHAR(40) /* 'Luís', 'Leonie' */"
+        ), "{full}");
+        assert!(full.contains("CREATE TABLE \"order\"(id INTEGER /* 1 */, total NUMERIC(10,2) /* 9.5 */); -- 1 row"), "{full}");
+        assert!(
+            full.contains("CREATE VIEW brazilians(Name NVARCHAR(40)"),
+            "{full}"
+        );
+        assert!(
+            full.contains("\"sheet_销售\"(\"地区\" TEXT /* '华东', '华南' */"),
+            "{full}"
+        );
+        assert_eq!(full.lines().count(), 4);
+
+        for budget in [0, 10, 60, 150, 250, 400, full.chars().count()] {
+            let text = s.prompt_text(budget);
+            assert!(text.chars().count() <= budget, "{budget}: {text}");
+        }
+        let small = s.prompt_text(250);
+        assert!(!small.contains("/*"), "samples dropped first: {small}");
+        let tiny = s.prompt_text(150);
+        assert!(tiny.contains("more tables: "), "{tiny}");
+    }
+
+    #[test]
+    fn wal_database_is_readable_and_missing_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wal.sqlite");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "PRAGMA journal_mode = WAL; CREATE TABLE doc1_sheet1 (a TEXT); INSERT INTO doc1_sheet1 VALUES ('x');",
+            )
+            .unwrap();
+        }
+        let s = introspect(&path, 1).unwrap();
+        assert_eq!(s.tables[0].name, "doc1_sheet1");
+        assert_eq!(s.tables[0].row_count, Some(1));
+        assert!(introspect(dir.path().join("nope.sqlite"), 1).is_err());
+    }
+}

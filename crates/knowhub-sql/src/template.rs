@@ -1,0 +1,629 @@
+//! The no-LLM path: simple English and Chinese questions → SQL, or `None` when unsure.
+//!
+//! Handled shapes, each over one table with at most one equality filter:
+//! count ("how many customers", "有多少个客户"), list ("list the albums", "列出所有专辑",
+//! "names of all genres"), sum/average of a numeric column ("total of invoice totals",
+//! "发票总额", "average track milliseconds") and distinct count/list ("how many different
+//! countries do customers come from"). A filter comes from a quoted value, a sample value of a
+//! text column found in the question ("customers from Brazil"), or "from X" with X a country
+//! (then the table's country column).
+//!
+//! Matching: the question is lower-cased and cut into words (CJK: one token per character),
+//! plurals are folded ("companies" → "company"), Chinese phrases from a small glossary are
+//! translated first (except inside names and sample values of the schema, which match as they
+//! are), and table/column names are split at `_` and camelCase. The template answers only when
+//! *every* word of the question is accounted for (a table, a column, a value, or a stop/intent
+//! word): "how many rock tracks" leaves "rock" unexplained when no column of the track table
+//! has it as a sample, so the answer is `None`, never a count of all tracks.
+
+use crate::conn::quote_ident;
+use crate::glossary::{CHINESE, CJK_STOP, COUNTRIES, STOPWORDS};
+use crate::schema::{ColumnInfo, Schema, TableInfo};
+use crate::value::Value;
+
+/// SQL for a simple question about `schema`, or `None` when the question is not one of the
+/// simple shapes or any part of it is not understood.
+pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
+    let mut q = Question::new(question, schema);
+    let intent = Intent::detect(&q);
+    let table = pick_table(&mut q, schema, intent)?;
+    let filter = pick_filter(&mut q, table)?;
+    let select = match intent {
+        Intent::Sum | Intent::Avg => {
+            let col = pick_measure(&mut q, table)?;
+            let f = if intent == Intent::Sum { "SUM" } else { "AVG" };
+            format!("{f}({})", quote_ident(&col.name))
+        }
+        Intent::Count => {
+            let cols = mentioned_columns(&mut q, table);
+            match (cols.as_slice(), q.distinct) {
+                ([], _) => "COUNT(*)".to_owned(),
+                ([c], true) => format!("COUNT(DISTINCT {})", quote_ident(&c.name)),
+                _ => return None,
+            }
+        }
+        Intent::List => {
+            let cols = mentioned_columns(&mut q, table);
+            if cols.is_empty() {
+                if q.distinct {
+                    return None;
+                }
+                "*".to_owned()
+            } else {
+                let list: Vec<String> = cols.iter().map(|c| quote_ident(&c.name)).collect();
+                let distinct = if q.distinct { "DISTINCT " } else { "" };
+                format!("{distinct}{}", list.join(", "))
+            }
+        }
+    };
+    if !q.fully_explained() {
+        return None;
+    }
+    let mut sql = format!("SELECT {select} FROM {}", quote_ident(&table.name));
+    if let Some((col, value)) = filter {
+        sql.push_str(&format!(
+            " WHERE {} = '{}'",
+            quote_ident(&col.name),
+            value.replace('\'', "''")
+        ));
+    }
+    Some(sql)
+}
+
+/// Token spans `(start, len)` of a match.
+type Spans = Vec<(usize, usize)>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Intent {
+    Count,
+    List,
+    Sum,
+    Avg,
+}
+
+impl Intent {
+    fn detect(q: &Question) -> Intent {
+        if q.has_word("average") || q.has_word("avg") || q.has_word("mean") {
+            Intent::Avg
+        } else if q.has_phrase(&["how", "many"])
+            || q.has_phrase(&["number", "of"])
+            || q.has_word("count")
+        {
+            Intent::Count
+        } else if q.has_word("sum") || q.has_word("total") {
+            Intent::Sum
+        } else {
+            Intent::List
+        }
+    }
+}
+
+/// One word (or one CJK character) of the question.
+#[derive(Debug, Clone)]
+struct Tok {
+    /// As written (for filter values).
+    orig: String,
+    /// Lower-cased, plural folded.
+    norm: String,
+    cjk: bool,
+    used: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Question {
+    toks: Vec<Tok>,
+    quoted: Vec<String>,
+    distinct: bool,
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF
+        | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
+}
+
+/// Folds English plurals: "customers" → "customer", "companies" → "company".
+fn singular(w: &str) -> String {
+    let n = w.chars().count();
+    if n <= 3 || !w.is_ascii() {
+        return w.to_owned();
+    }
+    if let Some(stem) = w.strip_suffix("ies") {
+        return format!("{stem}y");
+    }
+    for suffix in ["sses", "xes", "ches", "shes", "zzes"] {
+        if w.ends_with(suffix) {
+            return w[..w.len() - 2].to_owned();
+        }
+    }
+    if w.ends_with("ss") || w.ends_with("us") || w.ends_with("is") {
+        return w.to_owned();
+    }
+    w.strip_suffix('s').unwrap_or(w).to_owned()
+}
+
+/// Splits text into word tokens (letters/digits) and single CJK characters.
+fn tokenize(text: &str) -> Vec<Tok> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut Vec<Tok>| {
+        if !word.is_empty() {
+            let lower = word.to_lowercase();
+            out.push(Tok {
+                norm: singular(&lower),
+                orig: std::mem::take(word),
+                cjk: false,
+                used: false,
+            });
+        }
+    };
+    for c in text.chars() {
+        if is_cjk(c) {
+            flush(&mut word, &mut out);
+            out.push(Tok {
+                orig: c.to_string(),
+                norm: c.to_string(),
+                cjk: true,
+                used: false,
+            });
+        } else if c.is_alphanumeric() {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+/// Splits an identifier into words: `_`, spaces and camelCase boundaries; CJK runs stay whole.
+fn ident_words(name: &str) -> Vec<String> {
+    let mut spaced = String::new();
+    let mut prev: Option<char> = None;
+    for c in name.chars() {
+        if let Some(p) = prev
+            && ((p.is_lowercase() && c.is_uppercase())
+                || (p.is_alphabetic() && c.is_ascii_digit())
+                || (is_cjk(p) != is_cjk(c) && c.is_alphanumeric()))
+        {
+            spaced.push(' ');
+        }
+        spaced.push(if c.is_alphanumeric() { c } else { ' ' });
+        prev = Some(c);
+    }
+    spaced
+        .split_whitespace()
+        .map(str::to_lowercase)
+        .filter(|w| {
+            !matches!(w.as_str(), "sheet" | "tbl" | "doc") && !w.chars().all(|c| c.is_ascii_digit())
+        })
+        .collect()
+}
+
+/// Each identifier word as a token sequence (one token for a word, one per CJK character).
+fn ident_parts(name: &str) -> Vec<Vec<String>> {
+    ident_words(name)
+        .iter()
+        .map(|w| tokenize(w).into_iter().map(|t| t.norm).collect())
+        .collect()
+}
+
+/// Pulls out quoted values: '…' (not an apostrophe inside a word), "…", “…”, ‘…’, 「…」, 『…』.
+fn extract_quoted(text: &str) -> (String, Vec<String>) {
+    let chars: Vec<char> = text.chars().collect();
+    let mut rest = String::new();
+    let mut quoted = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let close = match c {
+            '\'' if i == 0 || !chars[i - 1].is_alphanumeric() => Some('\''),
+            '"' => Some('"'),
+            '“' => Some('”'),
+            '‘' => Some('’'),
+            '「' => Some('」'),
+            '『' => Some('』'),
+            _ => None,
+        };
+        if let Some(close) = close
+            && let Some(len) = chars[i + 1..].iter().position(|&d| d == close)
+        {
+            let end = i + 1 + len;
+            let apostrophe_ok =
+                close != '\'' || chars.get(end + 1).is_none_or(|d| !d.is_alphanumeric());
+            if len > 0 && apostrophe_ok {
+                quoted.push(chars[i + 1..end].iter().collect());
+                rest.push(' ');
+                i = end + 1;
+                continue;
+            }
+        }
+        rest.push(c);
+        i += 1;
+    }
+    (rest, quoted)
+}
+
+/// Replaces glossary phrases by their English words, except inside CJK names and sample values
+/// of the schema that occur in the text.
+fn translate(text: &str, schema: &Schema) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut protected = vec![false; chars.len()];
+    let mut names: Vec<String> = Vec::new();
+    for t in &schema.tables {
+        names.push(t.name.clone());
+        for c in &t.columns {
+            names.push(c.name.clone());
+            for s in &c.samples {
+                if let Value::Text(s) = s {
+                    names.push(s.clone());
+                }
+            }
+        }
+    }
+    for name in names.iter().filter(|n| n.chars().any(is_cjk)) {
+        let pat: Vec<char> = name.chars().collect();
+        for start in 0..chars.len() {
+            if chars[start..].starts_with(&pat) {
+                protected[start..start + pat.len()].fill(true);
+            }
+        }
+    }
+    let mut keys: Vec<&(&str, &str)> = CHINESE.iter().collect();
+    keys.sort_by_key(|(k, _)| std::cmp::Reverse(k.chars().count()));
+    let mut out = String::new();
+    let mut i = 0;
+    'outer: while i < chars.len() {
+        if !protected[i] {
+            for (key, english) in &keys {
+                let pat: Vec<char> = key.chars().collect();
+                let end = i + pat.len();
+                if chars[i..].starts_with(&pat) && !protected[i..end].iter().any(|&p| p) {
+                    out.push(' ');
+                    out.push_str(english);
+                    out.push(' ');
+                    i = end;
+                    continue 'outer;
+                }
+            }
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
+
+impl Question {
+    fn new(text: &str, schema: &Schema) -> Question {
+        let (rest, quoted) = extract_quoted(text);
+        let toks = tokenize(&translate(&rest, schema));
+        let mut q = Question {
+            toks,
+            quoted,
+            distinct: false,
+        };
+        q.distinct = ["distinct", "unique", "different"]
+            .iter()
+            .any(|w| q.has_word(w));
+        q
+    }
+
+    fn has_word(&self, w: &str) -> bool {
+        self.toks
+            .iter()
+            .any(|t| t.norm == w || t.orig.to_lowercase() == w)
+    }
+
+    fn has_phrase(&self, words: &[&str]) -> bool {
+        self.toks
+            .windows(words.len())
+            .any(|win| win.iter().zip(words).all(|(t, w)| t.norm == *w))
+    }
+
+    /// Start of an unused run of tokens equal to `part`.
+    fn find(&self, part: &[String]) -> Option<usize> {
+        if part.is_empty() || part.len() > self.toks.len() {
+            return None;
+        }
+        (0..=self.toks.len() - part.len()).find(|&i| {
+            self.toks[i..i + part.len()]
+                .iter()
+                .zip(part)
+                .all(|(t, p)| !t.used && t.norm == *p)
+        })
+    }
+
+    /// Whether every part occurs (unused, distinct positions); returns their spans.
+    fn find_all(&self, parts: &[Vec<String>]) -> Option<Spans> {
+        if parts.is_empty() {
+            return None;
+        }
+        let mut scratch = self.clone();
+        let mut spans = Vec::new();
+        for p in parts {
+            let i = scratch.find(p)?;
+            scratch.consume(i, p.len());
+            spans.push((i, p.len()));
+        }
+        Some(spans)
+    }
+
+    fn consume(&mut self, start: usize, len: usize) {
+        for t in &mut self.toks[start..start + len] {
+            t.used = true;
+        }
+    }
+
+    fn consume_all(&mut self, spans: &[(usize, usize)]) {
+        for &(s, l) in spans {
+            self.consume(s, l);
+        }
+    }
+
+    fn fully_explained(&self) -> bool {
+        self.toks.iter().filter(|t| !t.used).all(|t| {
+            if t.cjk {
+                CJK_STOP.contains(t.orig.as_str())
+            } else {
+                let lower = t.orig.to_lowercase();
+                STOPWORDS.contains(&lower.as_str()) || STOPWORDS.contains(&t.norm.as_str())
+            }
+        })
+    }
+}
+
+fn is_id_like(c: &ColumnInfo) -> bool {
+    ident_words(&c.name).last().is_some_and(|w| w == "id")
+}
+
+/// The table the question is about: the one whose name words all occur, most words winning;
+/// a tie means unsure. Without a named table, a sum/average column found in exactly one table,
+/// or the only table of the schema, is used.
+fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Option<&'s TableInfo> {
+    let mut best: Vec<(usize, &TableInfo, Spans)> = Vec::new();
+    for t in &schema.tables {
+        let parts = ident_parts(&t.name);
+        // A CJK table name inside one of its own CJK column names ("销售" in "销售额") names the
+        // column, not the table.
+        let mut scratch = q.clone();
+        for c in t.columns.iter().filter(|c| c.name.chars().any(is_cjk)) {
+            if let Some(spans) = scratch.find_all(&ident_parts(&c.name)) {
+                scratch.consume_all(&spans);
+            }
+        }
+        if let Some(spans) = scratch.find_all(&parts) {
+            let score: usize = parts.iter().map(Vec::len).sum();
+            best.push((score, t, spans));
+        }
+    }
+    best.sort_by_key(|(score, _, _)| std::cmp::Reverse(*score));
+    match best.as_slice() {
+        [(s1, _, _), (s2, _, _), ..] if s1 == s2 => None,
+        [(_, t, spans), ..] => {
+            let spans = spans.clone();
+            q.consume_all(&spans);
+            Some(*t)
+        }
+        [] => {
+            if matches!(intent, Intent::Sum | Intent::Avg) {
+                let owners: Vec<&TableInfo> = schema
+                    .tables
+                    .iter()
+                    .filter(|t| {
+                        t.columns.iter().any(|c| {
+                            c.is_numeric()
+                                && !is_id_like(c)
+                                && q.find_all(&ident_parts(&c.name)).is_some()
+                        })
+                    })
+                    .collect();
+                if let [t] = owners.as_slice() {
+                    return Some(*t);
+                }
+            }
+            match schema.tables.as_slice() {
+                [only] => Some(only),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// The filter `(column, value)`: `Some(None)` for no filter, `None` when unsure.
+fn pick_filter<'t>(
+    q: &mut Question,
+    table: &'t TableInfo,
+) -> Option<Option<(&'t ColumnInfo, String)>> {
+    let text_cols: Vec<&ColumnInfo> = table.columns.iter().filter(|c| c.is_text()).collect();
+    // 1. A quoted value: the column whose samples have it, else the one text column named.
+    if let Some(value) = q.quoted.first().cloned() {
+        if q.quoted.len() > 1 {
+            return None;
+        }
+        let lower = value.to_lowercase();
+        let holders: Vec<(&ColumnInfo, String)> = text_cols
+            .iter()
+            .filter_map(|c| {
+                c.samples.iter().find_map(|s| match s {
+                    Value::Text(t) if t.to_lowercase() == lower => Some((*c, t.clone())),
+                    _ => None,
+                })
+            })
+            .collect();
+        if let [(c, v)] = holders.as_slice() {
+            consume_column_mention(q, c);
+            return Some(Some((*c, v.clone())));
+        }
+        let named: Vec<(&ColumnInfo, Spans)> = text_cols
+            .iter()
+            .filter_map(|c| q.find_all(&ident_parts(&c.name)).map(|s| (*c, s)))
+            .collect();
+        return match named.as_slice() {
+            [(c, spans)] => {
+                q.consume_all(spans);
+                Some(Some((*c, value)))
+            }
+            _ => None,
+        };
+    }
+    // 2. A sample value of a text column, longest match first.
+    let mut matches: Vec<(usize, &ColumnInfo, String, usize)> = Vec::new();
+    for c in &text_cols {
+        for s in &c.samples {
+            let Value::Text(s) = s else { continue };
+            if s.chars().count() < 2 || s.ends_with('…') {
+                continue;
+            }
+            let part: Vec<String> = tokenize(s).into_iter().map(|t| t.norm).collect();
+            if let Some(start) = q.find(&part) {
+                matches.push((part.len(), *c, s.clone(), start));
+            }
+        }
+    }
+    matches.sort_by_key(|(len, _, _, _)| std::cmp::Reverse(*len));
+    if let Some((len, col, value, start)) = matches.first().cloned() {
+        let rivals: Vec<&(usize, &ColumnInfo, String, usize)> = matches
+            .iter()
+            .filter(|m| m.0 == len && (m.1.name != col.name || m.2 != value))
+            .collect();
+        if !rivals.is_empty() {
+            return None;
+        }
+        q.consume(start, len);
+        consume_column_mention(q, col);
+        return Some(Some((col, value)));
+    }
+    // 3. "from <Country>": the table's country column.
+    for i in 0..q.toks.len().saturating_sub(1) {
+        if q.toks[i].norm != "from" || q.toks[i + 1].used {
+            continue;
+        }
+        for len in [2, 1] {
+            let Some(words) = q.toks.get(i + 1..i + 1 + len) else {
+                continue;
+            };
+            if words.iter().any(|t| t.used || t.cjk) {
+                continue;
+            }
+            let value: Vec<&str> = words.iter().map(|t| t.orig.as_str()).collect();
+            let value = value.join(" ");
+            if !COUNTRIES.contains(&value.to_lowercase().as_str()) {
+                continue;
+            }
+            let country: Vec<&ColumnInfo> = text_cols
+                .iter()
+                .copied()
+                .filter(|c| ident_words(&c.name).last().is_some_and(|w| w == "country"))
+                .collect();
+            return match country.as_slice() {
+                [c] => {
+                    q.consume(i + 1, len);
+                    consume_column_mention(q, c);
+                    Some(Some((*c, value)))
+                }
+                _ => None,
+            };
+        }
+    }
+    Some(None)
+}
+
+fn consume_column_mention(q: &mut Question, c: &ColumnInfo) {
+    if let Some(spans) = q.find_all(&ident_parts(&c.name)) {
+        q.consume_all(&spans);
+    }
+}
+
+/// The numeric column to sum or average: the one named (most words winning, ties unsure), else
+/// the table's only numeric non-id column.
+fn pick_measure<'t>(q: &mut Question, table: &'t TableInfo) -> Option<&'t ColumnInfo> {
+    let numeric: Vec<&ColumnInfo> = table
+        .columns
+        .iter()
+        .filter(|c| c.is_numeric() && !is_id_like(c))
+        .collect();
+    let mut named: Vec<(usize, &ColumnInfo, Spans)> = numeric
+        .iter()
+        .filter_map(|c| {
+            let parts = ident_parts(&c.name);
+            let score = parts.iter().map(Vec::len).sum();
+            q.find_all(&parts).map(|spans| (score, *c, spans))
+        })
+        .collect();
+    named.sort_by_key(|(score, _, _)| std::cmp::Reverse(*score));
+    match named.as_slice() {
+        [(s1, _, _), (s2, _, _), ..] if s1 == s2 => None,
+        [(_, c, spans), ..] => {
+            let spans = spans.clone();
+            q.consume_all(&spans);
+            Some(*c)
+        }
+        [] => match numeric.as_slice() {
+            [only] => Some(*only),
+            _ => None,
+        },
+    }
+}
+
+/// Columns whose every name word occurs, in table order (each consumed).
+fn mentioned_columns<'t>(q: &mut Question, table: &'t TableInfo) -> Vec<&'t ColumnInfo> {
+    let mut out = Vec::new();
+    for c in &table.columns {
+        if let Some(spans) = q.find_all(&ident_parts(&c.name)) {
+            q.consume_all(&spans);
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plural_folding() {
+        for (w, want) in [
+            ("customers", "customer"),
+            ("companies", "company"),
+            ("addresses", "address"),
+            ("boxes", "box"),
+            ("status", "status"),
+            ("albums", "album"),
+            ("invoices", "invoice"),
+            ("bus", "bus"),
+            ("客户", "客户"),
+        ] {
+            assert_eq!(singular(w), want, "{w}");
+        }
+    }
+
+    #[test]
+    fn identifier_words() {
+        for (name, want) in [
+            ("InvoiceLine", &["invoice", "line"][..]),
+            ("order_items", &["order", "items"]),
+            ("UnitPrice", &["unit", "price"]),
+            ("doc12_sheet1", &[]),
+            ("sheet_销售", &["销售"]),
+            ("销售额2024", &["销售额"]),
+            ("CustomerId", &["customer", "id"]),
+        ] {
+            assert_eq!(ident_words(name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn quoted_values() {
+        for (text, rest_has, want) in [
+            ("customers from 'Brazil'", "customers from", &["Brazil"][..]),
+            ("the customer's orders", "customer's", &[]),
+            ("artist “AC/DC”", "artist", &["AC/DC"]),
+            ("艺术家「巴西」", "艺术家", &["巴西"]),
+        ] {
+            let (rest, quoted) = extract_quoted(text);
+            assert!(rest.contains(rest_has), "{text}: {rest}");
+            assert_eq!(quoted, want, "{text}");
+        }
+    }
+}

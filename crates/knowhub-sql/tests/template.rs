@@ -1,0 +1,230 @@
+//! The no-LLM template path over a small generated music-store database (English and Chinese
+//! questions), each answer validated and executed.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+
+use knowhub_sql::{Policy, Value, execute, introspect, template_sql, validate};
+
+fn build_fixture(dir: &Path) -> PathBuf {
+    let path = dir.join("music.sqlite");
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute_batch(
+        "CREATE TABLE Customer (CustomerId INTEGER PRIMARY KEY, FirstName NVARCHAR(40),
+                                LastName NVARCHAR(20), Company NVARCHAR(80), City NVARCHAR(40),
+                                Country NVARCHAR(40), SupportRepId INTEGER);
+         INSERT INTO Customer VALUES
+           (1, 'Luís', 'Gonçalves', 'Embraer', 'São José dos Campos', 'Brazil', 3),
+           (2, 'Leonie', 'Köhler', NULL, 'Stuttgart', 'Germany', 5),
+           (3, 'François', 'Tremblay', NULL, 'Montréal', 'Canada', 3),
+           (4, 'Bjørn', 'Hansen', NULL, 'Oslo', 'Norway', 4),
+           (5, 'Eduardo', 'Martins', 'Woodstock Discos', 'São Paulo', 'Brazil', 4),
+           (6, 'Mark', 'Philips', 'Telus', 'Edmonton', 'Canada', 5),
+           (7, 'Jennifer', 'Peterson', NULL, 'Vancouver', 'Canada', 3),
+           (8, 'Frank', 'Harris', 'Google Inc.', 'Mountain View', 'USA', 4);
+         CREATE TABLE Artist (ArtistId INTEGER PRIMARY KEY, Name NVARCHAR(120));
+         INSERT INTO Artist VALUES (1, 'AC/DC'), (2, 'Accept'), (3, 'Aerosmith');
+         CREATE TABLE Album (AlbumId INTEGER PRIMARY KEY, Title NVARCHAR(160), ArtistId INTEGER);
+         INSERT INTO Album VALUES (1, 'For Those About To Rock', 1), (2, 'Balls to the Wall', 2),
+                                  (3, 'Restless and Wild', 2), (4, 'Let There Be Rock', 1);
+         CREATE TABLE Track (TrackId INTEGER PRIMARY KEY, Name NVARCHAR(200), AlbumId INTEGER,
+                             Milliseconds INTEGER, UnitPrice NUMERIC(10,2));
+         INSERT INTO Track VALUES (1, 'Go Down', 4, 331180, 0.99), (2, 'Dog Eat Dog', 4, 215196, 0.99),
+                                  (3, 'Overdose', 4, 369319, 1.99);
+         CREATE TABLE Invoice (InvoiceId INTEGER PRIMARY KEY, CustomerId INTEGER,
+                               BillingCountry NVARCHAR(40), Total NUMERIC(10,2));
+         INSERT INTO Invoice VALUES (1, 2, 'Germany', 1.98), (2, 4, 'Norway', 3.96),
+                                    (3, 8, 'USA', 5.94), (4, 1, 'Brazil', 8.91);
+         CREATE TABLE InvoiceLine (InvoiceLineId INTEGER PRIMARY KEY, InvoiceId INTEGER,
+                                   TrackId INTEGER, UnitPrice NUMERIC(10,2), Quantity INTEGER);
+         INSERT INTO InvoiceLine VALUES (1, 1, 1, 0.99, 1), (2, 1, 2, 0.99, 1), (3, 2, 3, 1.99, 2);
+         CREATE TABLE \"sheet_销售\" (\"地区\" TEXT, \"产品\" TEXT, \"销售额\" REAL);
+         INSERT INTO \"sheet_销售\" VALUES ('华东', '茶叶', 1200.5), ('华南', '茶叶', 800),
+                                          ('华东', '咖啡', 300);",
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn questions_to_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_fixture(dir.path());
+    let schema = introspect(&db, 5).unwrap();
+    let cases: &[(&str, Option<&str>, Option<Value>)] = &[
+        // Counting.
+        (
+            "How many customers are there?",
+            Some("SELECT COUNT(*) FROM \"Customer\""),
+            Some(Value::Integer(8)),
+        ),
+        (
+            "how many albums",
+            Some("SELECT COUNT(*) FROM \"Album\""),
+            Some(Value::Integer(4)),
+        ),
+        (
+            "Number of invoice lines",
+            Some("SELECT COUNT(*) FROM \"InvoiceLine\""),
+            Some(Value::Integer(3)),
+        ),
+        (
+            "有多少个客户",
+            Some("SELECT COUNT(*) FROM \"Customer\""),
+            Some(Value::Integer(8)),
+        ),
+        (
+            "有多少位客户来自巴西？",
+            Some("SELECT COUNT(*) FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "How many customers from Canada?",
+            Some("SELECT COUNT(*) FROM \"Customer\" WHERE \"Country\" = 'Canada'"),
+            Some(Value::Integer(3)),
+        ),
+        (
+            "How many different countries do customers come from?",
+            None,
+            None,
+        ),
+        (
+            "How many distinct countries are customers from",
+            Some("SELECT COUNT(DISTINCT \"Country\") FROM \"Customer\""),
+            Some(Value::Integer(5)),
+        ),
+        // Listing.
+        ("List the albums", Some("SELECT * FROM \"Album\""), None),
+        ("列出所有专辑", Some("SELECT * FROM \"Album\""), None),
+        ("Show all artists.", Some("SELECT * FROM \"Artist\""), None),
+        (
+            "Provide a query only showing the Customers from Brazil.",
+            Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
+            None,
+        ),
+        (
+            "customers from brazil",
+            Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
+            None,
+        ),
+        (
+            "来自巴西的客户",
+            Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
+            None,
+        ),
+        (
+            "Customers whose country is 'Norway'",
+            Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Norway'"),
+            None,
+        ),
+        (
+            "customers in city 'Oslo'",
+            Some("SELECT * FROM \"Customer\" WHERE \"City\" = 'Oslo'"),
+            None,
+        ),
+        (
+            "customers from USA",
+            Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'USA'"),
+            None,
+        ),
+        ("albums by AC/DC", None, None),
+        (
+            "names of all artists",
+            Some("SELECT \"Name\" FROM \"Artist\""),
+            None,
+        ),
+        (
+            "list the distinct billing countries of invoices",
+            Some("SELECT DISTINCT \"BillingCountry\" FROM \"Invoice\""),
+            None,
+        ),
+        // Sums and averages.
+        (
+            "total of invoice totals",
+            Some("SELECT SUM(\"Total\") FROM \"Invoice\""),
+            Some(Value::Real(20.79)),
+        ),
+        (
+            "发票总额",
+            Some("SELECT SUM(\"Total\") FROM \"Invoice\""),
+            Some(Value::Real(20.79)),
+        ),
+        (
+            "What is the average invoice total?",
+            Some("SELECT AVG(\"Total\") FROM \"Invoice\""),
+            None,
+        ),
+        (
+            "发票的平均总额是多少",
+            Some("SELECT AVG(\"Total\") FROM \"Invoice\""),
+            None,
+        ),
+        (
+            "average track milliseconds",
+            Some("SELECT AVG(\"Milliseconds\") FROM \"Track\""),
+            None,
+        ),
+        (
+            "average unit price of tracks",
+            Some("SELECT AVG(\"UnitPrice\") FROM \"Track\""),
+            None,
+        ),
+        (
+            "sum of the quantity of invoice lines",
+            Some("SELECT SUM(\"Quantity\") FROM \"InvoiceLine\""),
+            Some(Value::Integer(4)),
+        ),
+        (
+            "total invoice totals for Germany",
+            Some("SELECT SUM(\"Total\") FROM \"Invoice\" WHERE \"BillingCountry\" = 'Germany'"),
+            Some(Value::Real(1.98)),
+        ),
+        // Spreadsheet with Chinese headers.
+        (
+            "销售额总和",
+            Some("SELECT SUM(\"销售额\") FROM \"sheet_销售\""),
+            Some(Value::Real(2300.5)),
+        ),
+        (
+            "华东的销售额合计",
+            Some("SELECT SUM(\"销售额\") FROM \"sheet_销售\" WHERE \"地区\" = '华东'"),
+            Some(Value::Real(1500.5)),
+        ),
+        (
+            "销售表有多少行",
+            Some("SELECT COUNT(*) FROM \"sheet_销售\""),
+            Some(Value::Integer(3)),
+        ),
+        ("销售额有多少条记录", None, None),
+        // Unsure → None.
+        ("How many rock tracks are there?", None, None),
+        ("number of tracks in each album", None, None),
+        ("which customer spent the most", None, None),
+        ("what is the weather today", None, None),
+        ("", None, None),
+        ("total sales", None, None),
+        ("歌曲的作曲家是谁", None, None),
+    ];
+    let policy = Policy::default();
+    let mut wrong = Vec::new();
+    for (question, want, value) in cases {
+        let got = template_sql(question, &schema);
+        if got.as_deref() != *want {
+            wrong.push(format!("{question:?}: got {got:?}, want {want:?}"));
+            continue;
+        }
+        let Some(sql) = got else { continue };
+        let q = validate(&sql, &schema, &policy).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let r = execute(&db, &q, &policy).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        if let Some(v) = value {
+            let cell = &r.rows[0][0];
+            let close = match (cell.as_f64(), v.as_f64()) {
+                (Some(a), Some(b)) => (a - b).abs() < 1e-9,
+                _ => cell == v,
+            };
+            assert!(close, "{question}: {cell:?} != {v:?}");
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
