@@ -37,10 +37,26 @@ pub(crate) enum EvalCommand {
     /// Retrieval quality on a BEIR-format dataset (corpus.jsonl, queries.jsonl, qrels/*.tsv):
     /// nDCG@10, Recall@5/10/100, MRR@10 for BM25, dense, hybrid and hybrid + rerank.
     Retrieval(crate::eval_retrieval::RetrievalArgs),
+    /// Text-to-SQL execution accuracy (the copilot's SQL tool: the configured LLM, or the
+    /// templates with --llm off) against gold SQL, both run under the same safety policy.
+    Sql(crate::eval_agent::SqlEvalArgs),
+    /// Copilot answers on a QA set (CMRC 2018): exact match, character F1, whether the answer
+    /// contains the gold span, and whether a citation points at the gold passage.
+    Qa(crate::eval_agent::QaEvalArgs),
+    /// The router on a bilingual question table.
+    Routing,
 }
 
-pub(crate) fn run(cmd: EvalCommand, models: &crate::ModelArgs, json: bool) -> Result<ExitCode> {
+pub(crate) fn run(
+    cmd: EvalCommand,
+    models: &crate::ModelArgs,
+    llm: &crate::ask::LlmArgs,
+    json: bool,
+) -> Result<ExitCode> {
     match cmd {
+        EvalCommand::Sql(args) => crate::eval_agent::sql(&args, llm, json),
+        EvalCommand::Qa(args) => crate::eval_agent::qa(&args, models, llm, json),
+        EvalCommand::Routing => crate::eval_agent::routing(llm, json),
         EvalCommand::Retrieval(args) => crate::eval_retrieval::run(args, models, json),
         EvalCommand::Extract { corpus } => extract(&corpus, json),
         EvalCommand::Robustness {

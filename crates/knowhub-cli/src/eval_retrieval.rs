@@ -71,7 +71,7 @@ struct Report {
     rows: Vec<Row>,
 }
 
-fn read_jsonl(path: &Path) -> Result<Vec<serde_json::Value>> {
+pub(crate) fn read_jsonl(path: &Path) -> Result<Vec<serde_json::Value>> {
     let file =
         std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut out = Vec::new();
@@ -88,12 +88,12 @@ fn read_jsonl(path: &Path) -> Result<Vec<serde_json::Value>> {
     Ok(out)
 }
 
-fn field<'a>(v: &'a serde_json::Value, name: &str) -> &'a str {
+pub(crate) fn field<'a>(v: &'a serde_json::Value, name: &str) -> &'a str {
     v.get(name).and_then(|x| x.as_str()).unwrap_or("")
 }
 
 /// `_id` may be a string or a number in BEIR files.
-fn id_of(v: &serde_json::Value) -> Option<String> {
+pub(crate) fn id_of(v: &serde_json::Value) -> Option<String> {
     match v.get("_id")? {
         serde_json::Value::String(s) => Some(s.clone()),
         other => Some(other.to_string()),
@@ -224,7 +224,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// Writes the corpus as Markdown files (skipped when a previous run left the same set) and
 /// returns the corpus id of every file stem.
-fn write_corpus(dataset: &Path, dir: &Path) -> Result<Vec<String>> {
+pub(crate) fn write_corpus(dataset: &Path, dir: &Path) -> Result<Vec<String>> {
     let docs = read_jsonl(&dataset.join("corpus.jsonl"))?;
     let ids: Vec<String> = docs.iter().map(|d| id_of(d).unwrap_or_default()).collect();
     let manifest = dir.join("ids.json");

@@ -11,6 +11,7 @@ mod ask;
 mod bench;
 mod bench_watch;
 mod eval;
+mod eval_agent;
 mod eval_retrieval;
 mod models;
 mod render;
@@ -556,7 +557,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
             return access::audit(&s.engine, &s.ctx, limit, json);
         }
-        Command::Eval(cmd) => return eval::run(cmd, &cli.models, json),
+        Command::Eval(cmd) => return eval::run(cmd, &cli.models, &cli.llm, json),
         Command::Bench(cmd) => return bench::run(cmd),
         Command::Models(cmd) => return models::run(cmd, json, show_progress),
         Command::ParseWorker { .. } => {}

@@ -1,8 +1,11 @@
 //! Prompt-processing and generation speed of the local models on the CPU.
 //!
 //! ```text
-//! cargo run --release -p knowhub-llm --example llm_speed [-- MODEL.gguf ...]
+//! cargo run --release -p knowhub-llm --example llm_speed [-- [--no-requant] MODEL.gguf ...]
 //! ```
+//!
+//! `--no-requant` loads the weights as stored (no Q8_0 conversion of Q4_1/Q5_0/Q5_1 tensors), to
+//! compare.
 //!
 //! Without arguments it measures the Qwen2.5-Coder 0.5B and 1.5B models (and SmolLM2-135M) in the
 //! models folder (`KNOWHUB_MODELS_DIR` or `<repo>/models`), skipping missing files. For each
@@ -15,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use knowhub_llm::{ChatRequest, Device, Llm, LocalGguf, Message};
+use knowhub_llm::{ChatRequest, Device, Llm, LoadOptions, LocalGguf, Message};
 
 const MODELS: &[&str] = &[
     "smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf",
@@ -41,9 +44,9 @@ fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
-fn measure(path: &Path) {
+fn measure(path: &Path, options: &LoadOptions) {
     let t = Instant::now();
-    let llm = match LocalGguf::load(path, &Device::Cpu) {
+    let llm = match LocalGguf::load_with(path, &Device::Cpu, options) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("{e}");
@@ -97,7 +100,15 @@ fn measure(path: &Path) {
 }
 
 fn main() {
-    let args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
+    let mut options = LoadOptions::default();
+    let mut args: Vec<PathBuf> = Vec::new();
+    for a in std::env::args_os().skip(1) {
+        if a == "--no-requant" {
+            options.cpu_q8_requantize = false;
+        } else {
+            args.push(PathBuf::from(a));
+        }
+    }
     let paths: Vec<PathBuf> = if args.is_empty() {
         MODELS
             .iter()
@@ -114,11 +125,16 @@ fn main() {
         args
     };
     println!(
-        "threads: {} (RAYON_NUM_THREADS={})",
+        "threads: {} (RAYON_NUM_THREADS={}), Q8_0 conversion: {}",
         std::thread::available_parallelism().map_or(1, |n| n.get()),
-        std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "unset".into())
+        std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "unset".into()),
+        if options.cpu_q8_requantize {
+            "on"
+        } else {
+            "off"
+        }
     );
     for p in paths {
-        measure(&p);
+        measure(&p, &options);
     }
 }

@@ -17,10 +17,11 @@
 //! `tests/tokenizer.rs` checks token ids against the reference on English, Chinese, code and
 //! digits (fixture made by `tests/make_tokenizer_ids.py`).
 //!
-//! For streaming, [`TokenTable`] maps every id straight to its bytes (the inverse of GPT-2's
+//! For streaming, `TokenTable` maps every id straight to its bytes (the inverse of GPT-2's
 //! byte-to-character table), which is what the incremental UTF-8 decoder needs.
 
 use std::collections::HashMap;
+use std::io::BufReader;
 use std::path::Path;
 
 use candle_core::quantized::gguf_file::{Content, Value};
@@ -247,14 +248,12 @@ impl GgufVocab {
 /// The tokenizer of the GGUF model at `path`, identical to the reference converter's (special
 /// tokens in the input text are recognised, as `tokenizer.json` tokenizers do).
 pub fn tokenizer_from_gguf(path: &Path) -> Result<Tokenizer> {
-    let mut file = std::fs::File::open(path).map_err(|source| LlmError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    let content = Content::read(&mut file).map_err(|e| LlmError::BadModel {
-        path: path.to_owned(),
-        reason: e.to_string(),
-    })?;
+    let mut file = crate::local::open_model(path)?;
+    let content =
+        Content::read(&mut BufReader::new(&mut file)).map_err(|e| LlmError::BadModel {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
     let bad = |reason: String| LlmError::BadModel {
         path: path.to_owned(),
         reason,

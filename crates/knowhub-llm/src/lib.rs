@@ -61,6 +61,7 @@ mod error;
 pub mod gguf_tokenizer;
 pub mod local;
 pub mod openai;
+mod requant;
 mod stream;
 
 use std::fmt::Debug;
@@ -71,7 +72,7 @@ use serde::{Deserialize, Serialize};
 pub use candle_core::Device;
 pub use chat::format_chatml;
 pub use error::{LlmError, Result};
-pub use local::LocalGguf;
+pub use local::{LoadOptions, LocalGguf};
 pub use openai::OpenAiCompatible;
 
 /// The default local model: `models/<this>` relative to the models folder (see

@@ -358,7 +358,61 @@ impl Answer<'_> {
     }
 }
 
+/// The message of an error response (best effort: the status alone is still worth reporting).
+fn read_error(response: ureq::http::Response<ureq::Body>) -> String {
+    let mut text = String::new();
+    let _ = response
+        .into_body()
+        .into_reader()
+        .take(MAX_ERROR_BYTES)
+        .read_to_string(&mut text);
+    let message = error_message(&text);
+    if message.is_empty() {
+        "no error message".to_owned()
+    } else {
+        message
+    }
+}
+
 impl OpenAiCompatible {
+    fn post(&self, url: &str, body: &Value) -> Result<ureq::http::Response<ureq::Body>> {
+        let mut request = self
+            .agent
+            .post(url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "text/event-stream, application/json");
+        if let Some(key) = &self.api_key {
+            request = request.header("Authorization", format!("Bearer {}", key.trim()));
+        }
+        request
+            .send(body.to_string().as_bytes())
+            .map_err(|e| map_transport(url, e))
+    }
+
+    fn status_error(&self, url: String, status: u16, message: String) -> LlmError {
+        match status {
+            401 | 403 => LlmError::Auth {
+                url,
+                status,
+                message,
+            },
+            404 => LlmError::Server {
+                url,
+                status: Some(status),
+                message: format!(
+                    "{message} (check the base URL, which usually ends in /v1, and the model \
+                     name {:?})",
+                    self.model
+                ),
+            },
+            _ => LlmError::Server {
+                url,
+                status: Some(status),
+                message,
+            },
+        }
+    }
+
     fn read_stream(
         &self,
         url: &str,
@@ -493,20 +547,25 @@ impl Llm for OpenAiCompatible {
         }
         let started = Instant::now();
         let url = self.endpoint();
-        let body = self.body(req).to_string();
-        let mut request = self
-            .agent
-            .post(&url)
-            .header("Content-Type", "application/json")
-            .header("Accept", "text/event-stream, application/json");
-        if let Some(key) = &self.api_key {
-            request = request.header("Authorization", format!("Bearer {}", key.trim()));
+        let mut body = self.body(req);
+        let mut response = self.post(&url, &body)?;
+        if response.status().as_u16() == 400 {
+            // `stream_options` (for the usage report) is newer than some servers; an explicit
+            // rejection of it is retried without it.
+            let message = read_error(response);
+            if !message.contains("stream_options") {
+                return Err(self.status_error(url, 400, message));
+            }
+            tracing::debug!(%url, "server rejected stream_options; retrying without");
+            if let Some(fields) = body.as_object_mut() {
+                fields.remove("stream_options");
+            }
+            response = self.post(&url, &body)?;
         }
-        let response = request
-            .send(body.as_bytes())
-            .map_err(|e| map_transport(&url, e))?;
-
         let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            return Err(self.status_error(url, status, read_error(response)));
+        }
         let content_type = response
             .headers()
             .get("content-type")
@@ -514,37 +573,6 @@ impl Llm for OpenAiCompatible {
             .unwrap_or("")
             .to_ascii_lowercase();
         let reader = response.into_body().into_reader();
-
-        if !(200..300).contains(&status) {
-            let mut text = String::new();
-            // Best effort: the status alone is still worth reporting.
-            let _ = reader.take(MAX_ERROR_BYTES).read_to_string(&mut text);
-            let mut message = error_message(&text);
-            if message.is_empty() {
-                message = "no error message".to_owned();
-            }
-            return Err(match status {
-                401 | 403 => LlmError::Auth {
-                    url,
-                    status,
-                    message,
-                },
-                404 => LlmError::Server {
-                    url,
-                    status: Some(status),
-                    message: format!(
-                        "{message} (check the base URL, which usually ends in /v1, and the \
-                         model name {:?})",
-                        self.model
-                    ),
-                },
-                _ => LlmError::Server {
-                    url,
-                    status: Some(status),
-                    message,
-                },
-            });
-        }
 
         let mut answer = Answer {
             stops: StopFilter::new(&req.stop),

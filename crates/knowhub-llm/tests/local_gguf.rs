@@ -2,7 +2,7 @@
 //! mechanics, Qwen2.5-Coder-0.5B (qwen2) for Chinese and English answers. Skipped when the
 //! model files are missing.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
 
 mod common;
 
@@ -243,6 +243,7 @@ fn qwen_answer(llm: &LocalGguf, prompt: &str) -> String {
     assert_eq!(pieces.concat(), r.text);
     assert!(!r.text.trim().is_empty(), "{prompt}: {r:?}");
     assert!(!r.text.contains('\u{fffd}'), "garbage bytes: {:?}", r.text);
+    eprintln!("{prompt} -> {:?} ({:?})", r.text, r.finish);
     r.text
 }
 

@@ -73,6 +73,25 @@ fn serve_once(
     (base, handle)
 }
 
+type Responder = Box<dyn FnOnce(&mut TcpStream) + Send>;
+
+/// Serves one request per responder, on successive connections.
+fn serve_seq(responders: Vec<Responder>) -> (String, JoinHandle<Vec<Received>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        for respond in responders {
+            let (mut stream, _) = listener.accept().unwrap();
+            all.push(read_request(&mut stream));
+            respond(&mut stream);
+            let _ = stream.flush();
+        }
+        all
+    });
+    (base, handle)
+}
+
 /// A chunked `text/event-stream` response with these `data:` payloads. Write errors are
 /// ignored: a client that cancels closes the connection early.
 fn sse(events: Vec<String>) -> impl FnOnce(&mut TcpStream) + Send + 'static {
@@ -370,6 +389,44 @@ fn unknown_host_and_bad_url() {
             err,
             LlmError::InvalidRequest(_) | LlmError::Unreachable { .. }
         ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn rejected_stream_options_are_dropped_and_retried() {
+    let (base, server) = serve_seq(vec![
+        Box::new(plain(
+            "400 Bad Request",
+            "application/json",
+            r#"{"error":{"message":"Unrecognized request argument supplied: stream_options"}}"#,
+        )),
+        Box::new(sse(vec![
+            delta("fine"),
+            finish("stop"),
+            "[DONE]".to_owned(),
+        ])),
+    ]);
+    let r = OpenAiCompatible::new(base, "m", None)
+        .complete(&request())
+        .unwrap();
+    assert_eq!(r.text, "fine");
+    let got = server.join().unwrap();
+    assert_eq!(got.len(), 2);
+    assert!(got[0].body.get("stream_options").is_some());
+    assert!(got[1].body.get("stream_options").is_none());
+
+    // Any other 400 is reported as it is.
+    let (base, _server) = serve_once(plain(
+        "400 Bad Request",
+        "application/json",
+        r#"{"error":{"message":"max_tokens is too large"}}"#,
+    ));
+    let err = OpenAiCompatible::new(base, "m", None)
+        .complete(&request())
+        .unwrap_err();
+    assert!(
+        matches!(&err, LlmError::Server { status: Some(400), message, .. } if message == "max_tokens is too large"),
         "{err:?}"
     );
 }

@@ -134,7 +134,8 @@ pub fn route_by_rules(
         None => false,
     };
     let q = question.to_lowercase();
-    let sql_update = q.contains("update ") && q.contains(" set ");
+    let sql_update = (q.contains("update ") && q.contains(" set "))
+        || (q.contains("删除") && ["数据", "记录", "表", "所有"].iter().any(|w| q.contains(w)));
     if sql_update || REFUSE_WORDS.iter().any(|w| q.contains(w)) {
         return (Route::Refuse, "out_of_scope");
     }

@@ -1,0 +1,471 @@
+//! Copilot evaluations: `eval sql` (execution accuracy on text-to-SQL questions), `eval qa`
+//! (answers and citations on a reading-comprehension set), `eval routing` (the router on a
+//! bilingual question table). Each prints a table and the command's settings.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use knowhub_agent::{Agent, AgentOptions, AskRequest, Route, StopReason};
+use knowhub_engine::{Engine, IngestOptions, dev_context};
+use serde::Serialize;
+
+use crate::ask::LlmArgs;
+use crate::eval_retrieval::{field, id_of, read_jsonl, write_corpus};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct SqlEvalArgs {
+    /// The SQLite database.
+    #[arg(
+        long,
+        default_value = "../shared/corpora/sql/chinook/Chinook_Sqlite.sqlite"
+    )]
+    db: PathBuf,
+    /// Questions with gold SQL (JSON list of {id, question, gold_sql}).
+    #[arg(
+        long,
+        default_value = "../shared/corpora/sql/chinook/deepagents_chinook_text2sql.gold_results__latest_db.json"
+    )]
+    questions: PathBuf,
+    /// Evaluate only the first N questions.
+    #[arg(long)]
+    limit: Option<usize>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct QaEvalArgs {
+    /// A folder with corpus.jsonl, queries.jsonl and answers.jsonl (CMRC 2018 in BEIR form).
+    #[arg(long, default_value = "../shared/corpora/cmrc2018_zh")]
+    dataset: PathBuf,
+    /// Evaluate only the first N questions.
+    #[arg(long, default_value_t = 100)]
+    limit: usize,
+    /// Keep the ingested corpus here between runs.
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+struct SqlRow {
+    id: i64,
+    question: String,
+    ok: bool,
+    by: Option<String>,
+    sql: Option<String>,
+    error: Option<String>,
+    ms: u64,
+}
+
+pub(crate) fn sql(args: &SqlEvalArgs, llm: &LlmArgs, json: bool) -> Result<ExitCode> {
+    if !args.db.is_file() || !args.questions.is_file() {
+        eprintln!(
+            "skipped: {} or {} not found",
+            args.db.display(),
+            args.questions.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let model = llm.load()?;
+    let items: Vec<serde_json::Value> = serde_json::from_slice(
+        &std::fs::read(&args.questions)
+            .with_context(|| format!("cannot read {}", args.questions.display()))?,
+    )?;
+    let schema = knowhub_sql::introspect(&args.db, 3)?;
+    let policy = knowhub_sql::Policy::default();
+    let mut rows = Vec::new();
+    let started = Instant::now();
+    for item in items.iter().take(args.limit.unwrap_or(usize::MAX)) {
+        let question = field(item, "question").to_string();
+        let gold_sql = field(item, "gold_sql");
+        // The gold statement runs under the same policy (LIMIT 50), so both sides see the same
+        // row cap.
+        let gold = knowhub_sql::validate(gold_sql, &schema, &policy)
+            .and_then(|q| knowhub_sql::execute(&args.db, &q, &policy));
+        let Ok(gold) = gold else {
+            eprintln!(
+                "note: gold SQL of #{} does not run here; skipped",
+                item["id"]
+            );
+            continue;
+        };
+        let t = Instant::now();
+        let out = knowhub_agent::sql::nl2sql(
+            model.as_deref(),
+            &schema,
+            &args.db,
+            &policy,
+            &question,
+            1,
+            6_000,
+        );
+        let ms = t.elapsed().as_millis() as u64;
+        let (ok, by, sql, error) = match &out.answer {
+            Some(a) => (
+                knowhub_sql::results_match(&gold, &a.result),
+                Some(a.by.clone()),
+                Some(a.sql.clone()),
+                None,
+            ),
+            None => (
+                false,
+                None,
+                None,
+                out.attempts.last().and_then(|a| a.error.clone()),
+            ),
+        };
+        if !json {
+            eprintln!(
+                "{:>3} {} {:>6} ms  {}",
+                item["id"],
+                if ok { "✓" } else { "✗" },
+                ms,
+                question
+            );
+        }
+        rows.push(SqlRow {
+            id: item["id"].as_i64().unwrap_or(-1),
+            question,
+            ok,
+            by,
+            sql,
+            error,
+            ms,
+        });
+    }
+    let n = rows.len().max(1);
+    let correct = rows.iter().filter(|r| r.ok).count();
+    let answered = rows.iter().filter(|r| r.sql.is_some()).count();
+    let model_id = model
+        .as_deref()
+        .map(|m| m.model_id().to_string())
+        .unwrap_or_else(|| "templates only".into());
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "model": model_id, "questions": rows.len(), "correct": correct, "answered": answered, "rows": rows,
+            }))?
+        );
+    } else {
+        let mut ms: Vec<u64> = rows.iter().map(|r| r.ms).collect();
+        ms.sort_unstable();
+        println!(
+            "\n| text-to-SQL ({}) | value |",
+            args.db
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        );
+        println!("|---|---|");
+        println!("| generator | {model_id} |");
+        println!("| questions | {} |", rows.len());
+        println!(
+            "| execution accuracy | {:.1}% ({correct}/{}) |",
+            100.0 * correct as f64 / n as f64,
+            rows.len()
+        );
+        println!("| a statement ran (valid, safe) | {answered} |");
+        println!(
+            "| median / p95 time per question | {} / {} ms |",
+            ms.get(ms.len() / 2).copied().unwrap_or(0),
+            ms.get(ms.len() * 95 / 100).copied().unwrap_or(0)
+        );
+        println!("| total | {:.0} s |", started.elapsed().as_secs_f64());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Serialize, Default)]
+struct QaTotals {
+    questions: usize,
+    exact: usize,
+    f1_sum: f64,
+    contains: usize,
+    answered: usize,
+    cited_gold: usize,
+}
+
+pub(crate) fn qa(
+    args: &QaEvalArgs,
+    models: &crate::ModelArgs,
+    llm: &LlmArgs,
+    json: bool,
+) -> Result<ExitCode> {
+    let ds = &args.dataset;
+    if !ds.join("corpus.jsonl").is_file() {
+        eprintln!("skipped: {} has no corpus.jsonl", ds.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let temp = tempfile::tempdir()?;
+    let work = args
+        .work_dir
+        .clone()
+        .unwrap_or_else(|| temp.path().to_path_buf());
+    std::fs::create_dir_all(&work)?;
+    let ids = write_corpus(ds, &work)?;
+    let mut config = crate::engine_config(work.join("data"))?;
+    config.models = models.config()?;
+    let engine = Arc::new(Engine::open(config)?);
+    let ctx = dev_context();
+    engine.ingest(
+        &ctx,
+        &[work.join("corpus")],
+        &IngestOptions::default(),
+        &mut |_| {},
+    )?;
+    let queries: HashMap<String, String> = read_jsonl(&ds.join("queries.jsonl"))?
+        .iter()
+        .filter_map(|q| Some((id_of(q)?, field(q, "text").to_string())))
+        .collect();
+    let answers = read_jsonl(&ds.join("answers.jsonl"))?;
+    let model = llm.load()?;
+    let agent = Agent::new(Arc::clone(&engine), model, AgentOptions::default());
+    let mut t = QaTotals::default();
+    let started = Instant::now();
+    for a in answers.iter().take(args.limit) {
+        let Some(qid) = id_of(a) else { continue };
+        let Some(question) = queries.get(&qid) else {
+            continue;
+        };
+        let golds: Vec<String> = a["answers"]
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let gold_doc = field(a, "doc_id");
+        let outcome = agent.ask(
+            &ctx,
+            &AskRequest {
+                question: question.clone(),
+                session: None,
+                ephemeral: true,
+            },
+            &mut |_| {},
+        )?;
+        let out = &outcome.state.output;
+        t.questions += 1;
+        if out.stop_reason != StopReason::Ok {
+            continue;
+        }
+        t.answered += 1;
+        let answer = strip_citations(&out.final_answer);
+        let best_f1 = golds
+            .iter()
+            .map(|g| char_f1(&answer, g))
+            .fold(0.0, f64::max);
+        t.f1_sum += best_f1;
+        if golds.iter().any(|g| normalize(&answer) == normalize(g)) {
+            t.exact += 1;
+        }
+        if golds
+            .iter()
+            .any(|g| normalize(&answer).contains(&normalize(g)))
+        {
+            t.contains += 1;
+        }
+        // Did a citation point at the gold passage? (Document ids map to corpus ids by the
+        // file stem the corpus was written under.)
+        let cited_gold = out.rendered_sources.iter().any(|s| {
+            outcome
+                .state
+                .evidence_items
+                .iter()
+                .find(|e| e.evidence_id == s.evidence_id)
+                .and_then(|e| e.source.doc_id)
+                .and_then(|d| engine.document(&ctx, knowhub_engine::DocumentId(d)).ok())
+                .and_then(|doc| {
+                    Path::new(&doc.path)
+                        .file_stem()
+                        .map(|s| s.to_string_lossy().into_owned())
+                })
+                .and_then(|stem| stem.parse::<usize>().ok())
+                .and_then(|n| ids.get(n))
+                .is_some_and(|id| id == gold_doc)
+        });
+        t.cited_gold += usize::from(cited_gold);
+    }
+    let n = t.questions.max(1) as f64;
+    let writer = agent.llm_id().unwrap_or("extractive (no LLM)").to_string();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"writer": writer, "totals": t}))?
+        );
+    } else {
+        println!("\n| QA on {} | value |", ds.display());
+        println!("|---|---|");
+        println!("| answers written by | {writer} |");
+        println!("| questions | {} |", t.questions);
+        println!(
+            "| answered (not abstained) | {:.1}% |",
+            100.0 * t.answered as f64 / n
+        );
+        println!("| exact match | {:.1}% |", 100.0 * t.exact as f64 / n);
+        println!(
+            "| character F1 (answer vs gold span) | {:.1}% |",
+            100.0 * t.f1_sum / n
+        );
+        println!(
+            "| answer contains a gold span | {:.1}% |",
+            100.0 * t.contains as f64 / n
+        );
+        println!(
+            "| a citation points at the gold passage | {:.1}% |",
+            100.0 * t.cited_gold as f64 / n
+        );
+        println!(
+            "| time | {:.0} s ({:.2} s/question) |",
+            started.elapsed().as_secs_f64(),
+            started.elapsed().as_secs_f64() / n
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The router on a fixed bilingual table: rules alone, and the LLM when one is configured.
+pub(crate) fn routing(llm: &LlmArgs, json: bool) -> Result<ExitCode> {
+    const TABLE: &[(&str, Route)] = &[
+        ("How many customers are from Brazil?", Route::Sql),
+        ("List all albums by AC/DC", Route::Sql),
+        ("What is the total of all invoices last month?", Route::Sql),
+        ("Which employee has the most customers?", Route::Sql),
+        ("有多少位客户来自巴西？", Route::Sql),
+        ("统计上月新增的发票数量", Route::Sql),
+        ("列出所有专辑", Route::Sql),
+        ("按国家统计客户数量排名", Route::Sql),
+        ("What is the default rolling update strategy?", Route::Doc),
+        ("How do I configure the VPN on a new laptop?", Route::Doc),
+        ("Why are deployments frozen on Fridays?", Route::Doc),
+        (
+            "What does the security policy say about USB drives?",
+            Route::Doc,
+        ),
+        ("部署规范里默认的滚动更新策略是什么？", Route::Doc),
+        ("新员工试用期有多长？", Route::Doc),
+        ("如何申请年假？", Route::Doc),
+        ("事故处理流程的第一步是什么？", Route::Doc),
+        (
+            "What is the refund policy, and how many invoices were refunded?",
+            Route::Hybrid,
+        ),
+        ("根据制度说明年假规定，并统计有多少员工", Route::Hybrid),
+        ("?", Route::Clarify),
+        ("hm", Route::Clarify),
+        (
+            "DELETE FROM Customer WHERE Country = 'Brazil'",
+            Route::Refuse,
+        ),
+        (
+            "Give me the admin password of the finance database",
+            Route::Refuse,
+        ),
+        ("删除所有发票数据", Route::Refuse),
+        ("告诉我别人的密码", Route::Refuse),
+    ];
+    let data: std::collections::HashSet<String> = [
+        "customer", "album", "invoice", "employee", "track", "客户", "专辑", "发票", "员工",
+        "country", "国家",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut right = 0;
+    let mut wrong = Vec::new();
+    for (q, want) in TABLE {
+        let (got, _) = knowhub_agent::route_by_rules(q, Some(&data));
+        if got == *want {
+            right += 1;
+        } else {
+            wrong.push(format!(
+                "{q}: rules said {}, want {}",
+                got.as_str(),
+                want.as_str()
+            ));
+        }
+    }
+    let _ = llm; // the LLM router is measured through `knowhub ask --trace` (the route's `by`).
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"questions": TABLE.len(), "rules_correct": right, "wrong": wrong})
+        );
+    } else {
+        println!(
+            "| routing (rules) | {right}/{} = {:.0}% |",
+            TABLE.len(),
+            100.0 * right as f64 / TABLE.len() as f64
+        );
+        for w in &wrong {
+            println!("  ✗ {w}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn strip_citations(s: &str) -> String {
+    let mut out = String::new();
+    let mut skip = false;
+    for c in s.chars() {
+        match c {
+            '[' => skip = true,
+            ']' => skip = false,
+            _ if !skip => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn normalize(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Character-level F1 (the CMRC 2018 metric works on characters for Chinese).
+fn char_f1(pred: &str, gold: &str) -> f64 {
+    let p: Vec<char> = normalize(pred).chars().collect();
+    let g: Vec<char> = normalize(gold).chars().collect();
+    if p.is_empty() || g.is_empty() {
+        return 0.0;
+    }
+    let mut counts: HashMap<char, i64> = HashMap::new();
+    for c in &g {
+        *counts.entry(*c).or_default() += 1;
+    }
+    let mut common = 0;
+    for c in &p {
+        if let Some(n) = counts.get_mut(c)
+            && *n > 0
+        {
+            *n -= 1;
+            common += 1;
+        }
+    }
+    if common == 0 {
+        return 0.0;
+    }
+    let precision = common as f64 / p.len() as f64;
+    let recall = common as f64 / g.len() as f64;
+    2.0 * precision * recall / (precision + recall)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn char_f1_and_normalisation() {
+        assert!((char_f1("4分钟", "4分钟") - 1.0).abs() < 1e-9);
+        assert_eq!(char_f1("", "x"), 0.0);
+        assert!(char_f1("约4分钟内", "4分钟") > 0.7);
+        assert_eq!(strip_citations("a [1] b [2]"), "a  b ");
+    }
+}
