@@ -124,6 +124,14 @@ pub(crate) fn sql(args: &SqlEvalArgs, llm: &LlmArgs, json: bool) -> Result<ExitC
                 ms,
                 question
             );
+            if !ok {
+                eprintln!(
+                    "      gold: {gold_sql}\n      ours: {}",
+                    sql.as_deref()
+                        .or(error.as_deref())
+                        .unwrap_or("(no statement)")
+                );
+            }
         }
         rows.push(SqlRow {
             id: item["id"].as_i64().unwrap_or(-1),
