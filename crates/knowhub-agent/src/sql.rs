@@ -118,9 +118,10 @@ fn generate(
     let system = "You write one SQLite SELECT statement that answers the question from the \
                   schema. Use only the tables and columns shown; quote identifiers that contain \
                   spaces with double quotes. Reply with the SQL only, no explanation.";
+    let focused = focus(schema, question, 4);
     let mut user = format!(
         "Schema:\n{}\n\nQuestion: {question}\n",
-        schema.prompt_text(schema_chars)
+        focused.prompt_text(schema_chars)
     );
     if let Some((prev, err)) = feedback {
         user.push_str(&format!(
@@ -137,6 +138,89 @@ fn generate(
     out.prompt_tokens += response.prompt_tokens as u64;
     out.completion_tokens += response.completion_tokens as u64;
     extract_sql(&response.text)
+}
+
+/// The part of a large schema the question is about: the tables whose names, columns or
+/// sample values share words with it (best `max_tables`), plus the tables their `…Id` columns
+/// point at. A small model given fewer, relevant tables writes fewer invented joins, and the
+/// prompt is shorter. Validation still uses the whole schema.
+fn focus(schema: &Schema, question: &str, max_tables: usize) -> Schema {
+    if schema.tables.len() <= max_tables {
+        return schema.clone();
+    }
+    let q = crate::text::terms(question);
+    let words = |s: &str| crate::text::terms(&split_ident(s));
+    let mut scored: Vec<(usize, usize)> = schema
+        .tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let name = words(&t.name).iter().filter(|w| q.contains(*w)).count() * 3;
+            let cols: usize = t
+                .columns
+                .iter()
+                .map(|c| {
+                    let mut n = words(&c.name).iter().filter(|w| q.contains(*w)).count();
+                    n += c
+                        .samples
+                        .iter()
+                        .filter(|v| q.iter().any(|w| v.to_string().to_lowercase() == *w))
+                        .count();
+                    n
+                })
+                .sum();
+            (name + cols, i)
+        })
+        .filter(|(score, _)| *score > 0)
+        .collect();
+    if scored.is_empty() {
+        return schema.clone();
+    }
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut keep: Vec<usize> = scored.iter().take(max_tables).map(|(_, i)| *i).collect();
+    // Foreign keys by naming convention: ArtistId → Artist, customer_id → customer.
+    let linked: Vec<usize> = keep
+        .iter()
+        .flat_map(|&i| schema.tables[i].columns.iter())
+        .filter_map(|c| {
+            let lower = c.name.to_lowercase();
+            let base = lower
+                .strip_suffix("_id")
+                .or_else(|| lower.strip_suffix("id"))?;
+            schema
+                .tables
+                .iter()
+                .position(|t| t.name.to_lowercase() == base && !base.is_empty())
+        })
+        .collect();
+    for i in linked {
+        if !keep.contains(&i) && keep.len() < max_tables + 2 {
+            keep.push(i);
+        }
+    }
+    keep.sort_unstable();
+    let mut out = schema.clone();
+    out.tables = keep.iter().map(|&i| schema.tables[i].clone()).collect();
+    out
+}
+
+/// `InvoiceLine` → `Invoice Line`, `order_items` → `order items`.
+fn split_ident(name: &str) -> String {
+    let mut out = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if c == '_' {
+            out.push(' ');
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower {
+            out.push(' ');
+        }
+        prev_lower = c.is_lowercase();
+        out.push(c);
+    }
+    out
 }
 
 /// The SQL in a model's reply: a fenced block if there is one, else the text from the first
@@ -168,6 +252,13 @@ pub fn extract_sql(reply: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn identifiers_split_into_words() {
+        assert_eq!(split_ident("InvoiceLine"), "Invoice Line");
+        assert_eq!(split_ident("order_items"), "order items");
+        assert_eq!(split_ident("CustomerId"), "Customer Id");
+    }
 
     #[test]
     fn sql_is_found_in_model_replies() {

@@ -53,6 +53,9 @@ struct SqlRow {
     id: i64,
     question: String,
     ok: bool,
+    /// Same rows, but columns chosen differently: every column we returned is one of the gold
+    /// result's columns (as a multiset of values) and the row counts agree.
+    relaxed: bool,
     by: Option<String>,
     sql: Option<String>,
     error: Option<String>,
@@ -116,6 +119,11 @@ pub(crate) fn sql(args: &SqlEvalArgs, llm: &LlmArgs, json: bool) -> Result<ExitC
                 out.attempts.last().and_then(|a| a.error.clone()),
             ),
         };
+        let relaxed = ok
+            || out
+                .answer
+                .as_ref()
+                .is_some_and(|a| columns_within(&a.result, &gold));
         if !json {
             eprintln!(
                 "{:>3} {} {:>6} ms  {}",
@@ -137,6 +145,7 @@ pub(crate) fn sql(args: &SqlEvalArgs, llm: &LlmArgs, json: bool) -> Result<ExitC
             id: item["id"].as_i64().unwrap_or(-1),
             question,
             ok,
+            relaxed,
             by,
             sql,
             error,
@@ -145,6 +154,7 @@ pub(crate) fn sql(args: &SqlEvalArgs, llm: &LlmArgs, json: bool) -> Result<ExitC
     }
     let n = rows.len().max(1);
     let correct = rows.iter().filter(|r| r.ok).count();
+    let relaxed = rows.iter().filter(|r| r.relaxed).count();
     let answered = rows.iter().filter(|r| r.sql.is_some()).count();
     let model_id = model
         .as_deref()
@@ -173,6 +183,11 @@ pub(crate) fn sql(args: &SqlEvalArgs, llm: &LlmArgs, json: bool) -> Result<ExitC
         println!(
             "| execution accuracy | {:.1}% ({correct}/{}) |",
             100.0 * correct as f64 / n as f64,
+            rows.len()
+        );
+        println!(
+            "| relaxed (our columns ⊆ gold columns, same rows) | {:.1}% ({relaxed}/{}) |",
+            100.0 * relaxed as f64 / n as f64,
             rows.len()
         );
         println!("| a statement ran (valid, safe) | {answered} |");
@@ -414,6 +429,25 @@ pub(crate) fn routing(llm: &LlmArgs, json: bool) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Relaxed execution match: same row count, and each of our columns equals (as a sorted list of
+/// rendered values) some column of the gold result.
+fn columns_within(ours: &knowhub_sql::QueryResult, gold: &knowhub_sql::QueryResult) -> bool {
+    if ours.rows.len() != gold.rows.len() || ours.columns.is_empty() {
+        return false;
+    }
+    let column = |r: &knowhub_sql::QueryResult, j: usize| {
+        let mut v: Vec<String> = r
+            .rows
+            .iter()
+            .map(|row| row.get(j).map(|x| x.to_string()).unwrap_or_default())
+            .collect();
+        v.sort();
+        v
+    };
+    let gold_cols: Vec<Vec<String>> = (0..gold.columns.len()).map(|k| column(gold, k)).collect();
+    (0..ours.columns.len()).all(|j| gold_cols.contains(&column(ours, j)))
 }
 
 fn strip_citations(s: &str) -> String {
