@@ -251,7 +251,7 @@ impl Engine {
         let _guard = self.begin_write()?;
         let owner = &access.ctx.user;
         let started = Instant::now();
-        let run_id = format!("run-{}-{}", knowhub_store_now(), std::process::id());
+        let run_id = format!("run-{}-{}", crate::queue::now_ms(), std::process::id());
         let mut report = IngestReport {
             run_id: run_id.clone(),
             ..Default::default()
@@ -1240,12 +1240,5 @@ fn now_ns() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
-}
-
-fn knowhub_store_now() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
         .unwrap_or(0)
 }
