@@ -30,3 +30,35 @@ ensure_rust() {
     exit 1
   fi
 }
+
+# What the desktop app (Tauri v2 on WebKitGTK) and its end-to-end tests need.
+DESKTOP_PACKAGES=(libwebkit2gtk-4.1-dev librsvg2-dev libayatana-appindicator3-dev)
+E2E_PACKAGES=(xvfb xauth webkit2gtk-driver)
+
+# Node.js 18+ and npm for the UI build (Debian's packages are recent enough).
+ensure_node() {
+  if ! command -v npm >/dev/null 2>&1; then
+    command -v dpkg >/dev/null 2>&1 && ensure_system_packages nodejs npm
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "Node.js 18 or newer with npm is needed to build the UI (https://nodejs.org)." >&2
+    exit 1
+  fi
+}
+
+# Installs the UI's locked dependencies (when package-lock.json changed) and builds ui/dist.
+build_ui() {
+  ensure_node
+  local stamp="ui/node_modules/.package-lock.json"
+  if [ ! -f "$stamp" ] || [ ui/package-lock.json -nt "$stamp" ]; then
+    npm --prefix ui ci --no-audit --no-fund --loglevel=error
+  fi
+  npm --prefix ui run --silent build
+}
+
+# tauri-driver (WebDriver for Tauri apps), pinned, installed once into ~/.cargo/bin.
+ensure_tauri_driver() {
+  if ! command -v tauri-driver >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/tauri-driver" ]; then
+    cargo install tauri-driver --version 2.0.6 --locked
+  fi
+}

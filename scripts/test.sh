@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: formatting, lints, unit, integration and end-to-end tests.
+# Runs the whole test suite: formatting, lints, the UI's type and i18n checks, unit,
+# integration and end-to-end tests (the real desktop window under Xvfb through WebDriver).
 # Tests that need the shared evaluation corpus (../shared) skip with a message when it is absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
 ensure_rust
-command -v dpkg >/dev/null 2>&1 && ensure_system_packages build-essential pkg-config
+if command -v dpkg >/dev/null 2>&1; then
+  ensure_system_packages build-essential pkg-config "${DESKTOP_PACKAGES[@]}" "${E2E_PACKAGES[@]}"
+fi
 
+echo "== UI: install, type check, i18n check, build (ui/dist is embedded in the app)"
+build_ui
+npm --prefix ui run --silent typecheck
+npm --prefix ui run --silent i18n:check
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== models (the default embedders, SHA-256 verified; model tests skip without them)"
 cargo run --locked -q -p knowhub-cli -- models fetch || echo "warning: models not fetched; model tests will skip"
-echo "== cargo test"
+echo "== tauri-driver (WebDriver for the end-to-end tests)"
+ensure_tauri_driver
+echo "== cargo test (includes tests/e2e.rs: the desktop window end to end, and the bindings freshness check)"
 cargo test --workspace --locked

@@ -82,6 +82,9 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<()> {
         if steps > 16 {
             break;
         }
+        if state.cancel.is_cancelled() {
+            return Err(crate::AgentError::Cancelled);
+        }
         (deps.events)(&AgentEvent::Step {
             node: current.name().to_string(),
             status: "start".into(),

@@ -21,6 +21,7 @@ mod extractive;
 pub mod graph;
 mod lang;
 mod nodes;
+pub mod providers;
 pub mod sql;
 pub mod state;
 mod text;
@@ -35,7 +36,7 @@ use thiserror::Error;
 
 pub use lang::Lang;
 pub use nodes::route::route_by_rules;
-pub use state::{AgentState, Route, StopReason};
+pub use state::{AgentState, CancelFlag, Route, StopReason};
 
 /// Errors that end a request (tool failures do not: they become `tool_error` answers).
 #[derive(Debug, Error)]
@@ -44,6 +45,9 @@ pub enum AgentError {
     Engine(#[from] EngineError),
     #[error("cannot record the trace: {0}")]
     Trace(String),
+    /// The caller cancelled the request; nothing was stored.
+    #[error("the question was cancelled")]
+    Cancelled,
 }
 
 pub type Result<T, E = AgentError> = std::result::Result<T, E>;
@@ -107,6 +111,8 @@ pub struct AskRequest {
     pub session: Option<String>,
     /// Do not store the turn and trace (evaluations).
     pub ephemeral: bool,
+    /// Set by the caller to stop the request (a cancelled request stores nothing).
+    pub cancel: CancelFlag,
 }
 
 impl AskRequest {
@@ -115,6 +121,7 @@ impl AskRequest {
             question: question.into(),
             session: None,
             ephemeral: false,
+            cancel: CancelFlag::default(),
         }
     }
 }
@@ -161,6 +168,7 @@ impl Agent {
         let started = Instant::now();
         let mut state = AgentState {
             trace_id: ctx.trace_id.clone(),
+            cancel: req.cancel.clone(),
             ..AgentState::default()
         };
         if state.trace_id.is_empty() {
@@ -168,11 +176,9 @@ impl Agent {
         }
         state.input.query = req.question.clone();
         // The conversation so far (the caller's own; another user's session is "not found").
-        let session = match (&req.session, req.ephemeral) {
-            (Some(id), _) => Some(id.clone()),
-            (None, false) => Some(self.engine.create_session(ctx, &req.question)?.id),
-            (None, true) => None,
-        };
+        // A new conversation is created only when its first answer is stored (a cancelled
+        // or failed first question leaves no empty conversation behind).
+        let mut session = req.session.clone();
         state.input.session_id = session.clone();
         if let Some(id) = &session {
             let turns = self
@@ -198,8 +204,16 @@ impl Agent {
             events,
         };
         graph::run(&mut state, &mut deps)?;
+        if state.cancel.is_cancelled() {
+            return Err(AgentError::Cancelled);
+        }
         let total_ms = started.elapsed().as_millis() as u64;
         if !req.ephemeral {
+            if session.is_none() {
+                let id = self.engine.create_session(ctx, &req.question)?.id;
+                state.input.session_id = Some(id.clone());
+                session = Some(id);
+            }
             self.persist(ctx, &state, session.as_deref(), total_ms)?;
         }
         Ok(AskOutcome {

@@ -253,10 +253,32 @@ pub struct HistoryTurn {
     pub answer: String,
 }
 
+/// Stops a request early: checked before every node and after every generated token.
+#[derive(Debug, Clone, Default)]
+pub struct CancelFlag(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl CancelFlag {
+    pub fn new() -> CancelFlag {
+        CancelFlag::default()
+    }
+
+    /// Asks the request to stop (it ends with [`crate::AgentError::Cancelled`]).
+    pub fn cancel(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// The whole agent state of one request.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct AgentState {
     pub trace_id: String,
+    /// The caller's stop button (not part of the stored trace).
+    #[serde(skip)]
+    pub cancel: CancelFlag,
     pub messages: Vec<HistoryTurn>,
     pub trace_steps: Vec<TraceStep>,
     pub evidence_items: Vec<EvidenceItem>,

@@ -272,6 +272,7 @@ fn conversations_follow_ups_and_traces_are_private() {
                 question: "What about notice?".into(),
                 session: Some(session.clone()),
                 ephemeral: false,
+                cancel: Default::default(),
             },
             &mut |_| {},
         )
@@ -308,6 +309,28 @@ fn conversations_follow_ups_and_traces_are_private() {
     );
     let eve = user(&f, "eve");
     assert!(f.engine.trace(&eve, &follow.trace_id).is_err());
+    // Feedback is stored against the answer and its evidence, by its asker only.
+    let cited: Vec<String> = state
+        .output
+        .final_citations
+        .iter()
+        .map(|c| c.evidence_id.clone())
+        .collect();
+    f.engine
+        .record_feedback(&bob, &follow.trace_id, false, " wrong year ", &cited)
+        .unwrap();
+    f.engine
+        .record_feedback(&bob, &follow.trace_id, true, "", &cited)
+        .unwrap();
+    let verdicts = f.engine.feedback(&bob, &follow.trace_id).unwrap();
+    assert_eq!(verdicts.len(), 1, "the latest verdict per user counts");
+    assert!(verdicts[0].helpful);
+    assert_eq!(verdicts[0].evidence_ids, cited);
+    assert!(
+        f.engine
+            .record_feedback(&eve, &follow.trace_id, true, "", &[])
+            .is_err()
+    );
     assert!(f.engine.session_turns(&eve, &session, 10).is_err());
     assert!(
         a.ask(
@@ -315,13 +338,30 @@ fn conversations_follow_ups_and_traces_are_private() {
             &AskRequest {
                 question: "and?".into(),
                 session: Some(session),
-                ephemeral: false
+                ephemeral: false,
+                cancel: Default::default(),
             },
             &mut |_| {}
         )
         .is_err(),
         "nobody continues someone else's conversation"
     );
+    // A cancelled question stops before the next node and stores nothing.
+    let before = f.engine.sessions(&bob, 100).unwrap().len();
+    let req = AskRequest::new("annual leave");
+    let cancel = req.cancel.clone();
+    let result = a.ask(&bob, &req, &mut |e| {
+        if let AgentEvent::Step { node, .. } = e
+            && node == "Route"
+        {
+            cancel.cancel();
+        }
+    });
+    assert!(
+        matches!(result, Err(knowhub_agent::AgentError::Cancelled)),
+        "{result:?}"
+    );
+    assert_eq!(f.engine.sessions(&bob, 100).unwrap().len(), before);
     // Events stream node by node.
     let mut steps = Vec::new();
     a.ask(&bob, &AskRequest::new("annual leave"), &mut |e| {

@@ -5,11 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use knowhub_agent::{Agent, AgentEvent, AgentOptions, AskRequest};
 use knowhub_engine::{Engine, RequestContext};
-use knowhub_llm::{Llm, LocalGguf, OpenAiCompatible};
+use knowhub_agent::providers::LlmChoice;
+use knowhub_llm::Llm;
 
 /// Which language model writes answers.
 #[derive(Debug, Clone, Args)]
@@ -28,67 +29,22 @@ pub(crate) struct LlmArgs {
     pub llm_model: Option<String>,
 }
 
-/// The default local model (Chinese + English).
-pub(crate) const DEFAULT_LOCAL_LLM: &str = "qwen2.5-coder-0.5b-instruct";
-
 impl LlmArgs {
     /// Loads the configured model; `Ok(None)` = extractive mode (with a note when the user
-    /// asked for a model that is not installed).
+    /// asked for the default model and it is not installed).
     pub(crate) fn load(&self) -> Result<Option<Arc<dyn Llm>>> {
-        match self.llm.as_str() {
-            "off" | "none" | "extractive" => Ok(None),
-            "openai" => {
-                let url = self
-                    .llm_url
-                    .clone()
-                    .context("--llm openai needs --llm-url (e.g. http://localhost:11434/v1)")?;
-                let model = self
-                    .llm_model
-                    .clone()
-                    .context("--llm openai needs --llm-model")?;
-                let key = std::env::var("KNOWHUB_LLM_API_KEY").ok();
-                Ok(Some(Arc::new(OpenAiCompatible::new(url, model, key))))
-            }
-            "local" => match local_model_path(DEFAULT_LOCAL_LLM) {
-                Some(path) => Ok(Some(load_gguf(&path)?)),
-                None => {
-                    eprintln!(
-                        "note: the default local model is not installed (knowhub models fetch \
-                         {DEFAULT_LOCAL_LLM}); answering extractively"
-                    );
-                    Ok(None)
-                }
-            },
-            other if other.ends_with(".gguf") => Ok(Some(load_gguf(&PathBuf::from(other))?)),
-            name => match local_model_path(name) {
-                Some(path) => Ok(Some(load_gguf(&path)?)),
-                None => bail!(
-                    "model {name} is not installed: run `knowhub models fetch {name}` (or pass \
-                     --llm off for extractive answers)"
-                ),
-            },
+        let choice = LlmChoice::parse(
+            &self.llm,
+            self.llm_url.clone(),
+            self.llm_model.clone(),
+            std::env::var("KNOWHUB_LLM_API_KEY").ok(),
+        )?;
+        let (llm, note) = choice.load()?;
+        if let Some(note) = note {
+            eprintln!("note: {note}");
         }
+        Ok(llm)
     }
-}
-
-fn load_gguf(path: &std::path::Path) -> Result<Arc<dyn Llm>> {
-    let llm = LocalGguf::load(path, &candle_core::Device::Cpu)
-        .with_context(|| format!("cannot load {}", path.display()))?;
-    Ok(Arc::new(llm))
-}
-
-/// The installed GGUF file of a manifest model, if any.
-pub(crate) fn local_model_path(name: &str) -> Option<PathBuf> {
-    let manifest = knowhub_models::Manifest::builtin().ok()?;
-    let dir = knowhub_models::default_models_dir()?;
-    let entry = manifest.get(name).ok()?;
-    let folder =
-        knowhub_models::require(&manifest, &dir, name, knowhub_models::Depth::Quick).ok()?;
-    entry
-        .files
-        .iter()
-        .find(|f| f.dest.ends_with(".gguf"))
-        .map(|f| folder.join(&f.dest))
 }
 
 /// `knowhub ask` arguments.
@@ -120,6 +76,7 @@ pub(crate) fn ask(
             question: args.question.clone(),
             session: args.session.clone(),
             ephemeral: false,
+            cancel: Default::default(),
         },
         &mut |e| {
             if json {

@@ -268,6 +268,7 @@ pub(crate) fn qa(
                 question: question.clone(),
                 session: None,
                 ephemeral: true,
+                cancel: Default::default(),
             },
             &mut |_| {},
         )?;

@@ -112,6 +112,44 @@ impl Engine {
             .ok_or_else(|| EngineError::NotFound(format!("trace {id}")))
     }
 
+    /// Records the caller's verdict on one of their answers (helpful or not, with an optional
+    /// note), stored against the answer's trace and the evidence it cited.
+    pub fn record_feedback(
+        &self,
+        ctx: &RequestContext,
+        trace_id: &str,
+        helpful: bool,
+        note: &str,
+        evidence_ids: &[String],
+    ) -> Result<()> {
+        // Only the asker (or an administrator) can rate an answer: `trace` checks that.
+        let trace = self.trace(ctx, trace_id)?;
+        if note.chars().count() > 4_000 {
+            return Err(EngineError::InvalidInput(
+                "the feedback note is too long (4,000 characters at most)".into(),
+            ));
+        }
+        self.store().put_feedback(&knowhub_store::FeedbackRecord {
+            trace_id: trace.id,
+            user_id: ctx.user.to_string(),
+            helpful,
+            note: note.trim().to_string(),
+            evidence_ids: evidence_ids.to_vec(),
+            created_at_ms: 0,
+        })?;
+        Ok(())
+    }
+
+    /// Verdicts on an answer (the latest per user).
+    pub fn feedback(
+        &self,
+        ctx: &RequestContext,
+        trace_id: &str,
+    ) -> Result<Vec<knowhub_store::FeedbackRecord>> {
+        let trace = self.trace(ctx, trace_id)?;
+        Ok(self.store().feedback(&trace.id)?)
+    }
+
     /// Recent traces: the caller's, or everyone's for administrators.
     pub fn traces(&self, ctx: &RequestContext, limit: usize) -> Result<Vec<TraceRecord>> {
         let access = self.authorize(ctx)?;

@@ -115,6 +115,25 @@ pub struct FolderAcl {
     pub inherited_from: Option<String>,
 }
 
+/// Who may read the documents under a folder (see [`Engine::folder_readers`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FolderReaders {
+    pub folder: String,
+    /// Documents stored under the folder.
+    pub documents: u64,
+    pub readers: Vec<FolderReader>,
+}
+
+/// One user's view of a folder.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FolderReader {
+    pub user: String,
+    pub display_name: String,
+    pub role: String,
+    /// How many of the folder's documents they may read (0: the folder is invisible to them).
+    pub readable: u64,
+}
+
 /// A folder the caller may see (it holds at least one document they may read).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FolderEntry {
@@ -368,6 +387,70 @@ impl Engine {
                 .into_iter()
                 .filter(|u| u.id == access.ctx.user)
                 .collect()
+        })
+    }
+
+    /// Revokes every API key of a user (the user stays, with their documents; a new key can
+    /// be made with [`Engine::rotate_api_key`]). The user themself or administrators.
+    pub fn revoke_api_keys(&self, ctx: &RequestContext, id: &UserId) -> Result<usize> {
+        let access = self.authorize(ctx)?;
+        if access.ctx.user != *id {
+            self.require_admin(&access, "revoke other users' keys")?;
+        }
+        let n = self.store().revoke_api_keys(id)?;
+        self.audit_write(&access, "user.revoke_keys", id.as_str(), n > 0)?;
+        Ok(n)
+    }
+
+    /// The teams, projects and orgs of a user, as scopes (`team:hr`, …): the user themself
+    /// or administrators.
+    pub fn user_groups(&self, ctx: &RequestContext, id: &UserId) -> Result<Vec<String>> {
+        let access = self.authorize(ctx)?;
+        if access.ctx.user != *id {
+            self.require_admin(&access, "see other users' groups")?;
+        }
+        let m = self.store().memberships(id)?;
+        let mut out: Vec<String> = m.teams.iter().map(|t| format!("team:{t}")).collect();
+        out.extend(m.projects.iter().map(|p| format!("project:{p}")));
+        out.extend(m.orgs.iter().map(|o| format!("org:{o}")));
+        Ok(out)
+    }
+
+    /// "Who can see this": for every active user of the account, how many of the documents
+    /// under `folder` they may read, decided by the same rule every read path uses.
+    /// Administrators only.
+    pub fn folder_readers(&self, ctx: &RequestContext, folder: &Path) -> Result<FolderReaders> {
+        let access = self.authorize(ctx)?;
+        self.require_admin(&access, "preview who can read a folder")?;
+        let docs = self.all_documents(Some(folder))?;
+        let mut readers = Vec::new();
+        // Bound first: the store lock must not be held while each user is authorized.
+        let users = self.store().users()?;
+        for user in users {
+            if user.removed_at.is_some() {
+                continue;
+            }
+            let as_user = RequestContext {
+                account: self.account.clone(),
+                user: user.id.clone(),
+                agent: None,
+                role: user.role,
+                session: None,
+                trace_id: access.ctx.trace_id.clone(),
+            };
+            let theirs = self.authorize(&as_user)?;
+            let readable = docs.iter().filter(|d| theirs.can_read(d.id)).count() as u64;
+            readers.push(FolderReader {
+                user: user.id.to_string(),
+                display_name: user.display_name.clone(),
+                role: user.role.to_string(),
+                readable,
+            });
+        }
+        Ok(FolderReaders {
+            folder: folder.display().to_string(),
+            documents: docs.len() as u64,
+            readers,
         })
     }
 

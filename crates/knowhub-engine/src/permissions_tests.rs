@@ -272,3 +272,42 @@ fn a_users_own_upload_is_private_until_shared() {
         1
     );
 }
+
+#[test]
+fn folder_readers_previews_exactly_what_each_user_reads() {
+    let (_dir, engine) = setup();
+    let admin = dev_context();
+    let readers = |folder: &str| -> Vec<(String, u64)> {
+        engine
+            .folder_readers(&admin, std::path::Path::new(folder))
+            .unwrap()
+            .readers
+            .into_iter()
+            .map(|r| (r.user, r.readable))
+            .collect()
+    };
+    // hr/ holds salaries (team:hr) and open/jobs (public).
+    let hr = readers("/kb/hr");
+    assert!(hr.contains(&("alice".into(), 1)), "{hr:?}");
+    assert!(hr.contains(&("bob".into(), 2)), "{hr:?}");
+    assert!(hr.contains(&("ada".into(), 2)), "{hr:?}");
+    // Nobody but admins reads a folder without an ACL.
+    let drafts = readers("/kb/drafts");
+    assert!(drafts.contains(&("alice".into(), 0)), "{drafts:?}");
+    assert!(drafts.contains(&("ada".into(), 1)), "{drafts:?}");
+    // Users cannot ask; groups are visible to the user themself and admins.
+    let alice = ctx("alice", Role::User, "default");
+    assert!(
+        engine
+            .folder_readers(&alice, std::path::Path::new("/kb/hr"))
+            .is_err()
+    );
+    let bob = UserId::new("bob").unwrap();
+    assert_eq!(engine.user_groups(&admin, &bob).unwrap(), ["team:hr"]);
+    assert!(engine.user_groups(&alice, &bob).is_err());
+    // Keys: rotate makes one, revoke removes it; users cannot revoke others' keys.
+    engine.rotate_api_key(&admin, &bob).unwrap();
+    assert!(engine.revoke_api_keys(&alice, &bob).is_err());
+    assert_eq!(engine.revoke_api_keys(&admin, &bob).unwrap(), 1);
+    assert_eq!(engine.revoke_api_keys(&admin, &bob).unwrap(), 0);
+}

@@ -53,6 +53,18 @@ pub struct TraceRecord {
     pub created_at_ms: i64,
 }
 
+/// A user's verdict on one answer, stored with the evidence it was based on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FeedbackRecord {
+    pub trace_id: String,
+    pub user_id: String,
+    pub helpful: bool,
+    pub note: String,
+    /// The evidence the answer cited.
+    pub evidence_ids: Vec<String>,
+    pub created_at_ms: i64,
+}
+
 /// A registered SQLite data source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SqlSourceRecord {
@@ -201,6 +213,46 @@ impl Store {
             "{TRACE_SELECT} WHERE ?1 IS NULL OR user_id = ?1 ORDER BY created_at DESC, id LIMIT ?2"
         ))?;
         let rows = stmt.query_map(params![user, limit as i64], trace_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    // ----- feedback -----------------------------------------------------------------------
+
+    /// Stores a verdict on an answer (a user may change their mind: the latest row counts).
+    pub fn put_feedback(&mut self, f: &FeedbackRecord) -> Result<i64> {
+        self.conn.execute(
+            "INSERT INTO answer_feedback (trace_id, user_id, helpful, note, evidence_ids, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                f.trace_id,
+                f.user_id,
+                f.helpful,
+                f.note,
+                serde_json::to_string(&f.evidence_ids).unwrap_or_else(|_| "[]".into()),
+                now_ms()
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The latest verdict of each user on an answer, oldest first.
+    pub fn feedback(&self, trace_id: &str) -> Result<Vec<FeedbackRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT trace_id, user_id, helpful, note, evidence_ids, created_at FROM answer_feedback
+             WHERE id IN (SELECT MAX(id) FROM answer_feedback WHERE trace_id = ?1 GROUP BY user_id)
+             ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![trace_id], |r| {
+            let ids: String = r.get(4)?;
+            Ok(FeedbackRecord {
+                trace_id: r.get(0)?,
+                user_id: r.get(1)?,
+                helpful: r.get(2)?,
+                note: r.get(3)?,
+                evidence_ids: serde_json::from_str(&ids).unwrap_or_default(),
+                created_at_ms: r.get(5)?,
+            })
+        })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 

@@ -272,6 +272,15 @@ impl Store {
         Ok(true)
     }
 
+    /// Deletes every API key of a user (they can no longer sign in until a new key is made).
+    /// Returns how many keys were revoked.
+    pub fn revoke_api_keys(&mut self, user: &UserId) -> Result<usize> {
+        Ok(self.conn.execute(
+            "DELETE FROM api_keys WHERE user_id = ?1",
+            params![user.as_str()],
+        )?)
+    }
+
     /// How many API keys exist (dev mode = none configured).
     pub fn api_key_count(&self) -> Result<u64> {
         let n: i64 = self

@@ -34,7 +34,7 @@ use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use thiserror::Error;
 
 pub use access::{AccessRow, AuditEntry, AuditRecord};
-pub use chat::{SessionRecord, SqlSourceRecord, TraceRecord, TurnRecord};
+pub use chat::{FeedbackRecord, SessionRecord, SqlSourceRecord, TraceRecord, TurnRecord};
 pub use identity::{Group, UserRecord};
 pub use jobs::{ChunkMismatch, JobRecord, JobState, MovedDocument, NewJob, QueueCounts};
 pub use records::*;

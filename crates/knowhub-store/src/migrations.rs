@@ -256,6 +256,17 @@ CREATE TABLE sql_sources (
     owner          TEXT NOT NULL,
     created_at     INTEGER NOT NULL
 );
+"#, r#"
+CREATE TABLE answer_feedback (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    trace_id      TEXT NOT NULL,
+    user_id       TEXT NOT NULL,
+    helpful       INTEGER NOT NULL,
+    note          TEXT NOT NULL,
+    evidence_ids  TEXT NOT NULL,
+    created_at    INTEGER NOT NULL
+);
+CREATE INDEX answer_feedback_trace ON answer_feedback(trace_id, id);
 "#],
     ),
 ];

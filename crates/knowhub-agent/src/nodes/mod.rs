@@ -58,14 +58,18 @@ pub(crate) fn llm_call(
         max_tokens,
         ..ChatRequest::default()
     };
+    let cancel = state.cancel.clone();
     let response = llm
         .chat(&req, &mut |piece| {
             if stream {
                 events(&AgentEvent::Token(piece.to_string()));
             }
-            true
+            !cancel.is_cancelled()
         })
         .map_err(|e| e.to_string())?;
+    if cancel.is_cancelled() {
+        return Err("cancelled".into());
+    }
     state.prompt_tokens += response.prompt_tokens as u64;
     state.completion_tokens += response.completion_tokens as u64;
     state.llm = Some(llm.model_id().to_string());

@@ -1,0 +1,1114 @@
+//! Tauri commands: thin wrappers that take the signed-in context, call the engine (which does
+//! every permission check) and convert the result for the window. Anything slow runs on a
+//! blocking worker thread so the window never stalls.
+
+use std::path::{Path, PathBuf};
+
+use knowhub_agent::{Agent, AgentEvent, AgentOptions, AgentState, AskRequest};
+use knowhub_engine::authz::ScopeSet;
+use knowhub_engine::{DocRef, DocumentId, IngestOptions, Role, SourceRules, UserId};
+use tauri::ipc::Channel;
+use tauri::{AppHandle, Manager, State};
+use tauri_specta::Event;
+
+use crate::dto::*;
+use crate::error::{CmdResult, CommandError};
+use crate::settings::Settings;
+use crate::state::{AppState, Signed};
+
+/// Runs `f` on a blocking worker with the app state.
+async fn blocking<T: Send + 'static>(
+    app: AppHandle,
+    f: impl FnOnce(&AppState, &AppHandle) -> CmdResult<T> + Send + 'static,
+) -> CmdResult<T> {
+    tauri::async_runtime::spawn_blocking(move || {
+        let state = app.state::<AppState>();
+        f(&state, &app)
+    })
+    .await
+    .map_err(|e| CommandError::new("internal", format!("the task stopped: {e}")))?
+}
+
+fn user_id(id: &str) -> CmdResult<UserId> {
+    UserId::new(id.trim()).map_err(|e| CommandError::invalid(e.to_string()))
+}
+
+/// A document id from the window (a JavaScript number).
+fn doc_id(n: f64) -> CmdResult<DocumentId> {
+    if n.fract() != 0.0 || !(0.0..9.0e15).contains(&n) {
+        return Err(CommandError::invalid(format!("{n} is not a document id")));
+    }
+    Ok(DocumentId(n as i64))
+}
+
+fn scopes_of(list: &[String]) -> CmdResult<ScopeSet> {
+    list.join(" ")
+        .parse::<ScopeSet>()
+        .map_err(|e| CommandError::invalid(format!("bad scopes: {e}")))
+}
+
+// ----- session ----------------------------------------------------------------------------
+
+fn app_info_of(state: &AppState, s: &Signed) -> CmdResult<AppInfo> {
+    let me = s
+        .engine
+        .users(&s.ctx)?
+        .into_iter()
+        .find(|u| u.id == s.ctx.user);
+    let groups = s.engine.user_groups(&s.ctx, &s.ctx.user).unwrap_or_default();
+    let (llm_loaded, llm_note) = state.llm_status();
+    let mut notes: Vec<String> = s.engine.model_notes().to_vec();
+    notes.extend(llm_note);
+    Ok(AppInfo {
+        user: s.ctx.user.to_string(),
+        display_name: me
+            .as_ref()
+            .map(|u| u.display_name.clone())
+            .unwrap_or_else(|| s.ctx.user.to_string()),
+        role: s.ctx.role.to_string(),
+        is_admin: matches!(s.ctx.role, Role::Root | Role::Admin),
+        account: s.ctx.account.to_string(),
+        requires_key: state.requires_key(),
+        groups,
+        data_dir: state.data_dir.display().to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        read_only: s.engine.is_read_only(),
+        models: ModelInfo {
+            embedder: s.engine.embedder_id().map(str::to_owned),
+            reranker: s.engine.reranker_id().map(str::to_owned),
+            llm: llm_setting_of(&state.settings().llm),
+            llm_loaded,
+            installed_llms: installed_llms(),
+            notes,
+        },
+    })
+}
+
+/// Answer models of the built-in manifest whose files are installed.
+fn installed_llms() -> Vec<String> {
+    let Ok(manifest) = knowhub_models::Manifest::builtin() else {
+        return Vec::new();
+    };
+    manifest
+        .models
+        .iter()
+        .filter(|m| m.files.iter().any(|f| f.dest.ends_with(".gguf")))
+        .filter(|m| knowhub_agent::providers::installed_model_path(&m.name).is_some())
+        .map(|m| m.name.clone())
+        .collect()
+}
+
+/// Who is signed in, with the app's models and settings.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn app_info(app: AppHandle) -> CmdResult<AppInfo> {
+    blocking(app, |state, _| app_info_of(state, &state.signed())).await
+}
+
+/// Switches to the user whose API key this is.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn sign_in(app: AppHandle, api_key: String) -> CmdResult<AppInfo> {
+    blocking(app, move |state, app| {
+        let signed = state.sign_in(&api_key)?;
+        crate::start_background(state, app);
+        app_info_of(state, &signed)
+    })
+    .await
+}
+
+// ----- chat -------------------------------------------------------------------------------
+
+fn answer_of(
+    s: &Signed,
+    state: &AgentState,
+    session_id: Option<String>,
+    total_ms: u64,
+) -> Answer {
+    let evidence = |id: &str| state.evidence_items.iter().find(|e| e.evidence_id == id);
+    let sources = state
+        .output
+        .rendered_sources
+        .iter()
+        .map(|r| {
+            let e = evidence(&r.evidence_id);
+            Source {
+                number: n32(r.number),
+                evidence_id: r.evidence_id.clone(),
+                kind: e.map(|e| e.kind.clone()).unwrap_or_default(),
+                title: r.title.clone(),
+                page: r.page,
+                heading: r.heading.clone(),
+                uri: r.uri.clone(),
+                text: r.text.clone(),
+                document_id: e.and_then(|e| e.source.doc_id),
+                chunk_id: e.and_then(|e| e.source.chunk_id),
+                sql: e.and_then(|e| e.source.sql.clone()),
+            }
+        })
+        .collect();
+    let helpful = s
+        .engine
+        .feedback(&s.ctx, &state.trace_id)
+        .ok()
+        .and_then(|v| {
+            v.into_iter()
+                .rev()
+                .find(|f| f.user_id == s.ctx.user.as_str())
+        })
+        .map(|f| f.helpful);
+    Answer {
+        session_id,
+        trace_id: state.trace_id.clone(),
+        question: state.input.query.clone(),
+        text: state.output.final_answer.clone(),
+        stop_reason: state.output.stop_reason.as_str().to_string(),
+        route: state.plan.route.as_str().to_string(),
+        sources,
+        total_ms: n32(total_ms),
+        written_by: state.draft.written_by.clone(),
+        model: state.llm.clone(),
+        helpful,
+    }
+}
+
+/// Asks the copilot; events (workflow steps, answer tokens) stream through `on_event`.
+/// `request_id` names the question for [`cancel_ask`].
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn ask(
+    app: AppHandle,
+    question: String,
+    session_id: Option<String>,
+    request_id: String,
+    on_event: Channel<ChatEvent>,
+) -> CmdResult<Answer> {
+    blocking(app, move |state, _| {
+        let question = question.trim().to_string();
+        if question.is_empty() {
+            return Err(CommandError::invalid("type a question first"));
+        }
+        let s = state.signed();
+        let cancel = state.begin_ask(&request_id);
+        let result = (|| {
+            let llm = state.llm()?;
+            let agent = Agent::new(s.engine.clone(), llm, AgentOptions::default());
+            let request = AskRequest {
+                question,
+                session: session_id,
+                ephemeral: false,
+                cancel,
+            };
+            let outcome = agent.ask(&s.ctx, &request, &mut |e| {
+                let event = match e {
+                    AgentEvent::Step {
+                        node,
+                        status,
+                        timing_ms,
+                    } => ChatEvent::Step {
+                        node: node.clone(),
+                        status: status.clone(),
+                        timing_ms: n32(*timing_ms),
+                    },
+                    AgentEvent::Token(t) => ChatEvent::Token { text: t.clone() },
+                    AgentEvent::Replace(t) => ChatEvent::Replace { text: t.clone() },
+                };
+                // A closed window just stops listening; the answer is still stored.
+                let _ = on_event.send(event);
+            })?;
+            Ok(answer_of(
+                &s,
+                &outcome.state,
+                outcome.session_id.clone(),
+                outcome.total_ms,
+            ))
+        })();
+        state.end_ask(&request_id);
+        result
+    })
+    .await
+}
+
+/// Stops a question in flight (nothing of it is stored). `false`: it had already finished.
+#[tauri::command]
+#[specta::specta]
+pub(crate) fn cancel_ask(state: State<'_, AppState>, request_id: String) -> bool {
+    state.cancel_ask(&request_id)
+}
+
+/// The signed-in user's conversations, newest first.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn conversations(app: AppHandle) -> CmdResult<Vec<Conversation>> {
+    blocking(app, |state, _| {
+        let s = state.signed();
+        Ok(s.engine
+            .sessions(&s.ctx, 200)?
+            .into_iter()
+            .map(|c| Conversation {
+                id: c.id,
+                title: c.title,
+                updated_at_ms: c.updated_at_ms as f64,
+            })
+            .collect())
+    })
+    .await
+}
+
+/// One conversation's answers, oldest first, with their sources.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn conversation(app: AppHandle, id: String) -> CmdResult<Vec<Answer>> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let turns = s.engine.session_turns(&s.ctx, &id, 500)?;
+        Ok(turns
+            .into_iter()
+            .map(|t| {
+                let stored = s
+                    .engine
+                    .trace(&s.ctx, &t.trace_id)
+                    .ok()
+                    .and_then(|r| serde_json::from_str::<AgentState>(&r.state).ok());
+                match stored {
+                    Some(st) => answer_of(&s, &st, Some(id.clone()), 0),
+                    // A trace that cannot be read still shows the words.
+                    None => Answer {
+                        session_id: Some(id.clone()),
+                        trace_id: t.trace_id,
+                        question: t.question,
+                        text: t.answer,
+                        stop_reason: t.stop_reason,
+                        route: String::new(),
+                        sources: Vec::new(),
+                        total_ms: 0,
+                        written_by: String::new(),
+                        model: None,
+                        helpful: None,
+                    },
+                }
+            })
+            .collect())
+    })
+    .await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn delete_conversation(app: AppHandle, id: String) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        s.engine.delete_session(&s.ctx, &id)?;
+        Ok(())
+    })
+    .await
+}
+
+fn stored_state(s: &Signed, trace_id: &str) -> CmdResult<(AgentState, u64)> {
+    let record = s.engine.trace(&s.ctx, trace_id)?;
+    let state = serde_json::from_str::<AgentState>(&record.state)
+        .map_err(|e| CommandError::new("internal", format!("the stored trace is unreadable: {e}")))?;
+    Ok((state, record.total_ms))
+}
+
+/// "How was this answered": route, steps with timings, evidence with its permission
+/// decision, the SQL run and the stop reason.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn trace(app: AppHandle, trace_id: String) -> CmdResult<TraceView> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let (st, total_ms) = stored_state(&s, &trace_id)?;
+        let cited: Vec<&str> = st
+            .output
+            .final_citations
+            .iter()
+            .map(|c| c.evidence_id.as_str())
+            .collect();
+        Ok(TraceView {
+            trace_id: st.trace_id.clone(),
+            question: st.input.query.clone(),
+            standalone_question: st.input.standalone_query.clone(),
+            language: st.input.language.clone(),
+            route: st.plan.route.as_str().into(),
+            routed_by: st.plan.routed_by.clone(),
+            stop_reason: st.output.stop_reason.as_str().into(),
+            perm_snapshot_id: st.authz.perm_snapshot_id.clone(),
+            total_ms: n32(total_ms),
+            steps: st
+                .trace_steps
+                .iter()
+                .map(|t| TraceStepView {
+                    node: t.node.clone(),
+                    action: t.action.clone(),
+                    status: t.status.clone(),
+                    timing_ms: n32(t.timing_ms),
+                    error: t.err.as_ref().map(|e| format!("{}: {}", e.kind, e.msg)),
+                })
+                .collect(),
+            evidence: st
+                .evidence_items
+                .iter()
+                .map(|e| EvidenceView {
+                    evidence_id: e.evidence_id.clone(),
+                    kind: e.kind.clone(),
+                    title: e.source.title.clone().unwrap_or_default(),
+                    page: e.source.page,
+                    authz: e.authz.result.clone(),
+                    score: e.score,
+                    cited: cited.contains(&e.evidence_id.as_str()),
+                    excerpt: e.text.chars().take(280).collect(),
+                })
+                .collect(),
+            sql: st.tools.sql.as_ref().map(|q| SqlView {
+                source: q.source.clone(),
+                sql: q.generated_sql.clone(),
+                generated_by: q.generated_by.clone(),
+                preview: q.result_preview.clone(),
+            }),
+            rag_queries: st
+                .tools
+                .rag
+                .as_ref()
+                .map(|r| r.attempts.clone())
+                .unwrap_or_default(),
+            cut_sentences: st.draft.cut_sentences.clone(),
+            model: st.llm.clone(),
+            prompt_tokens: n32(st.prompt_tokens),
+            completion_tokens: n32(st.completion_tokens),
+            tool_errors: st
+                .tools
+                .errors
+                .iter()
+                .map(|e| format!("{} ({}): {}", e.tool, e.kind, e.msg))
+                .collect(),
+        })
+    })
+    .await
+}
+
+/// Helpful / not helpful, with an optional note, stored against the answer and its evidence.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn send_feedback(
+    app: AppHandle,
+    trace_id: String,
+    helpful: bool,
+    note: String,
+) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let (st, _) = stored_state(&s, &trace_id)?;
+        let cited: Vec<String> = st
+            .output
+            .final_citations
+            .iter()
+            .map(|c| c.evidence_id.clone())
+            .collect();
+        s.engine
+            .record_feedback(&s.ctx, &trace_id, helpful, &note, &cited)?;
+        Ok(())
+    })
+    .await
+}
+
+// ----- documents --------------------------------------------------------------------------
+
+/// A document for the built-in viewer (`not_found` when it does not exist or the user may
+/// not read it).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn open_document(app: AppHandle, document_id: f64) -> CmdResult<DocumentPreview> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let view = s
+            .engine
+            .open_document(&s.ctx, DocRef::Id(doc_id(document_id)?))?;
+        let d = &view.document;
+        Ok(DocumentPreview {
+            id: d.id.0,
+            title: d.title.clone().unwrap_or_else(|| file_name(&d.path)),
+            path: d.path.clone(),
+            kind: d.kind.clone(),
+            page_count: d.page_count,
+            text: view.text.clone(),
+            passages: view
+                .passages
+                .iter()
+                .map(|p| PassageRef {
+                    chunk_id: p.chunk_id.0,
+                    page: p.page_start,
+                    heading: p.heading_path.clone(),
+                    // Offsets are in characters of `text` (the UI slices by code points).
+                    char_start: n32(p.char_start),
+                    char_end: n32(p.char_end),
+                })
+                .collect(),
+        })
+    })
+    .await
+}
+
+/// Opens a document the user may read in the operating system's default app.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn open_in_default_app(app: AppHandle, document_id: f64) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let doc = s.engine.document(&s.ctx, doc_id(document_id)?)?;
+        opener::open(&doc.path)
+            .map_err(|e| CommandError::new("io", format!("cannot open {}: {e}", doc.path)))
+    })
+    .await
+}
+
+fn file_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string())
+}
+
+/// The folders and documents the user may see (optionally filtered by words in the title or
+/// path), with their status and the ingestion queue.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn sources(app: AppHandle, filter: Option<String>) -> CmdResult<SourcesView> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let watched: Vec<String> = s
+            .engine
+            .watched_folders(&s.ctx)?
+            .into_iter()
+            .map(|w| w.path)
+            .collect();
+        let mut folders: Vec<FolderRow> = s
+            .engine
+            .folders(&s.ctx)?
+            .into_iter()
+            .map(|f| FolderRow {
+                watched: watched.contains(&f.path),
+                path: f.path,
+                documents: n32(f.documents),
+            })
+            .collect();
+        for w in &watched {
+            if !folders.iter().any(|f| &f.path == w) {
+                folders.push(FolderRow {
+                    path: w.clone(),
+                    documents: 0,
+                    watched: true,
+                });
+            }
+        }
+        folders.sort_by(|a, b| a.path.cmp(&b.path));
+        let words: Vec<String> = filter
+            .unwrap_or_default()
+            .to_lowercase()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        let mut documents: Vec<DocumentRow> = s
+            .engine
+            .documents(&s.ctx, None)?
+            .into_iter()
+            .filter(|d| {
+                let hay = format!("{} {}", d.title.as_deref().unwrap_or(""), d.path).to_lowercase();
+                words.iter().all(|w| hay.contains(w))
+            })
+            .map(|d| DocumentRow {
+                id: d.id.0,
+                title: d.title.clone().unwrap_or_else(|| file_name(&d.path)),
+                status: if d.index_pending {
+                    "pending".into()
+                } else {
+                    d.status.clone()
+                },
+                error: d.error.clone(),
+                chunks: n32(d.chunk_count),
+                updated_at_ms: d.updated_at_ms as f64,
+                kind: d.kind.clone(),
+                owner: d.owner.clone(),
+                path: d.path,
+            })
+            .collect();
+        documents.sort_by(|a, b| a.path.cmp(&b.path));
+        let total = n32(documents.len());
+        documents.truncate(1_000);
+        Ok(SourcesView {
+            folders,
+            documents,
+            total,
+            queue: queue_of(&s)?,
+        })
+    })
+    .await
+}
+
+fn queue_of(s: &Signed) -> CmdResult<QueueView> {
+    let q = s.engine.queue(&s.ctx, 200)?;
+    Ok(QueueView {
+        queued: n32(q.counts.queued),
+        running: n32(q.counts.running),
+        failed: n32(q.counts.failed),
+        done: n32(q.counts.done),
+        paused: q.counts.paused,
+        failures: q
+            .jobs
+            .iter()
+            .filter(|j| j.error.is_some() && j.state == knowhub_engine::JobState::Failed)
+            .map(|j| JobFailure {
+                path: j.path.clone(),
+                error: j.error.clone().unwrap_or_default(),
+            })
+            .collect(),
+    })
+}
+
+/// Takes files and folders dropped on the window: copies them into the user's uploads
+/// (the managed, watched area), reads them now (per-file progress as `IngestEvent`s), and
+/// shares them as chosen. Returns each file's outcome.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn ingest_dropped(
+    app: AppHandle,
+    paths: Vec<String>,
+    visibility: Visibility,
+) -> CmdResult<Vec<DroppedFile>> {
+    blocking(app, move |state, app| {
+        let s = state.signed();
+        if paths.is_empty() {
+            return Err(CommandError::invalid("nothing was dropped"));
+        }
+        let inputs: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
+        for p in &inputs {
+            if !p.exists() {
+                return Err(CommandError::new(
+                    "not_found",
+                    format!("{} does not exist", p.display()),
+                ));
+            }
+        }
+        let share = match &visibility {
+            Visibility::Private => None,
+            Visibility::Public => Some(scopes_of(&["public".to_string()])?),
+            Visibility::Scopes { scopes } if scopes.is_empty() => None,
+            Visibility::Scopes { scopes } => Some(scopes_of(scopes)?),
+        };
+        let copies = s.engine.upload(&s.ctx, &inputs)?;
+        let mut outcomes: Vec<(String, String, Option<String>)> = Vec::new();
+        let options = IngestOptions {
+            sync: true,
+            ..IngestOptions::default()
+        };
+        s.engine.ingest(&s.ctx, &copies, &options, &mut |e| {
+            if let knowhub_engine::IngestEvent::File { path, outcome, .. } = e {
+                let (outcome, reason) = outcome_of(outcome);
+                let _ = IngestEvent::File {
+                    path: path.clone(),
+                    outcome: outcome.clone(),
+                    reason: reason.clone(),
+                }
+                .emit(app);
+                outcomes.push((path.clone(), outcome, reason));
+            }
+        })?;
+        if let Some(scopes) = &share {
+            for copy in &copies {
+                if copy.is_dir() {
+                    s.engine.set_folder_acl(&s.ctx, copy, Some(scopes))?;
+                } else if outcomes.iter().any(|(p, o, _)| {
+                    Path::new(p) == copy.as_path() && o != "failed" && o != "unsupported"
+                }) {
+                    s.engine.set_document_acl(&s.ctx, copy, Some(scopes))?;
+                }
+            }
+        }
+        state.wake_watcher();
+        let _ = IngestEvent::Idle.emit(app);
+        Ok(inputs
+            .iter()
+            .zip(&copies)
+            .flat_map(|(input, copy)| {
+                let under: Vec<_> = outcomes
+                    .iter()
+                    .filter(|(p, _, _)| Path::new(p).starts_with(copy))
+                    .collect();
+                if under.is_empty() {
+                    vec![DroppedFile {
+                        source: input.display().to_string(),
+                        stored_as: copy.display().to_string(),
+                        outcome: "skipped".into(),
+                        reason: Some("no file KnowHub can read".into()),
+                    }]
+                } else {
+                    under
+                        .into_iter()
+                        .map(|(p, o, r)| DroppedFile {
+                            source: input.join(
+                                Path::new(p).strip_prefix(copy).unwrap_or(Path::new("")),
+                            )
+                            .display()
+                            .to_string(),
+                            stored_as: p.clone(),
+                            outcome: o.clone(),
+                            reason: r.clone(),
+                        })
+                        .collect()
+                }
+            })
+            .collect())
+    })
+    .await
+}
+
+/// `FileOutcome` as (kind, reason) for the window.
+pub(crate) fn outcome_of(o: &knowhub_engine::FileOutcome) -> (String, Option<String>) {
+    let v = serde_json::to_value(o).unwrap_or_default();
+    let kind = v
+        .get("outcome")
+        .and_then(|k| k.as_str())
+        .unwrap_or("unknown")
+        .to_string();
+    let reason = v
+        .get("reason")
+        .and_then(|r| r.as_str())
+        .map(str::to_owned);
+    (kind, reason)
+}
+
+/// Starts watching a folder (its files are read in the background and kept in sync).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn watch_folder(app: AppHandle, path: String) -> CmdResult<()> {
+    blocking(app, move |state, app| {
+        let s = state.signed();
+        s.engine
+            .watch_folder(&s.ctx, Path::new(&path), SourceRules::default())?;
+        crate::start_background(state, app);
+        state.wake_watcher();
+        Ok(())
+    })
+    .await
+}
+
+/// Stops watching a folder (its documents stay until removed).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn unwatch_folder(app: AppHandle, path: String) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        s.engine.unwatch_folder(&s.ctx, Path::new(&path))?;
+        Ok(())
+    })
+    .await
+}
+
+/// Pauses or resumes background ingestion (administrators).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn set_ingestion_paused(app: AppHandle, paused: bool) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        s.engine.set_queue_paused(&s.ctx, paused)?;
+        state.wake_watcher();
+        Ok(())
+    })
+    .await
+}
+
+/// Tries failed files again (administrators).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn retry_failed(app: AppHandle) -> CmdResult<u32> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let n = s.engine.retry_failed(&s.ctx, None)?;
+        state.wake_watcher();
+        Ok(n32(n))
+    })
+    .await
+}
+
+// ----- settings: permissions ----------------------------------------------------------------
+
+/// Every folder with documents, with its explicit and inherited ACL (administrators).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn folder_tree(app: AppHandle) -> CmdResult<Vec<FolderNode>> {
+    blocking(app, |state, _| {
+        let s = state.signed();
+        if !matches!(s.ctx.role, Role::Root | Role::Admin) {
+            return Err(CommandError::new(
+                "forbidden",
+                "only administrators edit folder permissions",
+            ));
+        }
+        let mut paths: Vec<(String, u64)> = s
+            .engine
+            .folders(&s.ctx)?
+            .into_iter()
+            .map(|f| (f.path, f.documents))
+            .collect();
+        for w in s.engine.watched_folders(&s.ctx)? {
+            if !paths.iter().any(|(p, _)| *p == w.path) {
+                paths.push((w.path, 0));
+            }
+        }
+        paths.sort();
+        let mut out = Vec::new();
+        for (path, documents) in paths {
+            let acl = s.engine.folder_acl(&s.ctx, Path::new(&path))?;
+            let depth = if acl.relative.is_empty() {
+                0
+            } else {
+                acl.relative.split('/').count()
+            };
+            out.push(FolderNode {
+                path,
+                depth: n32(depth),
+                documents: n32(documents),
+                relative: acl.relative,
+                explicit: acl.explicit,
+                effective: acl.effective,
+                inherited_from: acl.inherited_from,
+            });
+        }
+        Ok(out)
+    })
+    .await
+}
+
+/// Sets (or, with an empty list, clears) who may read a folder. Takes effect on the next
+/// question of every user.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn set_folder_acl(app: AppHandle, path: String, scopes: Vec<String>) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let set = if scopes.iter().all(|x| x.trim().is_empty()) {
+            None
+        } else {
+            Some(scopes_of(&scopes)?)
+        };
+        s.engine
+            .set_folder_acl(&s.ctx, Path::new(&path), set.as_ref())?;
+        Ok(())
+    })
+    .await
+}
+
+/// "Who can see this": each user and how many of the folder's documents they may read.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn folder_readers(app: AppHandle, path: String) -> CmdResult<ReadersView> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let r = s.engine.folder_readers(&s.ctx, Path::new(&path))?;
+        Ok(ReadersView {
+            folder: r.folder,
+            documents: n32(r.documents),
+            readers: r
+                .readers
+                .into_iter()
+                .map(|u| ReaderRow {
+                    user: u.user,
+                    display_name: u.display_name,
+                    role: u.role,
+                    readable: n32(u.readable),
+                })
+                .collect(),
+        })
+    })
+    .await
+}
+
+// ----- settings: users and keys -----------------------------------------------------------
+
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn users(app: AppHandle) -> CmdResult<Vec<UserRow>> {
+    blocking(app, |state, _| {
+        let s = state.signed();
+        let mut rows = Vec::new();
+        for u in s.engine.users(&s.ctx)? {
+            if u.removed_at.is_some() {
+                continue;
+            }
+            rows.push(UserRow {
+                groups: s.engine.user_groups(&s.ctx, &u.id).unwrap_or_default(),
+                id: u.id.to_string(),
+                display_name: u.display_name,
+                role: u.role.to_string(),
+            });
+        }
+        Ok(rows)
+    })
+    .await
+}
+
+/// Adds a user and makes their first API key (shown once).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn add_user(
+    app: AppHandle,
+    id: String,
+    display_name: String,
+    role: String,
+) -> CmdResult<NewKey> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let uid = user_id(&id)?;
+        let role: Role = role.parse()?;
+        let name = if display_name.trim().is_empty() {
+            id.trim()
+        } else {
+            display_name.trim()
+        };
+        if !s.engine.add_user(&s.ctx, &uid, name, role)? {
+            return Err(CommandError::invalid(format!(
+                "user {id} exists (or existed: ids are never reused)"
+            )));
+        }
+        let key = s.engine.rotate_api_key(&s.ctx, &uid)?;
+        Ok(NewKey {
+            user: uid.to_string(),
+            api_key: key.secret().to_string(),
+        })
+    })
+    .await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn remove_user(app: AppHandle, id: String) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        if !s.engine.remove_user(&s.ctx, &user_id(&id)?)? {
+            return Err(CommandError::new("not_found", format!("no active user {id}")));
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn set_role(app: AppHandle, id: String, role: String) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let role: Role = role.parse()?;
+        if !s.engine.set_role(&s.ctx, &user_id(&id)?, role)? {
+            return Err(CommandError::new("not_found", format!("no active user {id}")));
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// Adds (`join = true`) or removes a user's membership of `team:x`, `project:x` or `org:x`.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn set_membership(
+    app: AppHandle,
+    id: String,
+    group: String,
+    join: bool,
+) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let uid = user_id(&id)?;
+        let scope: knowhub_engine::authz::Scope = group.trim().parse()?;
+        if join {
+            s.engine.add_membership(&s.ctx, &uid, &scope)?;
+        } else {
+            s.engine.remove_membership(&s.ctx, &uid, &scope)?;
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// Replaces a user's API keys by a new one (shown once; the old ones stop working).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn rotate_key(app: AppHandle, id: String) -> CmdResult<NewKey> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let uid = user_id(&id)?;
+        let key = s.engine.rotate_api_key(&s.ctx, &uid)?;
+        Ok(NewKey {
+            user: uid.to_string(),
+            api_key: key.secret().to_string(),
+        })
+    })
+    .await
+}
+
+/// Revokes every API key of a user.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn revoke_keys(app: AppHandle, id: String) -> CmdResult<u32> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        Ok(n32(s.engine.revoke_api_keys(&s.ctx, &user_id(&id)?)?))
+    })
+    .await
+}
+
+// ----- settings: models and data sources --------------------------------------------------
+
+fn llm_setting_of(c: &knowhub_agent::providers::LlmChoice) -> LlmSetting {
+    use knowhub_agent::providers::LlmChoice as C;
+    match c {
+        C::Default => LlmSetting::Default,
+        C::Named { name } => LlmSetting::Named { name: name.clone() },
+        C::File { path } => LlmSetting::File {
+            path: path.display().to_string(),
+        },
+        C::OpenAi {
+            base_url,
+            model,
+            api_key,
+        } => LlmSetting::OpenAi {
+            base_url: base_url.clone(),
+            model: model.clone(),
+            api_key: None,
+            has_key: api_key.is_some(),
+        },
+        C::Off => LlmSetting::Off,
+    }
+}
+
+/// Chooses the answer model (administrators). It loads on the next question.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn set_llm(app: AppHandle, setting: LlmSetting) -> CmdResult<AppInfo> {
+    blocking(app, move |state, _| {
+        use knowhub_agent::providers::LlmChoice as C;
+        let s = state.signed();
+        if !matches!(s.ctx.role, Role::Root | Role::Admin) {
+            return Err(CommandError::new(
+                "forbidden",
+                "only administrators choose the answer model",
+            ));
+        }
+        let previous = state.settings().llm;
+        let choice = match setting {
+            LlmSetting::Default => C::Default,
+            LlmSetting::Off => C::Off,
+            LlmSetting::Named { name } => {
+                if knowhub_agent::providers::installed_model_path(&name).is_none() {
+                    return Err(CommandError::new(
+                        "model",
+                        format!("model {name} is not installed: run `knowhub models fetch {name}`"),
+                    ));
+                }
+                C::Named { name }
+            }
+            LlmSetting::File { path } => {
+                if !Path::new(&path).is_file() {
+                    return Err(CommandError::new("not_found", format!("no file {path}")));
+                }
+                C::File { path: path.into() }
+            }
+            LlmSetting::OpenAi {
+                base_url,
+                model,
+                api_key,
+                ..
+            } => {
+                if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+                    return Err(CommandError::invalid(
+                        "the server address must start with http:// or https://",
+                    ));
+                }
+                if model.trim().is_empty() {
+                    return Err(CommandError::invalid("name the model on that server"));
+                }
+                // An empty key field keeps the saved key.
+                let kept = match &previous {
+                    C::OpenAi { api_key, .. } => api_key.clone(),
+                    _ => None,
+                };
+                C::OpenAi {
+                    base_url: base_url.trim().to_string(),
+                    model: model.trim().to_string(),
+                    api_key: api_key.filter(|k| !k.trim().is_empty()).or(kept),
+                }
+            }
+        };
+        state.save_settings(Settings { llm: choice })?;
+        app_info_of(state, &s)
+    })
+    .await
+}
+
+/// Registered SQL databases and imported spreadsheet tables the user may query.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn data_sources(app: AppHandle) -> CmdResult<DataSourcesView> {
+    blocking(app, |state, _| {
+        let s = state.signed();
+        let d = s.engine.queryable_data(&s.ctx)?;
+        Ok(DataSourcesView {
+            sources: d
+                .sources
+                .into_iter()
+                .map(|x| SqlSourceRow {
+                    name: x.name,
+                    path: x.path,
+                    scopes: x.scopes,
+                    tenant_column: x.tenant_column,
+                })
+                .collect(),
+            tables: d
+                .tables
+                .into_iter()
+                .map(|t| SheetTableRow {
+                    sql_name: t.sql_name,
+                    rows: n32(t.rows),
+                    document_path: t.document_path,
+                })
+                .collect(),
+        })
+    })
+    .await
+}
+
+/// Registers a SQLite database for the copilot (administrators).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn add_data_source(
+    app: AppHandle,
+    name: String,
+    path: String,
+    scopes: Vec<String>,
+    tenant_column: Option<String>,
+) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let set = scopes_of(&scopes)?;
+        let tenant = tenant_column.filter(|c| !c.trim().is_empty());
+        s.engine.add_sql_source(
+            &s.ctx,
+            name.trim(),
+            Path::new(path.trim()),
+            &set,
+            tenant.as_deref(),
+        )?;
+        Ok(())
+    })
+    .await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn remove_data_source(app: AppHandle, name: String) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        s.engine.remove_sql_source(&s.ctx, &name)?;
+        Ok(())
+    })
+    .await
+}

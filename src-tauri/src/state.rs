@@ -1,0 +1,271 @@
+//! Everything the app holds between commands: the hub, who is signed in, the answer model and
+//! the background ingestion service. Commands borrow it through Tauri's managed state.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use knowhub_agent::CancelFlag;
+use knowhub_agent::providers::LlmChoice;
+use knowhub_engine::{
+    Credentials, DeviceChoice, EmbedderSpec, Engine, EngineConfig, Hub, ModelConfig,
+    ParserBackend, RequestContext, Role, WatchOptions, WatchService,
+};
+use knowhub_llm::Llm;
+
+use crate::error::{CmdResult, CommandError};
+use crate::settings::Settings;
+
+/// How the app was started (environment variables shared with the CLI).
+#[derive(Debug, Clone)]
+pub struct AppConfig {
+    pub data_dir: PathBuf,
+    /// The configured user's key (`KNOWHUB_API_KEY`); none in single-user (dev) mode.
+    pub api_key: Option<String>,
+    pub account: Option<String>,
+    /// `KNOWHUB_EMBEDDER`: `default`, a manifest name, a folder, or `off`.
+    pub embedder: String,
+    /// Run parsers in worker processes of this executable (the CLI's sandbox).
+    pub sandbox_parsers: bool,
+}
+
+impl AppConfig {
+    pub fn from_env() -> CmdResult<AppConfig> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let data_dir = match var("KNOWHUB_DATA_DIR") {
+            Some(d) => PathBuf::from(d),
+            None => EngineConfig::default_data_dir().ok_or_else(|| {
+                CommandError::new("io", "no data directory: set KNOWHUB_DATA_DIR")
+            })?,
+        };
+        Ok(AppConfig {
+            data_dir,
+            api_key: var("KNOWHUB_API_KEY"),
+            account: var("KNOWHUB_ACCOUNT"),
+            embedder: var("KNOWHUB_EMBEDDER").unwrap_or_else(|| "default".into()),
+            sandbox_parsers: true,
+        })
+    }
+}
+
+/// The signed-in user and their account's engine.
+#[derive(Debug, Clone)]
+pub(crate) struct Signed {
+    pub ctx: RequestContext,
+    pub engine: Arc<Engine>,
+}
+
+/// The loaded answer model, for the choice it was loaded from.
+#[derive(Debug, Default)]
+struct LlmSlot {
+    choice: Option<LlmChoice>,
+    llm: Option<Arc<dyn Llm>>,
+    note: Option<String>,
+}
+
+pub struct AppState {
+    hub: Hub,
+    pub(crate) data_dir: PathBuf,
+    signed: RwLock<Signed>,
+    settings: Mutex<Settings>,
+    llm: Mutex<LlmSlot>,
+    /// Questions in flight, by the window's request id (for the stop button).
+    asks: Mutex<HashMap<String, CancelFlag>>,
+    watch: Mutex<Option<WatchService>>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("data_dir", &self.data_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// Opens the knowledge base as the configured user (models load here, once).
+    pub fn open(config: &AppConfig) -> CmdResult<AppState> {
+        let mut engine_config = EngineConfig::new(&config.data_dir);
+        engine_config.models = ModelConfig {
+            models_dir: None,
+            embedder: config
+                .embedder
+                .parse::<EmbedderSpec>()
+                .map_err(|e| CommandError::invalid(format!("KNOWHUB_EMBEDDER: {e}")))?,
+            reranker: None,
+            device: DeviceChoice::Cpu,
+            require_embedder: false,
+        };
+        if config.sandbox_parsers {
+            let exe = std::env::current_exe()
+                .map_err(|e| CommandError::new("io", format!("cannot locate the app: {e}")))?;
+            engine_config.parser = ParserBackend::Worker {
+                program: exe,
+                args: vec!["parse-worker".into()],
+            };
+        }
+        let hub = Hub::open(engine_config)?;
+        let ctx = hub.authenticate(&Credentials {
+            api_key: config.api_key.clone(),
+            account: config.account.clone(),
+            ..Credentials::default()
+        })?;
+        let engine = hub.engine(&ctx)?;
+        Ok(AppState {
+            hub,
+            data_dir: config.data_dir.clone(),
+            signed: RwLock::new(Signed { ctx, engine }),
+            settings: Mutex::new(Settings::load(&config.data_dir)),
+            llm: Mutex::new(LlmSlot::default()),
+            asks: Mutex::new(HashMap::new()),
+            watch: Mutex::new(None),
+        })
+    }
+
+    pub(crate) fn signed(&self) -> Signed {
+        self.signed
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn requires_key(&self) -> bool {
+        matches!(self.hub.mode(), Ok(knowhub_engine::Mode::Production))
+    }
+
+    /// Switches user: only with that user's key (or the root key).
+    pub(crate) fn sign_in(&self, api_key: &str) -> CmdResult<Signed> {
+        let key = api_key.trim();
+        if key.is_empty() {
+            return Err(CommandError::new("unauthenticated", "enter an API key"));
+        }
+        let ctx = self.hub.authenticate(&Credentials {
+            api_key: Some(key.to_string()),
+            ..Credentials::default()
+        })?;
+        let engine = self.hub.engine(&ctx)?;
+        let signed = Signed { ctx, engine };
+        *self.signed.write().unwrap_or_else(|p| p.into_inner()) = signed.clone();
+        Ok(signed)
+    }
+
+    pub(crate) fn settings(&self) -> Settings {
+        self.settings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn save_settings(&self, settings: Settings) -> CmdResult<()> {
+        settings.save(&self.data_dir)?;
+        *self.settings.lock().unwrap_or_else(|p| p.into_inner()) = settings;
+        Ok(())
+    }
+
+    /// The answer model of the current settings, loaded on first use (seconds for a local
+    /// model) and kept; `None` = extractive answers. Call from a worker thread.
+    pub(crate) fn llm(&self) -> CmdResult<Option<Arc<dyn Llm>>> {
+        let choice = self.settings().llm;
+        let mut slot = self.llm.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.choice.as_ref() != Some(&choice) {
+            let (llm, note) = choice.load()?;
+            *slot = LlmSlot {
+                choice: Some(choice),
+                llm,
+                note,
+            };
+        }
+        Ok(slot.llm.clone())
+    }
+
+    /// The loaded model's id and the note about a missing default model, if known yet.
+    pub(crate) fn llm_status(&self) -> (Option<String>, Option<String>) {
+        let slot = self.llm.lock().unwrap_or_else(|p| p.into_inner());
+        (
+            slot.llm.as_ref().map(|l| l.model_id().to_string()),
+            slot.note.clone(),
+        )
+    }
+
+    pub(crate) fn begin_ask(&self, request_id: &str) -> CancelFlag {
+        let flag = CancelFlag::new();
+        self.asks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(request_id.to_string(), flag.clone());
+        flag
+    }
+
+    pub(crate) fn end_ask(&self, request_id: &str) {
+        self.asks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(request_id);
+    }
+
+    /// Stops a question in flight; `false` when it already finished.
+    pub(crate) fn cancel_ask(&self, request_id: &str) -> bool {
+        match self
+            .asks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(request_id)
+        {
+            Some(flag) => {
+                flag.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Starts background ingestion (watched folders, drops) when the signed-in principal may
+    /// run it and nobody else holds the index; returns its event stream.
+    pub(crate) fn start_watching(
+        &self,
+    ) -> Option<crossbeam_channel::Receiver<knowhub_engine::WatchEvent>> {
+        let mut watch = self.watch.lock().unwrap_or_else(|p| p.into_inner());
+        if watch.is_some() {
+            return None;
+        }
+        let s = self.signed();
+        if !matches!(s.ctx.role, Role::Root | Role::Admin) || s.engine.is_read_only() {
+            return None;
+        }
+        match WatchService::start(Arc::clone(&s.engine), &s.ctx, WatchOptions::default()) {
+            Ok(service) => {
+                let events = service.subscribe();
+                *watch = Some(service);
+                Some(events)
+            }
+            Err(e) => {
+                tracing::warn!("background ingestion not started: {e}");
+                None
+            }
+        }
+    }
+
+    /// Wakes the ingestion service (new jobs were queued).
+    pub(crate) fn wake_watcher(&self) {
+        if let Some(w) = self
+            .watch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            w.wake();
+        }
+    }
+
+    /// Stops background work after the file in progress (window closing).
+    pub(crate) fn shutdown(&self) {
+        if let Some(w) = self
+            .watch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            w.stop();
+        }
+    }
+}

@@ -1,0 +1,462 @@
+//! End-to-end tests that drive the real desktop window: the app binary under Xvfb (started
+//! here when there is no display), through WebDriver (`tauri-driver` + Debian's
+//! `WebKitWebDriver`). One scenario, in the order a team would use the app:
+//! ask on the demo corpus → click a citation → open the source → the trace view → drop a file
+//! → add a user → restrict a folder → sign in as that user and see the folder vanish →
+//! switch language. Screenshots go to `$CARGO_TARGET_DIR/e2e-screenshots/` (or
+//! `KNOWHUB_E2E_SCREENSHOTS`).
+//!
+//! Skips with a message when `tauri-driver`, `WebKitWebDriver` or Xvfb are missing
+//! (`scripts/test.sh` installs them).
+
+// Test helpers may panic: that is how a test fails.
+#![allow(clippy::unwrap_used, clippy::print_stderr, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use knowhub_engine::{Engine, EngineConfig, IngestOptions, ModelConfig, dev_context};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A program on PATH or in ~/.cargo/bin.
+fn tool(name: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    if let Some(home) = std::env::var_os("HOME") {
+        dirs.push(Path::new(&home).join(".cargo/bin"));
+    }
+    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// Child processes stopped when the test ends, however it ends. `tauri-driver` gets SIGTERM
+/// (a SIGKILLed driver leaves WebKitWebDriver running and the test run hangs).
+struct Processes(Vec<Child>);
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        for child in self.0.iter_mut().rev() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The display to use: `$DISPLAY`, or a private Xvfb.
+fn display(procs: &mut Processes) -> Option<String> {
+    if let Ok(d) = std::env::var("DISPLAY")
+        && !d.is_empty()
+    {
+        return Some(d);
+    }
+    let xvfb = tool("Xvfb")?;
+    let mut child = Command::new(xvfb)
+        .args([
+            "-displayfd",
+            "1",
+            "-screen",
+            "0",
+            "1280x860x24",
+            "-nolisten",
+            "tcp",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut line = String::new();
+    BufReader::new(child.stdout.take()?).read_line(&mut line).ok()?;
+    procs.0.push(child);
+    let n = line.trim();
+    (!n.is_empty()).then(|| format!(":{n}"))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn screenshots_dir() -> PathBuf {
+    let dir = std::env::var_os("KNOWHUB_E2E_SCREENSHOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+            target.join("e2e-screenshots")
+        });
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn css(testid: &str) -> String {
+    format!("[data-testid=\"{testid}\"]")
+}
+
+struct Ui {
+    c: Client,
+    shots: PathBuf,
+}
+
+impl Ui {
+    async fn wait(&self, selector: &str) -> fantoccini::elements::Element {
+        self.c
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css(selector))
+            .await
+            .unwrap_or_else(|e| panic!("waiting for {selector}: {e}"))
+    }
+
+    async fn click(&self, selector: &str) {
+        self.wait(selector).await.click().await.unwrap();
+    }
+
+    async fn type_into(&self, selector: &str, text: &str) {
+        let el = self.wait(selector).await;
+        el.clear().await.unwrap();
+        el.send_keys(text).await.unwrap();
+    }
+
+    async fn text(&self, selector: &str) -> String {
+        self.wait(selector).await.text().await.unwrap()
+    }
+
+    /// Evaluates `script` (a function body) until it returns true.
+    async fn until(&self, what: &str, script: &str, args: Vec<serde_json::Value>) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let v = self.c.execute(script, args.clone()).await.unwrap();
+            if v == serde_json::Value::Bool(true) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn shot(&self, name: &str) {
+        let png = self.c.screenshot().await.unwrap();
+        std::fs::write(self.shots.join(name), png).unwrap();
+    }
+
+    async fn ask(&self, question: &str) -> fantoccini::elements::Element {
+        let before = self
+            .c
+            .find_all(Locator::Css(&css("answer")))
+            .await
+            .unwrap()
+            .len();
+        self.type_into(&css("chat-input"), question).await;
+        self.click(&css("chat-send")).await;
+        self.until(
+            "the answer",
+            "const a = document.querySelectorAll('[data-testid=\"answer\"][data-stop-reason]');\
+             return a.length > arguments[0] && a[a.length-1].getAttribute('data-stop-reason') !== '';",
+            vec![before.into()],
+        )
+        .await;
+        let all = self.c.find_all(Locator::Css(&css("answer"))).await.unwrap();
+        all.into_iter().last().unwrap()
+    }
+}
+
+/// The demo corpus in a private data directory, ingested (keyword index; no models needed).
+fn prepare_data(root: &Path) -> (PathBuf, PathBuf) {
+    let demo = root.join("demo");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo"),
+        &demo,
+    );
+    let data = root.join("data");
+    let mut config = EngineConfig::new(&data);
+    config.models = ModelConfig::keyword_only();
+    let engine = Engine::open(config).unwrap();
+    let report = engine
+        .ingest(
+            &dev_context(),
+            std::slice::from_ref(&demo),
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(report.failed, 0, "{:?}", report.failures);
+    drop(engine);
+    // Answers in extractive mode: deterministic, and no model download needed.
+    std::fs::write(
+        data.join("desktop-settings.json"),
+        r#"{"llm": {"kind": "off"}}"#,
+    )
+    .unwrap();
+    (demo, data)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desktop_window_end_to_end() {
+    let (Some(driver), Some(_)) = (tool("tauri-driver"), tool("WebKitWebDriver")) else {
+        eprintln!(
+            "skipping the end-to-end test: tauri-driver (cargo install tauri-driver --locked) \
+             and WebKitWebDriver (apt install webkit2gtk-driver) are needed"
+        );
+        return;
+    };
+    let mut procs = Processes(Vec::new());
+    let Some(display) = display(&mut procs) else {
+        eprintln!("skipping the end-to-end test: no DISPLAY and no Xvfb (apt install xvfb)");
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let root_path = root.path().canonicalize().unwrap();
+    let (demo, data) = prepare_data(&root_path);
+
+    let port = free_port();
+    let native = free_port();
+    procs.0.push(
+        Command::new(driver)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--native-port",
+                &native.to_string(),
+            ])
+            .env("DISPLAY", &display)
+            .env("KNOWHUB_DATA_DIR", &data)
+            .env("KNOWHUB_EMBEDDER", "off")
+            .env_remove("KNOWHUB_API_KEY")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "tauri-driver did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "tauri:options".into(),
+        serde_json::json!({ "application": env!("CARGO_BIN_EXE_knowhub-desktop") }),
+    );
+    let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .expect("cannot start a WebDriver session with the app");
+    let ui = Ui {
+        c,
+        shots: screenshots_dir(),
+    };
+    let result = scenario(&ui, &demo).await;
+    let _ = ui.c.clone().close().await;
+    drop(procs);
+    drop(root);
+    result
+}
+
+async fn scenario(ui: &Ui, demo: &Path) {
+    // Signed in as the single-user install's administrator.
+    let who = ui.text(&css("whoami")).await;
+    assert!(who.contains("default"), "{who}");
+
+    // 1. A cited answer on the demo corpus.
+    let answer = ui
+        .ask("How many days of annual leave do new employees get?")
+        .await;
+    assert_eq!(
+        answer.attr("data-stop-reason").await.unwrap().as_deref(),
+        Some("ok")
+    );
+    let text = ui.text(&css("answer-text")).await;
+    assert!(!text.trim().is_empty());
+
+    // 2. Its citation opens the passage.
+    ui.click(&css("citation-marker")).await;
+    ui.wait(&css("source-panel")).await;
+    let passage = ui.text(&css("source-passage")).await.to_lowercase();
+    assert!(passage.contains("leave"), "{passage}");
+    let title = ui.text(&css("source-title")).await;
+    assert!(!title.is_empty());
+    ui.shot("chat-with-citations.png").await;
+
+    // 3. "Open source" shows the document with the passage highlighted.
+    ui.click(&css("open-source")).await;
+    ui.wait(&css("doc-viewer")).await;
+    let highlight = ui.text(&css("doc-highlight")).await.to_lowercase();
+    assert!(highlight.contains("leave"), "{highlight}");
+    ui.c.active_element()
+        .await
+        .unwrap()
+        .send_keys("\u{e00c}")
+        .await
+        .unwrap(); // Escape
+
+    // 4. How it was answered.
+    ui.click(&css("trace-button")).await;
+    let trace = ui.text(&css("trace-view")).await;
+    assert!(trace.contains("DocTool"), "{trace}");
+    ui.shot("trace-view.png").await;
+    ui.c.active_element()
+        .await
+        .unwrap()
+        .send_keys("\u{e00c}")
+        .await
+        .unwrap();
+
+    // 5. A dropped file, through the drop handler's own code path, becomes answerable.
+    let drop_dir = demo.parent().unwrap().join("dropped");
+    std::fs::create_dir_all(&drop_dir).unwrap();
+    let dropped = drop_dir.join("relocation-policy.md");
+    std::fs::write(
+        &dropped,
+        "# Relocation policy\n\nThe relocation allowance for new hires is 4321 euros, paid with \
+         the first salary.\n",
+    )
+    .unwrap();
+    ui.c.execute(
+        "window.__knowhub.handleDrop(arguments[0]); return true;",
+        vec![serde_json::json!([dropped.display().to_string()])],
+    )
+    .await
+    .unwrap();
+    ui.wait(&css("drop-dialog")).await;
+    set_choice(ui, "drop-visibility", "public").await;
+    ui.click(&css("drop-confirm")).await;
+    ui.wait(&format!("{}[data-outcome=\"added\"]", css("drop-result")))
+        .await;
+    let answer = ui.ask("What is the relocation allowance?").await;
+    let text = answer.text().await.unwrap();
+    assert!(text.contains("4321"), "{text}");
+
+    // 6. As admin: add a user, publish the corpus, restrict one folder.
+    ui.click(&css("nav-settings")).await;
+    ui.click(&css("settings-tab-users")).await;
+    ui.type_into(&css("add-user-id"), "bob").await;
+    ui.type_into(&css("add-user-name"), "Bob").await;
+    set_choice(ui, "add-user-role", "USER").await;
+    ui.click(&css("add-user-submit")).await;
+    let bob_key = ui.text(&css("new-key")).await.trim().to_string();
+    assert!(bob_key.len() > 20, "{bob_key}");
+
+    ui.click(&css("settings-tab-permissions")).await;
+    let root = demo.display().to_string();
+    let handbook = demo.join("handbook").display().to_string();
+    set_acl(ui, &root, "public").await;
+    set_acl(ui, &handbook, "team:hr").await;
+    ui.until(
+        "bob to lose the handbook",
+        "const r = document.querySelector('[data-testid=\"reader-row\"][data-user=\"bob\"]');\
+         return !!r && r.getAttribute('data-readable') === '0';",
+        vec![],
+    )
+    .await;
+    ui.shot("settings-acl-editor.png").await;
+
+    // 7. Signed in as bob, the restricted folder's documents are gone, the rest is there.
+    ui.click(&css("switch-user")).await;
+    ui.type_into(&css("signin-key"), &bob_key).await;
+    ui.click(&css("signin-submit")).await;
+    ui.until(
+        "bob to be signed in",
+        "const w = document.querySelector('[data-testid=\"whoami\"]'); return !!w && w.textContent.includes('bob');",
+        vec![],
+    )
+    .await;
+    ui.click(&css("nav-sources")).await;
+    ui.wait(&css("doc-row")).await;
+    let rows = ui.c.find_all(Locator::Css(&css("doc-row"))).await.unwrap();
+    let mut paths = Vec::new();
+    for r in rows {
+        paths.push(r.attr("data-path").await.unwrap().unwrap_or_default());
+    }
+    assert!(
+        paths.iter().any(|p| p.contains("/policies/")),
+        "bob sees the public folders: {paths:?}"
+    );
+    assert!(
+        !paths.iter().any(|p| p.starts_with(&handbook)),
+        "bob must not see the restricted folder: {paths:?}"
+    );
+
+    // 8. Switch language.
+    ui.click(&css("nav-settings")).await;
+    ui.click(&css("settings-tab-language")).await;
+    set_choice(ui, "lang-select", "zh-CN").await;
+    ui.until(
+        "the window to speak Chinese",
+        "return document.documentElement.lang === 'zh-CN' && \
+         /[\\u4e00-\\u9fff]/.test(document.querySelector('[data-testid=\"nav-settings\"]').textContent);",
+        vec![],
+    )
+    .await;
+    ui.shot("chinese-ui.png").await;
+}
+
+/// Picks a value in a `<select>` (or a radio group) with this test id.
+async fn set_choice(ui: &Ui, testid: &str, value: &str) {
+    ui.wait(&css(testid)).await;
+    let done = ui
+        .c
+        .execute(
+            "const el = document.querySelector(`[data-testid=\"${arguments[0]}\"]`);\
+             if (el.tagName === 'SELECT') {\
+               const setter = Object.getOwnPropertyDescriptor(HTMLSelectElement.prototype, 'value').set;\
+               setter.call(el, arguments[1]);\
+               el.dispatchEvent(new Event('change', { bubbles: true }));\
+               return true;\
+             }\
+             const r = el.querySelector(`input[value=\"${arguments[1]}\"]`);\
+             if (!r) return false;\
+             r.click();\
+             return true;",
+            vec![testid.into(), value.into()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(done, serde_json::Value::Bool(true), "{testid} = {value}");
+}
+
+async fn set_acl(ui: &Ui, folder: &str, scopes: &str) {
+    ui.click(&format!("{}[data-path=\"{folder}\"]", css("acl-folder")))
+        .await;
+    ui.type_into(&css("acl-scopes-input"), scopes).await;
+    ui.click(&css("acl-save")).await;
+    ui.until(
+        "the ACL to be saved",
+        "const r = document.querySelector(`[data-testid=\"acl-folder\"][data-path=\"${arguments[0]}\"]`);\
+         return !!r && r.textContent.includes(arguments[1]);",
+        vec![folder.into(), scopes.into()],
+    )
+    .await;
+}

@@ -1,0 +1,68 @@
+import { useState, type KeyboardEvent } from "react";
+import { useTranslation } from "react-i18next";
+import { useApp } from "../state/app";
+import { DataSourcesTab } from "./DataSourcesTab";
+import { LanguageTab } from "./LanguageTab";
+import { ModelsTab } from "./ModelsTab";
+import { PermissionsTab } from "./PermissionsTab";
+import { ProfileTab } from "./ProfileTab";
+import { UsersTab } from "./UsersTab";
+
+type Tab = "permissions" | "users" | "models" | "datasources" | "profile" | "language";
+
+const ADMIN_TABS: Tab[] = ["permissions", "users", "models", "datasources", "language"];
+const USER_TABS: Tab[] = ["profile", "language"];
+
+export function SettingsPage() {
+  const { t } = useTranslation();
+  const { info, epoch } = useApp();
+  const tabs = info?.isAdmin ? ADMIN_TABS : USER_TABS;
+  const [chosen, setChosen] = useState<Tab>(tabs[0]);
+  const tab = tabs.includes(chosen) ? chosen : tabs[0];
+
+  // Arrow keys move between tabs (WAI-ARIA tabs pattern).
+  const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
+    if (e.key !== "ArrowRight" && e.key !== "ArrowLeft") return;
+    const i = tabs.indexOf(tab);
+    const next = tabs[(i + (e.key === "ArrowRight" ? 1 : tabs.length - 1)) % tabs.length];
+    setChosen(next);
+    requestAnimationFrame(() => document.getElementById(`tab-${next}`)?.focus());
+  };
+
+  return (
+    <div className="page">
+      <div className="page-header">
+        <div>
+          <h1>{t("settings.title")}</h1>
+          <p className="muted">{info?.isAdmin ? t("settings.subtitleAdmin") : t("settings.subtitle")}</p>
+        </div>
+      </div>
+      <div className="tabs" role="tablist" aria-label={t("settings.title")} onKeyDown={onKeyDown}>
+        {tabs.map((x) => (
+          <button
+            key={x}
+            id={`tab-${x}`}
+            type="button"
+            role="tab"
+            className={`tab${x === tab ? " active" : ""}`}
+            aria-selected={x === tab}
+            aria-controls={`panel-${x}`}
+            tabIndex={x === tab ? 0 : -1}
+            data-testid={`settings-tab-${x}`}
+            onClick={() => setChosen(x)}
+          >
+            {t(`settings.tabs.${x}`)}
+          </button>
+        ))}
+      </div>
+      <div className="tab-panel" role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} key={`${tab}-${epoch}`}>
+        {tab === "permissions" && <PermissionsTab />}
+        {tab === "users" && <UsersTab />}
+        {tab === "models" && <ModelsTab />}
+        {tab === "datasources" && <DataSourcesTab />}
+        {tab === "profile" && <ProfileTab />}
+        {tab === "language" && <LanguageTab />}
+      </div>
+    </div>
+  );
+}
