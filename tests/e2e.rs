@@ -80,7 +80,9 @@ fn display(procs: &mut Processes) -> Option<String> {
         .spawn()
         .ok()?;
     let mut line = String::new();
-    BufReader::new(child.stdout.take()?).read_line(&mut line).ok()?;
+    BufReader::new(child.stdout.take()?)
+        .read_line(&mut line)
+        .ok()?;
     procs.0.push(child);
     let n = line.trim();
     (!n.is_empty()).then(|| format!(":{n}"))
@@ -118,12 +120,27 @@ struct Ui {
 
 impl Ui {
     async fn wait(&self, selector: &str) -> fantoccini::elements::Element {
-        self.c
+        match self
+            .c
             .wait()
             .at_most(WAIT)
             .for_element(Locator::Css(selector))
             .await
-            .unwrap_or_else(|e| panic!("waiting for {selector}: {e}"))
+        {
+            Ok(el) => el,
+            Err(e) => self.fail(&format!("waiting for {selector}: {e}")).await,
+        }
+    }
+
+    /// Saves what the window showed (screenshot and DOM) and fails the test.
+    async fn fail(&self, why: &str) -> ! {
+        if let Ok(png) = self.c.screenshot().await {
+            let _ = std::fs::write(self.shots.join("failure.png"), png);
+        }
+        if let Ok(html) = self.c.source().await {
+            let _ = std::fs::write(self.shots.join("failure.html"), html);
+        }
+        panic!("{why} (see {}/failure.png)", self.shots.display());
     }
 
     async fn click(&self, selector: &str) {
@@ -148,7 +165,9 @@ impl Ui {
             if v == serde_json::Value::Bool(true) {
                 return;
             }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            if Instant::now() > deadline {
+                self.fail(&format!("timed out waiting for {what}")).await;
+            }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
@@ -287,8 +306,12 @@ async fn the_desktop_window_end_to_end() {
 
 async fn scenario(ui: &Ui, demo: &Path) {
     // Signed in as the single-user install's administrator.
-    let who = ui.text(&css("whoami")).await;
-    assert!(who.contains("default"), "{who}");
+    ui.until(
+        "the signed-in user",
+        "const w = document.querySelector('[data-testid=\"whoami\"]'); return !!w && w.textContent.includes('default');",
+        vec![],
+    )
+    .await;
 
     // 1. A cited answer on the demo corpus.
     let answer = ui

@@ -55,7 +55,10 @@ fn app_info_of(state: &AppState, s: &Signed) -> CmdResult<AppInfo> {
         .users(&s.ctx)?
         .into_iter()
         .find(|u| u.id == s.ctx.user);
-    let groups = s.engine.user_groups(&s.ctx, &s.ctx.user).unwrap_or_default();
+    let groups = s
+        .engine
+        .user_groups(&s.ctx, &s.ctx.user)
+        .unwrap_or_default();
     let (llm_loaded, llm_note) = state.llm_status();
     let mut notes: Vec<String> = s.engine.model_notes().to_vec();
     notes.extend(llm_note);
@@ -119,12 +122,7 @@ pub(crate) async fn sign_in(app: AppHandle, api_key: String) -> CmdResult<AppInf
 
 // ----- chat -------------------------------------------------------------------------------
 
-fn answer_of(
-    s: &Signed,
-    state: &AgentState,
-    session_id: Option<String>,
-    total_ms: u64,
-) -> Answer {
+fn answer_of(s: &Signed, state: &AgentState, session_id: Option<String>, total_ms: u64) -> Answer {
     let evidence = |id: &str| state.evidence_items.iter().find(|e| e.evidence_id == id);
     let sources = state
         .output
@@ -306,8 +304,9 @@ pub(crate) async fn delete_conversation(app: AppHandle, id: String) -> CmdResult
 
 fn stored_state(s: &Signed, trace_id: &str) -> CmdResult<(AgentState, u64)> {
     let record = s.engine.trace(&s.ctx, trace_id)?;
-    let state = serde_json::from_str::<AgentState>(&record.state)
-        .map_err(|e| CommandError::new("internal", format!("the stored trace is unreadable: {e}")))?;
+    let state = serde_json::from_str::<AgentState>(&record.state).map_err(|e| {
+        CommandError::new("internal", format!("the stored trace is unreadable: {e}"))
+    })?;
     Ok((state, record.total_ms))
 }
 
@@ -645,11 +644,10 @@ pub(crate) async fn ingest_dropped(
                     under
                         .into_iter()
                         .map(|(p, o, r)| DroppedFile {
-                            source: input.join(
-                                Path::new(p).strip_prefix(copy).unwrap_or(Path::new("")),
-                            )
-                            .display()
-                            .to_string(),
+                            source: input
+                                .join(Path::new(p).strip_prefix(copy).unwrap_or(Path::new("")))
+                                .display()
+                                .to_string(),
                             stored_as: p.clone(),
                             outcome: o.clone(),
                             reason: r.clone(),
@@ -670,10 +668,7 @@ pub(crate) fn outcome_of(o: &knowhub_engine::FileOutcome) -> (String, Option<Str
         .and_then(|k| k.as_str())
         .unwrap_or("unknown")
         .to_string();
-    let reason = v
-        .get("reason")
-        .and_then(|r| r.as_str())
-        .map(str::to_owned);
+    let reason = v.get("reason").and_then(|r| r.as_str()).map(str::to_owned);
     (kind, reason)
 }
 
@@ -783,7 +778,11 @@ pub(crate) async fn folder_tree(app: AppHandle) -> CmdResult<Vec<FolderNode>> {
 /// question of every user.
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn set_folder_acl(app: AppHandle, path: String, scopes: Vec<String>) -> CmdResult<()> {
+pub(crate) async fn set_folder_acl(
+    app: AppHandle,
+    path: String,
+    scopes: Vec<String>,
+) -> CmdResult<()> {
     blocking(app, move |state, _| {
         let s = state.signed();
         let set = if scopes.iter().all(|x| x.trim().is_empty()) {
@@ -885,7 +884,10 @@ pub(crate) async fn remove_user(app: AppHandle, id: String) -> CmdResult<()> {
     blocking(app, move |state, _| {
         let s = state.signed();
         if !s.engine.remove_user(&s.ctx, &user_id(&id)?)? {
-            return Err(CommandError::new("not_found", format!("no active user {id}")));
+            return Err(CommandError::new(
+                "not_found",
+                format!("no active user {id}"),
+            ));
         }
         Ok(())
     })
@@ -899,7 +901,10 @@ pub(crate) async fn set_role(app: AppHandle, id: String, role: String) -> CmdRes
         let s = state.signed();
         let role: Role = role.parse()?;
         if !s.engine.set_role(&s.ctx, &user_id(&id)?, role)? {
-            return Err(CommandError::new("not_found", format!("no active user {id}")));
+            return Err(CommandError::new(
+                "not_found",
+                format!("no active user {id}"),
+            ));
         }
         Ok(())
     })

@@ -313,7 +313,9 @@ pub enum IngestEvent {
     },
     /// Everything due is done.
     Idle,
-    Warning { message: String },
+    Warning {
+        message: String,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Type)]

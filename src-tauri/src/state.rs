@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use knowhub_agent::CancelFlag;
 use knowhub_agent::providers::LlmChoice;
 use knowhub_engine::{
-    Credentials, DeviceChoice, EmbedderSpec, Engine, EngineConfig, Hub, ModelConfig,
-    ParserBackend, RequestContext, Role, WatchOptions, WatchService,
+    Credentials, DeviceChoice, EmbedderSpec, Engine, EngineConfig, Hub, ModelConfig, ParserBackend,
+    RequestContext, Role, WatchOptions, WatchService,
 };
 use knowhub_llm::Llm;
 
@@ -259,12 +259,7 @@ impl AppState {
 
     /// Stops background work after the file in progress (window closing).
     pub(crate) fn shutdown(&self) {
-        if let Some(w) = self
-            .watch
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
+        if let Some(w) = self.watch.lock().unwrap_or_else(|p| p.into_inner()).take() {
             w.stop();
         }
     }

@@ -34,7 +34,9 @@ pub enum LlmChoice {
 /// Why a model could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
-    #[error("model {0} is not installed: run `knowhub models fetch {0}` (or choose extractive answers)")]
+    #[error(
+        "model {0} is not installed: run `knowhub models fetch {0}` (or choose extractive answers)"
+    )]
     NotInstalled(String),
     #[error("cannot load {path}: {reason}")]
     Load { path: String, reason: String },
@@ -107,10 +109,11 @@ impl LlmChoice {
 }
 
 fn load_gguf(path: &Path) -> Result<Arc<dyn Llm>, ProviderError> {
-    let llm = LocalGguf::load(path, &candle_core::Device::Cpu).map_err(|e| ProviderError::Load {
-        path: path.display().to_string(),
-        reason: e.to_string(),
-    })?;
+    let llm =
+        LocalGguf::load(path, &candle_core::Device::Cpu).map_err(|e| ProviderError::Load {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
     Ok(Arc::new(llm))
 }
 
@@ -152,7 +155,11 @@ mod tests {
             ),
         ];
         for (text, want) in cases {
-            assert_eq!(&LlmChoice::parse(text, None, None, None).unwrap(), want, "{text}");
+            assert_eq!(
+                &LlmChoice::parse(text, None, None, None).unwrap(),
+                want,
+                "{text}"
+            );
         }
         assert!(LlmChoice::parse("openai", None, Some("m".into()), None).is_err());
         assert!(matches!(

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use knowhub_agent::providers::LlmChoice;
 use knowhub_agent::{Agent, AgentEvent, AgentOptions, AskRequest};
 use knowhub_engine::{Engine, RequestContext};
-use knowhub_agent::providers::LlmChoice;
 use knowhub_llm::Llm;
 
 /// Which language model writes answers.

@@ -59,12 +59,11 @@ pub use knowhub_index::DocFilter;
 pub use knowhub_store::UserRecord;
 pub use knowhub_store::{AuditRecord, ChunkId, ChunkRecord, DocumentId};
 pub use knowhub_store::{DocumentRecord, SourceRecord};
-pub use knowhub_store::{JobRecord, JobState, QueueCounts};
 pub use knowhub_store::{FeedbackRecord, SessionRecord, SqlSourceRecord, TraceRecord, TurnRecord};
+pub use knowhub_store::{JobRecord, JobState, QueueCounts};
 pub use permissions::{
     Access, DEFAULT_ACCOUNT, DEFAULT_USER, DocRef, DocumentView, FolderAcl, FolderEntry,
-    FolderReader, FolderReaders,
-    new_trace_id,
+    FolderReader, FolderReaders, new_trace_id,
 };
 pub use queue::{
     BatchReport, MAX_ATTEMPTS, ProcessOptions, QueueView, WatchedFolder, backoff, priority,

@@ -214,7 +214,8 @@ INSERT INTO queue_control (id, paused) VALUES (1, 0);
     ),
     (
         "chat",
-        &[r#"
+        &[
+            r#"
 CREATE TABLE chat_sessions (
     id          TEXT PRIMARY KEY,
     user_id     TEXT NOT NULL,
@@ -256,7 +257,8 @@ CREATE TABLE sql_sources (
     owner          TEXT NOT NULL,
     created_at     INTEGER NOT NULL
 );
-"#, r#"
+"#,
+            r#"
 CREATE TABLE answer_feedback (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
     trace_id      TEXT NOT NULL,
@@ -267,7 +269,8 @@ CREATE TABLE answer_feedback (
     created_at    INTEGER NOT NULL
 );
 CREATE INDEX answer_feedback_trace ON answer_feedback(trace_id, id);
-"#],
+"#,
+        ],
     ),
 ];
 
