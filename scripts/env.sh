@@ -51,7 +51,9 @@ build_ui() {
   ensure_node
   local stamp="ui/node_modules/.package-lock.json"
   if [ ! -f "$stamp" ] || [ ui/package-lock.json -nt "$stamp" ]; then
-    npm --prefix ui ci --no-audit --no-fund --loglevel=error
+    # `npm install` with the lock file, not `npm ci`: npm leaves the other platforms' optional
+    # rollup binaries out of the lock, and `npm ci` then refuses it as out of sync.
+    npm --prefix ui install --no-audit --no-fund --loglevel=error
   fi
   npm --prefix ui run --silent build
 }

@@ -12,191 +12,13 @@
 // Test helpers may panic: that is how a test fails.
 #![allow(clippy::unwrap_used, clippy::print_stderr, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::net::TcpStream;
+mod window;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::Locator;
 use knowhub_engine::{Engine, EngineConfig, IngestOptions, ModelConfig, dev_context};
-
-const WAIT: Duration = Duration::from_secs(60);
-
-/// A program on PATH or in ~/.cargo/bin.
-fn tool(name: &str) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    if let Some(home) = std::env::var_os("HOME") {
-        dirs.push(Path::new(&home).join(".cargo/bin"));
-    }
-    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
-}
-
-/// Child processes stopped when the test ends, however it ends. `tauri-driver` gets SIGTERM
-/// (a SIGKILLed driver leaves WebKitWebDriver running and the test run hangs).
-struct Processes(Vec<Child>);
-
-impl Drop for Processes {
-    fn drop(&mut self) {
-        for child in self.0.iter_mut().rev() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// The display to use: `$DISPLAY`, or a private Xvfb.
-fn display(procs: &mut Processes) -> Option<String> {
-    if let Ok(d) = std::env::var("DISPLAY")
-        && !d.is_empty()
-    {
-        return Some(d);
-    }
-    let xvfb = tool("Xvfb")?;
-    let mut child = Command::new(xvfb)
-        .args([
-            "-displayfd",
-            "1",
-            "-screen",
-            "0",
-            "1280x860x24",
-            "-nolisten",
-            "tcp",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take()?)
-        .read_line(&mut line)
-        .ok()?;
-    procs.0.push(child);
-    let n = line.trim();
-    (!n.is_empty()).then(|| format!(":{n}"))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn screenshots_dir() -> PathBuf {
-    let dir = std::env::var_os("KNOWHUB_E2E_SCREENSHOTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
-            target.join("e2e-screenshots")
-        });
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn css(testid: &str) -> String {
-    format!("[data-testid=\"{testid}\"]")
-}
-
-struct Ui {
-    c: Client,
-    shots: PathBuf,
-}
-
-impl Ui {
-    async fn wait(&self, selector: &str) -> fantoccini::elements::Element {
-        match self
-            .c
-            .wait()
-            .at_most(WAIT)
-            .for_element(Locator::Css(selector))
-            .await
-        {
-            Ok(el) => el,
-            Err(e) => self.fail(&format!("waiting for {selector}: {e}")).await,
-        }
-    }
-
-    /// Saves what the window showed (screenshot and DOM) and fails the test.
-    async fn fail(&self, why: &str) -> ! {
-        if let Ok(png) = self.c.screenshot().await {
-            let _ = std::fs::write(self.shots.join("failure.png"), png);
-        }
-        if let Ok(html) = self.c.source().await {
-            let _ = std::fs::write(self.shots.join("failure.html"), html);
-        }
-        panic!("{why} (see {}/failure.png)", self.shots.display());
-    }
-
-    async fn click(&self, selector: &str) {
-        self.wait(selector).await.click().await.unwrap();
-    }
-
-    async fn type_into(&self, selector: &str, text: &str) {
-        let el = self.wait(selector).await;
-        el.clear().await.unwrap();
-        el.send_keys(text).await.unwrap();
-    }
-
-    async fn text(&self, selector: &str) -> String {
-        self.wait(selector).await.text().await.unwrap()
-    }
-
-    /// Evaluates `script` (a function body) until it returns true.
-    async fn until(&self, what: &str, script: &str, args: Vec<serde_json::Value>) {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let v = self.c.execute(script, args.clone()).await.unwrap();
-            if v == serde_json::Value::Bool(true) {
-                return;
-            }
-            if Instant::now() > deadline {
-                self.fail(&format!("timed out waiting for {what}")).await;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-
-    async fn shot(&self, name: &str) {
-        let png = self.c.screenshot().await.unwrap();
-        std::fs::write(self.shots.join(name), png).unwrap();
-    }
-
-    async fn ask(&self, question: &str) -> fantoccini::elements::Element {
-        let before = self
-            .c
-            .find_all(Locator::Css(&css("answer")))
-            .await
-            .unwrap()
-            .len();
-        self.type_into(&css("chat-input"), question).await;
-        self.click(&css("chat-send")).await;
-        self.until(
-            "the answer",
-            "const a = document.querySelectorAll('[data-testid=\"answer\"][data-stop-reason]');\
-             return a.length > arguments[0] && a[a.length-1].getAttribute('data-stop-reason') !== '';",
-            vec![before.into()],
-        )
-        .await;
-        let all = self.c.find_all(Locator::Css(&css("answer"))).await.unwrap();
-        all.into_iter().last().unwrap()
-    }
-}
+use window::{Driver, Ui, css};
 
 /// The demo corpus in a private data directory, ingested (keyword index; no models needed).
 fn prepare_data(root: &Path) -> (PathBuf, PathBuf) {
@@ -243,63 +65,20 @@ fn copy_dir(from: &Path, to: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_desktop_window_end_to_end() {
-    let (Some(driver), Some(_)) = (tool("tauri-driver"), tool("WebKitWebDriver")) else {
-        eprintln!(
-            "skipping the end-to-end test: tauri-driver (cargo install tauri-driver --locked) \
-             and WebKitWebDriver (apt install webkit2gtk-driver) are needed"
-        );
-        return;
-    };
-    let mut procs = Processes(Vec::new());
-    let Some(display) = display(&mut procs) else {
-        eprintln!("skipping the end-to-end test: no DISPLAY and no Xvfb (apt install xvfb)");
-        return;
-    };
     let root = tempfile::tempdir().unwrap();
     let root_path = root.path().canonicalize().unwrap();
     let (demo, data) = prepare_data(&root_path);
-
-    let port = free_port();
-    let native = free_port();
-    procs.0.push(
-        Command::new(driver)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--native-port",
-                &native.to_string(),
-            ])
-            .env("DISPLAY", &display)
-            .env("KNOWHUB_DATA_DIR", &data)
-            .env("KNOWHUB_EMBEDDER", "off")
-            .env_remove("KNOWHUB_API_KEY")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "tauri-driver did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "tauri:options".into(),
-        serde_json::json!({ "application": env!("CARGO_BIN_EXE_knowhub-desktop") }),
-    );
-    let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{port}"))
-        .await
-        .expect("cannot start a WebDriver session with the app");
-    let ui = Ui {
-        c,
-        shots: screenshots_dir(),
+    let driver = match Driver::start(&data, &[("KNOWHUB_EMBEDDER", "off")]) {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("skipping the end-to-end test: {why}");
+            return;
+        }
     };
+    let ui = driver.session().await;
     let result = scenario(&ui, &demo).await;
     let _ = ui.c.clone().close().await;
-    drop(procs);
+    drop(driver);
     drop(root);
     result
 }

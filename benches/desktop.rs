@@ -1,0 +1,270 @@
+//! Desktop app benchmark: drives the real window (Xvfb + tauri-driver, like the end-to-end
+//! test) on the demo corpus and prints a table:
+//! - cold start to a usable window (app launch → the signed-in user shown), 3 launches;
+//! - idle memory of the app's process tree (the Rust process and its WebKit processes);
+//! - memory and time while 1,000 dropped files are ingested;
+//! - frame responsiveness while an answer is generated (requestAnimationFrame gaps).
+//!
+//! `cargo bench -p knowhub-desktop --bench desktop` (release build). The answer model is the
+//! configured default (the local Qwen 0.5B when installed, else extractive answers);
+//! `KNOWHUB_BENCH_LLM=off` forces extractive answers.
+
+// A benchmark binary reports on stdout and may panic on a broken set-up.
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]
+
+#[path = "../tests/window/mod.rs"]
+mod window;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use knowhub_engine::{Engine, EngineConfig, IngestOptions, ModelConfig, dev_context};
+use window::{Driver, Ui, css};
+
+/// Resident memory (KiB) of a process and all its descendants.
+fn tree_rss_kib(root: u32) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![root];
+    while let Some(pid) = stack.pop() {
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            total += status
+                .lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            for t in tasks.flatten() {
+                if let Ok(children) = std::fs::read_to_string(t.path().join("children")) {
+                    stack.extend(children.split_whitespace().filter_map(|c| c.parse().ok()));
+                }
+            }
+        }
+    }
+    total
+}
+
+/// The app process started for `data` (its environment names the data directory).
+fn app_pid(data: &Path) -> Option<u32> {
+    let want = format!("KNOWHUB_DATA_DIR={}", data.display());
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+        if !exe.to_string_lossy().contains("knowhub-desktop") {
+            continue;
+        }
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        if env.split(|b| *b == 0).any(|kv| kv == want.as_bytes()) {
+            // The app, not one of its parser workers (those have the app as parent).
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if !stat.contains("parse-worker") {
+                return Some(pid);
+            }
+        }
+    }
+    None
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.0} MiB", kib as f64 / 1024.0)
+}
+
+async fn signed_in(ui: &Ui) {
+    ui.until(
+        "the signed-in user",
+        "const w = document.querySelector('[data-testid=\"whoami\"]'); return !!w && w.textContent.trim().length > 0;",
+        vec![],
+    )
+    .await;
+}
+
+fn make_files(dir: &Path, n: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    for i in 0..n {
+        let text = format!(
+            "# Note {i}\n\nProject {i} ships in week {}. Owner: team {}.\n\n## 说明\n\n项目 {i} 的负责人是第 {} 组，预算 {} 元。\n",
+            i % 52,
+            i % 7,
+            i % 7,
+            1000 + i
+        );
+        std::fs::write(dir.join(format!("note-{i:04}.md")), text).unwrap();
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let root = tempfile::tempdir().unwrap();
+    let root_path: PathBuf = root.path().canonicalize().unwrap();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo");
+    let data = root_path.join("data");
+    {
+        let mut config = EngineConfig::new(&data);
+        config.models = ModelConfig::keyword_only();
+        let engine = Engine::open(config).unwrap();
+        engine
+            .ingest(
+                &dev_context(),
+                &[demo],
+                &IngestOptions::default(),
+                &mut |_| {},
+            )
+            .unwrap();
+    }
+    let llm = std::env::var("KNOWHUB_BENCH_LLM").unwrap_or_default();
+    if llm == "off" {
+        std::fs::write(
+            data.join("desktop-settings.json"),
+            r#"{"llm": {"kind": "off"}}"#,
+        )
+        .unwrap();
+    }
+    let driver = match Driver::start(&data, &[("KNOWHUB_EMBEDDER", "off")]) {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("cannot run the desktop benchmark: {why}");
+            return;
+        }
+    };
+    let mut rows: Vec<(String, String)> = Vec::new();
+
+    // Cold start, three launches (the first also pays for the file cache).
+    let mut starts = Vec::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let ui = driver.session().await;
+        signed_in(&ui).await;
+        starts.push(t.elapsed().as_millis());
+        ui.c.clone().close().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    rows.push((
+        "cold start → usable window (3 launches)".into(),
+        format!(
+            "{} ms",
+            starts
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(" / ")
+        ),
+    ));
+
+    let ui = driver.session().await;
+    signed_in(&ui).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let pid = app_pid(&data).expect("the app process");
+    rows.push((
+        "idle memory (app + WebKit processes)".into(),
+        mib(tree_rss_kib(pid)),
+    ));
+    rows.push((
+        "  of which the app process".into(),
+        mib(tree_rss_kib_single(pid)),
+    ));
+
+    // Frame responsiveness while an answer is generated.
+    ui.c.execute(
+        "window.__gaps = []; let last = performance.now(); window.__mon = true;\
+         const f = (t) => { window.__gaps.push(t - last); last = t; if (window.__mon) requestAnimationFrame(f); };\
+         requestAnimationFrame(f); return true;",
+        vec![],
+    )
+    .await
+    .unwrap();
+    let t = Instant::now();
+    let answer = ui
+        .ask("How many days of annual leave do new employees get, and how far in advance must longer leave be requested?")
+        .await;
+    let answer_ms = t.elapsed().as_millis();
+    let gaps =
+        ui.c.execute("window.__mon = false; return window.__gaps;", vec![])
+            .await
+            .unwrap();
+    let mut gaps: Vec<f64> = gaps
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
+        .unwrap_or_default();
+    gaps.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| {
+        gaps.get(((gaps.len() as f64 - 1.0) * p) as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let model = ui.text(&css("answer")).await;
+    let _ = model;
+    let written = answer
+        .attr("data-stop-reason")
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    rows.push((
+        "answer while measuring frames".into(),
+        format!("{answer_ms} ms (stop reason {written})"),
+    ));
+    rows.push((
+        "frames during the answer".into(),
+        format!(
+            "{} frames; median {:.1} ms, p95 {:.1} ms, max {:.1} ms; {} over 50 ms",
+            gaps.len(),
+            pct(0.5),
+            pct(0.95),
+            gaps.last().copied().unwrap_or(0.0),
+            gaps.iter().filter(|g| **g > 50.0).count()
+        ),
+    ));
+
+    // 1,000 dropped files: time to ingest and peak memory while it runs.
+    let drop_dir = root_path.join("drop-1000");
+    make_files(&drop_dir, 1000);
+    let t = Instant::now();
+    ui.c.execute(
+        "window.__knowhub.handleDrop(arguments[0]); return true;",
+        vec![serde_json::json!([drop_dir.display().to_string()])],
+    )
+    .await
+    .unwrap();
+    ui.click(&css("drop-confirm")).await;
+    let mut peak = 0;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        peak = peak.max(tree_rss_kib(pid));
+        let n =
+            ui.c.find_all(fantoccini::Locator::Css(&css("drop-result")))
+                .await
+                .map(|v| v.len())
+                .unwrap_or(0);
+        if n > 0 || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    rows.push((
+        "1,000 dropped files ingested".into(),
+        format!("{:.1} s", t.elapsed().as_secs_f64()),
+    ));
+    rows.push(("peak memory during that ingest".into(), mib(peak)));
+    let _ = ui.c.clone().close().await;
+    drop(driver);
+
+    println!("\n| desktop app (2 cores, Xvfb) | |\n|---|---|");
+    for (k, v) in rows {
+        println!("| {k} | {v} |");
+    }
+}
+
+/// Resident memory (KiB) of one process.
+fn tree_rss_kib_single(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
