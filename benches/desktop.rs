@@ -37,7 +37,11 @@ fn tree_rss_kib(root: u32) -> u64 {
         if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
             for t in tasks.flatten() {
                 if let Ok(children) = std::fs::read_to_string(t.path().join("children")) {
-                    stack.extend(children.split_whitespace().filter_map(|c| c.parse().ok()));
+                    stack.extend(
+                        children
+                            .split_whitespace()
+                            .filter_map(|c| c.parse::<u32>().ok()),
+                    );
                 }
             }
         }

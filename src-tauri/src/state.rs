@@ -168,11 +168,11 @@ impl AppState {
         let choice = self.settings().llm;
         let mut slot = self.llm.lock().unwrap_or_else(|p| p.into_inner());
         if slot.choice.as_ref() != Some(&choice) {
-            let (llm, note) = choice.load()?;
+            let loaded = choice.load()?;
             *slot = LlmSlot {
                 choice: Some(choice),
-                llm,
-                note,
+                llm: loaded.llm,
+                note: loaded.note,
             };
         }
         Ok(slot.llm.clone())

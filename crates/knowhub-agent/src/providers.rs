@@ -31,6 +31,13 @@ pub enum LlmChoice {
     Off,
 }
 
+/// A loaded answer model (`None`: extractive answers) and why, if a default was missing.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedLlm {
+    pub llm: Option<Arc<dyn Llm>>,
+    pub note: Option<String>,
+}
+
 /// Why a model could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
@@ -72,9 +79,15 @@ impl LlmChoice {
         })
     }
 
-    /// Loads the model (`Ok(None)`: extractive mode). The second value is a note for the user
-    /// when the default model is missing and answers will be extractive.
-    pub fn load(&self) -> Result<(Option<Arc<dyn Llm>>, Option<String>), ProviderError> {
+    /// Loads the model (`llm: None`: extractive mode), with a note for the user when the
+    /// default model is missing and answers will be extractive.
+    pub fn load(&self) -> Result<LoadedLlm, ProviderError> {
+        let (llm, note) = self.load_parts()?;
+        Ok(LoadedLlm { llm, note })
+    }
+
+    #[allow(clippy::type_complexity)] // private: the two halves of `LoadedLlm`
+    fn load_parts(&self) -> Result<(Option<Arc<dyn Llm>>, Option<String>), ProviderError> {
         match self {
             LlmChoice::Off => Ok((None, None)),
             LlmChoice::OpenAi {

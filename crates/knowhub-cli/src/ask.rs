@@ -39,11 +39,11 @@ impl LlmArgs {
             self.llm_model.clone(),
             std::env::var("KNOWHUB_LLM_API_KEY").ok(),
         )?;
-        let (llm, note) = choice.load()?;
-        if let Some(note) = note {
+        let loaded = choice.load()?;
+        if let Some(note) = loaded.note {
             eprintln!("note: {note}");
         }
-        Ok(llm)
+        Ok(loaded.llm)
     }
 }
 
