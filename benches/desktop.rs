@@ -7,7 +7,8 @@
 //!
 //! `cargo bench -p knowhub-desktop --bench desktop` (release build). The answer model is the
 //! configured default (the local Qwen 0.5B when installed, else extractive answers);
-//! `KNOWHUB_BENCH_LLM=off` forces extractive answers.
+//! `KNOWHUB_BENCH_LLM=off` forces extractive answers; `KNOWHUB_E2E_WAIT_SECS` (default 60)
+//! bounds each step — give a local model on 2 cores more (e.g. 600).
 
 // A benchmark binary reports on stdout and may panic on a broken set-up.
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]

@@ -13,7 +13,15 @@ use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
 
-pub(crate) const WAIT: Duration = Duration::from_secs(60);
+/// How long any one step may take (`KNOWHUB_E2E_WAIT_SECS`, default 60; the benchmark waits
+/// longer for answers written by a local model).
+pub(crate) fn wait_limit() -> Duration {
+    let secs = std::env::var("KNOWHUB_E2E_WAIT_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    Duration::from_secs(secs)
+}
 
 /// A program on PATH or in ~/.cargo/bin.
 pub(crate) fn tool(name: &str) -> Option<PathBuf> {
@@ -115,7 +123,7 @@ impl Ui {
         match self
             .c
             .wait()
-            .at_most(WAIT)
+            .at_most(wait_limit())
             .for_element(Locator::Css(selector))
             .await
         {
@@ -151,7 +159,7 @@ impl Ui {
 
     /// Evaluates `script` (a function body) until it returns true.
     pub(crate) async fn until(&self, what: &str, script: &str, args: Vec<serde_json::Value>) {
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + wait_limit();
         loop {
             let v = self.c.execute(script, args.clone()).await.unwrap();
             if v == serde_json::Value::Bool(true) {
