@@ -22,19 +22,25 @@ use std::time::{Duration, Instant};
 use knowhub_engine::{Engine, EngineConfig, IngestOptions, ModelConfig, dev_context};
 use window::{Driver, Ui, css};
 
+/// Resident memory (KiB) of one process (0 when it is gone).
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 /// Resident memory (KiB) of a process and all its descendants.
 fn tree_rss_kib(root: u32) -> u64 {
     let mut total = 0;
     let mut stack = vec![root];
     while let Some(pid) = stack.pop() {
-        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-            total += status
-                .lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
+        total += rss_kib(pid);
         if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
             for t in tasks.flatten() {
                 if let Ok(children) = std::fs::read_to_string(t.path().join("children")) {
@@ -166,10 +172,7 @@ async fn main() {
         "idle memory (app + WebKit processes)".into(),
         mib(tree_rss_kib(pid)),
     ));
-    rows.push((
-        "  of which the app process".into(),
-        mib(tree_rss_kib_single(pid)),
-    ));
+    rows.push(("  of which the app process".into(), mib(rss_kib(pid))));
 
     // Frame responsiveness while an answer is generated.
     ui.c.execute(
@@ -199,8 +202,6 @@ async fn main() {
             .copied()
             .unwrap_or(0.0)
     };
-    let model = ui.text(&css("answer")).await;
-    let _ = model;
     let written = answer
         .attr("data-stop-reason")
         .await
@@ -259,17 +260,4 @@ async fn main() {
     for (k, v) in rows {
         println!("| {k} | {v} |");
     }
-}
-
-/// Resident memory (KiB) of one process.
-fn tree_rss_kib_single(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use knowhub_agent::{Agent, AgentEvent, AgentOptions, AgentState, AskRequest};
 use knowhub_engine::authz::ScopeSet;
-use knowhub_engine::{DocRef, DocumentId, IngestOptions, Role, SourceRules, UserId};
+use knowhub_engine::{DocRef, DocumentId, FileOutcome, IngestOptions, Role, SourceRules, UserId};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Manager, State};
 use tauri_specta::Event;
@@ -27,6 +27,14 @@ async fn blocking<T: Send + 'static>(
     })
     .await
     .map_err(|e| CommandError::new("internal", format!("the task stopped: {e}")))?
+}
+
+/// Runs `f` on a blocking worker as the signed-in user.
+async fn as_user<T: Send + 'static>(
+    app: AppHandle,
+    f: impl FnOnce(Signed) -> CmdResult<T> + Send + 'static,
+) -> CmdResult<T> {
+    blocking(app, move |state, _| f(state.signed())).await
 }
 
 fn user_id(id: &str) -> CmdResult<UserId> {
@@ -69,7 +77,7 @@ fn app_info_of(state: &AppState, s: &Signed) -> CmdResult<AppInfo> {
             .map(|u| u.display_name.clone())
             .unwrap_or_else(|| s.ctx.user.to_string()),
         role: s.ctx.role.to_string(),
-        is_admin: matches!(s.ctx.role, Role::Root | Role::Admin),
+        is_admin: s.is_admin(),
         account: s.ctx.account.to_string(),
         requires_key: state.requires_key(),
         groups,
@@ -122,7 +130,12 @@ pub(crate) async fn sign_in(app: AppHandle, api_key: String) -> CmdResult<AppInf
 
 // ----- chat -------------------------------------------------------------------------------
 
-fn answer_of(s: &Signed, state: &AgentState, session_id: Option<String>, total_ms: u64) -> Answer {
+fn answer_of(
+    state: &AgentState,
+    session_id: Option<String>,
+    total_ms: u64,
+    helpful: Option<bool>,
+) -> Answer {
     let evidence = |id: &str| state.evidence_items.iter().find(|e| e.evidence_id == id);
     let sources = state
         .output
@@ -145,16 +158,6 @@ fn answer_of(s: &Signed, state: &AgentState, session_id: Option<String>, total_m
             }
         })
         .collect();
-    let helpful = s
-        .engine
-        .feedback(&s.ctx, &state.trace_id)
-        .ok()
-        .and_then(|v| {
-            v.into_iter()
-                .rev()
-                .find(|f| f.user_id == s.ctx.user.as_str())
-        })
-        .map(|f| f.helpful);
     Answer {
         session_id,
         trace_id: state.trace_id.clone(),
@@ -214,11 +217,12 @@ pub(crate) async fn ask(
                 // A closed window just stops listening; the answer is still stored.
                 let _ = on_event.send(event);
             })?;
+            // A new answer has no verdict yet.
             Ok(answer_of(
-                &s,
                 &outcome.state,
                 outcome.session_id.clone(),
                 outcome.total_ms,
+                None,
             ))
         })();
         state.end_ask(&request_id);
@@ -238,8 +242,7 @@ pub(crate) fn cancel_ask(state: State<'_, AppState>, request_id: String) -> bool
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn conversations(app: AppHandle) -> CmdResult<Vec<Conversation>> {
-    blocking(app, |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         Ok(s.engine
             .sessions(&s.ctx, 200)?
             .into_iter()
@@ -269,7 +272,19 @@ pub(crate) async fn conversation(app: AppHandle, id: String) -> CmdResult<Vec<An
                     .ok()
                     .and_then(|r| serde_json::from_str::<AgentState>(&r.state).ok());
                 match stored {
-                    Some(st) => answer_of(&s, &st, Some(id.clone()), 0),
+                    Some(st) => {
+                        let helpful = s
+                            .engine
+                            .feedback(&s.ctx, &st.trace_id)
+                            .ok()
+                            .and_then(|v| {
+                                v.into_iter()
+                                    .rev()
+                                    .find(|f| f.user_id == s.ctx.user.as_str())
+                            })
+                            .map(|f| f.helpful);
+                        answer_of(&st, Some(id.clone()), 0, helpful)
+                    }
                     // A trace that cannot be read still shows the words.
                     None => Answer {
                         session_id: Some(id.clone()),
@@ -294,8 +309,7 @@ pub(crate) async fn conversation(app: AppHandle, id: String) -> CmdResult<Vec<An
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn delete_conversation(app: AppHandle, id: String) -> CmdResult<()> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         s.engine.delete_session(&s.ctx, &id)?;
         Ok(())
     })
@@ -315,8 +329,7 @@ fn stored_state(s: &Signed, trace_id: &str) -> CmdResult<(AgentState, u64)> {
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn trace(app: AppHandle, trace_id: String) -> CmdResult<TraceView> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         let (st, total_ms) = stored_state(&s, &trace_id)?;
         let cited: Vec<&str> = st
             .output
@@ -395,8 +408,7 @@ pub(crate) async fn send_feedback(
     helpful: bool,
     note: String,
 ) -> CmdResult<()> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         let (st, _) = stored_state(&s, &trace_id)?;
         let cited: Vec<String> = st
             .output
@@ -418,8 +430,7 @@ pub(crate) async fn send_feedback(
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn open_document(app: AppHandle, document_id: f64) -> CmdResult<DocumentPreview> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         let view = s
             .engine
             .open_document(&s.ctx, DocRef::Id(doc_id(document_id)?))?;
@@ -452,8 +463,7 @@ pub(crate) async fn open_document(app: AppHandle, document_id: f64) -> CmdResult
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn open_in_default_app(app: AppHandle, document_id: f64) -> CmdResult<()> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         let doc = s.engine.document(&s.ctx, doc_id(document_id)?)?;
         opener::open(&doc.path)
             .map_err(|e| CommandError::new("io", format!("cannot open {}: {e}", doc.path)))
@@ -473,8 +483,7 @@ fn file_name(path: &str) -> String {
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn sources(app: AppHandle, filter: Option<String>) -> CmdResult<SourcesView> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         let watched: Vec<String> = s
             .engine
             .watched_folders(&s.ctx)?
@@ -595,29 +604,24 @@ pub(crate) async fn ingest_dropped(
             Visibility::Scopes { scopes } => Some(scopes_of(scopes)?),
         };
         let copies = s.engine.upload(&s.ctx, &inputs)?;
-        let mut outcomes: Vec<(String, String, Option<String>)> = Vec::new();
+        let mut outcomes: Vec<(PathBuf, FileOutcome)> = Vec::new();
         let options = IngestOptions {
             sync: true,
             ..IngestOptions::default()
         };
         s.engine.ingest(&s.ctx, &copies, &options, &mut |e| {
             if let knowhub_engine::IngestEvent::File { path, outcome, .. } = e {
-                let (outcome, reason) = outcome_of(outcome);
-                let _ = IngestEvent::File {
-                    path: path.clone(),
-                    outcome: outcome.clone(),
-                    reason: reason.clone(),
-                }
-                .emit(app);
-                outcomes.push((path.clone(), outcome, reason));
+                let _ = file_event(path.clone(), outcome).emit(app);
+                outcomes.push((PathBuf::from(path), outcome.clone()));
             }
         })?;
         if let Some(scopes) = &share {
             for copy in &copies {
                 if copy.is_dir() {
                     s.engine.set_folder_acl(&s.ctx, copy, Some(scopes))?;
-                } else if outcomes.iter().any(|(p, o, _)| {
-                    Path::new(p) == copy.as_path() && o != "failed" && o != "unsupported"
+                } else if outcomes.iter().any(|(p, o)| {
+                    p == copy
+                        && !matches!(o, FileOutcome::Failed { .. } | FileOutcome::Skipped { .. })
                 }) {
                     s.engine.set_document_acl(&s.ctx, copy, Some(scopes))?;
                 }
@@ -625,51 +629,43 @@ pub(crate) async fn ingest_dropped(
         }
         state.wake_watcher();
         let _ = IngestEvent::Idle.emit(app);
-        Ok(inputs
-            .iter()
-            .zip(&copies)
-            .flat_map(|(input, copy)| {
-                let under: Vec<_> = outcomes
-                    .iter()
-                    .filter(|(p, _, _)| Path::new(p).starts_with(copy))
-                    .collect();
-                if under.is_empty() {
-                    vec![DroppedFile {
-                        source: input.display().to_string(),
-                        stored_as: copy.display().to_string(),
-                        outcome: "skipped".into(),
-                        reason: Some("no file KnowHub can read".into()),
-                    }]
-                } else {
-                    under
-                        .into_iter()
-                        .map(|(p, o, r)| DroppedFile {
-                            source: input
-                                .join(Path::new(p).strip_prefix(copy).unwrap_or(Path::new("")))
-                                .display()
-                                .to_string(),
-                            stored_as: p.clone(),
-                            outcome: o.clone(),
-                            reason: r.clone(),
-                        })
-                        .collect()
-                }
-            })
-            .collect())
+        let mut results = Vec::new();
+        for (input, copy) in inputs.iter().zip(&copies) {
+            let before = results.len();
+            for (p, o) in outcomes.iter().filter(|(p, _)| p.starts_with(copy)) {
+                // A dropped file is its own copy; a dropped folder's files sit below it.
+                let source = match p.strip_prefix(copy) {
+                    Ok(rel) if !rel.as_os_str().is_empty() => input.join(rel),
+                    _ => input.clone(),
+                };
+                results.push(DroppedFile {
+                    source: source.display().to_string(),
+                    stored_as: p.display().to_string(),
+                    outcome: o.label().to_string(),
+                    reason: o.reason().map(str::to_owned),
+                });
+            }
+            if results.len() == before {
+                results.push(DroppedFile {
+                    source: input.display().to_string(),
+                    stored_as: copy.display().to_string(),
+                    outcome: "skipped".into(),
+                    reason: Some("no file KnowHub can read".into()),
+                });
+            }
+        }
+        Ok(results)
     })
     .await
 }
 
-/// `FileOutcome` as (kind, reason) for the window.
-pub(crate) fn outcome_of(o: &knowhub_engine::FileOutcome) -> (String, Option<String>) {
-    let v = serde_json::to_value(o).unwrap_or_default();
-    let kind = v
-        .get("outcome")
-        .and_then(|k| k.as_str())
-        .unwrap_or("unknown")
-        .to_string();
-    let reason = v.get("reason").and_then(|r| r.as_str()).map(str::to_owned);
-    (kind, reason)
+/// One processed file, as the window sees it.
+pub(crate) fn file_event(path: String, outcome: &FileOutcome) -> IngestEvent {
+    IngestEvent::File {
+        path,
+        outcome: outcome.label().to_string(),
+        reason: outcome.reason().map(str::to_owned),
+    }
 }
 
 /// Starts watching a folder (its files are read in the background and kept in sync).
@@ -691,8 +687,7 @@ pub(crate) async fn watch_folder(app: AppHandle, path: String) -> CmdResult<()> 
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn unwatch_folder(app: AppHandle, path: String) -> CmdResult<()> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         s.engine.unwatch_folder(&s.ctx, Path::new(&path))?;
         Ok(())
     })
@@ -731,9 +726,8 @@ pub(crate) async fn retry_failed(app: AppHandle) -> CmdResult<u32> {
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn folder_tree(app: AppHandle) -> CmdResult<Vec<FolderNode>> {
-    blocking(app, |state, _| {
-        let s = state.signed();
-        if !matches!(s.ctx.role, Role::Root | Role::Admin) {
+    as_user(app, move |s| {
+        if !s.is_admin() {
             return Err(CommandError::new(
                 "forbidden",
                 "only administrators edit folder permissions",
@@ -783,8 +777,7 @@ pub(crate) async fn set_folder_acl(
     path: String,
     scopes: Vec<String>,
 ) -> CmdResult<()> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         let set = if scopes.iter().all(|x| x.trim().is_empty()) {
             None
         } else {
@@ -801,8 +794,7 @@ pub(crate) async fn set_folder_acl(
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn folder_readers(app: AppHandle, path: String) -> CmdResult<ReadersView> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         let r = s.engine.folder_readers(&s.ctx, Path::new(&path))?;
         Ok(ReadersView {
             folder: r.folder,
@@ -827,8 +819,7 @@ pub(crate) async fn folder_readers(app: AppHandle, path: String) -> CmdResult<Re
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn users(app: AppHandle) -> CmdResult<Vec<UserRow>> {
-    blocking(app, |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         let mut rows = Vec::new();
         for u in s.engine.users(&s.ctx)? {
             if u.removed_at.is_some() {
@@ -855,8 +846,7 @@ pub(crate) async fn add_user(
     display_name: String,
     role: String,
 ) -> CmdResult<NewKey> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         let uid = user_id(&id)?;
         let role: Role = role.parse()?;
         let name = if display_name.trim().is_empty() {
@@ -881,8 +871,7 @@ pub(crate) async fn add_user(
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn remove_user(app: AppHandle, id: String) -> CmdResult<()> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         if !s.engine.remove_user(&s.ctx, &user_id(&id)?)? {
             return Err(CommandError::new(
                 "not_found",
@@ -897,8 +886,7 @@ pub(crate) async fn remove_user(app: AppHandle, id: String) -> CmdResult<()> {
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn set_role(app: AppHandle, id: String, role: String) -> CmdResult<()> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         let role: Role = role.parse()?;
         if !s.engine.set_role(&s.ctx, &user_id(&id)?, role)? {
             return Err(CommandError::new(
@@ -920,8 +908,7 @@ pub(crate) async fn set_membership(
     group: String,
     join: bool,
 ) -> CmdResult<()> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         let uid = user_id(&id)?;
         let scope: knowhub_engine::authz::Scope = group.trim().parse()?;
         if join {
@@ -938,8 +925,7 @@ pub(crate) async fn set_membership(
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn rotate_key(app: AppHandle, id: String) -> CmdResult<NewKey> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         let uid = user_id(&id)?;
         let key = s.engine.rotate_api_key(&s.ctx, &uid)?;
         Ok(NewKey {
@@ -954,8 +940,7 @@ pub(crate) async fn rotate_key(app: AppHandle, id: String) -> CmdResult<NewKey> 
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn revoke_keys(app: AppHandle, id: String) -> CmdResult<u32> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         Ok(n32(s.engine.revoke_api_keys(&s.ctx, &user_id(&id)?)?))
     })
     .await
@@ -992,7 +977,7 @@ pub(crate) async fn set_llm(app: AppHandle, setting: LlmSetting) -> CmdResult<Ap
     blocking(app, move |state, _| {
         use knowhub_agent::providers::LlmChoice as C;
         let s = state.signed();
-        if !matches!(s.ctx.role, Role::Root | Role::Admin) {
+        if !s.is_admin() {
             return Err(CommandError::new(
                 "forbidden",
                 "only administrators choose the answer model",
@@ -1053,8 +1038,7 @@ pub(crate) async fn set_llm(app: AppHandle, setting: LlmSetting) -> CmdResult<Ap
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn data_sources(app: AppHandle) -> CmdResult<DataSourcesView> {
-    blocking(app, |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         let d = s.engine.queryable_data(&s.ctx)?;
         Ok(DataSourcesView {
             sources: d
@@ -1091,8 +1075,7 @@ pub(crate) async fn add_data_source(
     scopes: Vec<String>,
     tenant_column: Option<String>,
 ) -> CmdResult<()> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         let set = scopes_of(&scopes)?;
         let tenant = tenant_column.filter(|c| !c.trim().is_empty());
         s.engine.add_sql_source(
@@ -1110,8 +1093,7 @@ pub(crate) async fn add_data_source(
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn remove_data_source(app: AppHandle, name: String) -> CmdResult<()> {
-    blocking(app, move |state, _| {
-        let s = state.signed();
+    as_user(app, move |s| {
         s.engine.remove_sql_source(&s.ctx, &name)?;
         Ok(())
     })

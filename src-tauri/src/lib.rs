@@ -105,14 +105,7 @@ pub(crate) fn start_background(state: &AppState, app: &tauri::AppHandle) {
                     current: p.current,
                     eta_secs: p.eta_secs.map(dto::n32),
                 },
-                W::File { path, outcome } => {
-                    let (outcome, reason) = commands::outcome_of(&outcome);
-                    dto::IngestEvent::File {
-                        path,
-                        outcome,
-                        reason,
-                    }
-                }
+                W::File { path, outcome } => commands::file_event(path, &outcome),
                 W::Idle => dto::IngestEvent::Idle,
                 W::Warning { message } => dto::IngestEvent::Warning { message },
                 W::WatchFailed { folder, reason } => dto::IngestEvent::Warning {

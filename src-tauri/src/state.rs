@@ -55,6 +55,14 @@ pub(crate) struct Signed {
     pub engine: Arc<Engine>,
 }
 
+impl Signed {
+    /// Administrators of the account (and ROOT): what the settings pane offers. The engine
+    /// still decides every call.
+    pub(crate) fn is_admin(&self) -> bool {
+        matches!(self.ctx.role, Role::Root | Role::Admin)
+    }
+}
+
 /// The loaded answer model, for the choice it was loaded from.
 #[derive(Debug, Default)]
 struct LlmSlot {
@@ -229,7 +237,7 @@ impl AppState {
             return None;
         }
         let s = self.signed();
-        if !matches!(s.ctx.role, Role::Root | Role::Admin) || s.engine.is_read_only() {
+        if !s.is_admin() || s.engine.is_read_only() {
             return None;
         }
         match WatchService::start(Arc::clone(&s.engine), &s.ctx, WatchOptions::default()) {

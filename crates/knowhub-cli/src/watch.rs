@@ -401,11 +401,10 @@ fn short(path: &str) -> String {
 }
 
 fn detail(outcome: &FileOutcome) -> String {
+    if let Some(reason) = outcome.reason() {
+        return format!(": {reason}");
+    }
     match outcome {
-        FileOutcome::Failed { reason, .. }
-        | FileOutcome::NoText { reason }
-        | FileOutcome::Skipped { reason }
-        | FileOutcome::Busy { reason } => format!(": {reason}"),
         FileOutcome::Moved { from } => format!(" (from {from})"),
         FileOutcome::Added { chunks } | FileOutcome::Updated { chunks } => {
             format!(" ({chunks} chunks)")

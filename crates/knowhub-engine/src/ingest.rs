@@ -117,6 +117,17 @@ impl FileOutcome {
             FileOutcome::Busy { .. } => "busy",
         }
     }
+
+    /// Why a file failed, has no text, was skipped or must wait (`None` otherwise).
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            FileOutcome::Failed { reason, .. }
+            | FileOutcome::NoText { reason }
+            | FileOutcome::Skipped { reason }
+            | FileOutcome::Busy { reason } => Some(reason),
+            _ => None,
+        }
+    }
 }
 
 /// Totals of one ingest run.
