@@ -153,10 +153,26 @@ async fn scenario(ui: &Ui, demo: &Path) {
     .await
     .unwrap();
     ui.wait(&css("drop-dialog")).await;
+    // Into a new collection (a folder in My uploads), visible to everyone.
+    set_choice(ui, "drop-target", "::new-collection").await;
+    ui.type_into(&css("drop-collection-name"), "Policies 政策")
+        .await;
     set_choice(ui, "drop-visibility", "public").await;
     ui.click(&css("drop-confirm")).await;
-    ui.wait(&format!("{}[data-outcome=\"added\"]", css("drop-result")))
-        .await;
+    let added = format!("{}[data-outcome=\"added\"]", css("drop-result"));
+    ui.wait(&added).await;
+    let stored =
+        ui.c.find(Locator::Css(&added))
+            .await
+            .unwrap()
+            .attr("data-stored")
+            .await
+            .unwrap()
+            .unwrap_or_default();
+    assert!(
+        stored.ends_with("Policies 政策/relocation-policy.md"),
+        "{stored}"
+    );
     let answer = ui.ask("What is the relocation allowance?").await;
     let text = answer.text().await.unwrap();
     assert!(text.contains("4321"), "{text}");

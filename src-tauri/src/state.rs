@@ -14,7 +14,7 @@ use knowhub_engine::{
 use knowhub_llm::Llm;
 
 use crate::error::{CmdResult, CommandError};
-use crate::settings::Settings;
+use crate::settings::{SearchModels, Settings};
 
 /// How the app was started (environment variables shared with the CLI).
 #[derive(Debug, Clone)]
@@ -23,8 +23,9 @@ pub struct AppConfig {
     /// The configured user's key (`KNOWHUB_API_KEY`); none in single-user (dev) mode.
     pub api_key: Option<String>,
     pub account: Option<String>,
-    /// `KNOWHUB_EMBEDDER`: `default`, a manifest name, a folder, or `off`.
-    pub embedder: String,
+    /// `KNOWHUB_EMBEDDER`: `default`, a manifest name, a folder, or `off`; overrides the
+    /// settings pane's choice when set.
+    pub embedder: Option<String>,
     /// Run parsers in worker processes of this executable (the CLI's sandbox).
     pub sandbox_parsers: bool,
 }
@@ -42,7 +43,7 @@ impl AppConfig {
             data_dir,
             api_key: var("KNOWHUB_API_KEY"),
             account: var("KNOWHUB_ACCOUNT"),
-            embedder: var("KNOWHUB_EMBEDDER").unwrap_or_else(|| "default".into()),
+            embedder: var("KNOWHUB_EMBEDDER"),
             sandbox_parsers: true,
         })
     }
@@ -76,6 +77,11 @@ pub struct AppState {
     pub(crate) data_dir: PathBuf,
     signed: RwLock<Signed>,
     settings: Mutex<Settings>,
+    /// The search models the knowledge base was opened with (the settings may differ until
+    /// the next start).
+    pub(crate) opened_with: SearchModels,
+    /// `KNOWHUB_EMBEDDER`, when set (it wins over the settings).
+    pub(crate) embedder_override: Option<String>,
     llm: Mutex<LlmSlot>,
     /// Questions in flight, by the window's request id (for the stop button).
     asks: Mutex<HashMap<String, CancelFlag>>,
@@ -93,15 +99,21 @@ impl std::fmt::Debug for AppState {
 impl AppState {
     /// Opens the knowledge base as the configured user (models load here, once).
     pub fn open(config: &AppConfig) -> CmdResult<AppState> {
+        let settings = Settings::load(&config.data_dir);
+        let search = effective_search(&settings.search, config.embedder.as_deref());
         let mut engine_config = EngineConfig::new(&config.data_dir);
         engine_config.models = ModelConfig {
             models_dir: None,
-            embedder: config
+            embedder: search
                 .embedder
                 .parse::<EmbedderSpec>()
-                .map_err(|e| CommandError::invalid(format!("KNOWHUB_EMBEDDER: {e}")))?,
-            reranker: None,
-            device: DeviceChoice::Cpu,
+                .map_err(|e| CommandError::invalid(format!("embedder {}: {e}", search.embedder)))?,
+            reranker: search.reranker.clone(),
+            device: if search.gpu {
+                DeviceChoice::Auto
+            } else {
+                DeviceChoice::Cpu
+            },
             require_embedder: false,
         };
         if config.sandbox_parsers {
@@ -123,11 +135,19 @@ impl AppState {
             hub,
             data_dir: config.data_dir.clone(),
             signed: RwLock::new(Signed { ctx, engine }),
-            settings: Mutex::new(Settings::load(&config.data_dir)),
+            settings: Mutex::new(settings),
+            opened_with: search,
+            embedder_override: config.embedder.clone(),
             llm: Mutex::new(LlmSlot::default()),
             asks: Mutex::new(HashMap::new()),
             watch: Mutex::new(None),
         })
+    }
+
+    /// Whether saved search-model settings differ from what is loaded (a restart applies them).
+    pub(crate) fn restart_needed(&self) -> bool {
+        effective_search(&self.settings().search, self.embedder_override.as_deref())
+            != self.opened_with
     }
 
     pub(crate) fn signed(&self) -> Signed {
@@ -271,4 +291,13 @@ impl AppState {
             w.stop();
         }
     }
+}
+
+/// The search models to open with: the settings, with `KNOWHUB_EMBEDDER` winning when set.
+fn effective_search(saved: &SearchModels, embedder_override: Option<&str>) -> SearchModels {
+    let mut search = saved.clone();
+    if let Some(embedder) = embedder_override {
+        search.embedder = embedder.to_owned();
+    }
+    search
 }

@@ -52,7 +52,12 @@ export type CommandError = Extract<Awaited<ReturnType<typeof commands.appInfo>>,
 /** The answer-model setting as `setLlm` takes it (`apiKey` empty keeps the saved key). */
 export type LlmSetting = Parameters<typeof commands.setLlm>[0];
 /** Who may see dropped files. */
-export type Visibility = Parameters<typeof commands.ingestDropped>[1];
+export type DropTarget = Parameters<typeof commands.ingestDropped>[1];
+export type Visibility = Parameters<typeof commands.ingestDropped>[2];
+export type DropTargetRow = Ok<typeof commands.dropTargets>[number];
+export type ModelRow = Ok<typeof commands.modelLibrary>[number];
+export type SearchModelsSetting = Parameters<typeof commands.setSearchModels>[0];
+export type DownloadEvent = Parameters<typeof commands.downloadModel>[1] extends Channel<infer E> ? E : never;
 
 /** The error kinds the Rust side reports (`CommandError.kind`). */
 export const ERROR_KINDS = [
@@ -145,8 +150,18 @@ export const api = {
   openInDefaultApp: (documentId: number | null) => unwrap(commands.openInDefaultApp(documentId)),
 
   sources: (filter: string | null) => unwrap(commands.sources(filter)),
-  ingestDropped: (paths: string[], visibility: Visibility) =>
-    unwrap(commands.ingestDropped(paths, visibility)),
+  dropTargets: () => unwrap(commands.dropTargets()),
+  modelLibrary: () => unwrap(commands.modelLibrary()),
+  /** Downloads and verifies a model; `onEvent` receives progress. */
+  downloadModel: (name: string, onEvent: (event: DownloadEvent) => void): Promise<ModelRow> => {
+    const channel = new Channel<DownloadEvent>();
+    channel.onmessage = onEvent;
+    return unwrap(commands.downloadModel(name, channel));
+  },
+  setSearchModels: (setting: SearchModelsSetting) => unwrap(commands.setSearchModels(setting)),
+  restartApp: () => unwrap(commands.restartApp()),
+  ingestDropped: (paths: string[], target: DropTarget, visibility: Visibility) =>
+    unwrap(commands.ingestDropped(paths, target, visibility)),
   watchFolder: (path: string) => unwrap(commands.watchFolder(path)),
   unwatchFolder: (path: string) => unwrap(commands.unwatchFolder(path)),
   setIngestionPaused: (paused: boolean) => unwrap(commands.setIngestionPaused(paused)),

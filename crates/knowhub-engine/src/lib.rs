@@ -31,6 +31,7 @@ mod check;
 mod fs;
 mod hub;
 mod ingest;
+mod knowledge;
 mod permissions;
 mod queue;
 mod rules;
@@ -59,14 +60,21 @@ pub use knowhub_index::DocFilter;
 pub use knowhub_store::UserRecord;
 pub use knowhub_store::{AuditRecord, ChunkId, ChunkRecord, DocumentId};
 pub use knowhub_store::{DocumentRecord, SourceRecord};
+pub use knowhub_store::{FeedbackCase, KnowledgeEval, KnowledgeSource};
 pub use knowhub_store::{FeedbackRecord, SessionRecord, SqlSourceRecord, TraceRecord, TurnRecord};
 pub use knowhub_store::{JobRecord, JobState, QueueCounts};
+pub use knowledge::{
+    BatchOutcome, KNOWLEDGE_TYPES, KnowledgeHit, KnowledgeItem, KnowledgeListOptions,
+    KnowledgeQuery, KnowledgeUpdate, KnowledgeVersion, NewKnowledge, Rewriter,
+    SLIM_COSINE_THRESHOLD, SLIM_JACCARD_THRESHOLD, SlimGroup, SlimMethod, SlimOptions, SlimPlan,
+};
 pub use permissions::{
     Access, DEFAULT_ACCOUNT, DEFAULT_USER, DocRef, DocumentView, FolderAcl, FolderEntry,
     FolderReader, FolderReaders, new_trace_id,
 };
 pub use queue::{
-    BatchReport, MAX_ATTEMPTS, ProcessOptions, QueueView, WatchedFolder, backoff, priority,
+    BatchReport, MAX_ATTEMPTS, ProcessOptions, QueueView, UploadDestination, UploadKind,
+    UploadTarget, WatchedFolder, backoff, priority,
 };
 pub use rules::{IGNORE_FILE, RuleMatcher, SourceRules};
 pub use sandbox::{ParserBackend, SandboxError, SandboxLimits, run_worker};
@@ -189,6 +197,8 @@ pub struct Engine {
     /// Chunk sizes (fitted to the embedder's window when there is one).
     chunking: ChunkConfig,
     semantic: Option<semantic::Semantic>,
+    /// The derived in-memory index of knowledge items (see `knowledge.rs`).
+    knowledge: knowledge::KnowledgeIndex,
     reranker: Option<Arc<dyn Reranker>>,
     model_notes: Vec<String>,
     /// Serialises ingest/remove/reindex so two writers never interleave index commits.
@@ -285,6 +295,7 @@ impl Engine {
             counter,
             chunking,
             semantic: models.embedder.map(semantic::Semantic::new),
+            knowledge: Default::default(),
             reranker: models.reranker,
             model_notes: models.notes,
             write_lock: Mutex::new(()),
@@ -591,6 +602,8 @@ pub struct RepairReport {
     pub removed_documents: usize,
 }
 
+#[cfg(test)]
+mod knowledge_tests;
 #[cfg(test)]
 mod permissions_tests;
 #[cfg(test)]

@@ -45,6 +45,60 @@ pub struct WatchedFolder {
     pub documents: u64,
 }
 
+/// Where dropped or uploaded files are copied to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UploadTarget {
+    /// The caller's uploads folder, or a collection (a named sub-folder) in it.
+    Uploads { collection: Option<String> },
+    /// A watched folder the caller may write to.
+    Folder { path: PathBuf },
+}
+
+/// What kind of place an [`UploadDestination`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UploadKind {
+    /// The caller's own uploads folder.
+    Uploads,
+    /// A collection (sub-folder) of the caller's uploads.
+    Collection,
+    /// A watched folder the caller may write to.
+    Watched,
+}
+
+/// A place the caller may copy files to.
+#[derive(Debug, Clone, Serialize)]
+pub struct UploadDestination {
+    pub kind: UploadKind,
+    /// The collection's or folder's name (empty for the uploads folder itself).
+    pub name: String,
+    pub path: String,
+}
+
+/// A collection name is one plain folder name: no separators, no `..`, not hidden, not too long.
+fn valid_collection_name(name: &str) -> Result<()> {
+    let bad = |why: &str| {
+        Err(EngineError::InvalidInput(format!(
+            "collection name \"{name}\" {why}"
+        )))
+    };
+    if name.is_empty() {
+        return bad("is empty");
+    }
+    if name.chars().count() > 100 {
+        return bad("is longer than 100 characters");
+    }
+    if name.starts_with('.') {
+        return bad("may not start with a dot");
+    }
+    if name.chars().any(|c| {
+        matches!(c, '/' | '\\' | ':' | '*' | '?' | '"' | '<' | '>' | '|') || c.is_control()
+    }) {
+        return bad("may not contain / \\ : * ? \" < > | or control characters");
+    }
+    Ok(())
+}
+
 /// The queue as a caller may see it.
 #[derive(Debug, Clone, Serialize)]
 pub struct QueueView {
@@ -296,31 +350,121 @@ impl Engine {
     /// Copies files and folders into `ctx`'s uploads folder (watched, private to them until
     /// shared) and queues them first. Returns the copies' paths.
     pub fn upload(&self, ctx: &RequestContext, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+        self.upload_to(ctx, paths, &UploadTarget::Uploads { collection: None })
+    }
+
+    /// Where `ctx` may put dropped files: their uploads folder, its collections (sub-folders),
+    /// and the watched folders they may write to (their own; every one for administrators).
+    pub fn upload_targets(&self, ctx: &RequestContext) -> Result<Vec<UploadDestination>> {
         let access = self.authorize(ctx)?;
-        let dir = self.uploads_dir(&access.ctx.user);
-        std::fs::create_dir_all(&dir).map_err(|source| EngineError::Io {
-            path: dir.display().to_string(),
-            source,
-        })?;
-        let dir = self
-            .fs
-            .canonicalize(&dir)
-            .map_err(|source| EngineError::Io {
-                path: dir.display().to_string(),
-                source,
-            })?;
-        let watched = self
-            .watched_folders_of(None)?
-            .iter()
-            .any(|w| Path::new(&w.path) == dir);
-        if !watched {
-            self.watch_folder(ctx, &dir, SourceRules::default())?;
-        }
+        let uploads = self.uploads_dir(&access.ctx.user);
+        let uploads = self.fs.canonicalize(&uploads).unwrap_or(uploads);
+        let mut targets = vec![UploadDestination {
+            kind: UploadKind::Uploads,
+            name: String::new(),
+            path: uploads.display().to_string(),
+        }];
+        let mut collections: Vec<UploadDestination> = std::fs::read_dir(&uploads)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| {
+                let name = e.file_name().to_str()?.to_owned();
+                valid_collection_name(&name).ok()?;
+                Some(UploadDestination {
+                    kind: UploadKind::Collection,
+                    path: e.path().display().to_string(),
+                    name,
+                })
+            })
+            .collect();
+        collections.sort_by(|a, b| a.name.cmp(&b.name));
+        targets.extend(collections);
+        let uploads_root = self.paths.account.join("uploads");
+        let uploads_root = self.fs.canonicalize(&uploads_root).unwrap_or(uploads_root);
+        let mut watched: Vec<UploadDestination> = self
+            .watched_folders_of(Some(&access))?
+            .into_iter()
+            // Other users' uploads folders are theirs alone, even for administrators' drops.
+            .filter(|w| !Path::new(&w.path).starts_with(&uploads_root))
+            .filter(|w| self.may_write(&access, w.owner.as_deref()))
+            .map(|w| UploadDestination {
+                kind: UploadKind::Watched,
+                name: Path::new(&w.path)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| w.path.clone()),
+                path: w.path,
+            })
+            .collect();
+        watched.sort_by(|a, b| a.path.cmp(&b.path));
+        targets.extend(watched);
+        Ok(targets)
+    }
+
+    /// Copies files and folders into `target` (see [`Engine::upload_targets`]) and queues
+    /// them first. Returns the copies' paths. A new collection is created on first use.
+    pub fn upload_to(
+        &self,
+        ctx: &RequestContext,
+        paths: &[PathBuf],
+        target: &UploadTarget,
+    ) -> Result<Vec<PathBuf>> {
+        let access = self.authorize(ctx)?;
+        let io = |p: &Path| {
+            let path = p.display().to_string();
+            move |source| EngineError::Io { path, source }
+        };
+        let dir = match target {
+            UploadTarget::Uploads { collection } => {
+                let uploads = self.uploads_dir(&access.ctx.user);
+                std::fs::create_dir_all(&uploads).map_err(io(&uploads))?;
+                let uploads = self.fs.canonicalize(&uploads).map_err(io(&uploads))?;
+                let watched = self
+                    .watched_folders_of(None)?
+                    .iter()
+                    .any(|w| Path::new(&w.path) == uploads);
+                if !watched {
+                    self.watch_folder(ctx, &uploads, SourceRules::default())?;
+                }
+                match collection.as_deref().map(str::trim) {
+                    None | Some("") => uploads,
+                    Some(name) => {
+                        valid_collection_name(name)?;
+                        let dir = uploads.join(name);
+                        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+                        dir
+                    }
+                }
+            }
+            UploadTarget::Folder { path } => {
+                let wanted = self.fs.canonicalize(path).map_err(io(path))?;
+                let target = self
+                    .upload_targets(ctx)?
+                    .into_iter()
+                    .find(|t| t.kind == UploadKind::Watched && Path::new(&t.path) == wanted)
+                    .ok_or_else(|| {
+                        EngineError::Forbidden(format!(
+                            "{} is not a watched folder you may add files to",
+                            path.display()
+                        ))
+                    })?;
+                PathBuf::from(target.path)
+            }
+        };
         let mut copies = Vec::new();
         for p in paths {
             let name = p.file_name().ok_or_else(|| {
                 EngineError::InvalidInput(format!("{} has no file name", p.display()))
             })?;
+            let source = self.fs.canonicalize(p).map_err(io(p))?;
+            if dir.starts_with(&source) {
+                return Err(EngineError::InvalidInput(format!(
+                    "{} cannot be copied into itself",
+                    p.display()
+                )));
+            }
             let target = free_name(&dir.join(name));
             copy_recursively(p, &target)?;
             copies.push(target);

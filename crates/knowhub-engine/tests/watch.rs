@@ -345,3 +345,132 @@ fn uploads_are_copied_watched_and_processed_first() {
     );
     service.stop();
 }
+
+#[test]
+fn drops_go_to_a_collection_or_a_watched_folder_the_user_may_write() {
+    use knowhub_authz::{RequestContext, Role, UserId};
+    use knowhub_engine::{UploadKind, UploadTarget};
+
+    let f = Fixture::new();
+    let admin = dev_context();
+    f.write("team/readme.md", "The team folder.");
+    f.engine
+        .watch_folder(&admin, &f.root(), SourceRules::default())
+        .unwrap();
+    let carol = UserId::new("carol").unwrap();
+    f.engine
+        .add_user(&admin, &carol, "Carol", Role::User)
+        .unwrap();
+    let as_carol = RequestContext {
+        user: carol,
+        role: Role::User,
+        ..dev_context()
+    };
+    let elsewhere = tempfile::tempdir().unwrap();
+    let file = elsewhere.path().join("季度报告.md");
+    std::fs::write(&file, "Quarterly figures: 4711 units.").unwrap();
+
+    // Into a new collection: created on first use, listed afterwards.
+    let copies = f
+        .engine
+        .upload_to(
+            &as_carol,
+            std::slice::from_ref(&file),
+            &UploadTarget::Uploads {
+                collection: Some("项目 Alpha".into()),
+            },
+        )
+        .unwrap();
+    assert!(copies[0].ends_with("项目 Alpha/季度报告.md"), "{copies:?}");
+    let targets = f.engine.upload_targets(&as_carol).unwrap();
+    let kinds: Vec<(UploadKind, &str)> =
+        targets.iter().map(|t| (t.kind, t.name.as_str())).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (UploadKind::Uploads, ""),
+            (UploadKind::Collection, "项目 Alpha")
+        ],
+        "carol may not write into the admin's watched folder"
+    );
+
+    // Bad collection names are refused before anything is copied.
+    for bad in ["../escape", "a/b", ".hidden", "x:y"] {
+        let err = f
+            .engine
+            .upload_to(
+                &as_carol,
+                std::slice::from_ref(&file),
+                &UploadTarget::Uploads {
+                    collection: Some(bad.into()),
+                },
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("collection name"), "{bad}: {err}");
+    }
+
+    // Another user's watched folder is not a target, even named directly.
+    let err = f
+        .engine
+        .upload_to(
+            &as_carol,
+            std::slice::from_ref(&file),
+            &UploadTarget::Folder { path: f.root() },
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("not a watched folder you may add files to"),
+        "{err}"
+    );
+    assert!(!f.path("季度报告.md").exists(), "nothing copied on refusal");
+
+    // The admin may, and the copy lands in the watched folder itself.
+    let admin_targets = f.engine.upload_targets(&admin).unwrap();
+    assert!(
+        admin_targets
+            .iter()
+            .any(|t| t.kind == UploadKind::Watched && Path::new(&t.path) == f.root()),
+        "{admin_targets:?}"
+    );
+    assert!(
+        !admin_targets.iter().any(|t| t.path.contains("carol")),
+        "another user's uploads are never a target: {admin_targets:?}"
+    );
+    let copies = f
+        .engine
+        .upload_to(
+            &admin,
+            std::slice::from_ref(&file),
+            &UploadTarget::Folder { path: f.root() },
+        )
+        .unwrap();
+    assert_eq!(copies, vec![f.path("季度报告.md")]);
+
+    // A folder cannot be dropped into itself.
+    let err = f
+        .engine
+        .upload_to(
+            &admin,
+            &[f.path("team")],
+            &UploadTarget::Folder { path: f.root() },
+        )
+        .map(|_| ())
+        .err();
+    assert!(
+        err.is_none(),
+        "a sub-folder copied next to itself gets a new name"
+    );
+    let err = f
+        .engine
+        .upload_to(
+            &admin,
+            &[f.root()],
+            &UploadTarget::Folder { path: f.root() },
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("cannot be copied into itself"),
+        "{err}"
+    );
+}

@@ -22,6 +22,7 @@ mod access;
 mod chat;
 mod identity;
 mod jobs;
+mod knowledge;
 mod migrations;
 mod records;
 mod vectors;
@@ -37,6 +38,10 @@ pub use access::{AccessRow, AuditEntry, AuditRecord};
 pub use chat::{FeedbackRecord, SessionRecord, SqlSourceRecord, TraceRecord, TurnRecord};
 pub use identity::{Group, UserRecord};
 pub use jobs::{ChunkMismatch, JobRecord, JobState, MovedDocument, NewJob, QueueCounts};
+pub use knowledge::{
+    FeedbackCase, KnowledgeEval, KnowledgeFilter, KnowledgeRecord, KnowledgeSource,
+    KnowledgeVersion,
+};
 pub use records::*;
 pub use vectors::{StoredVector, UnembeddedChunk};
 

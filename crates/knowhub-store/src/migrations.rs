@@ -272,6 +272,63 @@ CREATE INDEX answer_feedback_trace ON answer_feedback(trace_id, id);
 "#,
         ],
     ),
+    (
+        "knowledge",
+        &[r#"
+CREATE TABLE knowledge_items (
+    seq              INTEGER PRIMARY KEY AUTOINCREMENT,
+    id               TEXT NOT NULL UNIQUE,
+    message_id       TEXT NOT NULL,
+    types            TEXT NOT NULL,
+    task             TEXT NOT NULL,
+    tags             TEXT NOT NULL,
+    scopes           TEXT NOT NULL,
+    owner            TEXT NOT NULL,
+    content          TEXT NOT NULL,
+    resource_ids     TEXT NOT NULL,
+    source           TEXT NOT NULL,
+    score            INTEGER NOT NULL CHECK (score BETWEEN 1 AND 5),
+    helpful          INTEGER NOT NULL DEFAULT 0,
+    harmful          INTEGER NOT NULL DEFAULT 0,
+    confidence       REAL NOT NULL,
+    helpful_history  TEXT NOT NULL,
+    harmful_history  TEXT NOT NULL,
+    rev              INTEGER NOT NULL DEFAULT 0,
+    created_at       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL
+);
+CREATE INDEX knowledge_items_owner ON knowledge_items(owner);
+CREATE TABLE knowledge_versions (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    item_seq     INTEGER NOT NULL REFERENCES knowledge_items(seq) ON DELETE CASCADE,
+    reason       TEXT NOT NULL,
+    task         TEXT NOT NULL,
+    content      TEXT NOT NULL,
+    snapshot     TEXT NOT NULL,
+    created_at   INTEGER NOT NULL
+);
+CREATE INDEX knowledge_versions_item ON knowledge_versions(item_seq, id);
+CREATE TABLE knowledge_vectors (
+    item_seq  INTEGER PRIMARY KEY REFERENCES knowledge_items(seq) ON DELETE CASCADE,
+    model     TEXT NOT NULL,
+    rev       INTEGER NOT NULL,
+    dim       INTEGER NOT NULL,
+    vector    BLOB NOT NULL
+);
+CREATE TABLE knowledge_version (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    version  INTEGER NOT NULL
+);
+INSERT INTO knowledge_version (id, version) VALUES (1, 0);
+CREATE TRIGGER knowledge_items_version_insert AFTER INSERT ON knowledge_items
+BEGIN UPDATE knowledge_version SET version = version + 1 WHERE id = 1; END;
+CREATE TRIGGER knowledge_items_version_delete AFTER DELETE ON knowledge_items
+BEGIN UPDATE knowledge_version SET version = version + 1 WHERE id = 1; END;
+CREATE TRIGGER knowledge_items_version_update AFTER UPDATE OF rev ON knowledge_items
+WHEN OLD.rev IS NOT NEW.rev
+BEGIN UPDATE knowledge_version SET version = version + 1 WHERE id = 1; END;
+"#],
+    ),
 ];
 
 pub(crate) fn run(conn: &mut Connection) -> Result<(), StoreError> {

@@ -1,6 +1,14 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 import { useTranslation } from "react-i18next";
-import { api, toAppError, type DroppedFile, type IngestEvent, type Visibility } from "../api";
+import {
+  api,
+  toAppError,
+  type DropTarget,
+  type DropTargetRow,
+  type DroppedFile,
+  type IngestEvent,
+  type Visibility,
+} from "../api";
 import { baseName, parseScopes } from "../lib/format";
 import { useIngestEvents } from "../state/app";
 import { useToast } from "../state/toasts";
@@ -83,13 +91,13 @@ export function DropZone() {
     setDrop((d) => (d && d.phase === "running" ? { ...d, events: [...d.events, e] } : d));
   });
 
-  const start = async (visibility: Visibility) => {
+  const start = async (target: DropTarget, visibility: Visibility) => {
     const current = dropRef.current;
     if (!current || current.phase !== "confirm") return;
     const paths = current.paths;
     setDrop({ phase: "running", paths, events: [] });
     try {
-      const results = await api.ingestDropped(paths, visibility);
+      const results = await api.ingestDropped(paths, target, visibility);
       // Done: the dialog gets out of the way and the outcome of each file stays on screen in a
       // notice that does not block the window (until dismissed when something failed).
       setDrop(null);
@@ -134,20 +142,64 @@ export function DropZone() {
 
 interface DialogProps {
   state: DropState;
-  onStart: (v: Visibility) => void;
+  onStart: (target: DropTarget, v: Visibility) => void;
   onClose: () => void;
 }
+
+/** The value of the "new collection" entry in the target list (absolute paths never look like this). */
+const NEW_COLLECTION = "::new-collection";
+
+
 
 function DropDialog({ state, onStart, onClose }: DialogProps) {
   const { t } = useTranslation();
   const [choice, setChoice] = useState<VisibilityChoice>("private");
   const [scopes, setScopes] = useState("");
+  const [targets, setTargets] = useState<DropTargetRow[]>([]);
+  const [targetPath, setTargetPath] = useState("");
+  const [collection, setCollection] = useState("");
   const running = state.phase === "running";
   const scopeList = parseScopes(scopes);
-  const canStart = choice !== "scopes" || scopeList.length > 0;
+  const newCollection = targetPath === NEW_COLLECTION;
+  const canStart =
+    (choice !== "scopes" || scopeList.length > 0) && (!newCollection || collection.trim().length > 0);
+
+  useEffect(() => {
+    let live = true;
+    api
+      .dropTargets()
+      .then((list) => {
+        if (!live) return;
+        setTargets(list);
+        setTargetPath((p) => p || list[0]?.path || "");
+      })
+      .catch(() => {
+        // The list is a convenience: without it the files still go to My uploads.
+      });
+    return () => {
+      live = false;
+    };
+  }, []);
 
   const visibility = (): Visibility =>
     choice === "scopes" ? { kind: "scopes", scopes: scopeList } : { kind: choice };
+
+  const target = (): DropTarget => {
+    if (newCollection) return { kind: "uploads", collection: collection.trim() };
+    const row = targets.find((t) => t.path === targetPath);
+    if (!row || row.kind === "uploads") return { kind: "uploads", collection: null };
+    if (row.kind === "collection") return { kind: "uploads", collection: row.name };
+    return { kind: "folder", path: row.path };
+  };
+
+  const begin = () => onStart(target(), visibility());
+
+  /** The label of one place dropped files may go. */
+  const targetLabel = (row: DropTargetRow) => {
+    if (row.kind === "uploads") return t("drop.myUploads");
+    if (row.kind === "collection") return t("drop.inCollection", { name: row.name });
+    return t("drop.watchedFolder", { name: row.name });
+  };
 
   return (
     <Dialog
@@ -166,7 +218,7 @@ function DropDialog({ state, onStart, onClose }: DialogProps) {
             className="button primary"
             data-testid="drop-confirm"
             disabled={running || !canStart}
-            onClick={() => onStart(visibility())}
+            onClick={begin}
           >
             {running ? t("drop.adding") : t("drop.confirm")}
           </button>
@@ -185,8 +237,37 @@ function DropDialog({ state, onStart, onClose }: DialogProps) {
           </ul>
           <label className="field">
             <span className="field-label">{t("drop.collection")}</span>
-            <input className="input" value={t("drop.myUploads")} readOnly aria-readonly="true" data-testid="drop-collection" />
+            <select
+              className="input"
+              data-testid="drop-target"
+              value={targetPath}
+              onChange={(e) => setTargetPath(e.target.value)}
+            >
+              {targets.length === 0 && <option value="">{t("drop.myUploads")}</option>}
+              {targets.map((row) => (
+                <option key={row.path} value={row.path} title={row.path}>
+                  {targetLabel(row)}
+                </option>
+              ))}
+              <option value={NEW_COLLECTION}>{t("drop.newCollection")}</option>
+            </select>
+            <span className="hint">{t("drop.targetHint")}</span>
           </label>
+          {newCollection && (
+            <label className="field">
+              <span className="field-label">{t("drop.collectionName")}</span>
+              <input
+                className="input"
+                data-testid="drop-collection-name"
+                value={collection}
+                autoFocus
+                maxLength={100}
+                placeholder={t("drop.collectionPlaceholder")}
+                onChange={(e) => setCollection(e.target.value)}
+              />
+              <span className="hint">{t("drop.collectionHint")}</span>
+            </label>
+          )}
           <label className="field">
             <span className="field-label">{t("drop.visibility")}</span>
             <select
@@ -213,7 +294,7 @@ function DropDialog({ state, onStart, onClose }: DialogProps) {
                 placeholder={t("drop.scopesPlaceholder")}
                 onChange={(e) => setScopes(e.target.value)}
                 onKeyDown={(e) => {
-                  if (e.key === "Enter" && canStart) onStart(visibility());
+                  if (e.key === "Enter" && canStart) begin();
                 }}
               />
               <span className="hint">{t("drop.scopesHint")}</span>
@@ -258,6 +339,7 @@ function DropResults({ results }: { results: DroppedFile[] }) {
           data-testid="drop-result"
           data-outcome={r.outcome}
           data-source={r.source}
+          data-stored={r.storedAs}
         >
           <span className="file-name" title={r.source}>
             {baseName(r.source)}

@@ -14,6 +14,8 @@ import type {
   FolderNode,
   IngestEvent,
   LlmSetting,
+  ModelRow,
+  SearchModelsSetting,
   Source,
   TraceView,
   UserRow,
@@ -160,6 +162,12 @@ function canRead(d: MockDoc): boolean {
   return d.scopes.split(" ").some((s) => s === "public" || me.groups.includes(s) || s === `user:${me.id}`);
 }
 
+let search: AppInfo["models"]["search"] = { embedder: "default", reranker: null, gpu: false };
+const library: ModelRow[] = [
+  { name: "multilingual-e5-small", role: "embedder", isDefault: true, description: "Chinese + English", sizeBytes: 470_000_000, state: "ok", inUse: true },
+  { name: "qwen2.5-coder-0.5b-instruct", role: "llm", isDefault: false, description: "Answers", sizeBytes: 491_000_000, state: "missing", inUse: false },
+];
+
 function appInfo(): AppInfo {
   return {
     user: me.id,
@@ -179,6 +187,11 @@ function appInfo(): AppInfo {
       llmLoaded: llm.kind === "off" ? null : "qwen2.5-1.5b-instruct-q4",
       installedLlms: ["qwen2.5-1.5b-instruct-q4", "qwen2.5-3b-instruct-q4"],
       notes: ["Running the answer model on CPU (no GPU found): answers take a few seconds."],
+      search,
+      restartNeeded: search.embedder !== "default",
+      embedderFromEnv: false,
+      modelsDir: "/home/demo/.local/share/knowhub/models",
+      gpuBuilt: false,
     },
   };
 }
@@ -563,6 +576,27 @@ async function handle(cmd: string, args: Args): Promise<unknown> {
     }
     case "revoke_keys":
       return 1;
+    case "drop_targets":
+      return [
+        { kind: "uploads", name: "", path: "/home/demo/.local/share/knowhub/uploads/demo" },
+        { kind: "watched", name: "Company", path: ROOT },
+      ];
+    case "model_library":
+      return library;
+    case "download_model": {
+      const row = library.find((m) => m.name === args.name);
+      if (!row) fail("not_found", `no model ${String(args.name)}`);
+      const channel = args.onEvent as Channel<unknown>;
+      for (let done = 0; done <= 4; done++) channel.onmessage({ type: "download", done, total: 4 });
+      channel.onmessage({ type: "installed" });
+      row.state = "ok";
+      return row;
+    }
+    case "set_search_models":
+      search = { ...(args.setting as SearchModelsSetting), reranker: (args.setting as SearchModelsSetting).reranker ?? null };
+      return appInfo();
+    case "restart_app":
+      return null;
     case "set_llm": {
       const s = args.setting as LlmSetting;
       // The key is write-only: the window only learns that one is saved.

@@ -37,3 +37,16 @@ export function parseScopes(text: string): string[] {
     .map((s) => s.trim())
     .filter(Boolean);
 }
+
+/** A byte count as `478 MB` / `1.2 GB` (decimal units, as download sizes are shown). */
+export function formatBytes(bytes: number): string {
+  const units = ["B", "kB", "MB", "GB", "TB"];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit += 1;
+  }
+  const digits = unit === 0 || value >= 100 ? 0 : 1;
+  return `${new Intl.NumberFormat(i18n.language, { maximumFractionDigits: digits }).format(value)} ${units[unit]}`;
+}

