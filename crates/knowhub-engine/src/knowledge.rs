@@ -115,6 +115,35 @@ pub struct KnowledgeUpdate {
     pub evolve_feedback: Option<String>,
 }
 
+impl KnowledgeUpdate {
+    /// Only adds helpful/harmful cases (what readers may do).
+    pub fn is_feedback_only(&self) -> bool {
+        let KnowledgeUpdate {
+            add_helpful_case,
+            add_harmful_case,
+            update_score,
+            confidence,
+            task,
+            content,
+            types,
+            tags,
+            scopes,
+            resource_ids,
+            evolve_feedback,
+        } = self;
+        (add_helpful_case.is_some() || add_harmful_case.is_some())
+            && update_score.is_none()
+            && confidence.is_none()
+            && task.is_none()
+            && content.is_none()
+            && types.is_none()
+            && tags.is_none()
+            && scopes.is_none()
+            && resource_ids.is_none()
+            && evolve_feedback.is_none()
+    }
+}
+
 /// What to search for besides the text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -559,7 +588,14 @@ impl Engine {
         update: &KnowledgeUpdate,
         rewriter: Option<&dyn Rewriter>,
     ) -> Result<KnowledgeItem> {
-        let item = self.writable_item(access, id)?;
+        // Reporting that an item helped or hurt is open to everyone who can read it (seed 002:
+        // the agents that used it report back; otherwise only the owner's own use would ever
+        // move its quality); changing what it says, its score or who sees it is the owner's.
+        let item = if update.is_feedback_only() {
+            self.visible_item(access, id)?
+        } else {
+            self.writable_item(access, id)?
+        };
         let scopes = match &update.scopes {
             Some(s) if s.is_empty() => Some(vec![Scope::User(access.ctx.user.clone()).to_string()]),
             Some(s) => Some(self.grantable_scopes(access, s)?),

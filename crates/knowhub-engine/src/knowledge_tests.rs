@@ -624,11 +624,28 @@ fn writes_are_owner_only_and_invisible_items_are_not_found() {
             Want::Forbidden,
         ),
         (
-            "reader feedback",
+            "reader feedback (helpful/harmful cases are open to readers)",
             bob(),
             public.id.as_str(),
             helpful(),
+            Want::Ok,
+        ),
+        (
+            "reader feedback with a score change",
+            bob(),
+            public.id.as_str(),
+            KnowledgeUpdate {
+                update_score: Some(5),
+                ..helpful()
+            },
             Want::Forbidden,
+        ),
+        (
+            "stranger's feedback on a private item",
+            bob(),
+            private.id.as_str(),
+            harmful(),
+            Want::NotFound,
         ),
         (
             "stranger to a private item",
@@ -808,14 +825,25 @@ fn batch_update_reports_each_item() {
             },
         ),
         (mine.id.clone(), harmful()),
+        (
+            public_other.id.clone(),
+            KnowledgeUpdate {
+                update_score: Some(5),
+                ..Default::default()
+            },
+        ),
     ];
     let out = engine
         .knowledge_batch_update(&alice(), &updates, None)
         .unwrap();
     let oks: Vec<bool> = out.iter().map(|o| o.ok).collect();
-    assert_eq!(oks, [true, false, false, false, true]);
-    assert!(out[1].error.as_deref().unwrap().starts_with("not allowed"));
+    // Feedback on a readable item is accepted (readers report back); a score change on
+    // someone else's item is not; an invisible item is "not found".
+    assert_eq!(oks, [true, true, false, false, true, false]);
     assert!(out[2].error.as_deref().unwrap().starts_with("not found"));
+    assert!(out[5].error.as_deref().unwrap().starts_with("not allowed"));
+    let theirs = engine.knowledge_get(&bob(), &public_other.id).unwrap();
+    assert_eq!((theirs.eval.helpful, theirs.eval.score), (1, 3));
     let now = engine.knowledge_get(&alice(), &mine.id).unwrap();
     assert_eq!(
         (now.eval.helpful, now.eval.harmful, now.eval.score),
