@@ -209,8 +209,9 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             Ok(text) => {
                 llm_answer = Some(text.clone());
                 if let Some(r) = parse_route(&text) {
-                    route = r;
-                    by = "llm";
+                    let (reconciled, how) = reconcile(rule_route, r);
+                    route = reconciled;
+                    by = how;
                     intent = format!("llm:{}", r.as_str());
                 }
             }
@@ -234,6 +235,17 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             "llm": llm_answer.map(|a| clip(&a, 40)),
         }),
     ))
+}
+
+/// The route when the LLM has answered. A small local model mistakes words for table columns
+/// ("after probation" → a `probation` column) or data questions for document ones; when its
+/// choice between documents and data contradicts the keyword rules, both tools run (HYBRID)
+/// and the evidence decides — a wrong single route would leave the answer without its source.
+fn reconcile(rules: Route, llm: Route) -> (Route, &'static str) {
+    match (rules, llm) {
+        (Route::Doc, Route::Sql) | (Route::Sql, Route::Doc) => (Route::Hybrid, "llm+rules"),
+        (_, llm) => (llm, "llm"),
+    }
 }
 
 fn parse_route(text: &str) -> Option<Route> {
@@ -292,6 +304,28 @@ mod tests {
         ];
         for (q, data, want) in table {
             assert_eq!(route_by_rules(q, data).0, want, "{q}");
+        }
+    }
+
+    #[test]
+    fn disagreement_between_llm_and_rules_runs_both_tools() {
+        use Route::*;
+        let table: &[(Route, Route, Route, &str)] = &[
+            (Doc, Sql, Hybrid, "llm+rules"),
+            (Sql, Doc, Hybrid, "llm+rules"),
+            (Doc, Doc, Doc, "llm"),
+            (Sql, Sql, Sql, "llm"),
+            (Doc, Hybrid, Hybrid, "llm"),
+            (Hybrid, Doc, Doc, "llm"),
+            (Doc, Clarify, Clarify, "llm"),
+            (Doc, Refuse, Refuse, "llm"),
+        ];
+        for (rules, llm, want, by) in table {
+            assert_eq!(
+                reconcile(*rules, *llm),
+                (*want, *by),
+                "rules {rules:?}, llm {llm:?}"
+            );
         }
     }
 
