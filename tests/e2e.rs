@@ -201,6 +201,27 @@ async fn scenario(ui: &Ui, demo: &Path) {
     .await;
     ui.shot("settings-acl-editor.png").await;
 
+    // The models pane lists the manifest's models; a saved search-model change that differs
+    // from what is loaded asks for a restart, and saving it back clears that.
+    ui.click(&css("settings-tab-models")).await;
+    ui.until(
+        "the model library",
+        "return document.querySelectorAll('[data-testid=\"model-row\"]').length >= 3;",
+        vec![],
+    )
+    .await;
+    ui.click(&css("use-gpu")).await;
+    ui.click(&css("search-models-save")).await;
+    ui.wait(&css("restart-needed")).await;
+    ui.click(&css("use-gpu")).await;
+    ui.click(&css("search-models-save")).await;
+    ui.until(
+        "the restart notice to go",
+        "return !document.querySelector('[data-testid=\"restart-needed\"]');",
+        vec![],
+    )
+    .await;
+
     // 7. Signed in as bob, the restricted folder's documents are gone, the rest is there.
     ui.click(&css("switch-user")).await;
     ui.type_into(&css("signin-key"), &bob_key).await;
