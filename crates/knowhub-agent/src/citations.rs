@@ -13,6 +13,9 @@ pub(crate) struct Checked {
     /// 1-based evidence numbers cited by the kept sentences, in order of first use.
     pub cited: Vec<usize>,
     pub cut: Vec<String>,
+    /// Whether what is left says anything in words: "[1]" or "2 [1]" alone is not an answer
+    /// (a small model sometimes writes only a marker or a bare number).
+    pub substantive: bool,
 }
 
 /// Checks `answer` (with `[n]` markers) against evidence numbered `1..=n`.
@@ -20,11 +23,17 @@ pub(crate) fn check(answer: &str, n: usize) -> Checked {
     let mut out = Checked::default();
     let mut kept = Vec::new();
     let mut seen = BTreeSet::new();
+    let mut said = BTreeSet::new();
     for sentence in sentences(answer) {
         let (clean, numbers) = markers(&sentence, n);
         let claim = states_something(&clean);
         if claim && numbers.is_empty() {
             out.cut.push(sentence.clone());
+            continue;
+        }
+        // A sentence repeated verbatim (small models loop over their evidence) is said once.
+        let words: String = unmarked(&clean).split_whitespace().collect();
+        if !words.is_empty() && !said.insert(words) {
             continue;
         }
         for k in numbers {
@@ -35,6 +44,31 @@ pub(crate) fn check(answer: &str, n: usize) -> Checked {
         kept.push(clean);
     }
     out.answer = join(&kept);
+    out.substantive = unmarked(&out.answer)
+        .chars()
+        .filter(|c| c.is_alphabetic())
+        .count()
+        >= 2;
+    out
+}
+
+/// The text without its `[n]` markers.
+fn unmarked(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        match rest[open..].find(']') {
+            Some(close) if rest[open + 1..open + close].chars().all(|c| c.is_ascii_digit()) => {
+                rest = &rest[open + close + 1..];
+            }
+            _ => {
+                out.push('[');
+                rest = &rest[open + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
     out
 }
 
@@ -152,12 +186,34 @@ mod tests {
                 1,
             ),
             ("Yes.", 1, "Yes.", &[], 0),
+            (
+                "Leave is 15 days [1]. Leave is 15 days [1]. It rises later [2].",
+                2,
+                "Leave is 15 days [1]. It rises later [2].",
+                &[1, 2],
+                0,
+            ),
         ];
         for (answer, n, kept, cited, cut) in table {
             let c = check(answer, *n);
             assert_eq!(c.answer, *kept, "{answer}");
             assert_eq!(c.cited, *cited, "{answer}");
             assert_eq!(c.cut.len(), *cut, "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_marker_or_a_bare_number_is_not_an_answer() {
+        let table: &[(&str, bool)] = &[
+            ("[1]", false),
+            ("2[1]", false),
+            ("1.31.3 [1]", false),
+            ("7 projects are in progress [1].", true),
+            ("三个月[1]。", true),
+            ("试用期为三个月[1]。", true),
+        ];
+        for (answer, want) in table {
+            assert_eq!(check(answer, 1).substantive, *want, "{answer}");
         }
     }
 }

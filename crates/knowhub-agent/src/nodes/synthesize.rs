@@ -58,7 +58,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             }
             let checked = citations::check(&text, refs.len());
             cut.extend(checked.cut.clone());
-            if !checked.cited.is_empty() {
+            if !checked.cited.is_empty() && checked.substantive {
                 state.draft.written_by = "llm".into();
                 state.draft.cut_sentences = cut.clone();
                 let confidence = 0.6 + 0.3 * (1.0 - checked.cut.len() as f32 / 4.0).max(0.0);
