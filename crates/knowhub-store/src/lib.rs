@@ -25,6 +25,7 @@ mod jobs;
 mod knowledge;
 mod migrations;
 mod records;
+mod resources;
 mod vectors;
 
 use std::path::Path;
@@ -43,6 +44,7 @@ pub use knowledge::{
     KnowledgeVersion,
 };
 pub use records::*;
+pub use resources::{ResourceFilter, ResourceRecord, SealedSecret};
 pub use vectors::{StoredVector, UnembeddedChunk};
 
 /// Errors from the store.

@@ -329,6 +329,32 @@ WHEN OLD.rev IS NOT NEW.rev
 BEGIN UPDATE knowledge_version SET version = version + 1 WHERE id = 1; END;
 "#],
     ),
+    (
+        "resources",
+        &[r#"
+CREATE TABLE resources (
+    seq                INTEGER PRIMARY KEY AUTOINCREMENT,
+    id                 TEXT NOT NULL UNIQUE,
+    content_type       TEXT NOT NULL,
+    title              TEXT NOT NULL,
+    description        TEXT NOT NULL,
+    owner              TEXT NOT NULL,
+    scopes             TEXT NOT NULL,
+    tags               TEXT NOT NULL,
+    metadata           TEXT NOT NULL,
+    body               TEXT NOT NULL,
+    secure_key_id      TEXT,
+    secure_nonce       BLOB,
+    secure_ciphertext  BLOB,
+    expires_at         INTEGER,
+    created_at         INTEGER NOT NULL,
+    updated_at         INTEGER NOT NULL,
+    CHECK ((secure_key_id IS NULL) = (secure_nonce IS NULL)
+       AND (secure_nonce IS NULL) = (secure_ciphertext IS NULL))
+);
+CREATE INDEX resources_owner ON resources(owner);
+"#],
+    ),
 ];
 
 pub(crate) fn run(conn: &mut Connection) -> Result<(), StoreError> {

@@ -1,0 +1,288 @@
+//! `knowhub resource …`: resources (seed 002: code, credentials, cookies…) from the terminal —
+//! save, get, list, update, delete. Thin: visibility, owner-only writes, encryption and expiry
+//! are the engine's. Secrets are read from a file or stdin (`--secure-body-file -`), never
+//! from an argument (arguments are visible to other users in `ps`).
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use knowhub_engine::{NewResource, Resource, ResourceListOptions, ResourceUpdate, SecureBody};
+
+use crate::{IdentityArgs, ModelArgs, open_session};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ResourceCommand {
+    /// Save a resource you own (default scope: user:<you>).
+    Save(SaveArgs),
+    /// Show one resource (its secure body only if you own it or administer the account).
+    Get { id: String },
+    /// Live resources you may see, newest first (never with secure bodies).
+    List {
+        #[arg(long, short = 'n', default_value_t = 20)]
+        limit: usize,
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        /// Only this content type (repeatable).
+        #[arg(long = "type")]
+        types: Vec<String>,
+        /// Only resources carrying one of these scopes (repeatable).
+        #[arg(long = "scope")]
+        scopes: Vec<String>,
+        /// key=value (repeatable).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        #[arg(long)]
+        owner: Option<String>,
+    },
+    /// Change a resource you own.
+    Update(UpdateArgs),
+    /// Delete a resource you own.
+    Delete { id: String },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SaveArgs {
+    /// code, credential, cookie, token, config, text, other.
+    #[arg(long = "type", default_value = "text")]
+    content_type: String,
+    #[arg(long, default_value = "")]
+    title: String,
+    #[arg(long, default_value = "")]
+    description: String,
+    /// The public body (`-` reads stdin).
+    #[arg(long, default_value = "")]
+    body: String,
+    /// Read the secure body from this file (`-`: stdin).
+    #[arg(long)]
+    secure_body_file: Option<PathBuf>,
+    /// Share with these scopes (repeatable): team:hr, project:x, public, …
+    #[arg(long = "scope")]
+    scopes: Vec<String>,
+    /// key=value (repeatable).
+    #[arg(long = "tag")]
+    tags: Vec<String>,
+    /// A JSON object.
+    #[arg(long)]
+    metadata: Option<String>,
+    /// RFC 3339, e.g. 2026-03-07T10:00:00Z.
+    #[arg(long)]
+    expires_at: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct UpdateArgs {
+    id: String,
+    #[arg(long = "type")]
+    content_type: Option<String>,
+    #[arg(long)]
+    title: Option<String>,
+    #[arg(long)]
+    description: Option<String>,
+    /// The public body (`-` reads stdin).
+    #[arg(long)]
+    body: Option<String>,
+    /// Replace the secure body with this file's content (`-`: stdin).
+    #[arg(long, conflicts_with = "clear_secure_body")]
+    secure_body_file: Option<PathBuf>,
+    #[arg(long)]
+    clear_secure_body: bool,
+    /// Replace the scopes (repeatable).
+    #[arg(long = "scope")]
+    scopes: Vec<String>,
+    /// Replace the tags (repeatable key=value).
+    #[arg(long = "tag")]
+    tags: Vec<String>,
+    #[arg(long)]
+    metadata: Option<String>,
+    #[arg(long, conflicts_with = "never_expires")]
+    expires_at: Option<String>,
+    #[arg(long)]
+    never_expires: bool,
+}
+
+pub(crate) fn run(
+    cmd: ResourceCommand,
+    data_dir: Option<PathBuf>,
+    identity: &IdentityArgs,
+    as_json: bool,
+) -> Result<ExitCode> {
+    let s = open_session(data_dir, &ModelArgs::keyword_only(), identity)?;
+    let (engine, ctx) = (&s.engine, &s.ctx);
+    match cmd {
+        ResourceCommand::Save(a) => {
+            let saved = engine.resource_save(
+                ctx,
+                NewResource {
+                    content_type: a.content_type,
+                    title: a.title,
+                    description: a.description,
+                    body: read_text(&a.body)?,
+                    secure_body: a.secure_body_file.as_deref().map(read_secret).transpose()?,
+                    scopes: a.scopes,
+                    tags: tags(&a.tags)?,
+                    metadata: metadata(a.metadata.as_deref())?.unwrap_or_default(),
+                    expires_at: a.expires_at,
+                },
+            )?;
+            if as_json {
+                println!("{}", serde_json::to_string_pretty(&saved)?);
+            } else {
+                println!("saved {}", saved.id);
+            }
+        }
+        ResourceCommand::Get { id } => {
+            let r = engine.resource_get(ctx, &id)?;
+            if as_json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                print_resource(&r, true);
+            }
+        }
+        ResourceCommand::List {
+            limit,
+            offset,
+            types,
+            scopes,
+            tags: tag_args,
+            owner,
+        } => {
+            let list = engine.resource_list(
+                ctx,
+                &ResourceListOptions {
+                    content_types: types,
+                    scopes,
+                    tags: tags(&tag_args)?,
+                    owner,
+                    limit: Some(limit),
+                    offset,
+                },
+            )?;
+            if as_json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else {
+                for r in &list {
+                    print_resource(r, false);
+                }
+                eprintln!("{} resource(s)", list.len());
+            }
+        }
+        ResourceCommand::Update(a) => {
+            let update = ResourceUpdate {
+                content_type: a.content_type,
+                title: a.title,
+                description: a.description,
+                body: a.body.as_deref().map(read_text).transpose()?,
+                secure_body: a.secure_body_file.as_deref().map(read_secret).transpose()?,
+                clear_secure_body: a.clear_secure_body,
+                scopes: (!a.scopes.is_empty()).then_some(a.scopes),
+                tags: if a.tags.is_empty() {
+                    None
+                } else {
+                    Some(tags(&a.tags)?)
+                },
+                metadata: metadata(a.metadata.as_deref())?,
+                expires_at: a.expires_at,
+                clear_expires_at: a.never_expires,
+            };
+            let r = engine.resource_update(ctx, &a.id, update)?;
+            if as_json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                println!("updated {}", r.id);
+            }
+        }
+        ResourceCommand::Delete { id } => {
+            engine.resource_delete(ctx, &id)?;
+            if as_json {
+                println!("{}", serde_json::json!({ "deleted": id }));
+            } else {
+                println!("deleted {id}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_resource(r: &Resource, full: bool) {
+    println!("{}  [{}] {}", r.id, r.content_type, r.title);
+    println!(
+        "  owner: {}  scopes: {}{}",
+        r.owner,
+        r.scopes.join(" "),
+        r.expires_at
+            .as_deref()
+            .map(|e| format!("  expires: {e}"))
+            .unwrap_or_default()
+    );
+    if !full {
+        return;
+    }
+    if !r.description.is_empty() {
+        println!("  {}", r.description);
+    }
+    for line in r.body.lines() {
+        println!("  | {line}");
+    }
+    match (&r.secure_body, r.has_secure_body) {
+        (Some(secret), _) => {
+            println!("  secure body:");
+            for line in secret.expose().lines() {
+                println!("  # {line}");
+            }
+        }
+        (None, true) => println!("  secure body: (withheld: only its owner or an admin sees it)"),
+        (None, false) => {}
+    }
+}
+
+fn tags(pairs: &[String]) -> Result<BTreeMap<String, String>> {
+    pairs
+        .iter()
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+            _ => bail!("a tag is key=value, not {p:?}"),
+        })
+        .collect()
+}
+
+fn metadata(text: Option<&str>) -> Result<Option<serde_json::Value>> {
+    text.map(|t| serde_json::from_str(t).context("--metadata is not JSON"))
+        .transpose()
+}
+
+fn read_text(arg: &str) -> Result<String> {
+    if arg == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("cannot read stdin")?;
+        Ok(s)
+    } else {
+        Ok(arg.to_owned())
+    }
+}
+
+/// The secret from a file or stdin, without a trailing newline.
+fn read_secret(path: &Path) -> Result<SecureBody> {
+    let mut text = String::new();
+    if path == Path::new("-") {
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read the secure body from stdin")?;
+    } else {
+        std::fs::File::open(path)
+            .and_then(|mut f| f.read_to_string(&mut text))
+            .with_context(|| format!("cannot read {}", path.display()))?;
+    }
+    let trimmed = text.trim_end_matches(['\r', '\n']).len();
+    text.truncate(trimmed);
+    let secret = SecureBody::new(std::mem::take(&mut text));
+    if secret.is_empty() {
+        bail!("the secure body is empty");
+    }
+    Ok(secret)
+}

@@ -1,0 +1,281 @@
+//! The KnowHub HTTP API (`knowhub serve`): seed 002's knowledge API, seed 003's admin API,
+//! document search and the copilot, over the same engine and permission model as the CLI and
+//! the desktop app.
+//!
+//! * **Every request is authenticated through [`Hub::authenticate`]** ([`auth`]): the headers
+//!   become a [`knowhub_engine::RequestContext`]; handlers pass it to the engine, which decides
+//!   what the caller may read or change. Handlers hold no permission logic.
+//! * **One error format** ([`error`]): `{"error": {"code", "message"}, "trace_id"}` with seed
+//!   003 §9's codes; no stack traces, paths or secrets.
+//! * **Blocking work off the async threads**: engine and agent calls (SQLite, tantivy, candle)
+//!   run on `spawn_blocking`.
+//! * **The OpenAPI document is generated** from the handlers (utoipa) and served at
+//!   [`OPENAPI_PATH`].
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use knowhub_engine::{EngineConfig, Hub};
+//! let hub = Hub::open(EngineConfig::new("/tmp/kb"))?;
+//! let state = knowhub_server::ServerState::new(hub, None);
+//! knowhub_server::serve(knowhub_server::DEFAULT_BIND.parse()?, state).await?;
+//! # Ok(()) }
+//! ```
+
+pub mod admin;
+pub mod auth;
+pub mod copilot;
+pub mod error;
+pub mod knowledge;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use knowhub_engine::Hub;
+use knowhub_llm::Llm;
+use serde::Serialize;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub use auth::Caller;
+pub use error::{ApiError, ErrorCode};
+
+/// Where `knowhub serve` listens unless told otherwise: loopback only.
+pub const DEFAULT_BIND: &str = "127.0.0.1:7878";
+/// Where the OpenAPI 3 document is served.
+pub const OPENAPI_PATH: &str = "/openapi.json";
+/// The largest request body accepted (larger: 413).
+pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
+
+/// Failures of the server itself (not of a request).
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("the server stopped: {0}")]
+    Serve(std::io::Error),
+}
+
+/// What every handler shares: the hub (accounts, sign-in, engines) and the answer model.
+#[derive(Clone)]
+pub struct ServerState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    hub: Hub,
+    llm: Option<Arc<dyn Llm>>,
+}
+
+impl std::fmt::Debug for ServerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerState")
+            .field("hub", &self.inner.hub)
+            .field("llm", &self.inner.llm.as_ref().map(|l| l.model_id()))
+            .finish()
+    }
+}
+
+impl ServerState {
+    /// `llm`: the model that writes answers, evolves and merges knowledge (`None`: extractive
+    /// answers; `evolve_feedback` refused).
+    pub fn new(hub: Hub, llm: Option<Arc<dyn Llm>>) -> ServerState {
+        ServerState {
+            inner: Arc::new(Inner { hub, llm }),
+        }
+    }
+
+    pub fn hub(&self) -> &Hub {
+        &self.inner.hub
+    }
+
+    pub fn llm(&self) -> Option<Arc<dyn Llm>> {
+        self.inner.llm.clone()
+    }
+}
+
+/// Runs blocking engine work on the blocking pool; the request's trace id follows it.
+pub(crate) async fn blocking<T, F>(f: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+{
+    let trace = error::current_trace_id().unwrap_or_default();
+    tokio::task::spawn_blocking(move || error::TRACE_ID.sync_scope(trace, f))
+        .await
+        .map_err(|e| ApiError::internal(&e))?
+}
+
+/// `GET /api/v1/health`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// `ok`.
+    status: String,
+    version: String,
+}
+
+/// Liveness (no authentication).
+#[utoipa::path(get, path = "/api/v1/health", tag = "meta",
+    responses((status = 200, body = Health)))]
+async fn health() -> Json<Health> {
+    Json(Health {
+        status: "ok".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+    })
+}
+
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))),
+        );
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "KnowHub API",
+        description = "Knowledge items (seed 002), admin (seed 003), document search and the \
+                       copilot. Authenticate with `X-API-Key` or `Authorization: Bearer`. \
+                       Errors: `{\"error\": {\"code\", \"message\"}, \"trace_id\"}`."
+    ),
+    modifiers(&SecuritySchemes),
+    tags(
+        (name = "knowledge", description = "Knowledge items (seed 002)"),
+        (name = "copilot", description = "Document search and cited answers"),
+        (name = "admin", description = "Accounts, users and keys (seed 003 §6.2)"),
+        (name = "meta", description = "Health"),
+    )
+)]
+struct ApiDoc;
+
+/// The router and its OpenAPI document, from the same list of handlers.
+pub fn router_and_openapi(state: ServerState) -> (axum::Router, utoipa::openapi::OpenApi) {
+    let (router, api) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(health))
+        .merge(knowledge::router())
+        .merge(copilot::router())
+        .merge(admin::router())
+        .split_for_parts();
+    let doc = Arc::new(api.clone());
+    let router = router
+        .route(
+            OPENAPI_PATH,
+            axum::routing::get(move || {
+                let doc = Arc::clone(&doc);
+                async move { Json(doc.as_ref().clone()) }
+            }),
+        )
+        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                ErrorCode::MethodNotAllowed,
+                "method not allowed on this path",
+            )
+        })
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(refuse_oversized))
+        .layer(axum::middleware::from_fn(with_trace_id))
+        .with_state(state);
+    (router, api)
+}
+
+/// The application: every route of the API (tests drive it on a real socket).
+pub fn app(state: ServerState) -> axum::Router {
+    router_and_openapi(state).0
+}
+
+/// Gives every request a fresh trace id: in the context the engine audits with, in error
+/// bodies and in the `X-Trace-ID` response header.
+async fn with_trace_id(req: Request, next: Next) -> Response {
+    let trace = knowhub_engine::new_trace_id();
+    let mut response = error::TRACE_ID
+        .scope(trace.clone(), async move { next.run(req).await })
+        .await;
+    if let Ok(v) = HeaderValue::from_str(&trace) {
+        response.headers_mut().insert("x-trace-id", v);
+    }
+    response
+}
+
+/// Refuses a body announced larger than [`BODY_LIMIT`] before reading it (bodies without a
+/// length are cut at the limit by `DefaultBodyLimit`).
+async fn refuse_oversized(req: Request, next: Next) -> Response {
+    let announced = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return ApiError::new(
+            ErrorCode::PayloadTooLarge,
+            format!("the request body is larger than {BODY_LIMIT} bytes"),
+        )
+        .into_response();
+    }
+    next.run(req).await
+}
+
+/// Serves on `addr` until Ctrl-C / SIGTERM. A non-loopback address is logged as a warning:
+/// the API then answers the network.
+pub async fn serve(addr: SocketAddr, state: ServerState) -> Result<(), ServerError> {
+    if !addr.ip().is_loopback() {
+        tracing::warn!("the KnowHub API listens on {addr}, reachable beyond this machine");
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Bind { addr, source })?;
+    serve_on(listener, state, shutdown_signal()).await
+}
+
+/// Serves on a bound listener until `shutdown` completes.
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    state: ServerState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(ServerError::Serve)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
