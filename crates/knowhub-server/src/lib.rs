@@ -26,6 +26,7 @@ pub mod auth;
 pub mod copilot;
 pub mod error;
 pub mod knowledge;
+pub mod resources;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -161,6 +162,7 @@ impl Modify for SecuritySchemes {
     modifiers(&SecuritySchemes),
     tags(
         (name = "knowledge", description = "Knowledge items (seed 002)"),
+        (name = "resource", description = "Resources with encrypted secure bodies (seed 002)"),
         (name = "copilot", description = "Document search and cited answers"),
         (name = "admin", description = "Accounts, users and keys (seed 003 §6.2)"),
         (name = "meta", description = "Health"),
@@ -173,6 +175,7 @@ pub fn router_and_openapi(state: ServerState) -> (axum::Router, utoipa::openapi:
     let (router, api) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(health))
         .merge(knowledge::router())
+        .merge(resources::router())
         .merge(copilot::router())
         .merge(admin::router())
         .split_for_parts();

@@ -231,6 +231,11 @@ fn health_needs_no_key_and_openapi_lists_every_route() {
         "PUT /api/knowledge/{id}",
         "DELETE /api/knowledge/{id}",
         "GET /api/knowledge/{id}/versions",
+        "GET /api/resource",
+        "POST /api/resource",
+        "GET /api/resource/{id}",
+        "PUT /api/resource/{id}",
+        "DELETE /api/resource/{id}",
         "POST /api/v1/search",
         "POST /api/v1/ask",
         "GET /api/v1/admin/accounts",
@@ -254,7 +259,7 @@ fn health_needs_no_key_and_openapi_lists_every_route() {
     for route in &expected {
         let (method, path) = route.split_once(' ').unwrap();
         let path = path
-            .replace("{id}", "knowledge-1-x")
+            .replace("{id}", "x-1-x")
             .replace("{account_id}", "default")
             .replace("{user_id}", "alice");
         let body = (method != "GET" && method != "DELETE").then_some("{}");
@@ -1036,4 +1041,94 @@ fn document_search_and_ask() {
     let v: Value = serde_json::from_str(data).unwrap();
     assert!(v["answer"].as_str().unwrap().contains("two weeks"), "{v}");
     assert!(!v["sources"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn resources_keep_secure_bodies_for_their_owner() {
+    let s = start();
+    let secret = "password: hunter2-密码";
+    let r = s.call(
+        "POST",
+        "/api/resource",
+        &s.alice,
+        Some(json!({
+            "content_type": "credential",
+            "title": "Test account",
+            "body": "Log in directly; 100 requests a day.",
+            "secure_body": secret,
+            "scopes": ["public"],
+        })),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert!(
+        !r.text.contains("hunter2"),
+        "save never echoes the secret: {}",
+        r.text
+    );
+    let id = r.json()["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/resource/{id}");
+
+    // The owner reads the secret; another reader gets the resource without it.
+    let mine = s.call("GET", &path, &s.alice, None);
+    assert_eq!(mine.status, 200, "{}", mine.text);
+    assert_eq!(mine.json()["secure_body"], secret);
+    let theirs = s.call("GET", &path, &s.bob, None);
+    assert_eq!(theirs.status, 200, "{}", theirs.text);
+    assert!(theirs.json()["secure_body"].is_null(), "{}", theirs.text);
+    assert_eq!(theirs.json()["has_secure_body"], true);
+    assert!(!theirs.text.contains("hunter2"));
+
+    // Lists never carry secrets, not even the owner's.
+    let list = s.call("GET", "/api/resource", &s.alice, None);
+    assert_eq!(list.status, 200, "{}", list.text);
+    assert_eq!(list.json()["count"], 1);
+    assert!(!list.text.contains("hunter2"), "{}", list.text);
+
+    // Owner-only writes; a private resource is invisible to others.
+    s.call("PUT", &path, &s.bob, Some(json!({"title": "mine now"})))
+        .assert_error(403, "PERMISSION_DENIED");
+    s.call("DELETE", &path, &s.bob, None)
+        .assert_error(403, "PERMISSION_DENIED");
+    let r = s.call(
+        "PUT",
+        &path,
+        &s.alice,
+        Some(json!({"scopes": [], "body": "private again"})),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    s.call("GET", &path, &s.bob, None)
+        .assert_error(404, "NOT_FOUND");
+
+    // Expired resources are refused and left out of lists.
+    let r = s.call(
+        "POST",
+        "/api/resource",
+        &s.alice,
+        Some(json!({
+            "content_type": "cookie",
+            "title": "Old cookie",
+            "secure_body": "session=abc",
+            "expires_at": "2020-01-01T00:00:00Z",
+        })),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let old = r.json()["id"].as_str().unwrap().to_owned();
+    let r = s.call("GET", &format!("/api/resource/{old}"), &s.alice, None);
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert!(r.text.contains("expired"), "{}", r.text);
+    let list = s.call("GET", "/api/resource", &s.alice, None);
+    assert_eq!(list.json()["count"], 1, "{}", list.text);
+
+    // Bad input is a 422 in the error format.
+    s.call(
+        "POST",
+        "/api/resource",
+        &s.alice,
+        Some(json!({"content_type": "spaceship", "title": "x"})),
+    )
+    .assert_error(422, "VALIDATION_ERROR");
+
+    assert_eq!(s.call("DELETE", &path, &s.alice, None).status, 200);
+    s.call("GET", &path, &s.alice, None)
+        .assert_error(404, "NOT_FOUND");
 }
