@@ -146,6 +146,10 @@ pub struct Input {
     pub language: String,
     pub session_id: Option<String>,
     pub user_id: String,
+    /// What the user told earlier conversations about themself (their memories, most
+    /// confident first): how to answer them, never evidence for a claim.
+    #[serde(default)]
+    pub user_profile: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

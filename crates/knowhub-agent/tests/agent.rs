@@ -417,3 +417,28 @@ fn with_a_local_model_answers_stream_and_stay_cited() {
         other => assert_eq!(other, StopReason::NoEvidence),
     }
 }
+
+#[test]
+fn the_users_memories_are_loaded_as_their_profile_and_nobody_elses() {
+    let f = fixture();
+    let alice = user(&f, "alice");
+    let bob = user(&f, "bob");
+    let agent = agent(&f);
+    let first = ask(
+        &agent,
+        &alice,
+        "I prefer answers in bullet points. How many days of annual leave do employees get?",
+    );
+    let committed = f
+        .engine
+        .memory_commit_session(&alice, first.session_id.as_deref().unwrap())
+        .unwrap();
+    assert_eq!(committed.created.len(), 1, "{committed:?}");
+    let next = ask(&agent, &alice, "How much notice do leave requests need?");
+    assert_eq!(
+        next.state.input.user_profile,
+        vec!["I prefer answers in bullet points.".to_string()]
+    );
+    let theirs = ask(&agent, &bob, "How much notice do leave requests need?");
+    assert!(theirs.state.input.user_profile.is_empty());
+}

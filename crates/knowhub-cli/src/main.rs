@@ -14,6 +14,8 @@ mod eval;
 mod eval_agent;
 mod eval_retrieval;
 mod knowledge;
+mod mcp;
+mod memory;
 mod models;
 mod render;
 mod resource;
@@ -197,6 +199,9 @@ enum Command {
     /// Resources (seed 002): code, credentials, cookies with an encrypted secure body.
     #[command(subcommand)]
     Resource(resource::ResourceCommand),
+    /// What the copilot remembers about you: commit a conversation, list, show, delete.
+    #[command(subcommand)]
+    Memory(memory::MemoryCommand),
     /// Show a stored document (by id or path): its passages and text — the "open source" of a
     /// citation.
     Show {
@@ -253,6 +258,9 @@ enum Command {
     Models(models::ModelsCommand),
     /// Serve the HTTP API (knowledge, search, ask, admin) on 127.0.0.1:7878 by default.
     Serve(serve::ServeArgs),
+    /// Serve MCP (Model Context Protocol) on stdio: search, ask and knowledge tools for MCP
+    /// clients, with the permissions of --api-key/KNOWHUB_API_KEY.
+    Mcp,
     /// Internal: the sandboxed parser process.
     #[command(hide = true)]
     ParseWorker {
@@ -462,8 +470,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve(args) => {
             return serve::serve(&args, cli.data_dir, &cli.models, &cli.llm);
         }
+        Command::Mcp => {
+            return mcp::mcp(cli.data_dir, &cli.models, &cli.identity, &cli.llm);
+        }
         Command::Resource(cmd) => {
             return resource::run(cmd, cli.data_dir, &cli.identity, json);
+        }
+        Command::Memory(cmd) => {
+            return memory::run(cmd, cli.data_dir, &cli.identity, json);
         }
         Command::Knowledge(cmd) => {
             return knowledge::run(

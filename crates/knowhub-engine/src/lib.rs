@@ -32,6 +32,7 @@ mod fs;
 mod hub;
 mod ingest;
 mod knowledge;
+mod memory;
 mod permissions;
 mod queue;
 mod resources;
@@ -69,6 +70,9 @@ pub use knowledge::{
     BatchOutcome, KNOWLEDGE_TYPES, KnowledgeHit, KnowledgeItem, KnowledgeListOptions,
     KnowledgeQuery, KnowledgeUpdate, KnowledgeVersion, NewKnowledge, Rewriter,
     SLIM_COSINE_THRESHOLD, SLIM_JACCARD_THRESHOLD, SlimGroup, SlimMethod, SlimOptions, SlimPlan,
+};
+pub use memory::{
+    MEMORY_KINDS, MemoryCandidate, MemoryCommit, MemoryNode, extract_explicit_memories,
 };
 pub use permissions::{
     Access, DEFAULT_ACCOUNT, DEFAULT_USER, DocRef, DocumentView, FolderAcl, FolderEntry,

@@ -26,6 +26,7 @@ pub mod auth;
 pub mod copilot;
 pub mod error;
 pub mod knowledge;
+pub mod mcp;
 pub mod resources;
 
 use std::future::Future;

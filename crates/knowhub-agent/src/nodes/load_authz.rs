@@ -7,6 +7,9 @@ use super::{Deps, StepReport};
 use crate::state::AgentState;
 use crate::{AgentError, Result};
 
+/// Memories given to the agent at most (the most confident ones).
+const PROFILE_LINES: usize = 8;
+
 pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepReport> {
     let access = deps
         .engine
@@ -25,6 +28,15 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         .collect();
     state.authz.perm_snapshot_id = access.snapshot.to_string();
     state.input.user_id = user;
+    // Seed 001 "user_profile special handling": the user's profile is loaded when a
+    // conversation starts. A failure to read it must not stop the answer.
+    state.input.user_profile = deps
+        .engine
+        .user_profile(deps.ctx, PROFILE_LINES)
+        .unwrap_or_else(|e| {
+            tracing::warn!("user profile not loaded: {e}");
+            Vec::new()
+        });
     Ok(StepReport::ok(
         "load_permissions",
         json!({ "user": state.authz.user_id }),
@@ -32,6 +44,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             "role": state.authz.roles,
             "scopes": state.authz.org_units.len(),
             "perm_snapshot_id": state.authz.perm_snapshot_id,
+            "profile_lines": state.input.user_profile.len(),
         }),
     ))
 }

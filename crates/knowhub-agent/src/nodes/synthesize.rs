@@ -134,6 +134,17 @@ fn prompt(
     if strict {
         system.push_str(" Every sentence MUST end with a citation like [1].");
     }
+    if !state.input.user_profile.is_empty() {
+        // How to answer this user (format, language habits, constraints) — not evidence.
+        system.push_str(
+            "\nWhat the user has told you about themself (follow it for the form of the answer; \
+             never cite it as evidence):",
+        );
+        for line in &state.input.user_profile {
+            system.push_str("\n- ");
+            system.push_str(line);
+        }
+    }
     let mut context = String::new();
     for turn in state.messages.iter().rev().take(2).rev() {
         context.push_str(&format!(

@@ -1,0 +1,36 @@
+//! `knowhub mcp`: the MCP server (`knowhub_server::mcp`) on stdin/stdout, signed in with the
+//! global `--api-key`/`KNOWHUB_API_KEY` (like every other command), so MCP clients act with
+//! that user's permissions. Thin: opens the session and the answer model, then hands over.
+//! Nothing but protocol messages goes to stdout; notes and logs go to stderr.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use crate::{IdentityArgs, ModelArgs, ask::LlmArgs, open_session};
+
+pub(crate) fn mcp(
+    data_dir: Option<PathBuf>,
+    models: &ModelArgs,
+    identity: &IdentityArgs,
+    llm: &LlmArgs,
+) -> Result<ExitCode> {
+    let s = open_session(data_dir, models, identity)?;
+    let model = llm.load()?;
+    eprintln!(
+        "KnowHub MCP server on stdio (signed in as {}); end of input stops it",
+        s.ctx.user
+    );
+    let stdin = std::io::stdin();
+    let stdout = std::io::stdout();
+    knowhub_server::mcp::run_stdio(
+        Arc::clone(&s.engine),
+        s.ctx.clone(),
+        model,
+        stdin.lock(),
+        stdout.lock(),
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
