@@ -477,6 +477,38 @@ impl Engine {
         self.memory_commit(ctx, &messages, session_id)
     }
 
+    /// The caller's memories most like `query` (character 3-grams, so Chinese and English
+    /// both work; a memory containing the query outright ranks first), optionally of some
+    /// kinds only. Each with its similarity in 0–1.
+    pub fn memory_search(
+        &self,
+        ctx: &RequestContext,
+        query: &str,
+        kinds: &[String],
+        top_k: usize,
+    ) -> Result<Vec<(MemoryNode, f64)>> {
+        let q = shingle_set(query);
+        let needle = query.trim().to_lowercase();
+        let mut hits: Vec<(MemoryNode, f64)> = self
+            .memories(ctx)?
+            .into_iter()
+            .filter(|n| kinds.is_empty() || kinds.contains(&n.kind))
+            .map(|n| {
+                let overlap = jaccard(&q, &shingle_set(&n.content));
+                let contains = !needle.is_empty() && n.content.to_lowercase().contains(&needle);
+                let score = if contains { 1.0 } else { overlap };
+                (n, score)
+            })
+            .filter(|(_, score)| *score > 0.0)
+            .collect();
+        hits.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then(b.0.confidence.total_cmp(&a.0.confidence))
+        });
+        hits.truncate(top_k.clamp(1, 100));
+        Ok(hits)
+    }
+
     /// The caller's profile for the agent: their memories' statements, most confident first
     /// (at most `limit`).
     pub fn user_profile(&self, ctx: &RequestContext, limit: usize) -> Result<Vec<String>> {

@@ -202,6 +202,24 @@ fn commit_creates_then_confirms_and_only_the_owner_sees_or_deletes() {
         engine.memory_delete(&bob, &pref.uri),
         Err(EngineError::NotFound(_))
     ));
+    let found = engine
+        .memory_search(&alice, "bullet points", &[], 5)
+        .unwrap();
+    assert_eq!(found[0].0.id, pref.id);
+    let zh = engine.memory_search(&alice, "邮件", &[], 5).unwrap();
+    assert_eq!(zh.len(), 1, "{zh:?}");
+    assert!(
+        engine
+            .memory_search(&alice, "bullet points", &["habit".into()], 5)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        engine
+            .memory_search(&bob, "bullet points", &[], 5)
+            .unwrap()
+            .is_empty()
+    );
     let node = engine.memory_node(&alice, &pref.uri).unwrap();
     assert_eq!(node.content, pref.content);
     engine.memory_delete(&alice, &pref.uri).unwrap();

@@ -27,6 +27,7 @@ pub mod copilot;
 pub mod error;
 pub mod knowledge;
 pub mod mcp;
+pub mod memory;
 pub mod resources;
 
 use std::future::Future;
@@ -164,6 +165,7 @@ impl Modify for SecuritySchemes {
     tags(
         (name = "knowledge", description = "Knowledge items (seed 002)"),
         (name = "resource", description = "Resources with encrypted secure bodies (seed 002)"),
+        (name = "memory", description = "What the copilot remembers about the caller (seed 003)"),
         (name = "copilot", description = "Document search and cited answers"),
         (name = "admin", description = "Accounts, users and keys (seed 003 §6.2)"),
         (name = "meta", description = "Health"),
@@ -177,6 +179,7 @@ pub fn router_and_openapi(state: ServerState) -> (axum::Router, utoipa::openapi:
         .routes(routes!(health))
         .merge(knowledge::router())
         .merge(resources::router())
+        .merge(memory::router())
         .merge(copilot::router())
         .merge(admin::router())
         .split_for_parts();

@@ -231,6 +231,12 @@ fn health_needs_no_key_and_openapi_lists_every_route() {
         "PUT /api/knowledge/{id}",
         "DELETE /api/knowledge/{id}",
         "GET /api/knowledge/{id}/versions",
+        "POST /api/v1/memory/commit",
+        "POST /api/v1/memory/search",
+        "GET /api/v1/memory/read",
+        "GET /api/v1/memory/node",
+        "DELETE /api/v1/memory/node",
+        "GET /api/v1/memory/children",
         "GET /api/resource",
         "POST /api/resource",
         "GET /api/resource/{id}",
@@ -1131,4 +1137,117 @@ fn resources_keep_secure_bodies_for_their_owner() {
     assert_eq!(s.call("DELETE", &path, &s.alice, None).status, 200);
     s.call("GET", &path, &s.alice, None)
         .assert_error(404, "NOT_FOUND");
+}
+
+#[test]
+fn memories_are_committed_searched_read_and_private() {
+    let s = start();
+    let r = s.call(
+        "POST",
+        "/api/v1/memory/commit",
+        &s.alice,
+        Some(json!({
+            "messages": [
+                {"role": "user", "content": "I prefer answers as tables. How long is probation?"},
+                {"role": "assistant", "content": "I prefer nothing: I am the assistant."},
+                {"role": "user", "content": "我习惯早上看邮件。"},
+            ],
+            "session_id": "sess-http",
+        })),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let v = r.json();
+    assert_eq!(
+        v["stats"]["extracted"], 2,
+        "only the user's words: {}",
+        r.text
+    );
+    assert_eq!(v["write_results"].as_array().unwrap().len(), 2);
+    let uri = v["write_results"][0]["uri"].as_str().unwrap().to_owned();
+    assert!(uri.starts_with("ctx://user/alice/memories/"), "{uri}");
+
+    let r = s.call(
+        "POST",
+        "/api/v1/memory/search",
+        &s.alice,
+        Some(json!({"query": "tables"})),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["blocks"][0]["uri"], uri.as_str());
+
+    let q = |u: &str| u.replace(':', "%3A").replace('/', "%2F");
+    let r = s.call(
+        "GET",
+        &format!("/api/v1/memory/read?uri={}&level=L0", q(&uri)),
+        &s.alice,
+        None,
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["content"], "I prefer answers as tables.");
+    let r = s.call(
+        "GET",
+        &format!(
+            "/api/v1/memory/children?uri={}",
+            q("ctx://user/alice/memories")
+        ),
+        &s.alice,
+        None,
+    );
+    assert_eq!(r.json().as_array().unwrap().len(), 2, "{}", r.text);
+
+    // Bob sees nothing of alice's memories, by search, node or folder.
+    let r = s.call(
+        "POST",
+        "/api/v1/memory/search",
+        &s.bob,
+        Some(json!({"query": "tables"})),
+    );
+    assert_eq!(r.json()["total"], 0, "{}", r.text);
+    assert!(!r.text.contains("tables"));
+    s.call(
+        "GET",
+        &format!("/api/v1/memory/node?uri={}", q(&uri)),
+        &s.bob,
+        None,
+    )
+    .assert_error(404, "NOT_FOUND");
+    s.call(
+        "GET",
+        &format!(
+            "/api/v1/memory/children?uri={}",
+            q("ctx://user/alice/memories")
+        ),
+        &s.bob,
+        None,
+    )
+    .assert_error(404, "NOT_FOUND");
+    s.call(
+        "DELETE",
+        &format!("/api/v1/memory/node?uri={}", q(&uri)),
+        &s.bob,
+        None,
+    )
+    .assert_error(404, "NOT_FOUND");
+    s.call(
+        "GET",
+        &format!("/api/v1/memory/read?uri={}&level=L9", q(&uri)),
+        &s.alice,
+        None,
+    )
+    .assert_error(422, "VALIDATION_ERROR");
+
+    let r = s.call(
+        "DELETE",
+        &format!("/api/v1/memory/node?uri={}", q(&uri)),
+        &s.alice,
+        None,
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    s.call(
+        "GET",
+        &format!("/api/v1/memory/node?uri={}", q(&uri)),
+        &s.alice,
+        None,
+    )
+    .assert_error(404, "NOT_FOUND");
 }
