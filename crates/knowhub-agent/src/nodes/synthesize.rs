@@ -56,6 +56,12 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                 // extractive check have the last word below.
                 break;
             }
+            if copies_the_evidence_listing(&text, &refs) {
+                // A small model sometimes reproduces the prompt's evidence list ("[1] (title)
+                // …") instead of answering; the extractive answer picks the relevant sentences.
+                cut.push(clip_chars(&text, 200));
+                break;
+            }
             let checked = citations::check(&text, refs.len());
             cut.extend(checked.cut.clone());
             if !checked.cited.is_empty() && checked.substantive {
@@ -114,6 +120,31 @@ fn report(state: &AgentState, attempts: usize, cut: usize) -> StepReport {
     )
 }
 
+/// The evidence title the prompt lists each item under (`[n] (title) text`).
+fn listing_title(e: &EvidenceItem) -> String {
+    e.source
+        .title
+        .clone()
+        .or_else(|| e.source.db.clone())
+        .unwrap_or_default()
+}
+
+/// Whether `draft` repeats the prompt's evidence listing: an item's `(title)` header.
+fn copies_the_evidence_listing(draft: &str, evidence: &[&EvidenceItem]) -> bool {
+    evidence.iter().any(|e| {
+        let title = listing_title(e);
+        !title.trim().is_empty() && draft.contains(&format!("({title})"))
+    })
+}
+
+fn clip_chars(text: &str, n: usize) -> String {
+    let mut out: String = text.chars().take(n).collect();
+    if text.chars().count() > n {
+        out.push('…');
+    }
+    out
+}
+
 fn prompt(
     state: &AgentState,
     evidence: &[&EvidenceItem],
@@ -159,12 +190,7 @@ fn prompt(
     }
     user.push_str("Evidence:\n");
     for (i, e) in evidence.iter().enumerate() {
-        let title = e
-            .source
-            .title
-            .clone()
-            .or_else(|| e.source.db.clone())
-            .unwrap_or_default();
+        let title = listing_title(e);
         user.push_str(&format!("[{}] ({title}) {}\n", i + 1, e.text.trim()));
     }
     user.push_str(&format!(
@@ -221,4 +247,41 @@ fn finish(
     state.output.final_answer = answer;
     state.output.final_citations = citations;
     state.output.stop_reason = stop;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::EvidenceSource;
+
+    fn item(title: &str) -> EvidenceItem {
+        EvidenceItem {
+            text: "Project: Fleet Scheduler v2; Status: In progress".into(),
+            source: EvidenceSource {
+                title: Some(title.into()),
+                ..EvidenceSource::default()
+            },
+            ..EvidenceItem::default()
+        }
+    }
+
+    #[test]
+    fn a_draft_that_reproduces_the_evidence_listing_is_recognised() {
+        let e = item("Northwind Robotics projects and staff");
+        let table: &[(&str, bool)] = &[
+            (
+                "[1] (Northwind Robotics projects and staff) Projects\nProject: Fleet Scheduler v2",
+                true,
+            ),
+            ("Three projects are in progress [1].", false),
+            (
+                "Northwind Robotics projects and staff lists three [1].",
+                false,
+            ),
+        ];
+        for (draft, want) in table {
+            assert_eq!(copies_the_evidence_listing(draft, &[&e]), *want, "{draft}");
+        }
+        assert!(!copies_the_evidence_listing("() [1]", &[&item("")]));
+    }
 }
