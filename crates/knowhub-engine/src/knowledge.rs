@@ -302,7 +302,7 @@ impl Engine {
         let scopes = if new.scopes.is_empty() {
             vec![Scope::User(access.ctx.user.clone()).to_string()]
         } else {
-            self.grantable_scopes(&access, &new.scopes)?
+            self.grantable_scopes(&access, &new.scopes, "knowledge")?
         };
         let score = new.score.unwrap_or(3);
         check_score(score)?;
@@ -598,7 +598,7 @@ impl Engine {
         };
         let scopes = match &update.scopes {
             Some(s) if s.is_empty() => Some(vec![Scope::User(access.ctx.user.clone()).to_string()]),
-            Some(s) => Some(self.grantable_scopes(access, s)?),
+            Some(s) => Some(self.grantable_scopes(access, s, "knowledge")?),
             None => None,
         };
         let mut next = apply_update(item.clone(), update, scopes)?;
@@ -760,8 +760,9 @@ impl Engine {
 
     // ----- helpers --------------------------------------------------------------------------
 
-    /// The store-side visibility condition for `access` (`None`: the whole account).
-    fn reader(&self, access: &Access) -> Option<(Vec<String>, String)> {
+    /// The store-side visibility condition for `access` (`None`: the whole account) — shared
+    /// by knowledge items and resources, which have the same read rule.
+    pub(crate) fn reader(&self, access: &Access) -> Option<(Vec<String>, String)> {
         let same_account = access.ctx.account == self.account;
         if access.ctx.role == Role::Root || (access.ctx.role == Role::Admin && same_account) {
             return None;
@@ -813,9 +814,14 @@ impl Engine {
         Ok(item)
     }
 
-    /// Validated, canonical scopes the caller may grant: their own visible scopes (users),
-    /// anything (administrators of the account, ROOT).
-    fn grantable_scopes(&self, access: &Access, scopes: &[String]) -> Result<Vec<String>> {
+    /// Validated, canonical scopes the caller may grant to `what` (knowledge, resources): their
+    /// own visible scopes (users), anything (administrators of the account, ROOT).
+    pub(crate) fn grantable_scopes(
+        &self,
+        access: &Access,
+        scopes: &[String],
+        what: &str,
+    ) -> Result<Vec<String>> {
         let set = parse_scopes(scopes)?;
         if !self.is_account_admin(access) {
             let foreign: Vec<String> = set
@@ -825,7 +831,7 @@ impl Engine {
                 .collect();
             if !foreign.is_empty() {
                 return Err(EngineError::Forbidden(format!(
-                    "you can only share knowledge with scopes you belong to (not {})",
+                    "you can only share {what} with scopes you belong to (not {})",
                     foreign.join(", ")
                 )));
             }
@@ -1039,7 +1045,7 @@ fn check_types(types: &[String]) -> Result<Vec<String>> {
     Ok(types)
 }
 
-fn parse_scopes(scopes: &[String]) -> Result<ScopeSet> {
+pub(crate) fn parse_scopes(scopes: &[String]) -> Result<ScopeSet> {
     scopes
         .iter()
         .map(|s| {
@@ -1096,25 +1102,11 @@ fn rfc3339_now() -> String {
     rfc3339(now_ms() / 1000)
 }
 
-/// Unix seconds → `YYYY-MM-DDTHH:MM:SSZ` (civil-from-days, proleptic Gregorian).
+/// Unix seconds → `YYYY-MM-DDTHH:MM:SSZ`.
 pub(crate) fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    chrono::DateTime::from_timestamp(secs, 0)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_default()
 }
 
 /// What the index's heading field holds: types and tag values, so `tool` or `coding_style`

@@ -14,13 +14,14 @@
 //!   "expired") and left out of lists inside the query; its owner can still update (renew)
 //!   or delete it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use knowhub_authz::{Role, Scope};
+use knowhub_authz::Scope;
 use knowhub_store::{ResourceFilter, ResourceRecord};
 use serde::{Deserialize, Serialize};
 
+use crate::knowledge::parse_scopes;
 use crate::permissions::Access;
 use crate::secrets::{self, KeySource, SecureBody};
 use crate::{Engine, EngineError, RequestContext, Result};
@@ -159,7 +160,7 @@ impl Engine {
         let scopes = if new.scopes.is_empty() {
             vec![Scope::User(access.ctx.user.clone()).to_string()]
         } else {
-            self.resource_scopes(&access, &new.scopes)?
+            self.grantable_scopes(&access, &new.scopes, "resources")?
         };
         let id = new_resource_id()?;
         let secure = match &secret {
@@ -193,7 +194,7 @@ impl Engine {
     pub fn resource_get(&self, ctx: &RequestContext, id: &str) -> Result<Resource> {
         let access = self.authorize(ctx)?;
         let filter = ResourceFilter {
-            reader: self.resource_reader(&access),
+            reader: self.reader(&access),
             ..Default::default()
         };
         let found = self.store().resource_matching(id, &filter)?;
@@ -244,7 +245,7 @@ impl Engine {
     ) -> Result<Vec<Resource>> {
         let access = self.authorize(ctx)?;
         let filter = ResourceFilter {
-            reader: self.resource_reader(&access),
+            reader: self.reader(&access),
             content_types: options.content_types.clone(),
             scopes: parse_scopes(&options.scopes)?
                 .iter()
@@ -286,7 +287,7 @@ impl Engine {
             record.scopes = if scopes.is_empty() {
                 vec![format!("user:{}", record.owner)]
             } else {
-                self.resource_scopes(&access, scopes)?
+                self.grantable_scopes(&access, scopes, "resources")?
             };
         }
         if let Some(tags) = update.tags {
@@ -327,31 +328,11 @@ impl Engine {
 
     // ----- helpers --------------------------------------------------------------------------
 
-    /// The store-side visibility condition (`None`: the whole account), as for knowledge.
-    fn resource_reader(&self, access: &Access) -> Option<(Vec<String>, String)> {
-        let same_account = access.ctx.account == self.account;
-        if access.ctx.role == Role::Root || (access.ctx.role == Role::Admin && same_account) {
-            return None;
-        }
-        if !same_account {
-            return Some((Vec::new(), String::new()));
-        }
-        Some((
-            access
-                .visible
-                .scopes()
-                .iter()
-                .map(ToString::to_string)
-                .collect(),
-            access.ctx.user.as_str().to_owned(),
-        ))
-    }
-
     /// The resource, when `access` may change it: `NotFound` if invisible, `Forbidden` if only
     /// visible.
     fn writable_resource(&self, access: &Access, id: &str) -> Result<ResourceRecord> {
         let filter = ResourceFilter {
-            reader: self.resource_reader(access),
+            reader: self.reader(access),
             ..Default::default()
         };
         let found = self.store().resource_matching(id, &filter)?;
@@ -363,36 +344,6 @@ impl Engine {
         }
         Ok(record)
     }
-
-    /// Canonical scopes the caller may grant (their own visible scopes; administrators any).
-    fn resource_scopes(&self, access: &Access, scopes: &[String]) -> Result<Vec<String>> {
-        let set = parse_scopes(scopes)?;
-        if self.require_admin(access, "").is_err() {
-            let foreign: Vec<String> = set
-                .iter()
-                .filter(|s| !access.visible.scopes().contains(s))
-                .map(ToString::to_string)
-                .collect();
-            if !foreign.is_empty() {
-                return Err(EngineError::Forbidden(format!(
-                    "you can only share resources with scopes you belong to (not {})",
-                    foreign.join(", ")
-                )));
-            }
-        }
-        Ok(set.iter().map(ToString::to_string).collect())
-    }
-}
-
-fn parse_scopes(scopes: &[String]) -> Result<BTreeSet<Scope>> {
-    scopes
-        .iter()
-        .map(|s| {
-            s.trim()
-                .parse::<Scope>()
-                .map_err(|e| EngineError::InvalidInput(e.to_string()))
-        })
-        .collect()
 }
 
 fn check_type(t: &str) -> Result<String> {
@@ -440,67 +391,11 @@ fn now_ms() -> i64 {
 
 /// RFC 3339 (`YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)`, `T` or space) → unix milliseconds.
 pub fn parse_rfc3339(text: &str) -> Result<i64> {
-    let bad = || {
-        EngineError::InvalidInput(format!(
-            "'{text}' is not an RFC 3339 time (like 2026-03-07T10:00:00Z)"
-        ))
-    };
-    let s = text.trim();
-    let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return Err(bad());
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return Err(bad());
-    }
-    let num = |from: usize, to: usize| -> Result<i64> {
-        let part = s.get(from..to).ok_or_else(bad)?;
-        if !part.bytes().all(|c| c.is_ascii_digit()) {
-            return Err(bad());
-        }
-        part.parse::<i64>().map_err(|_| bad())
-    };
-    let (year, month, day) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
-    let (hour, minute, second) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
-        return Err(bad());
-    }
-    if second > 60 {
-        return Err(bad());
-    }
-    let mut rest = &s[19..];
-    let mut millis = 0i64;
-    if let Some(frac) = rest.strip_prefix('.') {
-        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return Err(bad());
-        }
-        let padded = format!("{:0<3}", &frac[..digits.min(3)]);
-        millis = padded.parse::<i64>().map_err(|_| bad())?;
-        rest = &frac[digits..];
-    }
-    let offset_secs = match rest {
-        "Z" | "z" => 0,
-        _ if rest.len() == 6 && matches!(rest.as_bytes()[0], b'+' | b'-') => {
-            let sign = if rest.starts_with('-') { -1 } else { 1 };
-            let rb = rest.as_bytes();
-            if rb[3] != b':' {
-                return Err(bad());
-            }
-            let h = rest[1..3].parse::<i64>().map_err(|_| bad())?;
-            let m = rest[4..6].parse::<i64>().map_err(|_| bad())?;
-            sign * (h * 3600 + m * 60)
-        }
-        _ => return Err(bad()),
-    };
-    // Days from civil (proleptic Gregorian).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_secs;
-    Ok(secs * 1000 + millis)
+    chrono::DateTime::parse_from_rfc3339(text.trim())
+        .map(|t| t.timestamp_millis())
+        .map_err(|_| {
+            EngineError::InvalidInput(format!(
+                "'{text}' is not an RFC 3339 time (like 2026-03-07T10:00:00Z)"
+            ))
+        })
 }

@@ -40,7 +40,8 @@ pub(crate) fn router() -> OpenApiRouter<ServerState> {
         .routes(routes!(versions))
 }
 
-fn split(list: Option<String>) -> Vec<String> {
+/// A comma-separated query value as a list (shared by the query-string endpoints).
+pub(crate) fn split(list: Option<String>) -> Vec<String> {
     list.map(|s| {
         s.split(',')
             .map(str::trim)
@@ -52,7 +53,7 @@ fn split(list: Option<String>) -> Vec<String> {
 }
 
 /// `key=value` pairs, comma-separated.
-fn tag_pairs(list: Option<String>) -> Result<BTreeMap<String, String>, ApiError> {
+pub(crate) fn tag_pairs(list: Option<String>) -> Result<BTreeMap<String, String>, ApiError> {
     split(list)
         .into_iter()
         .map(|p| match p.split_once('=') {

@@ -2,8 +2,6 @@
 //! `body` and a `secure_body` encrypted at rest. Thin: visibility, owner-only writes, expiry
 //! and who gets the decrypted secret are the engine's decisions.
 
-use std::collections::BTreeMap;
-
 use axum::Json;
 use axum::http::StatusCode;
 use knowhub_engine::{NewResource, ResourceListOptions, ResourceUpdate};
@@ -15,6 +13,7 @@ use utoipa_axum::routes;
 
 use crate::auth::{ApiJson, ApiPath, ApiQuery, Caller};
 use crate::error::{ApiError, ErrorBody};
+use crate::knowledge::{split, tag_pairs};
 use crate::{ServerState, blocking};
 
 pub(crate) fn router() -> OpenApiRouter<ServerState> {
@@ -69,27 +68,6 @@ pub(crate) struct ListParams {
     owner: Option<String>,
     limit: Option<usize>,
     offset: Option<usize>,
-}
-
-fn split(list: Option<String>) -> Vec<String> {
-    list.map(|s| {
-        s.split(',')
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(str::to_owned)
-            .collect()
-    })
-    .unwrap_or_default()
-}
-
-fn tag_pairs(list: Option<String>) -> Result<BTreeMap<String, String>, ApiError> {
-    split(list)
-        .into_iter()
-        .map(|p| match p.split_once('=') {
-            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
-            _ => Err(ApiError::invalid(format!("a tag is key=value, not {p:?}"))),
-        })
-        .collect()
 }
 
 /// `{"results": [resource…], "count": n}` — never with secure bodies.
