@@ -35,7 +35,7 @@ impl From<EngineError> for CommandError {
             EngineError::NotFound(_) => "not_found",
             EngineError::Forbidden(_) => "forbidden",
             EngineError::Unauthenticated(_) => "unauthenticated",
-            EngineError::InvalidInput(_) => "invalid_input",
+            EngineError::InvalidInput(_) | EngineError::Conflict(_) => "invalid_input",
             EngineError::Busy => "busy",
             EngineError::Model(_) => "model",
             EngineError::Io { .. } => "io",

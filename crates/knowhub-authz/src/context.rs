@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AccountId, AgentId, OrgId, ProjectId, Role, Scope, ScopeSet, TeamId, UserId};
+use crate::{AccountId, AgentId, GroupId, OrgId, ProjectId, Role, Scope, ScopeSet, TeamId, UserId};
 
 /// Who is asking: resolved once per request (from a session or an API key) and passed down.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,12 +30,15 @@ pub struct Memberships {
     pub projects: Vec<ProjectId>,
     /// Organisations.
     pub orgs: Vec<OrgId>,
+    /// Group spaces (every member role reads; see [`GroupRole`](crate::GroupRole) for writes).
+    #[serde(default)]
+    pub groups: Vec<GroupId>,
 }
 
 /// The scopes a request may read, plus the role and account that bound them.
 ///
 /// For a USER: `{user:<me>, agent:<a> (if acting through an agent), team:*, project:*, org:*,
-/// public}`. ADMIN additionally [sees everything](Self::sees_everything) *within their account*;
+/// group:*, public}`. ADMIN additionally [sees everything](Self::sees_everything) *within their account*;
 /// ROOT sees everything in every account.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VisibleScopes {
@@ -48,7 +51,10 @@ impl VisibleScopes {
     /// Computes the visible scopes of a request.
     pub fn for_context(ctx: &RequestContext, memberships: &Memberships) -> Self {
         let mut scopes: Vec<Scope> = Vec::with_capacity(
-            3 + memberships.teams.len() + memberships.projects.len() + memberships.orgs.len(),
+            3 + memberships.teams.len()
+                + memberships.projects.len()
+                + memberships.orgs.len()
+                + memberships.groups.len(),
         );
         scopes.push(Scope::User(ctx.user.clone()));
         if let Some(agent) = &ctx.agent {
@@ -57,6 +63,7 @@ impl VisibleScopes {
         scopes.extend(memberships.teams.iter().cloned().map(Scope::Team));
         scopes.extend(memberships.projects.iter().cloned().map(Scope::Project));
         scopes.extend(memberships.orgs.iter().cloned().map(Scope::Org));
+        scopes.extend(memberships.groups.iter().cloned().map(Scope::Group));
         scopes.push(Scope::Public);
         Self {
             account: ctx.account.clone(),

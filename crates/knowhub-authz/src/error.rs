@@ -29,6 +29,9 @@ pub enum AuthzError {
     /// A role string was not `ROOT`, `ADMIN` or `USER` (in any case).
     #[error("invalid role {0:?}: expected ROOT, ADMIN or USER")]
     InvalidRole(String),
+    /// A group role other than owner/admin/member/readonly.
+    #[error("invalid group role {0:?} (expected owner, admin, member or readonly)")]
+    InvalidGroupRole(String),
     /// A folder or document path was absolute, escaped its root or was otherwise unsafe.
     #[error("invalid path {path:?}: {reason}")]
     InvalidPath {

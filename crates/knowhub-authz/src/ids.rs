@@ -126,3 +126,9 @@ id_type!(
     OrgId,
     "org"
 );
+id_type!(
+    /// A group space (seed 003 §13): a channel, chat or project whose members share memories
+    /// and documents, with roles of their own ([`GroupRole`](crate::GroupRole)).
+    GroupId,
+    "group"
+);

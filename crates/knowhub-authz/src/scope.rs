@@ -5,12 +5,12 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AgentId, AuthzError, OrgId, ProjectId, TeamId, UserId};
+use crate::{AgentId, AuthzError, GroupId, OrgId, ProjectId, TeamId, UserId};
 
 /// Who a piece of knowledge is shared with.
 ///
 /// String form (used by [`fmt::Display`], [`FromStr`] and serde): `user:<id>`, `agent:<id>`,
-/// `project:<id>`, `team:<id>`, `org:<id>` or `public`. The kind prefix is lower-case and
+/// `project:<id>`, `team:<id>`, `org:<id>`, `group:<id>` or `public`. The kind prefix is lower-case and
 /// case-sensitive; ids follow the rules of the id types (non-empty, no whitespace or commas).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -25,6 +25,8 @@ pub enum Scope {
     Team(TeamId),
     /// Shared with an organisation's members.
     Org(OrgId),
+    /// Shared with a group space's members (seed 003 §13).
+    Group(GroupId),
     /// Shared with everyone in the account.
     Public,
 }
@@ -32,12 +34,14 @@ pub enum Scope {
 impl Scope {
     /// Ranking priority of knowledge carrying this scope: **lower is more important**.
     ///
-    /// `user` (0) > `project` (1) > `agent` (2) > `team` (3) > `org` (4) > `public` (5): the
-    /// more personal the knowledge, the earlier it ranks.
+    /// `user` (0) > `project` = `group` (1) > `agent` (2) > `team` (3) > `org` (4) > `public`
+    /// (5): the more personal the knowledge, the earlier it ranks. A group space is a working
+    /// group like a project (seed 003 places it between the user's space and shared
+    /// resources), so it ranks with projects.
     pub fn priority(&self) -> u8 {
         match self {
             Scope::User(_) => 0,
-            Scope::Project(_) => 1,
+            Scope::Project(_) | Scope::Group(_) => 1,
             Scope::Agent(_) => 2,
             Scope::Team(_) => 3,
             Scope::Org(_) => 4,
@@ -53,6 +57,7 @@ impl Scope {
             Scope::Project(_) => "project",
             Scope::Team(_) => "team",
             Scope::Org(_) => "org",
+            Scope::Group(_) => "group",
             Scope::Public => "public",
         }
     }
@@ -75,6 +80,7 @@ impl fmt::Display for Scope {
             Scope::Project(id) => write!(f, "project:{id}"),
             Scope::Team(id) => write!(f, "team:{id}"),
             Scope::Org(id) => write!(f, "org:{id}"),
+            Scope::Group(id) => write!(f, "group:{id}"),
             Scope::Public => f.write_str("public"),
         }
     }
@@ -92,7 +98,7 @@ impl FromStr for Scope {
         }
         let Some((kind, id)) = s.split_once(':') else {
             return Err(bad(
-                "expected `<kind>:<id>` (kind: user, agent, project, team, org) or `public`"
+                "expected `<kind>:<id>` (kind: user, agent, project, team, org, group) or `public`"
                     .to_owned(),
             ));
         };
@@ -103,9 +109,10 @@ impl FromStr for Scope {
             "project" => ProjectId::new(id).map(Scope::Project).map_err(wrap),
             "team" => TeamId::new(id).map(Scope::Team).map_err(wrap),
             "org" => OrgId::new(id).map(Scope::Org).map_err(wrap),
+            "group" => GroupId::new(id).map(Scope::Group).map_err(wrap),
             "public" => Err(bad("`public` takes no id".to_owned())),
             _ => Err(bad(format!(
-                "unknown scope kind {kind:?} (expected user, agent, project, team, org or public)"
+                "unknown scope kind {kind:?} (expected user, agent, project, team, org, group or public)"
             ))),
         }
     }

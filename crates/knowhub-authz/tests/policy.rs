@@ -108,6 +108,7 @@ fn context(row: &Row) -> (RequestContext, Memberships) {
         teams: ids(row.teams),
         projects: ids(row.projects),
         orgs: ids(row.orgs),
+        groups: Vec::new(),
     };
     (ctx, memberships)
 }
@@ -233,4 +234,45 @@ fn role_parse_and_display() {
         serde_json::from_str::<Role>("\"root\"").expect("json"),
         Role::Root
     );
+}
+
+/// Group spaces (seed 003 §13.4.1): members in any role see `group:<id>`; non-members do not;
+/// ADMIN sees every group of their account, never another account's.
+#[test]
+fn group_space_visibility() {
+    // (role, groups the user is a member of, resource account, scopes, visible)
+    let table: &[(Role, &[&str], &str, &str, bool)] = &[
+        (Role::User, &["alpha"], "acme", "group:alpha", true),
+        (Role::User, &["alpha", "beta"], "acme", "group:beta", true),
+        (Role::User, &["alpha"], "acme", "group:beta", false),
+        (Role::User, &[], "acme", "group:alpha", false),
+        (Role::User, &["alpha"], "other", "group:alpha", false),
+        (Role::User, &["alpha"], "acme", "team:alpha", false),
+        (Role::Admin, &[], "acme", "group:alpha", true),
+        (Role::Admin, &[], "other", "group:alpha", false),
+        (Role::Root, &[], "other", "group:alpha", true),
+    ];
+    for (i, (role, groups, account, scopes, expected)) in table.iter().enumerate() {
+        let ctx = RequestContext {
+            account: "acme".parse().expect("account"),
+            user: "alice".parse().expect("user"),
+            agent: None,
+            role: *role,
+            session: None,
+            trace_id: "test".to_owned(),
+        };
+        let memberships = Memberships {
+            groups: groups.iter().map(|g| g.parse().expect("group")).collect(),
+            ..Memberships::default()
+        };
+        let visible = VisibleScopes::for_context(&ctx, &memberships);
+        let got = visible.allows(
+            &account.parse().expect("account"),
+            &scopes.parse().expect("scopes"),
+        );
+        assert_eq!(
+            got, *expected,
+            "row {i}: {role} {groups:?} → {account}/{scopes}"
+        );
+    }
 }

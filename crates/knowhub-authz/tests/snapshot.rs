@@ -21,6 +21,7 @@ fn memberships() -> Memberships {
         teams: vec![TeamId::new("b").expect("id"), TeamId::new("a").expect("id")],
         projects: vec!["p".parse().expect("id")],
         orgs: vec!["o".parse().expect("id")],
+        groups: Vec::new(),
     }
 }
 
@@ -92,6 +93,9 @@ fn changes_when_anything_changes() {
     let mut m = memberships();
     m.orgs.clear();
     check(snap(&ctx(), &m, 7), "org removed");
+    let mut m = memberships();
+    m.groups.push("g".parse().expect("id"));
+    check(snap(&ctx(), &m, 7), "group space joined");
     // Same id under a different kind.
     let mut m = memberships();
     m.teams.clear();

@@ -1,4 +1,4 @@
-//! `knowhub ask`, `trace`, `sessions` and `sql`: the copilot from the terminal.
+//! `knowhub ask`, `chat`, `trace`, `sessions` and `sql`: the copilot from the terminal.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -68,13 +68,33 @@ pub(crate) fn ask(
 ) -> Result<ExitCode> {
     let model = llm.load()?;
     let agent = Agent::new(engine, model, AgentOptions::default());
+    let outcome = answer(&agent, ctx, &args.question, args.session.clone(), json)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.trace {
+        print_trace(&outcome.state);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Asks one question, streaming the answer to stdout (unless `json`), then the checked
+/// answer when sentences were cut, the sources, and a status line on stderr.
+fn answer(
+    agent: &Agent,
+    ctx: &RequestContext,
+    question: &str,
+    session: Option<String>,
+    json: bool,
+) -> Result<knowhub_agent::AskOutcome> {
     let mut out = std::io::stdout();
     let mut streamed = false;
     let outcome = agent.ask(
         ctx,
         &AskRequest {
-            question: args.question.clone(),
-            session: args.session.clone(),
+            question: question.to_owned(),
+            session,
             ephemeral: false,
             cancel: Default::default(),
         },
@@ -99,8 +119,7 @@ pub(crate) fn ask(
         },
     )?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(outcome);
     }
     let o = &outcome.state.output;
     if streamed {
@@ -113,28 +132,7 @@ pub(crate) fn ask(
     } else {
         println!("{}", o.final_answer);
     }
-    if !o.rendered_sources.is_empty() {
-        println!();
-        for s in &o.rendered_sources {
-            let mut place = Vec::new();
-            if let Some(p) = s.page {
-                place.push(format!("p. {p}"));
-            }
-            if !s.heading.is_empty() {
-                place.push(s.heading.join(" › "));
-            }
-            println!(
-                "[{}] {}{}",
-                s.number,
-                s.title,
-                if place.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", place.join(", "))
-                }
-            );
-        }
-    }
+    print_sources(&outcome.state);
     eprintln!(
         "\n{} · {} · {} ms · {} · session {} · trace {}",
         outcome.state.plan.route.as_str(),
@@ -144,8 +142,157 @@ pub(crate) fn ask(
         outcome.session_id.as_deref().unwrap_or("-"),
         outcome.trace_id
     );
-    if args.trace {
-        print_trace(&outcome.state);
+    Ok(outcome)
+}
+
+fn print_sources(state: &knowhub_agent::AgentState) {
+    let sources = &state.output.rendered_sources;
+    if sources.is_empty() {
+        return;
+    }
+    println!();
+    for s in sources {
+        let mut place = Vec::new();
+        if let Some(p) = s.page {
+            place.push(format!("p. {p}"));
+        }
+        if !s.heading.is_empty() {
+            place.push(s.heading.join(" › "));
+        }
+        println!(
+            "[{}] {}{}",
+            s.number,
+            s.title,
+            if place.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", place.join(", "))
+            }
+        );
+    }
+}
+
+/// `knowhub chat` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct ChatArgs {
+    /// Continue a conversation (see `knowhub sessions`); default: a new one.
+    #[arg(long)]
+    pub session: Option<String>,
+}
+
+const CHAT_HELP: &str = "Ask anything; follow-up questions understand the conversation.
+  /new       start a new conversation      /sessions  your conversations
+  /trace     how the last answer was made  /open N    passage behind citation [N]
+  /remember  keep what you said about yourself in this conversation (knowhub memory)
+  /help      this list                     /quit      leave (also Ctrl-D)";
+
+/// `knowhub chat`: a multi-turn conversation in the terminal. Each line is a question in the
+/// same session (follow-ups are rewritten into standalone queries by the agent, as in the
+/// window); lines starting with `/` are commands. Reads standard input, so it also runs
+/// from a script.
+pub(crate) fn chat(
+    engine: Arc<Engine>,
+    ctx: &RequestContext,
+    llm: &LlmArgs,
+    args: &ChatArgs,
+) -> Result<ExitCode> {
+    use std::io::BufRead;
+    let model = llm.load()?;
+    let agent = Agent::new(Arc::clone(&engine), model, AgentOptions::default());
+    let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let mut session = args.session.clone();
+    let mut last: Option<knowhub_agent::AskOutcome> = None;
+    if interactive {
+        eprintln!(
+            "KnowHub chat ({}) — signed in as {}. /help for commands.",
+            agent.llm_id().unwrap_or("extractive answers"),
+            ctx.user
+        );
+    }
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    loop {
+        if interactive {
+            eprint!("\n› ");
+            let _ = std::io::stderr().flush();
+        }
+        let Some(line) = lines.next() else { break };
+        let line = line.context("cannot read the terminal")?;
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (command, rest) = line.split_once(' ').unwrap_or((line, ""));
+        match command {
+            "/quit" | "/exit" | "/q" => break,
+            "/help" | "/?" => println!("{CHAT_HELP}"),
+            "/new" => {
+                session = None;
+                last = None;
+                println!("(new conversation)");
+            }
+            "/sessions" => {
+                sessions(&engine, ctx, false)?;
+            }
+            "/trace" => match &last {
+                Some(o) => print_trace(&o.state),
+                None => println!("(no answer yet)"),
+            },
+            "/open" => {
+                let Some(o) = &last else {
+                    println!("(no answer yet)");
+                    continue;
+                };
+                let n: Option<usize> = rest.trim().trim_matches(['[', ']']).parse().ok();
+                match n.and_then(|n| {
+                    o.state
+                        .output
+                        .rendered_sources
+                        .iter()
+                        .find(|s| s.number == n)
+                }) {
+                    Some(source) => {
+                        println!("[{}] {}  {}", source.number, source.title, source.uri);
+                        if !source.text.is_empty() {
+                            println!("\n{}", source.text);
+                        }
+                    }
+                    None => println!("(no citation {rest:?} in the last answer)"),
+                }
+            }
+            "/remember" => match &session {
+                Some(id) => {
+                    let report = engine.memory_commit_session(ctx, id)?;
+                    println!(
+                        "{} new memor{}, {} confirmed",
+                        report.created.len(),
+                        if report.created.len() == 1 {
+                            "y"
+                        } else {
+                            "ies"
+                        },
+                        report.confirmed.len()
+                    );
+                    for n in report.created.iter().chain(&report.confirmed) {
+                        println!("  {}", n.content);
+                    }
+                }
+                None => println!("(nothing said yet in this conversation)"),
+            },
+            c if c.starts_with('/') => println!("unknown command {c} — /help lists them"),
+            _ => {
+                match answer(&agent, ctx, line, session.clone(), false) {
+                    Ok(outcome) => {
+                        if outcome.session_id.is_some() {
+                            session.clone_from(&outcome.session_id);
+                        }
+                        last = Some(outcome);
+                    }
+                    // One failed question does not end the conversation.
+                    Err(e) => eprintln!("error: {e:#}"),
+                }
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -13,6 +13,7 @@ mod bench_watch;
 mod eval;
 mod eval_agent;
 mod eval_retrieval;
+mod group;
 mod knowledge;
 mod mcp;
 mod memory;
@@ -140,6 +141,8 @@ enum Command {
     /// Ask the copilot: an answer from the documents and data you may read, every claim cited
     /// (streams as it is written; --session continues a conversation).
     Ask(ask::AskArgs),
+    /// A conversation in the terminal: ask, follow up, /trace, /open N, /remember, /new.
+    Chat(ask::ChatArgs),
     /// How an answer was made: route, steps with timings, evidence (allow/filtered), SQL run,
     /// stop reason, permission snapshot. Without an id: your recent traces.
     Trace { id: Option<String> },
@@ -202,6 +205,9 @@ enum Command {
     /// What the copilot remembers about you: commit a conversation, list, show, delete.
     #[command(subcommand)]
     Memory(memory::MemoryCommand),
+    /// Group spaces: members with roles sharing memories and documents (`group:<id>`).
+    #[command(subcommand)]
+    Group(group::GroupCommand),
     /// Show a stored document (by id or path): its passages and text — the "open source" of a
     /// citation.
     Show {
@@ -383,6 +389,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 json,
             );
         }
+        Command::Chat(args) => {
+            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            return ask::chat(std::sync::Arc::clone(&s.engine), &s.ctx, &cli.llm, &args);
+        }
         Command::Trace { id } => {
             let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
             return ask::trace(&s.engine, &s.ctx, id.as_deref(), json);
@@ -478,6 +488,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Memory(cmd) => {
             return memory::run(cmd, cli.data_dir, &cli.identity, json);
+        }
+        Command::Group(cmd) => {
+            return group::run(cmd, cli.data_dir, &cli.identity, json);
         }
         Command::Knowledge(cmd) => {
             return knowledge::run(

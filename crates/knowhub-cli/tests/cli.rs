@@ -167,3 +167,69 @@ fn robustness_over_shared_corpus() {
     assert_eq!(report["timed_out"], 0, "{report}");
     assert!(report["parsed"].as_u64().unwrap() > 300, "{report}");
 }
+
+/// `knowhub chat` reads questions from standard input: answers carry citations, follow-ups
+/// stay in one conversation, commands work, a bad command does not end the chat.
+#[test]
+fn chat_keeps_one_conversation_and_answers_commands() {
+    use std::io::Write;
+    let data = tempfile::tempdir().unwrap();
+    let docs = data.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("leave.md"),
+        "# Leave policy\n\nEmployees get fifteen days of annual leave per year.\n\n## 年假\n\n员工每年有十五天年假。",
+    )
+    .unwrap();
+    let ingest = knowhub(
+        data.path(),
+        &["--embedder", "off", "ingest", docs.to_str().unwrap()],
+    );
+    assert!(
+        ingest.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ingest.stderr)
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_knowhub"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["--embedder", "off", "--llm", "off", "chat"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            "How many days of annual leave do employees get?\n/open 1\n/bogus\n年假有几天？\n/trace\n/quit\nnever asked\n"
+                .as_bytes(),
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("fifteen days") && text.contains("[1] Leave policy"),
+        "{text}"
+    );
+    assert!(text.contains("十五天"), "{text}");
+    assert!(text.contains("unknown command /bogus"), "{text}");
+    assert!(text.contains("how this was answered"), "{text}");
+    // Both answers belong to the same conversation; nothing after /quit was asked.
+    let sessions: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.split(" · session ").nth(1))
+        .map(|rest| rest.split(' ').next().unwrap_or_default())
+        .collect();
+    assert_eq!(sessions.len(), 2, "{err}");
+    assert_eq!(sessions[0], sessions[1], "{err}");
+    assert!(!text.contains("never asked"));
+}

@@ -189,6 +189,8 @@ fn mcp_tools_under_the_callers_permissions() {
         "knowledge_save",
         "knowledge_update",
         "knowledge_list",
+        "memory_search",
+        "memory_commit",
     ] {
         assert!(names.contains(&expected), "{names:?}");
     }
@@ -316,6 +318,61 @@ fn mcp_tools_under_the_callers_permissions() {
         file_names(&found["structuredContent"]["hits"]),
         ["leave.md", "salaries.md"]
     );
+    // Memories through MCP: Alice's are hers; a group's shared ones reach its members only.
+    let committed = a.call(
+        "memory_commit",
+        json!({"messages": ["I prefer answers as tables.", "我习惯早上看邮件。"]}),
+    );
+    assert_eq!(
+        committed["structuredContent"]["created"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2,
+        "{committed}"
+    );
+    ok(&knowhub(
+        d,
+        &[
+            "group",
+            "create",
+            "ops",
+            "--member",
+            "alice:owner",
+            "--member",
+            "bob:readonly",
+        ],
+    ));
+    let shared = a.call(
+        "memory_commit",
+        json!({"messages": ["We decided to freeze deploys on Fridays."], "group_id": "ops"}),
+    );
+    assert_eq!(
+        shared["structuredContent"]["created"][0]["group_id"], "ops",
+        "{shared}"
+    );
+    let mine = a.call("memory_search", json!({"query": "tables"}));
+    assert!(
+        mine["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("answers as tables"),
+        "{mine}"
+    );
+    let seen = b.call(
+        "memory_search",
+        json!({"query": "tables Fridays", "group_id": "ops"}),
+    );
+    let text = seen["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("freeze deploys") && !text.contains("tables"),
+        "{seen}"
+    );
+    let readonly = b.request(
+        "tools/call",
+        json!({"name": "memory_commit", "arguments": {"messages": ["We decided to drop the freeze."], "group_id": "ops"}}),
+    );
+    assert_eq!(readonly["result"]["isError"], true, "{readonly}");
     b.finish();
     a.finish();
 }

@@ -49,7 +49,8 @@ use crate::{Engine, EngineError, RequestContext, Result};
 pub use knowhub_store::KnowledgeRecord as KnowledgeItem;
 pub use knowhub_store::KnowledgeVersion;
 
-/// The knowledge types of seed 002.
+/// The knowledge types of seed 002, and `group_memory`: a group space's shared memory
+/// (seed 003 §13; written by the memory commit, writable by the group's members).
 pub const KNOWLEDGE_TYPES: &[&str] = &[
     "user_profile",
     "strategy",
@@ -57,6 +58,7 @@ pub const KNOWLEDGE_TYPES: &[&str] = &[
     "usecase",
     "definition",
     "plan",
+    "group_memory",
 ];
 
 /// Default similarity thresholds of [`Engine::knowledge_slim`].
@@ -377,7 +379,17 @@ impl Engine {
     /// Deletes an item (with its versions). Owner or administrators.
     pub fn knowledge_delete(&self, ctx: &RequestContext, id: &str) -> Result<()> {
         let access = self.authorize(ctx)?;
-        let item = self.writable_item(&access, id)?;
+        let item = self.visible_item(&access, id)?;
+        // Deleting a group memory is for its author and the group's owners/admins, not for
+        // every member who may add to it.
+        let group_manager = self
+            .group_role_for_item(&access, &item)?
+            .is_some_and(|r| r.can_manage(knowhub_authz::GroupRole::Member));
+        if !self.may_write(&access, Some(&item.owner)) && !group_manager {
+            return Err(EngineError::Forbidden(format!(
+                "only the owner of knowledge item {id} or an administrator can delete it"
+            )));
+        }
         if !self.store().delete_knowledge(&item.id)? {
             return Err(not_found(id));
         }
@@ -596,6 +608,11 @@ impl Engine {
         } else {
             self.writable_item(access, id)?
         };
+        if update.scopes.is_some() && !self.may_write(access, Some(&item.owner)) {
+            return Err(EngineError::Forbidden(format!(
+                "only the owner of knowledge item {id} or an administrator can change who sees it"
+            )));
+        }
         let scopes = match &update.scopes {
             Some(s) if s.is_empty() => Some(vec![Scope::User(access.ctx.user.clone()).to_string()]),
             Some(s) => Some(self.grantable_scopes(access, s, "knowledge")?),
@@ -806,12 +823,49 @@ impl Engine {
     /// visible.
     fn writable_item(&self, access: &Access, id: &str) -> Result<KnowledgeItem> {
         let item = self.visible_item(access, id)?;
-        if !self.may_write(access, Some(&item.owner)) {
+        if !self.may_write(access, Some(&item.owner)) && !self.group_writer(access, &item)? {
             return Err(EngineError::Forbidden(format!(
                 "only the owner of knowledge item {id} or an administrator can change it"
             )));
         }
         Ok(item)
+    }
+
+    /// The caller's role in the group space a group memory lives in (`None` for any other
+    /// item, or when the caller is not a member of every group it is scoped to).
+    fn group_role_for_item(
+        &self,
+        access: &Access,
+        item: &KnowledgeItem,
+    ) -> Result<Option<knowhub_authz::GroupRole>> {
+        if !item
+            .types
+            .iter()
+            .any(|t| t == crate::memory::GROUP_MEMORY_TYPE)
+            || item.scopes.is_empty()
+        {
+            return Ok(None);
+        }
+        let mut weakest: Option<knowhub_authz::GroupRole> = None;
+        for scope in parse_scopes(&item.scopes)?.iter() {
+            let Scope::Group(group) = scope else {
+                return Ok(None);
+            };
+            let Some(role) = self.group_role_of(access, group)? else {
+                return Ok(None);
+            };
+            // Roles order owner < admin < member < readonly: the weakest is the largest.
+            weakest = Some(weakest.map_or(role, |w| w.max(role)));
+        }
+        Ok(weakest)
+    }
+
+    /// Seed 003 §13: a group's shared memories are read and written by all its members who
+    /// may write (not only the member who first recorded them).
+    fn group_writer(&self, access: &Access, item: &KnowledgeItem) -> Result<bool> {
+        Ok(self
+            .group_role_for_item(access, item)?
+            .is_some_and(knowhub_authz::GroupRole::can_write))
     }
 
     /// Validated, canonical scopes the caller may grant to `what` (knowledge, resources): their
@@ -834,6 +888,18 @@ impl Engine {
                     "you can only share {what} with scopes you belong to (not {})",
                     foreign.join(", ")
                 )));
+            }
+            // Reading a group space needs membership; writing into it a role that writes.
+            for scope in &set {
+                if let Scope::Group(group) = scope
+                    && !self
+                        .group_role_of(access, group)?
+                        .is_some_and(knowhub_authz::GroupRole::can_write)
+                {
+                    return Err(EngineError::Forbidden(format!(
+                        "you are a read-only member of group {group}: you cannot share {what} there"
+                    )));
+                }
             }
         }
         Ok(set.iter().map(ToString::to_string).collect())

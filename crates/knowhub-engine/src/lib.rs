@@ -29,6 +29,7 @@
 mod chat;
 mod check;
 mod fs;
+mod groups;
 mod hub;
 mod ingest;
 mod knowledge;
@@ -54,6 +55,10 @@ use thiserror::Error;
 pub use chat::{QueryableData, QueryableTable};
 pub use check::CheckReport;
 pub use fs::{FakeFs, FileMeta, Fs, RealFs, skip_name};
+pub use groups::{
+    GROUP_KINDS, GroupDeleted, GroupMemberSpec, GroupMemberView, GroupView, NewGroup,
+    group_space_name,
+};
 pub use hub::{AccountInfo, Credentials, Hub, Mode, dev_context};
 pub use ingest::{FileOutcome, IngestEvent, IngestOptions, IngestReport, RemoveReport};
 pub use knowhub_authz as authz;
@@ -72,7 +77,9 @@ pub use knowledge::{
     SLIM_COSINE_THRESHOLD, SLIM_JACCARD_THRESHOLD, SlimGroup, SlimMethod, SlimOptions, SlimPlan,
 };
 pub use memory::{
-    MEMORY_KINDS, MemoryCandidate, MemoryCommit, MemoryNode, extract_explicit_memories,
+    CommitMessage, GROUP_MEMORY_KINDS, GroupCommitOptions, MEMORY_KINDS, MemoryCandidate,
+    MemoryCommit, MemoryNode, MemorySpaces, SkippedCandidate, extract_explicit_memories,
+    extract_group_conversation_memories,
 };
 pub use permissions::{
     Access, DEFAULT_ACCOUNT, DEFAULT_USER, DocRef, DocumentView, FolderAcl, FolderEntry,
@@ -122,6 +129,9 @@ pub enum EngineError {
     /// No such object — or one the caller may not see (the two are indistinguishable).
     #[error("not found: {0}")]
     NotFound(String),
+    /// The request clashes with what exists (an id taken, a group left without an owner).
+    #[error("conflict: {0}")]
+    Conflict(String),
     #[error(
         "another KnowHub process is updating this knowledge base (an ingest or the app); \
          searching works, changes must wait until it finishes"

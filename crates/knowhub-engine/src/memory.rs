@@ -8,21 +8,36 @@
 //! Extraction here is by rules for explicit first-person statements in English and Chinese
 //! ("I prefer…", "我习惯…"); a candidate close to an existing memory of the same kind confirms
 //! it (confidence grows) instead of creating a duplicate.
+//!
+//! Group spaces (seed 003 §13.5–13.6): a commit made *with a group* also finds shared
+//! conclusions ("We decided…", "我们决定…": decision / consensus / group_knowledge) and routes
+//! each candidate by its category — personal ones to the committer's private memories (only
+//! what the committer said themself: another speaker's preferences are theirs to commit),
+//! shared ones to the group's space (`group_memory` items scoped `group:<id>`, visible to its
+//! members, written by members who may write), `ask` ones back to the caller unwritten.
+//! Searches may span the private and the group space.
 
 use std::collections::BTreeMap;
 
-use knowhub_authz::RequestContext;
-use serde::Serialize;
+use knowhub_authz::{GroupId, RequestContext};
+use serde::{Deserialize, Serialize};
 
 use crate::knowledge::{
     KnowledgeItem, KnowledgeListOptions, KnowledgeUpdate, NewKnowledge, jaccard, shingle_set,
 };
 use crate::{Engine, EngineError, Result};
 
-/// The kinds of memory the rules extract.
+/// The kinds of personal memory the rules extract.
 pub const MEMORY_KINDS: &[&str] = &["preference", "habit", "background", "constraint"];
+/// The kinds of shared memory the rules extract from group conversations (seed 003 §13.5.1's
+/// group categories; `shared_entity` is accepted in options, the rules do not produce it).
+pub const GROUP_MEMORY_KINDS: &[&str] = &["decision", "consensus", "group_knowledge"];
 /// The knowledge type memories are stored as (seed 001's special `user_profile`).
 const PROFILE_TYPE: &str = "user_profile";
+/// The knowledge type of a group space's shared memories.
+pub(crate) const GROUP_MEMORY_TYPE: &str = "group_memory";
+/// The tag naming the group a shared memory belongs to.
+const GROUP_TAG: &str = "group";
 /// The tag holding a memory's kind.
 const KIND_TAG: &str = "memory";
 /// Confidence of a new memory, and what each confirmation adds (up to 1).
@@ -36,28 +51,121 @@ const MAX_STATEMENT: usize = 240;
 /// A memory found in a text, not yet stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MemoryCandidate {
-    /// One of [`MEMORY_KINDS`].
+    /// One of [`MEMORY_KINDS`] or [`GROUP_MEMORY_KINDS`].
     pub kind: &'static str,
-    /// The user's statement, as they made it.
+    /// The statement, as it was made.
     pub statement: String,
+}
+
+/// One message of a conversation to commit.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CommitMessage {
+    pub content: String,
+    /// Who said it, in a group conversation; `None` = the caller.
+    #[serde(default)]
+    pub user_id: Option<String>,
+}
+
+/// Seed 003 §13.5.1 `GroupCommitOptions`: which categories go where.
+#[derive(Debug, Clone, Deserialize)]
+pub struct GroupCommitOptions {
+    pub group_id: String,
+    /// Categories kept private. `profile` stands for background, habit and constraint.
+    #[serde(default = "default_private_categories")]
+    pub private_categories: Vec<String>,
+    /// Categories written to the group space.
+    #[serde(default = "default_group_categories")]
+    pub group_categories: Vec<String>,
+    /// Where a category in neither list goes: `private` (default), `group`, or `ask` (not
+    /// written; returned for the caller to decide).
+    #[serde(default = "default_scope")]
+    pub default_scope: String,
+}
+
+fn default_private_categories() -> Vec<String> {
+    ["profile", "preference", "personal_entity"]
+        .map(String::from)
+        .to_vec()
+}
+
+fn default_group_categories() -> Vec<String> {
+    ["group_knowledge", "shared_entity", "decision", "consensus"]
+        .map(String::from)
+        .to_vec()
+}
+
+fn default_scope() -> String {
+    "private".into()
+}
+
+impl GroupCommitOptions {
+    /// The seed's defaults for `group_id`.
+    pub fn new(group_id: &str) -> Self {
+        GroupCommitOptions {
+            group_id: group_id.to_owned(),
+            private_categories: default_private_categories(),
+            group_categories: default_group_categories(),
+            default_scope: default_scope(),
+        }
+    }
+
+    fn lists(list: &[String], kind: &str) -> bool {
+        list.iter().any(|c| {
+            c == kind
+                || (c == "profile" && ["background", "habit", "constraint"].contains(&kind))
+                || (c == "personal_entity" && kind == "background")
+        })
+    }
+
+    /// `private`, `group` or `ask` for a candidate of `kind`.
+    fn target(&self, kind: &str) -> &str {
+        if Self::lists(&self.group_categories, kind) {
+            "group"
+        } else if Self::lists(&self.private_categories, kind) {
+            "private"
+        } else {
+            self.default_scope.as_str()
+        }
+    }
+}
+
+/// A candidate a commit did not write, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SkippedCandidate {
+    pub kind: String,
+    pub statement: String,
+    /// `ask` (the options asked for confirmation), `other_speaker`, `no_group`.
+    pub reason: String,
 }
 
 /// What committing a conversation did.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct MemoryCommit {
-    /// Candidates found in the user's messages.
+    /// Candidates found in the messages.
     pub candidates: usize,
     /// New memories.
     pub created: Vec<MemoryNode>,
     /// Existing memories the conversation confirmed (confidence raised).
     pub confirmed: Vec<MemoryNode>,
+    /// Candidates not written.
+    pub skipped: Vec<SkippedCandidate>,
+}
+
+/// Which spaces a memory search covers.
+#[derive(Debug, Clone, Default)]
+pub struct MemorySpaces {
+    /// Also search this group's shared memories (members and administrators).
+    pub group_id: Option<String>,
+    /// Leave the caller's private memories out (only meaningful with a group).
+    pub exclude_private: bool,
 }
 
 /// A memory as an addressable node (seed 003 §4).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MemoryNode {
-    /// `ctx://user/{user}/memories/preferences/{id}` (preferences, habits, constraints) or
-    /// `ctx://user/{user}/memories/entities/{id}` (background).
+    /// `ctx://user/{user}/memories/preferences/{id}` (preferences, habits, constraints),
+    /// `ctx://user/{user}/memories/entities/{id}` (background), or for a group's shared
+    /// memories `ctx://group/{space}/memories/{kind}/{id}`.
     pub uri: String,
     /// The knowledge item behind it.
     pub id: String,
@@ -72,6 +180,10 @@ pub struct MemoryNode {
     /// Times a later conversation restated it.
     pub confirmations: u32,
     pub updated_at_ms: i64,
+    /// The group space it belongs to; `None` for a private memory.
+    pub group_id: Option<String>,
+    /// Who recorded it.
+    pub owner: String,
 }
 
 /// Rules for explicit first-person statements: (kind, phrases that start the claim).
@@ -203,18 +315,128 @@ const ZH_RULES: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// Shared conclusions of a group conversation (checked before the personal rules: a sentence
+/// that opens with "we decided" is the group's, whatever follows).
+const GROUP_EN_RULES: &[(&str, &[&str])] = &[
+    (
+        "decision",
+        &[
+            "we decided ",
+            "we've decided ",
+            "we have decided ",
+            "we will go with ",
+            "we'll go with ",
+            "we are going with ",
+            "we're going with ",
+            "let's go with ",
+            "the team decided ",
+            "it was decided ",
+            "decision: ",
+            "decided: ",
+            "final decision: ",
+        ],
+    ),
+    (
+        "consensus",
+        &[
+            "we agreed ",
+            "we've agreed ",
+            "we have agreed ",
+            "we all agree ",
+            "we agree ",
+            "everyone agreed ",
+            "everyone agrees ",
+            "the team agreed ",
+            "agreed: ",
+            "consensus: ",
+        ],
+    ),
+    (
+        "group_knowledge",
+        &[
+            "conclusion: ",
+            "for the record, ",
+            "the deadline is ",
+            "our deadline is ",
+            "the release date is ",
+            "the launch date is ",
+            "our team uses ",
+            "the project uses ",
+            "our standard is ",
+        ],
+    ),
+];
+
+const GROUP_ZH_RULES: &[(&str, &[&str])] = &[
+    (
+        "decision",
+        &[
+            "我们决定",
+            "大家决定",
+            "团队决定",
+            "最终决定",
+            "决定：",
+            "决定:",
+            "决议：",
+            "就这么定了",
+            "定下来了",
+        ],
+    ),
+    (
+        "consensus",
+        &[
+            "我们同意",
+            "大家同意",
+            "一致同意",
+            "达成共识",
+            "共识：",
+            "共识:",
+        ],
+    ),
+    (
+        "group_knowledge",
+        &[
+            "结论：",
+            "结论:",
+            "结论是",
+            "截止日期是",
+            "截止时间是",
+            "上线时间是",
+            "发布日期是",
+            "我们团队用",
+            "项目使用",
+        ],
+    ),
+];
+
 /// Words that make a Chinese sentence a question rather than a statement.
 const ZH_QUESTION_ENDS: &[char] = &['吗', '呢', '么', '？', '?'];
 
 /// Explicit first-person statements about the user in `text` (English and Chinese).
 pub fn extract_explicit_memories(text: &str) -> Vec<MemoryCandidate> {
+    extract(text, false)
+}
+
+/// Like [`extract_explicit_memories`], plus the shared conclusions of a group conversation
+/// ([`GROUP_MEMORY_KINDS`]).
+pub fn extract_group_conversation_memories(text: &str) -> Vec<MemoryCandidate> {
+    extract(text, true)
+}
+
+fn extract(text: &str, group: bool) -> Vec<MemoryCandidate> {
     let mut out: Vec<MemoryCandidate> = Vec::new();
     for sentence in split_sentences(text) {
         let statement = sentence.trim();
         if statement.is_empty() || is_question(statement) {
             continue;
         }
-        if let Some(kind) = classify(statement) {
+        let kind = if group {
+            classify_with(statement, GROUP_EN_RULES, GROUP_ZH_RULES)
+                .or_else(|| classify_with(statement, EN_RULES, ZH_RULES))
+        } else {
+            classify_with(statement, EN_RULES, ZH_RULES)
+        };
+        if let Some(kind) = kind {
             let statement: String = statement.chars().take(MAX_STATEMENT).collect();
             if !out.iter().any(|c| c.statement == statement) {
                 out.push(MemoryCandidate { kind, statement });
@@ -224,7 +446,11 @@ pub fn extract_explicit_memories(text: &str) -> Vec<MemoryCandidate> {
     out
 }
 
-fn classify(statement: &str) -> Option<&'static str> {
+fn classify_with(
+    statement: &str,
+    en_rules: &'static [(&'static str, &'static [&'static str])],
+    zh_rules: &'static [(&'static str, &'static [&'static str])],
+) -> Option<&'static str> {
     let lower = statement.to_lowercase();
     // Polite openers do not change what is said ("Just so you know, I prefer …").
     let lower = [
@@ -239,13 +465,13 @@ fn classify(statement: &str) -> Option<&'static str> {
     .find_map(|p| lower.strip_prefix(p))
     .unwrap_or(&lower)
     .to_owned();
-    for (kind, phrases) in EN_RULES {
+    for (kind, phrases) in en_rules {
         if phrases.iter().any(|p| lower.starts_with(p)) {
             return Some(kind);
         }
     }
     let head: String = statement.chars().take(12).collect();
-    for (kind, phrases) in ZH_RULES {
+    for (kind, phrases) in zh_rules {
         for p in *phrases {
             if let Some(pos) = head.find(p) {
                 let after = &statement[pos + p.len()..];
@@ -324,23 +550,37 @@ fn split_sentences(text: &str) -> Vec<String> {
     out
 }
 
-fn node(item: &KnowledgeItem) -> MemoryNode {
+fn node(account: &str, item: &KnowledgeItem) -> MemoryNode {
     let kind = item
         .tags
         .get(KIND_TAG)
         .cloned()
         .unwrap_or_else(|| "preference".into());
+    let group_id = item
+        .types
+        .iter()
+        .any(|t| t == GROUP_MEMORY_TYPE)
+        .then(|| item.tags.get(GROUP_TAG).cloned())
+        .flatten();
     let folder = if kind == "background" {
         "entities"
     } else {
         "preferences"
+    };
+    let uri = match &group_id {
+        Some(group) => format!(
+            "ctx://group/{}/memories/{kind}/{}",
+            crate::groups::group_space_name(account, group),
+            item.id
+        ),
+        None => format!("ctx://user/{}/memories/{folder}/{}", item.owner, item.id),
     };
     let mut abstract_text: String = item.content.chars().take(80).collect();
     if item.content.chars().count() > 80 {
         abstract_text.push('…');
     }
     MemoryNode {
-        uri: format!("ctx://user/{}/memories/{folder}/{}", item.owner, item.id),
+        uri,
         id: item.id.clone(),
         overview: format!(
             "{kind} · confidence {:.2} · confirmed {} time(s)",
@@ -352,18 +592,38 @@ fn node(item: &KnowledgeItem) -> MemoryNode {
         confirmations: item.eval.helpful,
         updated_at_ms: item.updated_at_ms,
         kind,
+        group_id,
+        owner: item.owner.clone(),
     }
 }
 
 impl Engine {
+    fn memory_node_of(&self, item: &KnowledgeItem) -> MemoryNode {
+        node(self.account.as_str(), item)
+    }
+
     /// The caller's memories, most confident first.
     pub fn memories(&self, ctx: &RequestContext) -> Result<Vec<MemoryNode>> {
-        let mut nodes: Vec<MemoryNode> = self.own_memory_items(ctx)?.iter().map(node).collect();
-        nodes.sort_by(|a, b| {
-            b.confidence
-                .total_cmp(&a.confidence)
-                .then(b.updated_at_ms.cmp(&a.updated_at_ms))
-        });
+        let mut nodes: Vec<MemoryNode> = self
+            .own_memory_items(ctx)?
+            .iter()
+            .map(|i| self.memory_node_of(i))
+            .collect();
+        sort_nodes(&mut nodes);
+        Ok(nodes)
+    }
+
+    /// A group's shared memories, most confident first (members and administrators; anyone
+    /// else gets `NotFound`).
+    pub fn group_memories(&self, ctx: &RequestContext, group_id: &str) -> Result<Vec<MemoryNode>> {
+        let access = self.authorize(ctx)?;
+        let (group, _) = self.visible_group(&access, group_id)?;
+        let mut nodes: Vec<MemoryNode> = self
+            .group_memory_items(ctx, &group.id)?
+            .iter()
+            .map(|i| self.memory_node_of(i))
+            .collect();
+        sort_nodes(&mut nodes);
         Ok(nodes)
     }
 
@@ -383,17 +643,133 @@ impl Engine {
             .collect())
     }
 
-    /// One memory by its `ctx://` URI or item id (the caller's own only).
-    pub fn memory_node(&self, ctx: &RequestContext, uri_or_id: &str) -> Result<MemoryNode> {
-        let id = uri_or_id.rsplit('/').next().unwrap_or(uri_or_id);
-        self.own_memory_items(ctx)?
-            .iter()
-            .find(|i| i.id == id)
-            .map(node)
-            .ok_or_else(|| EngineError::NotFound(format!("memory {uri_or_id}")))
+    /// The shared memory items of a group the caller may see (the knowledge list applies the
+    /// visibility rule: members, administrators).
+    fn group_memory_items(
+        &self,
+        ctx: &RequestContext,
+        group: &GroupId,
+    ) -> Result<Vec<KnowledgeItem>> {
+        let mut tags = BTreeMap::new();
+        tags.insert(GROUP_TAG.to_owned(), group.to_string());
+        let options = KnowledgeListOptions {
+            types: vec![GROUP_MEMORY_TYPE.into()],
+            scopes: vec![format!("group:{group}")],
+            tags,
+            limit: 1000,
+            ..KnowledgeListOptions::default()
+        };
+        Ok(self
+            .knowledge_list(ctx, &options)?
+            .into_iter()
+            .filter(|i| i.tags.contains_key(KIND_TAG))
+            .collect())
     }
 
-    /// Forgets one of the caller's memories.
+    /// Deletes every shared memory of a group (used when the group is deleted).
+    pub(crate) fn delete_group_memories(&self, group: &GroupId) -> Result<usize> {
+        let mut store = self.store();
+        let mut tags = BTreeMap::new();
+        tags.insert(GROUP_TAG.to_owned(), group.to_string());
+        let filter = knowhub_store::KnowledgeFilter {
+            types: vec![GROUP_MEMORY_TYPE.into()],
+            scopes: vec![format!("group:{group}")],
+            tags,
+            ..knowhub_store::KnowledgeFilter::default()
+        };
+        let items = store.list_knowledge(&filter, usize::MAX, 0)?;
+        let mut n = 0;
+        for item in items {
+            if store.delete_knowledge(&item.id)? {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// One memory by its `ctx://` URI or item id: the caller's own, or a shared memory of a
+    /// group they may see.
+    pub fn memory_node(&self, ctx: &RequestContext, uri_or_id: &str) -> Result<MemoryNode> {
+        let id = uri_or_id.rsplit('/').next().unwrap_or(uri_or_id);
+        let missing = || EngineError::NotFound(format!("memory {uri_or_id}"));
+        if let Some(group) = self.group_of_uri(ctx, uri_or_id)? {
+            return self
+                .group_memory_items(ctx, &group)?
+                .iter()
+                .find(|i| i.id == id)
+                .map(|i| self.memory_node_of(i))
+                .ok_or_else(missing);
+        }
+        if uri_or_id.starts_with("ctx://") && !uri_or_id.starts_with("ctx://user/") {
+            return Err(missing());
+        }
+        if let Some(found) = self.own_memory_items(ctx)?.iter().find(|i| i.id == id) {
+            return Ok(self.memory_node_of(found));
+        }
+        // A bare id may name a group memory the caller can see.
+        if !uri_or_id.starts_with("ctx://") {
+            let access = self.authorize(ctx)?;
+            let groups = self.store().group_spaces(Some(&access.ctx.user))?;
+            for g in groups {
+                if let Some(found) = self
+                    .group_memory_items(ctx, &g.id)?
+                    .iter()
+                    .find(|i| i.id == id)
+                {
+                    return Ok(self.memory_node_of(found));
+                }
+            }
+        }
+        Err(missing())
+    }
+
+    /// The group a `ctx://group/{space}/…` URI names, when the caller may see it (else
+    /// `NotFound`); `None` for any other URI.
+    fn group_of_uri(&self, ctx: &RequestContext, uri: &str) -> Result<Option<GroupId>> {
+        let Some(rest) = uri.strip_prefix("ctx://group/") else {
+            return Ok(None);
+        };
+        let space = rest.split('/').next().unwrap_or_default();
+        let missing = || EngineError::NotFound(format!("memory space {uri}"));
+        let group = self
+            .store()
+            .group_space_by_name(space)?
+            .ok_or_else(missing)?;
+        let access = self.authorize(ctx)?;
+        self.visible_group(&access, group.id.as_str())
+            .map_err(|_| missing())?;
+        Ok(Some(group.id))
+    }
+
+    /// The memory nodes below a folder URI: `ctx://user/{me}/memories[/preferences|/entities]`
+    /// or `ctx://group/{space}/memories[/{kind}]`. Another user's space, or a group the caller
+    /// may not see, is `NotFound`.
+    pub fn memory_children(&self, ctx: &RequestContext, uri: &str) -> Result<Vec<MemoryNode>> {
+        let prefix = uri.trim_end_matches('/');
+        let missing = || EngineError::NotFound(format!("memory folder {uri}"));
+        let nodes = if let Some(group) = self.group_of_uri(ctx, prefix)? {
+            let access = self.authorize(ctx)?;
+            let (g, _) = self.visible_group(&access, group.as_str())?;
+            let own = format!("ctx://group/{}/memories", g.space);
+            if !(prefix == own || prefix.starts_with(&format!("{own}/"))) {
+                return Err(missing());
+            }
+            self.group_memories(ctx, group.as_str())?
+        } else {
+            let own = format!("ctx://user/{}/memories", ctx.user);
+            if !(prefix == own || prefix.starts_with(&format!("{own}/"))) {
+                return Err(missing());
+            }
+            self.memories(ctx)?
+        };
+        Ok(nodes
+            .into_iter()
+            .filter(|n| n.uri.starts_with(&format!("{prefix}/")))
+            .collect())
+    }
+
+    /// Forgets a memory: one of the caller's own, or a group memory they recorded or manage
+    /// (group owners/admins, account administrators).
     pub fn memory_delete(&self, ctx: &RequestContext, uri_or_id: &str) -> Result<()> {
         let found = self.memory_node(ctx, uri_or_id)?;
         self.knowledge_delete(ctx, &found.id)
@@ -408,62 +784,175 @@ impl Engine {
         messages: &[String],
         origin: &str,
     ) -> Result<MemoryCommit> {
-        let mut existing = self.own_memory_items(ctx)?;
+        let messages: Vec<CommitMessage> = messages
+            .iter()
+            .map(|m| CommitMessage {
+                content: m.clone(),
+                user_id: None,
+            })
+            .collect();
+        self.memory_commit_with(ctx, &messages, origin, None)
+    }
+
+    /// Commits a conversation, with a group when `group` is given (see the module docs):
+    /// each candidate goes to the caller's private memories, to the group's space, or back
+    /// unwritten (`ask`, another speaker's personal statement, a shared conclusion without a
+    /// group). Committing into a group needs membership with a role that writes.
+    pub fn memory_commit_with(
+        &self,
+        ctx: &RequestContext,
+        messages: &[CommitMessage],
+        origin: &str,
+        group: Option<&GroupCommitOptions>,
+    ) -> Result<MemoryCommit> {
+        let group_id = match group {
+            None => None,
+            Some(options) => {
+                if !["private", "group", "ask"].contains(&options.default_scope.as_str()) {
+                    return Err(EngineError::InvalidInput(format!(
+                        "default_scope is private, group or ask, not {:?}",
+                        options.default_scope
+                    )));
+                }
+                let access = self.authorize(ctx)?;
+                let (g, role) = self.visible_group(&access, &options.group_id)?;
+                if !role.is_some_and(knowhub_authz::GroupRole::can_write) {
+                    return Err(EngineError::Forbidden(format!(
+                        "only members of group {} who may write can commit to it",
+                        options.group_id
+                    )));
+                }
+                Some(g.id)
+            }
+        };
+        let mut private = self.own_memory_items(ctx)?;
+        let mut shared = match &group_id {
+            Some(g) => self.group_memory_items(ctx, g)?,
+            None => Vec::new(),
+        };
         let mut report = MemoryCommit::default();
         for message in messages {
-            for candidate in extract_explicit_memories(message) {
+            let speaker_is_me = message
+                .user_id
+                .as_deref()
+                .is_none_or(|u| u == ctx.user.as_str());
+            // Shared conclusions are found without a group too, to say why they were not
+            // kept (they are not facts about the user).
+            for candidate in extract_group_conversation_memories(&message.content) {
                 report.candidates += 1;
-                let shingles = shingle_set(&candidate.statement);
-                let same = existing
-                    .iter()
-                    .filter(|i| i.tags.get(KIND_TAG).map(String::as_str) == Some(candidate.kind))
-                    .map(|i| (jaccard(&shingles, &shingle_set(&i.content)), i))
-                    .filter(|(sim, _)| *sim >= SAME_MEMORY)
-                    .max_by(|a, b| a.0.total_cmp(&b.0))
-                    .map(|(_, i)| i.id.clone());
-                if let Some(id) = same {
-                    let Some(current) = existing.iter().find(|i| i.id == id) else {
-                        continue;
-                    };
-                    let update = KnowledgeUpdate {
-                        confidence: Some((current.eval.confidence + CONFIRM_STEP).min(1.0)),
-                        add_helpful_case: Some(knowhub_store::FeedbackCase {
-                            task: "restated in a conversation".into(),
-                            outcome: "confirmed".into(),
-                            reason: candidate.statement.clone(),
-                            timestamp: String::new(),
-                            message_id: origin.to_owned(),
-                        }),
-                        ..KnowledgeUpdate::default()
-                    };
-                    let updated = self.knowledge_update(ctx, &id, &update, None)?;
-                    existing.retain(|i| i.id != id);
-                    report.confirmed.retain(|n| n.id != id);
-                    report.confirmed.push(node(&updated));
-                    existing.push(updated);
-                } else {
-                    let mut tags = BTreeMap::new();
-                    tags.insert(KIND_TAG.to_owned(), candidate.kind.to_owned());
-                    tags.insert("origin".to_owned(), "rule".to_owned());
-                    let saved = self.knowledge_save(
-                        ctx,
-                        NewKnowledge {
-                            task: format!("about the user: {}", candidate.kind),
-                            content: candidate.statement.clone(),
-                            types: vec![PROFILE_TYPE.into()],
-                            tags,
-                            scopes: Vec::new(),
-                            message_id: origin.to_owned(),
-                            confidence: Some(NEW_CONFIDENCE),
-                            ..NewKnowledge::default()
-                        },
-                    )?;
-                    report.created.push(node(&saved));
-                    existing.push(saved);
+                let target = match group {
+                    Some(options) => options.target(candidate.kind),
+                    None if GROUP_MEMORY_KINDS.contains(&candidate.kind) => "no_group",
+                    None => "private",
+                };
+                let skip = |reason: &str| SkippedCandidate {
+                    kind: candidate.kind.to_owned(),
+                    statement: candidate.statement.clone(),
+                    reason: reason.to_owned(),
+                };
+                match (target, &group_id) {
+                    ("group", Some(g)) => {
+                        self.commit_candidate(
+                            ctx,
+                            &candidate,
+                            origin,
+                            Some((g, message.user_id.as_deref())),
+                            &mut shared,
+                            &mut report,
+                        )?;
+                    }
+                    ("private", _) if speaker_is_me => {
+                        self.commit_candidate(
+                            ctx,
+                            &candidate,
+                            origin,
+                            None,
+                            &mut private,
+                            &mut report,
+                        )?;
+                    }
+                    ("private", _) => report.skipped.push(skip("other_speaker")),
+                    ("ask", _) => report.skipped.push(skip("ask")),
+                    _ => report.skipped.push(skip("no_group")),
                 }
             }
         }
         Ok(report)
+    }
+
+    /// Confirms the existing memory `candidate` restates (same kind, close wording) or
+    /// creates one — private, or in group `group` (with who said it).
+    fn commit_candidate(
+        &self,
+        ctx: &RequestContext,
+        candidate: &MemoryCandidate,
+        origin: &str,
+        group: Option<(&GroupId, Option<&str>)>,
+        existing: &mut Vec<KnowledgeItem>,
+        report: &mut MemoryCommit,
+    ) -> Result<()> {
+        let shingles = shingle_set(&candidate.statement);
+        let same = existing
+            .iter()
+            .filter(|i| i.tags.get(KIND_TAG).map(String::as_str) == Some(candidate.kind))
+            .map(|i| (jaccard(&shingles, &shingle_set(&i.content)), i))
+            .filter(|(sim, _)| *sim >= SAME_MEMORY)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, i)| (i.id.clone(), i.eval.confidence));
+        if let Some((id, confidence)) = same {
+            let update = KnowledgeUpdate {
+                confidence: Some((confidence + CONFIRM_STEP).min(1.0)),
+                add_helpful_case: Some(knowhub_store::FeedbackCase {
+                    task: "restated in a conversation".into(),
+                    outcome: "confirmed".into(),
+                    reason: candidate.statement.clone(),
+                    timestamp: String::new(),
+                    message_id: origin.to_owned(),
+                }),
+                ..KnowledgeUpdate::default()
+            };
+            let updated = self.knowledge_update(ctx, &id, &update, None)?;
+            existing.retain(|i| i.id != id);
+            report.confirmed.retain(|n| n.id != id);
+            report.confirmed.push(self.memory_node_of(&updated));
+            existing.push(updated);
+            return Ok(());
+        }
+        let mut tags = BTreeMap::new();
+        tags.insert(KIND_TAG.to_owned(), candidate.kind.to_owned());
+        tags.insert("origin".to_owned(), "rule".to_owned());
+        let new = match group {
+            Some((g, speaker)) => {
+                tags.insert(GROUP_TAG.to_owned(), g.to_string());
+                if let Some(speaker) = speaker {
+                    tags.insert("speaker".to_owned(), speaker.to_owned());
+                }
+                NewKnowledge {
+                    task: format!("shared in group {g}: {}", candidate.kind),
+                    content: candidate.statement.clone(),
+                    types: vec![GROUP_MEMORY_TYPE.into()],
+                    tags,
+                    scopes: vec![format!("group:{g}")],
+                    message_id: origin.to_owned(),
+                    confidence: Some(NEW_CONFIDENCE),
+                    ..NewKnowledge::default()
+                }
+            }
+            None => NewKnowledge {
+                task: format!("about the user: {}", candidate.kind),
+                content: candidate.statement.clone(),
+                types: vec![PROFILE_TYPE.into()],
+                tags,
+                scopes: Vec::new(),
+                message_id: origin.to_owned(),
+                confidence: Some(NEW_CONFIDENCE),
+                ..NewKnowledge::default()
+            },
+        };
+        let saved = self.knowledge_save(ctx, new)?;
+        report.created.push(self.memory_node_of(&saved));
+        existing.push(saved);
+        Ok(())
     }
 
     /// Commits the user's messages of one of their conversations.
@@ -477,9 +966,7 @@ impl Engine {
         self.memory_commit(ctx, &messages, session_id)
     }
 
-    /// The caller's memories most like `query` (character 3-grams, so Chinese and English
-    /// both work; a memory containing the query outright ranks first), optionally of some
-    /// kinds only. Each with its similarity in 0–1.
+    /// The caller's memories most like `query` (see [`Engine::memory_search_in`]).
     pub fn memory_search(
         &self,
         ctx: &RequestContext,
@@ -487,10 +974,31 @@ impl Engine {
         kinds: &[String],
         top_k: usize,
     ) -> Result<Vec<(MemoryNode, f64)>> {
+        self.memory_search_in(ctx, query, kinds, top_k, &MemorySpaces::default())
+    }
+
+    /// Memories most like `query` (character 3-grams, so Chinese and English both work; a
+    /// memory containing the query outright ranks first) in the caller's private space
+    /// and/or a group's space (seed 003 §13.6: one merged ranking), optionally of some kinds
+    /// only. Each with its similarity in 0–1.
+    pub fn memory_search_in(
+        &self,
+        ctx: &RequestContext,
+        query: &str,
+        kinds: &[String],
+        top_k: usize,
+        spaces: &MemorySpaces,
+    ) -> Result<Vec<(MemoryNode, f64)>> {
+        let mut nodes = Vec::new();
+        if !spaces.exclude_private || spaces.group_id.is_none() {
+            nodes.extend(self.memories(ctx)?);
+        }
+        if let Some(group) = &spaces.group_id {
+            nodes.extend(self.group_memories(ctx, group)?);
+        }
         let q = shingle_set(query);
         let needle = query.trim().to_lowercase();
-        let mut hits: Vec<(MemoryNode, f64)> = self
-            .memories(ctx)?
+        let mut hits: Vec<(MemoryNode, f64)> = nodes
             .into_iter()
             .filter(|n| kinds.is_empty() || kinds.contains(&n.kind))
             .map(|n| {
@@ -519,6 +1027,14 @@ impl Engine {
             .map(|n| n.content)
             .collect())
     }
+}
+
+fn sort_nodes(nodes: &mut [MemoryNode]) {
+    nodes.sort_by(|a, b| {
+        b.confidence
+            .total_cmp(&a.confidence)
+            .then(b.updated_at_ms.cmp(&a.updated_at_ms))
+    });
 }
 
 #[cfg(test)]

@@ -165,6 +165,7 @@ impl From<EngineError> for ApiError {
             EngineError::Forbidden(_) => ApiError::forbidden(e.to_string()),
             EngineError::NotFound(_) => ApiError::not_found(e.to_string()),
             EngineError::InvalidInput(_) => ApiError::invalid(e.to_string()),
+            EngineError::Conflict(_) => ApiError::new(ErrorCode::Conflict, e.to_string()),
             EngineError::Busy => ApiError::new(ErrorCode::Unavailable, e.to_string()),
             EngineError::Model(ref detail) => {
                 tracing::warn!(

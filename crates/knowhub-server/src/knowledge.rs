@@ -205,7 +205,7 @@ pub(crate) struct SourceBody {
 pub(crate) struct SaveBody {
     task: String,
     content: String,
-    /// `user_profile`, `strategy`, `tool`, `usecase`, `definition`, `plan`.
+    /// `user_profile`, `strategy`, `tool`, `usecase`, `definition`, `plan`, `group_memory`.
     types: Vec<String>,
     tags: BTreeMap<String, String>,
     /// Who may read it (default `user:<caller>`); only scopes the caller belongs to.

@@ -25,6 +25,7 @@ pub mod admin;
 pub mod auth;
 pub mod copilot;
 pub mod error;
+pub mod groups;
 pub mod knowledge;
 pub mod mcp;
 pub mod memory;
@@ -76,7 +77,7 @@ pub struct ServerState {
 }
 
 struct Inner {
-    hub: Hub,
+    hub: Arc<Hub>,
     llm: Option<Arc<dyn Llm>>,
 }
 
@@ -90,11 +91,16 @@ impl std::fmt::Debug for ServerState {
 }
 
 impl ServerState {
-    /// `llm`: the model that writes answers, evolves and merges knowledge (`None`: extractive
-    /// answers; `evolve_feedback` refused).
-    pub fn new(hub: Hub, llm: Option<Arc<dyn Llm>>) -> ServerState {
+    /// `hub`: a [`Hub`] of its own, or one shared with its opener (`Arc<Hub>`: the desktop app
+    /// serves the API over the hub it uses itself; every request still authenticates with its
+    /// own key). `llm`: the model that writes answers, evolves and merges knowledge (`None`:
+    /// extractive answers; `evolve_feedback` refused).
+    pub fn new(hub: impl Into<Arc<Hub>>, llm: Option<Arc<dyn Llm>>) -> ServerState {
         ServerState {
-            inner: Arc::new(Inner { hub, llm }),
+            inner: Arc::new(Inner {
+                hub: hub.into(),
+                llm,
+            }),
         }
     }
 
@@ -166,6 +172,7 @@ impl Modify for SecuritySchemes {
         (name = "knowledge", description = "Knowledge items (seed 002)"),
         (name = "resource", description = "Resources with encrypted secure bodies (seed 002)"),
         (name = "memory", description = "What the copilot remembers about the caller (seed 003)"),
+        (name = "groups", description = "Group spaces: members, roles, shared memories (seed 003 §13)"),
         (name = "copilot", description = "Document search and cited answers"),
         (name = "admin", description = "Accounts, users and keys (seed 003 §6.2)"),
         (name = "meta", description = "Health"),
@@ -180,6 +187,7 @@ pub fn router_and_openapi(state: ServerState) -> (axum::Router, utoipa::openapi:
         .merge(knowledge::router())
         .merge(resources::router())
         .merge(memory::router())
+        .merge(groups::router())
         .merge(copilot::router())
         .merge(admin::router())
         .split_for_parts();

@@ -22,8 +22,8 @@ use std::sync::Arc;
 use knowhub_agent::knowledge::LlmRewriter;
 use knowhub_agent::{Agent, AgentOptions, AskRequest, CancelFlag};
 use knowhub_engine::{
-    Engine, FeedbackCase, KnowledgeListOptions, KnowledgeQuery, KnowledgeUpdate, NewKnowledge,
-    RequestContext, SearchOptions,
+    CommitMessage, Engine, FeedbackCase, GroupCommitOptions, KnowledgeListOptions, KnowledgeQuery,
+    KnowledgeUpdate, MemorySpaces, NewKnowledge, RequestContext, SearchOptions,
 };
 use knowhub_llm::Llm;
 use serde::Deserialize;
@@ -177,6 +177,22 @@ struct KnowledgeListArgs {
     scopes: Vec<String>,
 }
 
+#[derive(Debug, Deserialize)]
+struct MemorySearchArgs {
+    query: String,
+    #[serde(default)]
+    top_k: Option<usize>,
+    #[serde(default)]
+    group_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct MemoryCommitArgs {
+    messages: Vec<String>,
+    #[serde(default)]
+    group_id: Option<String>,
+}
+
 fn string_list(description: &str) -> Value {
     json!({"type": "array", "items": {"type": "string"}, "description": description})
 }
@@ -274,6 +290,31 @@ pub fn tool_definitions() -> Value {
                 "offset": {"type": "integer", "minimum": 0},
                 "types": string_list("any of these types"),
                 "scopes": string_list("only items carrying one of these scopes")}},
+        },
+        {
+            "name": "memory_search",
+            "title": "Search memories",
+            "description": "What KnowHub remembers about you (preferences, habits, background, \
+                constraints) and, with group_id, your group's shared decisions — most similar \
+                to the query first.",
+            "inputSchema": {"type": "object", "properties": {
+                "query": {"type": "string"},
+                "top_k": {"type": "integer", "minimum": 1, "maximum": 100,
+                          "description": "memories to return (default 10)"},
+                "group_id": {"type": "string",
+                             "description": "also search this group's shared memories"}},
+                "required": ["query"]},
+        },
+        {
+            "name": "memory_commit",
+            "title": "Remember",
+            "description": "Remember what you said about yourself in these messages (\"I prefer \
+                ...\", \"我习惯...\"); with group_id, file shared conclusions (\"We decided \
+                ...\") in that group's space.",
+            "inputSchema": {"type": "object", "properties": {
+                "messages": string_list("your messages, in order"),
+                "group_id": {"type": "string"}},
+                "required": ["messages"]},
         },
     ])
 }
@@ -422,6 +463,8 @@ impl McpServer {
             "knowledge_save" => self.knowledge_save(arguments),
             "knowledge_update" => self.knowledge_update(arguments),
             "knowledge_list" => self.knowledge_list(arguments),
+            "memory_search" => self.memory_search(arguments),
+            "memory_commit" => self.memory_commit(arguments),
             other => return Err(format!("unknown tool: {other}")),
         };
         Ok(outcome.unwrap_or_else(tool_error))
@@ -599,5 +642,61 @@ impl McpServer {
         }
         let count = items.len();
         Ok(tool_ok(text, json!({ "results": results, "count": count })))
+    }
+
+    fn memory_search(&self, arguments: Value) -> Result<Value, String> {
+        let a: MemorySearchArgs = args("memory_search", arguments)?;
+        let spaces = MemorySpaces {
+            group_id: a.group_id,
+            exclude_private: false,
+        };
+        let hits = self
+            .engine
+            .memory_search_in(&self.ctx, &a.query, &[], a.top_k.unwrap_or(10), &spaces)
+            .map_err(api_message)?;
+        let mut text = format!(
+            "{} memor{}",
+            hits.len(),
+            if hits.len() == 1 { "y" } else { "ies" }
+        );
+        for (n, _) in &hits {
+            text.push_str(&format!("\n- [{}] {} ({})", n.kind, n.content, n.uri));
+        }
+        let results: Vec<Value> = hits
+            .iter()
+            .map(|(n, score)| {
+                let mut v = json!(n);
+                v["score"] = json!(score);
+                v
+            })
+            .collect();
+        Ok(tool_ok(text, json!({ "results": results })))
+    }
+
+    fn memory_commit(&self, arguments: Value) -> Result<Value, String> {
+        let a: MemoryCommitArgs = args("memory_commit", arguments)?;
+        let messages: Vec<CommitMessage> = a
+            .messages
+            .into_iter()
+            .map(|content| CommitMessage {
+                content,
+                user_id: None,
+            })
+            .collect();
+        let options = a.group_id.as_deref().map(GroupCommitOptions::new);
+        let report = self
+            .engine
+            .memory_commit_with(&self.ctx, &messages, "mcp", options.as_ref())
+            .map_err(api_message)?;
+        let mut text = format!(
+            "{} new, {} confirmed, {} not kept",
+            report.created.len(),
+            report.confirmed.len(),
+            report.skipped.len()
+        );
+        for n in report.created.iter().chain(&report.confirmed) {
+            text.push_str(&format!("\n- [{}] {} ({})", n.kind, n.content, n.uri));
+        }
+        Ok(tool_ok(text, json!(report)))
     }
 }

@@ -1,9 +1,11 @@
 //! Seed 003's memory API: `/api/v1/memory/*` — commit a conversation, search, read, node,
-//! children. Memories are the caller's own (`ctx://user/{caller}/memories/...`); another
-//! user's space is "not found". Thin: extraction, merging and ownership are the engine's.
+//! children. Memories are the caller's own (`ctx://user/{caller}/memories/...`) or shared in
+//! a group space the caller belongs to (`ctx://group/{space}/memories/...`, seed 003 §13);
+//! another user's space, or a group the caller is not in, is "not found". Thin: extraction,
+//! routing, merging and ownership are the engine's.
 
 use axum::Json;
-use knowhub_engine::MemoryNode;
+use knowhub_engine::{CommitMessage, GroupCommitOptions, MemorySpaces};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
@@ -26,24 +28,50 @@ pub(crate) fn router() -> OpenApiRouter<ServerState> {
 /// One message of a conversation.
 #[derive(Debug, Deserialize, ToSchema)]
 pub(crate) struct MessageBody {
-    /// `user`, `assistant`, `system`… — only the user's own words become memories.
+    /// `user`, `assistant`, `system`… — only users' words become memories.
     role: String,
     content: String,
+    /// In a group conversation, which user said it (default: the caller). Personal facts
+    /// are kept only for the caller; shared conclusions go to the group whoever said them.
+    #[serde(default)]
+    user_id: Option<String>,
 }
 
-/// Body of `POST /api/v1/memory/commit` (seed 003 §6).
+/// Seed 003 §13.5.1's `GroupCommitOptions` (every field optional).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub(crate) struct GroupOptionsBody {
+    /// Categories kept private (default `profile`, `preference`, `personal_entity`).
+    #[serde(default)]
+    private_categories: Option<Vec<String>>,
+    /// Categories written to the group (default `group_knowledge`, `shared_entity`,
+    /// `decision`, `consensus`).
+    #[serde(default)]
+    group_categories: Option<Vec<String>>,
+    /// `private` (default), `group` or `ask`.
+    #[serde(default)]
+    default_scope: Option<String>,
+}
+
+/// Body of `POST /api/v1/memory/commit` (seed 003 §6, §13.8).
 #[derive(Debug, Deserialize, ToSchema)]
 pub(crate) struct CommitBody {
     messages: Vec<MessageBody>,
     /// Where the conversation came from (a session id), kept as provenance.
     #[serde(default)]
     session_id: Option<String>,
+    /// Commit a group conversation: shared conclusions go to this group's space.
+    #[serde(default)]
+    group_id: Option<String>,
+    #[serde(default)]
+    group_options: Option<GroupOptionsBody>,
 }
 
 /// What a commit wrote.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct CommitResult {
-    /// `{uri, action: created|confirmed, kind, confidence}` per memory written.
+    /// `{uri, action: created|confirmed, kind, confidence, target_space: private|group}` per
+    /// memory written, then `{action: skipped, kind, statement, reason}` per candidate not
+    /// written (`ask`, `other_speaker`, `no_group`).
     #[schema(value_type = Vec<Object>)]
     write_results: Vec<Value>,
     /// `{extracted, written, skipped}`.
@@ -53,7 +81,8 @@ pub(crate) struct CommitResult {
     status: String,
 }
 
-/// Remember what the user said about themself (preferences, habits, background, constraints).
+/// Remember what the user said about themself (preferences, habits, background, constraints)
+/// and, with a `group_id`, the group's shared conclusions (decisions, consensus, knowledge).
 #[utoipa::path(post, path = "/api/v1/memory/commit", tag = "memory",
     request_body = CommitBody,
     responses((status = 200, body = CommitResult), (status = "4XX", body = ErrorBody)),
@@ -62,17 +91,41 @@ pub(crate) async fn commit(
     caller: Caller,
     ApiJson(body): ApiJson<CommitBody>,
 ) -> Result<Json<CommitResult>, ApiError> {
-    let messages: Vec<String> = body
+    let messages: Vec<CommitMessage> = body
         .messages
         .into_iter()
         .filter(|m| m.role.eq_ignore_ascii_case("user"))
-        .map(|m| m.content)
+        .map(|m| CommitMessage {
+            content: m.content,
+            user_id: m.user_id,
+        })
         .collect();
     let origin = body.session_id.unwrap_or_else(|| "api".into());
+    let group = match (body.group_id, body.group_options) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            return Err(ApiError::invalid("group_options need a group_id"));
+        }
+        (Some(id), options) => {
+            let options = options.unwrap_or_default();
+            let mut g = GroupCommitOptions::new(&id);
+            if let Some(p) = options.private_categories {
+                g.private_categories = p;
+            }
+            if let Some(c) = options.group_categories {
+                g.group_categories = c;
+            }
+            if let Some(d) = options.default_scope {
+                g.default_scope = d;
+            }
+            Some(g)
+        }
+    };
     blocking(move || {
-        let report = caller
-            .engine
-            .memory_commit(&caller.ctx, &messages, &origin)?;
+        let report =
+            caller
+                .engine
+                .memory_commit_with(&caller.ctx, &messages, &origin, group.as_ref())?;
         let written = report.created.len() + report.confirmed.len();
         let write_results = report
             .created
@@ -80,8 +133,13 @@ pub(crate) async fn commit(
             .map(|n| (n, "created"))
             .chain(report.confirmed.iter().map(|n| (n, "confirmed")))
             .map(|(n, action)| {
-                json!({"uri": n.uri, "action": action, "kind": n.kind, "confidence": n.confidence})
+                json!({"uri": n.uri, "action": action, "kind": n.kind, "confidence": n.confidence,
+                       "target_space": if n.group_id.is_some() { "group" } else { "private" }})
             })
+            .chain(report.skipped.iter().map(|c| {
+                json!({"action": "skipped", "kind": c.kind, "statement": c.statement,
+                       "reason": c.reason})
+            }))
             .collect();
         Ok(Json(CommitResult {
             write_results,
@@ -100,11 +158,18 @@ pub(crate) async fn commit(
 #[derive(Debug, Deserialize, ToSchema)]
 pub(crate) struct SearchBody {
     query: String,
-    /// Memory kinds: preference, habit, background, constraint.
+    /// Memory kinds: preference, habit, background, constraint, decision, consensus,
+    /// group_knowledge.
     #[serde(default)]
     categories: Vec<String>,
     #[serde(default)]
     top_k: Option<usize>,
+    /// Also search this group's shared memories (seed 003 §13.8).
+    #[serde(default)]
+    group_id: Option<String>,
+    /// With a `group_id`: include the caller's private memories (default true).
+    #[serde(default)]
+    include_private: Option<bool>,
 }
 
 /// `{blocks: [node + score], total}`.
@@ -115,7 +180,7 @@ pub(crate) struct SearchResult {
     total: usize,
 }
 
-/// The caller's memories most like the query.
+/// The caller's memories (and a group's, with `group_id`) most like the query.
 #[utoipa::path(post, path = "/api/v1/memory/search", tag = "memory",
     request_body = SearchBody,
     responses((status = 200, body = SearchResult), (status = "4XX", body = ErrorBody)),
@@ -125,11 +190,16 @@ pub(crate) async fn search(
     ApiJson(body): ApiJson<SearchBody>,
 ) -> Result<Json<SearchResult>, ApiError> {
     blocking(move || {
-        let hits = caller.engine.memory_search(
+        let spaces = MemorySpaces {
+            group_id: body.group_id,
+            exclude_private: !body.include_private.unwrap_or(true),
+        };
+        let hits = caller.engine.memory_search_in(
             &caller.ctx,
             &body.query,
             &body.categories,
             body.top_k.unwrap_or(10),
+            &spaces,
         )?;
         let blocks: Vec<Value> = hits
             .into_iter()
@@ -151,7 +221,7 @@ pub(crate) async fn search(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct UriParams {
-    /// `ctx://user/{you}/memories/...` (or the item id).
+    /// `ctx://user/{you}/memories/...`, `ctx://group/{space}/memories/...` (or the item id).
     uri: String,
     /// `L0` (abstract), `L1` (overview) or `L2` (content, the default) — for `read`.
     level: Option<String>,
@@ -213,7 +283,7 @@ pub(crate) async fn get_node(
     blocking(move || Ok(Json(json!(caller.engine.memory_node(&caller.ctx, &p.uri)?)))).await
 }
 
-/// Forget a memory (its owner only).
+/// Forget a memory (its owner; for a group memory also the group's owners/admins).
 #[utoipa::path(delete, path = "/api/v1/memory/node", tag = "memory",
     params(UriParams),
     responses((status = 200, body = Block), (status = "4XX", body = ErrorBody)),
@@ -233,7 +303,8 @@ pub(crate) async fn delete_node(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct ChildrenParams {
-    /// `ctx://user/{you}/memories`, or `.../memories/preferences` / `.../memories/entities`.
+    /// `ctx://user/{you}/memories` (or `.../preferences`, `.../entities`), or
+    /// `ctx://group/{space}/memories` (or `.../{kind}`) of a group you belong to.
     uri: String,
 }
 
@@ -247,17 +318,10 @@ pub(crate) async fn children(
     ApiQuery(p): ApiQuery<ChildrenParams>,
 ) -> Result<Json<Vec<Value>>, ApiError> {
     blocking(move || {
-        let own = format!("ctx://user/{}/memories", caller.ctx.user);
-        let prefix = p.uri.trim_end_matches('/').to_owned();
-        if !(prefix == own || prefix.starts_with(&format!("{own}/"))) {
-            // Another user's space (or no memory folder at all): nothing to say about it.
-            return Err(ApiError::not_found(format!("memory folder {}", p.uri)));
-        }
-        let nodes: Vec<MemoryNode> = caller.engine.memories(&caller.ctx)?;
+        let nodes = caller.engine.memory_children(&caller.ctx, &p.uri)?;
         Ok(Json(
             nodes
                 .into_iter()
-                .filter(|n| n.uri.starts_with(&format!("{prefix}/")))
                 .map(|n| {
                     json!({"uri": n.uri, "kind": n.kind, "abstract": n.abstract_text,
                            "confidence": n.confidence})

@@ -50,6 +50,12 @@ fn start() -> Server {
     let docs = dir.path().join("docs");
     std::fs::create_dir_all(docs.join("public")).unwrap();
     std::fs::create_dir_all(docs.join("hr")).unwrap();
+    std::fs::create_dir_all(docs.join("alpha")).unwrap();
+    std::fs::write(
+        docs.join("alpha/launch.md"),
+        "# Launch checklist\n\nThe KESTREL launch checklist has twelve steps.",
+    )
+    .unwrap();
     std::fs::write(
         docs.join("public/handbook.md"),
         "# Handbook\n\n## Leave\n\nEmployees get fifteen days of annual leave per year. \
@@ -81,6 +87,12 @@ fn start() -> Server {
     let hr: ScopeSet = "team:hr".parse().unwrap();
     engine
         .set_folder_acl(&dev, &docs.join("hr"), Some(&hr))
+        .unwrap();
+    // Shared with a group space that does not exist yet: nobody but administrators sees it
+    // until the group is created (the group test).
+    let alpha: ScopeSet = "group:grp_alpha".parse().unwrap();
+    engine
+        .set_folder_acl(&dev, &docs.join("alpha"), Some(&alpha))
         .unwrap();
     let key = |id: &str, role: Role| {
         let uid = UserId::new(id).unwrap();
@@ -237,6 +249,12 @@ fn health_needs_no_key_and_openapi_lists_every_route() {
         "GET /api/v1/memory/node",
         "DELETE /api/v1/memory/node",
         "GET /api/v1/memory/children",
+        "GET /api/v1/groups",
+        "POST /api/v1/groups",
+        "GET /api/v1/groups/{group_id}",
+        "DELETE /api/v1/groups/{group_id}",
+        "POST /api/v1/groups/{group_id}/members",
+        "DELETE /api/v1/groups/{group_id}/members/{user_id}",
         "GET /api/resource",
         "POST /api/resource",
         "GET /api/resource/{id}",
@@ -1250,4 +1268,273 @@ fn memories_are_committed_searched_read_and_private() {
         None,
     )
     .assert_error(404, "NOT_FOUND");
+}
+
+/// Seed 003 §13: group spaces over HTTP — create with members, member/non-member/read-only
+/// rights, group documents through a `group:` folder ACL, commit routing, joint search,
+/// 404 for outsiders with nothing leaked.
+#[test]
+fn group_spaces_share_memories_and_documents_with_members_only() {
+    let s = start();
+    let users = "/api/v1/admin/accounts/default/users";
+    let mut keys = std::collections::HashMap::new();
+    for id in ["dave", "erin"] {
+        let r = s.call(
+            "POST",
+            users,
+            &s.carol,
+            Some(json!({"user_id": id, "role": "user"})),
+        );
+        assert_eq!(r.status, 201, "{}", r.text);
+        keys.insert(id, r.json()["user_key"].as_str().unwrap().to_owned());
+    }
+    let (dave, erin) = (&keys["dave"], &keys["erin"]);
+
+    // A folder is already shared with `group:grp_alpha`: a user may not create that group
+    // (its members would inherit the folder); the administrator creates it with alice as
+    // owner, bob member, dave read-only; erin is outside.
+    s.call(
+        "POST",
+        "/api/v1/groups",
+        &s.alice,
+        Some(json!({"group_id": "grp_alpha"})),
+    )
+    .assert_error(403, "PERMISSION_DENIED");
+    let r = s.call(
+        "POST",
+        "/api/v1/groups",
+        &s.carol,
+        Some(
+            json!({"group_id": "grp_alpha", "name": "Alpha 阿尔法", "type": "project",
+                    "members": [{"user_id": "alice", "role": "owner"},
+                                {"user_id": "bob", "agent_id": "bot2", "role": "member"},
+                                {"user_id": "dave", "role": "readonly"}]}),
+        ),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let space = r.json()["group_space"].as_str().unwrap().to_owned();
+    assert_eq!(space.len(), 12);
+    assert_eq!(r.json()["members"][0]["role"], "owner");
+    s.call(
+        "POST",
+        "/api/v1/groups",
+        &s.bob,
+        Some(json!({"group_id": "grp_alpha"})),
+    )
+    .assert_error(409, "CONFLICT");
+    s.call(
+        "POST",
+        "/api/v1/groups",
+        &s.bob,
+        Some(json!({"group_id": "bad id"})),
+    )
+    .assert_error(422, "VALIDATION_ERROR");
+
+    // Visibility: members and the account admin see it; erin gets 404 everywhere.
+    for key in [&s.alice, &s.bob, dave, &s.carol] {
+        assert_eq!(
+            s.call("GET", "/api/v1/groups/grp_alpha", key, None).status,
+            200
+        );
+    }
+    s.call("GET", "/api/v1/groups/grp_alpha", erin, None)
+        .assert_error(404, "NOT_FOUND");
+    let r = s.call("GET", "/api/v1/groups", erin, None);
+    assert_eq!(
+        r.json()["groups"].as_array().unwrap().len(),
+        0,
+        "{}",
+        r.text
+    );
+    s.call(
+        "POST",
+        "/api/v1/groups/grp_alpha/members",
+        erin,
+        Some(json!({"user_id": "erin", "role": "owner"})),
+    )
+    .assert_error(404, "NOT_FOUND");
+    // A member cannot add people; the owner can.
+    s.call(
+        "POST",
+        "/api/v1/groups/grp_alpha/members",
+        &s.bob,
+        Some(json!({"user_id": "erin"})),
+    )
+    .assert_error(403, "PERMISSION_DENIED");
+
+    // A group conversation: shared decisions to the group, alice's preference to alice,
+    // bob's habit left for bob.
+    let r = s.call(
+        "POST",
+        "/api/v1/memory/commit",
+        &s.alice,
+        Some(json!({
+            "group_id": "grp_alpha",
+            "messages": [
+                {"role": "user", "user_id": "alice", "content": "We decided to launch KESTREL on 3 March."},
+                {"role": "user", "user_id": "bob", "content": "我们决定用 Postgres 存储订单。"},
+                {"role": "user", "user_id": "alice", "content": "I prefer short status updates."},
+                {"role": "user", "user_id": "bob", "content": "I usually work late on Thursdays."},
+            ],
+        })),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let results = r.json()["write_results"].as_array().unwrap().clone();
+    let targets: Vec<(String, String)> = results
+        .iter()
+        .map(|w| {
+            (
+                w["action"].as_str().unwrap().to_owned(),
+                w["target_space"]
+                    .as_str()
+                    .or(w["reason"].as_str())
+                    .unwrap()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        targets,
+        vec![
+            ("created".into(), "group".into()),
+            ("created".into(), "group".into()),
+            ("created".into(), "private".into()),
+            ("skipped".into(), "other_speaker".into()),
+        ],
+        "{}",
+        r.text
+    );
+    let group_uri = results[0]["uri"].as_str().unwrap().to_owned();
+    assert!(
+        group_uri.starts_with(&format!("ctx://group/{space}/memories/decision/")),
+        "{group_uri}"
+    );
+
+    let q = |u: &str| u.replace(':', "%3A").replace('/', "%2F");
+    // Members read it; erin does not — by URI, children, search or the knowledge API.
+    for key in [&s.bob, dave] {
+        let r = s.call(
+            "GET",
+            &format!("/api/v1/memory/read?uri={}&level=L2", q(&group_uri)),
+            key,
+            None,
+        );
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert!(r.json()["content"].as_str().unwrap().contains("KESTREL"));
+    }
+    s.call(
+        "GET",
+        &format!("/api/v1/memory/node?uri={}", q(&group_uri)),
+        erin,
+        None,
+    )
+    .assert_error(404, "NOT_FOUND");
+    s.call(
+        "GET",
+        &format!(
+            "/api/v1/memory/children?uri={}",
+            q(&format!("ctx://group/{space}/memories"))
+        ),
+        erin,
+        None,
+    )
+    .assert_error(404, "NOT_FOUND");
+    let r = s.call(
+        "GET",
+        &format!(
+            "/api/v1/memory/children?uri={}",
+            q(&format!("ctx://group/{space}/memories"))
+        ),
+        &s.bob,
+        None,
+    );
+    assert_eq!(r.json().as_array().unwrap().len(), 2, "{}", r.text);
+    s.call(
+        "POST",
+        "/api/v1/memory/search",
+        erin,
+        Some(json!({"query": "KESTREL", "group_id": "grp_alpha"})),
+    )
+    .assert_error(404, "NOT_FOUND");
+    let r = s.call("GET", "/api/knowledge/search?query=KESTREL", erin, None);
+    assert!(!r.text.contains("KESTREL"), "{}", r.text);
+    // Joint search for a member: bob's view has the group's memory but never alice's private one.
+    let r = s.call(
+        "POST",
+        "/api/v1/memory/search",
+        &s.bob,
+        Some(json!({"query": "status updates KESTREL", "group_id": "grp_alpha"})),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(
+        r.text.contains("KESTREL") && !r.text.contains("status updates"),
+        "{}",
+        r.text
+    );
+
+    // The read-only member cannot write into the group.
+    s.call(
+        "POST",
+        "/api/v1/memory/commit",
+        dave,
+        Some(json!({"group_id": "grp_alpha",
+                    "messages": [{"role": "user", "content": "We decided to cancel KESTREL."}]})),
+    )
+    .assert_error(403, "PERMISSION_DENIED");
+    s.call(
+        "POST",
+        "/api/knowledge",
+        dave,
+        Some(json!({"content": "rumour", "types": ["plan"], "scopes": ["group:grp_alpha"]})),
+    )
+    .assert_error(403, "PERMISSION_DENIED");
+
+    // Group documents: the folder shared with `group:grp_alpha` is searchable by members only.
+    let launch = |key: &str| {
+        let r = s.call(
+            "POST",
+            "/api/v1/search",
+            key,
+            Some(json!({"query": "KESTREL launch checklist"})),
+        );
+        assert_eq!(r.status, 200, "{}", r.text);
+        r.text.contains("twelve steps")
+    };
+    assert!(launch(&s.bob) && launch(dave) && launch(&s.alice));
+    assert!(!launch(erin));
+
+    // Deleting: a member cannot; the owner can, and the shared memories go with the group.
+    s.call("DELETE", "/api/v1/groups/grp_alpha", &s.bob, None)
+        .assert_error(403, "PERMISSION_DENIED");
+    s.call(
+        "DELETE",
+        "/api/v1/groups/grp_alpha/members/alice",
+        &s.alice,
+        None,
+    )
+    .assert_error(409, "CONFLICT");
+    assert_eq!(
+        s.call(
+            "DELETE",
+            "/api/v1/groups/grp_alpha/members/dave",
+            dave,
+            None
+        )
+        .status,
+        200
+    );
+    let r = s.call("DELETE", "/api/v1/groups/grp_alpha", &s.alice, None);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["memories_deleted"], 2);
+    s.call(
+        "GET",
+        &format!("/api/v1/memory/node?uri={}", q(&group_uri)),
+        &s.bob,
+        None,
+    )
+    .assert_error(404, "NOT_FOUND");
+    assert!(
+        !launch(&s.bob),
+        "the group is gone, and with it the members' access"
+    );
 }

@@ -150,7 +150,7 @@ impl Store {
     }
 
     /// Removes a user: marks the row removed and, in the same transaction, deletes their API
-    /// keys (so none of them resolves any more) and their memberships. Returns `false` when
+    /// keys (so none of them resolves any more) and their memberships (group spaces included). Returns `false` when
     /// there is no such active user.
     pub fn remove_user(&mut self, id: &UserId) -> Result<bool> {
         let tx = self.conn.transaction()?;
@@ -165,6 +165,10 @@ impl Store {
             )?;
             tx.execute(
                 "DELETE FROM memberships WHERE user_id = ?1",
+                params![id.as_str()],
+            )?;
+            tx.execute(
+                "DELETE FROM group_members WHERE user_id = ?1",
                 params![id.as_str()],
             )?;
         }
@@ -225,6 +229,7 @@ impl Store {
                 }
             }
         }
+        out.groups = self.group_ids_of(user)?;
         Ok(out)
     }
 

@@ -20,6 +20,7 @@
 
 mod access;
 mod chat;
+mod groups;
 mod identity;
 mod jobs;
 mod knowledge;
@@ -37,6 +38,7 @@ use thiserror::Error;
 
 pub use access::{AccessRow, AuditEntry, AuditRecord};
 pub use chat::{FeedbackRecord, SessionRecord, SqlSourceRecord, TraceRecord, TurnRecord};
+pub use groups::{GroupMemberRecord, GroupSpaceCreation, GroupSpaceRecord};
 pub use identity::{Group, UserRecord};
 pub use jobs::{ChunkMismatch, JobRecord, JobState, MovedDocument, NewJob, QueueCounts};
 pub use knowledge::{

@@ -355,6 +355,28 @@ CREATE TABLE resources (
 CREATE INDEX resources_owner ON resources(owner);
 "#],
     ),
+    (
+        "groups",
+        &[r#"
+CREATE TABLE group_spaces (
+    id          TEXT PRIMARY KEY,
+    space       TEXT NOT NULL UNIQUE,
+    name        TEXT NOT NULL,
+    kind        TEXT NOT NULL CHECK (kind IN ('channel', 'chat', 'project')),
+    created_by  TEXT NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+CREATE TABLE group_members (
+    group_id   TEXT NOT NULL REFERENCES group_spaces(id) ON DELETE CASCADE,
+    user_id    TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    agent_id   TEXT,
+    role       TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'member', 'readonly')),
+    joined_at  INTEGER NOT NULL,
+    PRIMARY KEY (group_id, user_id)
+);
+CREATE INDEX group_members_user ON group_members(user_id);
+"#],
+    ),
 ];
 
 pub(crate) fn run(conn: &mut Connection) -> Result<(), StoreError> {

@@ -1,0 +1,166 @@
+//! `knowhub group …`: group spaces (seed 003 §13) — create, list, show, add or change a
+//! member, remove one (or leave), delete. Their shared memories are `knowhub memory … --group`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Subcommand;
+use knowhub_engine::{GroupMemberSpec, GroupView, NewGroup};
+
+use crate::{IdentityArgs, ModelArgs, open_session};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GroupCommand {
+    /// Create a group space; you become its owner.
+    Create {
+        /// The group's id (e.g. a channel or chat id).
+        id: String,
+        #[arg(long, default_value = "")]
+        name: String,
+        /// channel, chat or project.
+        #[arg(long = "type", default_value = "channel")]
+        kind: String,
+        /// Members as USER or USER:ROLE (role: owner, admin, member, readonly).
+        #[arg(long = "member", value_name = "USER[:ROLE]")]
+        members: Vec<String>,
+    },
+    /// Your groups (administrators: all of the account's).
+    List,
+    /// One group with its members.
+    Show { id: String },
+    /// Add a member or change their role.
+    Add {
+        id: String,
+        user: String,
+        /// owner, admin, member or readonly.
+        #[arg(long, default_value = "member")]
+        role: String,
+        /// The agent acting for the user in this group.
+        #[arg(long)]
+        agent: Option<String>,
+    },
+    /// Remove a member (your own id: leave the group).
+    Remove { id: String, user: String },
+    /// Delete the group and its shared memories.
+    Delete { id: String },
+}
+
+fn member(spec: &str) -> GroupMemberSpec {
+    let (user, role) = match spec.split_once(':') {
+        Some((u, r)) => (u, Some(r.to_owned())),
+        None => (spec, None),
+    };
+    GroupMemberSpec {
+        user_id: user.to_owned(),
+        agent_id: None,
+        role,
+    }
+}
+
+fn print_group(g: &GroupView) {
+    println!(
+        "{} — {} ({}, space {}){}",
+        g.group_id,
+        g.name,
+        g.kind,
+        g.group_space,
+        g.my_role
+            .as_deref()
+            .map(|r| format!(", you: {r}"))
+            .unwrap_or_default()
+    );
+    for m in &g.members {
+        let agent = m
+            .agent_id
+            .as_deref()
+            .map(|a| format!(" via {a}"))
+            .unwrap_or_default();
+        println!("  {:<9} {}{agent}", m.role, m.user_id);
+    }
+}
+
+pub(crate) fn run(
+    cmd: GroupCommand,
+    data_dir: Option<PathBuf>,
+    identity: &IdentityArgs,
+    as_json: bool,
+) -> Result<ExitCode> {
+    let s = open_session(data_dir, &ModelArgs::keyword_only(), identity)?;
+    let (engine, ctx) = (&s.engine, &s.ctx);
+    let show = |g: &GroupView| -> Result<()> {
+        if as_json {
+            println!("{}", serde_json::to_string_pretty(g)?);
+        } else {
+            print_group(g);
+        }
+        Ok(())
+    };
+    match cmd {
+        GroupCommand::Create {
+            id,
+            name,
+            kind,
+            members,
+        } => {
+            let g = engine.group_create(
+                ctx,
+                &NewGroup {
+                    id,
+                    name,
+                    kind: Some(kind),
+                    members: members.iter().map(|m| member(m)).collect(),
+                },
+            )?;
+            show(&g)?;
+        }
+        GroupCommand::List => {
+            let groups = engine.groups(ctx)?;
+            if as_json {
+                println!("{}", serde_json::to_string_pretty(&groups)?);
+            } else if groups.is_empty() {
+                println!("no groups");
+            } else {
+                for g in &groups {
+                    print_group(g);
+                }
+            }
+        }
+        GroupCommand::Show { id } => show(&engine.group(ctx, &id)?)?,
+        GroupCommand::Add {
+            id,
+            user,
+            role,
+            agent,
+        } => {
+            let m = engine.group_set_member(
+                ctx,
+                &id,
+                &GroupMemberSpec {
+                    user_id: user,
+                    agent_id: agent,
+                    role: Some(role),
+                },
+            )?;
+            if as_json {
+                println!("{}", serde_json::to_string_pretty(&m)?);
+            } else {
+                println!("{} is {} of {}", m.user_id, m.role, m.group_id);
+            }
+        }
+        GroupCommand::Remove { id, user } => {
+            engine.group_remove_member(ctx, &id, &user)?;
+            println!("{user} left {id}");
+        }
+        GroupCommand::Delete { id } => {
+            let d = engine.group_delete(ctx, &id)?;
+            println!(
+                "deleted group {} and {} shared memor{}",
+                d.group_id,
+                d.memories_deleted,
+                if d.memories_deleted == 1 { "y" } else { "ies" }
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
