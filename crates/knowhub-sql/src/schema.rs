@@ -146,7 +146,8 @@ impl Schema {
     /// type, `PRIMARY KEY`, sample values as a `-- e.g.` comment), `PRIMARY KEY (…)` for a
     /// composite key and `FOREIGN KEY (…) REFERENCES other (…)` lines for the declared foreign
     /// keys whose table is part of this schema, then `);` and the row count as a comment.
-    /// Key columns get no samples (their values say nothing), numbers and dates at most one. Fitting works as in
+    /// Single-column primary keys and foreign-key columns get no samples (their values say
+    /// nothing), numbers and dates at most one. Fitting works as in
     /// [`Schema::prompt_text`].
     pub fn ddl_text(&self, max_chars: usize) -> String {
         self.fit(max_chars, |t, samples| render_ddl(self, t, samples))
@@ -356,7 +357,7 @@ fn render_ddl(schema: &Schema, t: &TableInfo, samples: usize) -> String {
             if pk_len == 1 && c.primary_key > 0 {
                 s.push_str(" PRIMARY KEY");
             }
-            let comment = if c.primary_key > 0 || keyed(&c.name) {
+            let comment = if (pk_len == 1 && c.primary_key > 0) || keyed(&c.name) {
                 None
             } else {
                 // Text values are what questions quote; one number or date shows the scale
@@ -763,6 +764,12 @@ mod tests {
         let full = introspect(&path, 2).unwrap();
         let mut without_author = full.clone();
         without_author.tables.retain(|t| t.name != "author");
+        // Just room for the text without samples.
+        let mut bare = full.clone();
+        for c in bare.tables.iter_mut().flat_map(|t| t.columns.iter_mut()) {
+            c.samples.clear();
+        }
+        let no_samples = bare.ddl_text(10_000).chars().count();
         // (schema, budget, texts that must appear, texts that must not)
         let cases: Vec<(&Schema, usize, Vec<&str>, Vec<&str>)> = vec![
             (
@@ -792,7 +799,7 @@ mod tests {
             // Tight budgets drop samples first.
             (
                 &full,
-                800,
+                no_samples,
                 vec!["FOREIGN KEY (author_id) REFERENCES author (id)"],
                 vec!["e.g."],
             ),
