@@ -3,6 +3,13 @@
 //! template path answers simple count/list/sum/filter questions without a model. Every
 //! statement goes through `knowhub_sql::validate` and runs through `knowhub_sql::execute`:
 //! safety never depends on the prompt.
+//!
+//! The prompt follows Qwen2.5-Coder's own text-to-SQL layout: the tables the question is about
+//! ([`focus`]) as `CREATE TABLE` DDL with keys, foreign keys and sample values
+//! ([`Schema::ddl_text`]), then `-- Using valid SQLite, answer the following questions…` and the
+//! question as a SQL comment, after three worked examples on a made-up schema; the answer is
+//! pre-filled with `SELECT` and stops at `;`. A listing question answered with a plain pick of
+//! columns from one table gets whole rows ([`whole_rows`]).
 
 use std::path::Path;
 
@@ -48,9 +55,13 @@ pub fn nl2sql(
     let mut out = Nl2Sql::default();
     let mut feedback: Option<(String, String)> = None;
     let mut template_tried = false;
+    let mut llm_done = false;
     for _ in 0..=retry_budget + 1 {
         let generated = match llm {
-            Some(llm) if out.attempts.iter().filter(|a| a.by == "llm").count() <= retry_budget => {
+            Some(llm)
+                if !llm_done
+                    && out.attempts.iter().filter(|a| a.by == "llm").count() <= retry_budget =>
+            {
                 generate(
                     llm,
                     schema,
@@ -71,8 +82,14 @@ pub fn nl2sql(
             knowhub_sql::template_sql(question, schema).map(|s| ("template", s))
         });
         let Some((by, sql)) = generated else { break };
+        let sql = match by {
+            "llm" => whole_rows(question, &sql).unwrap_or(sql),
+            _ => sql,
+        };
         if out.attempts.iter().any(|a| a.sql == sql) {
-            // The same statement again brings no new information: try the template next.
+            // The same statement again brings no new information, and asking again would give
+            // it again (greedy decoding): try the template next.
+            llm_done = true;
             if template_tried {
                 break;
             }
@@ -107,6 +124,59 @@ pub fn nl2sql(
     out
 }
 
+/// Tables the prompt describes (the best matches for the question, before the tables they
+/// reference and link tables are added).
+const FOCUS_TABLES: usize = 3;
+/// Sample values per column in the prompt.
+const PROMPT_SAMPLES: usize = 2;
+
+/// The line between the schema and the question (Qwen2.5-Coder's text-to-SQL prompt).
+const ASK: &str =
+    "-- Using valid SQLite, answer the following questions for the tables provided above.\n";
+
+/// A made-up schema for the worked examples (no real database's names).
+const EXAMPLE_SCHEMA: &str = "CREATE TABLE teacher (
+  teacher_id INTEGER PRIMARY KEY,
+  first_name TEXT, -- e.g. 'Maria', 'John'
+  last_name TEXT, -- e.g. 'Lopez', 'Smith'
+  hired DATE -- e.g. '2015-09-01'
+);
+
+CREATE TABLE course (
+  course_id INTEGER PRIMARY KEY,
+  title TEXT, -- e.g. 'Algebra', 'Poetry'
+  credits INTEGER, -- e.g. 3
+  teacher_id INTEGER,
+  FOREIGN KEY (teacher_id) REFERENCES teacher (teacher_id)
+);
+
+";
+
+/// Worked examples: whole rows when no columns are named, dates with `strftime`, a person's
+/// name from its parts, joins on the declared keys.
+const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "List all courses worth more than 3 credits.",
+        "SELECT * FROM course WHERE credits > 3;",
+    ),
+    (
+        "Show the teachers hired after 2018.",
+        "SELECT * FROM teacher WHERE strftime('%Y', hired) > '2018';",
+    ),
+    (
+        "Show each teacher's name with the number of courses they teach.",
+        "SELECT teacher.first_name || ' ' || teacher.last_name AS teacher_name, \
+         COUNT(course.course_id) AS course_count FROM teacher LEFT JOIN course ON \
+         course.teacher_id = teacher.teacher_id GROUP BY teacher.teacher_id;",
+    ),
+];
+
+const SQL_SYSTEM: &str = "You are a SQLite expert. You write one SQLite SELECT statement that \
+                          answers the question from the tables provided. Use only the tables \
+                          and columns shown. When the question asks to list, show or find rows \
+                          without naming the columns to show, select all columns (SELECT *). \
+                          Reply with the SQL only.";
+
 fn generate(
     llm: &dyn Llm,
     schema: &Schema,
@@ -115,34 +185,109 @@ fn generate(
     schema_chars: usize,
     out: &mut Nl2Sql,
 ) -> Option<String> {
-    let system = "You write one SQLite SELECT statement that answers the question from the \
-                  schema. Use only the tables and columns shown; quote identifiers that contain \
-                  spaces with double quotes. Reply with the SQL only, no explanation.";
-    let focused = focus(schema, question, 4);
-    let mut user = format!(
-        "Schema:\n{}\n\nQuestion: {question}\n",
-        focused.prompt_text(schema_chars)
-    );
-    if let Some((prev, err)) = feedback {
-        user.push_str(&format!(
-            "\nYour previous SQL:\n{prev}\nfailed with: {err}\nWrite a corrected statement.\n"
-        ));
+    let mut focused = focus(schema, question, FOCUS_TABLES);
+    for c in focused.tables.iter_mut().flat_map(|t| t.columns.iter_mut()) {
+        c.samples.truncate(PROMPT_SAMPLES);
     }
-    user.push_str("SQL:");
+    let user = sql_prompt(&focused, question, feedback, schema_chars);
+    let prefix = "SELECT";
+    let mut messages = vec![Message::system(SQL_SYSTEM)];
+    for (i, (q, a)) in EXAMPLES.iter().enumerate() {
+        let mut u = String::new();
+        if i == 0 {
+            u.push_str(EXAMPLE_SCHEMA);
+            u.push_str(ASK);
+        }
+        u.push_str(&format!("-- {q}\n"));
+        messages.push(Message::user(u));
+        messages.push(Message::assistant(*a));
+    }
+    messages.push(Message::user(user));
     let req = ChatRequest {
-        messages: vec![Message::system(system), Message::user(user)],
+        messages,
         max_tokens: 256,
+        stop: vec![";".into(), "```".into()],
+        assistant_prefix: Some(prefix.into()),
         ..ChatRequest::default()
     };
+    tracing::debug!(
+        prompt = req
+            .messages
+            .last()
+            .map(|m| m.content.as_str())
+            .unwrap_or(""),
+        "text-to-SQL prompt"
+    );
     let response = llm.complete(&req).ok()?;
     out.prompt_tokens += response.prompt_tokens as u64;
     out.completion_tokens += response.completion_tokens as u64;
-    extract_sql(&response.text)
+    tracing::debug!(
+        prompt_tokens = response.prompt_tokens,
+        elapsed_ms = response.elapsed.as_millis() as u64,
+        reply = %response.text,
+        "text-to-SQL reply"
+    );
+    extract_sql(&continue_prefix(prefix, &response.text))
+}
+
+/// The user message of the text-to-SQL prompt: the schema as DDL, then the question as a SQL
+/// comment (the layout code models saw in training), and a failed attempt with its error when
+/// there is one.
+pub fn sql_prompt(
+    schema: &Schema,
+    question: &str,
+    feedback: Option<&(String, String)>,
+    schema_chars: usize,
+) -> String {
+    let one_line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut user = schema.ddl_text(schema_chars);
+    user.push_str(ASK);
+    user.push_str(&format!("-- {}\n", one_line(question)));
+    if let Some((prev, err)) = feedback {
+        user.push_str(&format!(
+            "-- This attempt failed: {}\n-- Error: {}\n-- Write a corrected statement.\n",
+            one_line(prev),
+            one_line(short_error(err))
+        ));
+    }
+    user
+}
+
+/// The gist of a validation or execution error: without the statement it quotes.
+fn short_error(err: &str) -> &str {
+    let err = err
+        .strip_prefix("the database reported an error: ")
+        .unwrap_or(err);
+    match [" in SELECT", " in WITH", " in select", " in with"]
+        .iter()
+        .filter_map(|k| err.find(k))
+        .min()
+    {
+        Some(i) => &err[..i],
+        None => err,
+    }
+}
+
+/// The reply of a model whose answer was pre-filled with `prefix`: the prefix and the reply,
+/// unless the reply starts over on its own (a server that does not pre-fill answers).
+fn continue_prefix(prefix: &str, reply: &str) -> String {
+    let head = reply.trim_start();
+    let starts_over = head.starts_with("```")
+        || ["SELECT", "WITH"].iter().any(|k| {
+            head.get(..k.len())
+                .is_some_and(|h| h.eq_ignore_ascii_case(k))
+        });
+    if starts_over {
+        reply.to_string()
+    } else {
+        format!("{prefix}{reply}")
+    }
 }
 
 /// The part of a large schema the question is about: the tables whose names, columns or
-/// sample values share words with it (best `max_tables`), plus the tables their `…Id` columns
-/// point at. A small model given fewer, relevant tables writes fewer invented joins, and the
+/// sample values share words with it (best `max_tables`), plus the tables they reference
+/// (declared foreign keys, else `…Id` naming) and the link tables that reference two kept
+/// tables. A small model given fewer, relevant tables writes fewer invented joins, and the
 /// prompt is shorter. Validation still uses the whole schema.
 fn focus(schema: &Schema, question: &str, max_tables: usize) -> Schema {
     if schema.tables.len() <= max_tables {
@@ -178,23 +323,17 @@ fn focus(schema: &Schema, question: &str, max_tables: usize) -> Schema {
     }
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let mut keep: Vec<usize> = scored.iter().take(max_tables).map(|(_, i)| *i).collect();
-    // Foreign keys by naming convention: ArtistId → Artist, customer_id → customer.
-    let linked: Vec<usize> = keep
-        .iter()
-        .flat_map(|&i| schema.tables[i].columns.iter())
-        .filter_map(|c| {
-            let lower = c.name.to_lowercase();
-            let base = lower
-                .strip_suffix("_id")
-                .or_else(|| lower.strip_suffix("id"))?;
-            schema
-                .tables
-                .iter()
-                .position(|t| t.name.to_lowercase() == base && !base.is_empty())
-        })
-        .collect();
+    let extra = keep.len() + 3;
+    let mut linked: Vec<usize> = keep.iter().flat_map(|&i| references(schema, i)).collect();
+    // Link tables (many-to-many) between two kept tables.
+    for (i, _) in schema.tables.iter().enumerate() {
+        let refs = references(schema, i);
+        if refs.iter().filter(|r| keep.contains(r)).count() >= 2 {
+            linked.push(i);
+        }
+    }
     for i in linked {
-        if !keep.contains(&i) && keep.len() < max_tables + 2 {
+        if !keep.contains(&i) && keep.len() < extra {
             keep.push(i);
         }
     }
@@ -202,6 +341,119 @@ fn focus(schema: &Schema, question: &str, max_tables: usize) -> Schema {
     let mut out = schema.clone();
     out.tables = keep.iter().map(|&i| schema.tables[i].clone()).collect();
     out
+}
+
+/// The tables table `i` references: its declared foreign keys, or, when it declares none,
+/// columns named like another table plus `Id`/`_id` (ArtistId → Artist, customer_id →
+/// customer).
+fn references(schema: &Schema, i: usize) -> Vec<usize> {
+    let t = &schema.tables[i];
+    let position = |name: &str| {
+        schema
+            .tables
+            .iter()
+            .position(|x| x.name.eq_ignore_ascii_case(name) && !name.is_empty())
+    };
+    if !t.foreign_keys.is_empty() {
+        return t
+            .foreign_keys
+            .iter()
+            .filter_map(|fk| position(&fk.ref_table))
+            .collect();
+    }
+    t.columns
+        .iter()
+        .filter_map(|c| {
+            let lower = c.name.to_lowercase();
+            let base = lower
+                .strip_suffix("_id")
+                .or_else(|| lower.strip_suffix("id"))?;
+            position(base)
+        })
+        .filter(|&j| j != i)
+        .collect()
+}
+
+/// Words that ask for rows to be listed ("list the customers…", "show all orders…").
+const LISTING_WORDS: &[&str] = &[
+    "list", "show", "showing", "find", "display", "see", "列出", "显示", "查找", "找出", "查看",
+];
+const WH_WORDS: &[&str] = &["what", "which", "who", "how", "when", "where", "why"];
+
+/// `SELECT *` instead of the model's column pick when the question asks to list or show rows
+/// without naming what to show, and the statement is a plain read of one table (no join,
+/// grouping, aggregate or DISTINCT). Small models pick a "name" column or two where a person
+/// asking to "show the customers from Brazil" wants the rows; columns the question names (other
+/// than those it filters or sorts by) keep the model's pick. `None` leaves the statement as it
+/// is. The result still goes through validation like any statement.
+fn whole_rows(question: &str, sql: &str) -> Option<String> {
+    let q_lower = question.to_lowercase();
+    let q_words: Vec<&str> = q_lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let listing = q_words.iter().any(|w| LISTING_WORDS.contains(w))
+        || LISTING_WORDS
+            .iter()
+            .any(|w| !w.is_ascii() && q_lower.contains(w));
+    if !listing || q_words.first().is_some_and(|w| WH_WORDS.contains(w)) {
+        return None;
+    }
+    let sql = sql.trim();
+    let upper = sql.to_ascii_uppercase();
+    if !upper.starts_with("SELECT ") {
+        return None;
+    }
+    let from = upper.find(" FROM ")?;
+    let cols = sql.get(6..from)?.trim();
+    let plain_list = !cols.is_empty()
+        && cols
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '"' | ',' | ' '))
+        && !cols
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .any(|w| w.eq_ignore_ascii_case("distinct") || w.eq_ignore_ascii_case("as"));
+    if !plain_list {
+        return None;
+    }
+    let rest = sql.get(from + 6..)?;
+    // The statement outside parentheses: one table, no joins, grouping or set operations.
+    let mut depth = 0usize;
+    let top: String = rest
+        .chars()
+        .filter(|&c| {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.saturating_sub(1),
+                _ => return depth == 0,
+            }
+            false
+        })
+        .collect::<String>()
+        .to_ascii_uppercase();
+    let top_words: Vec<&str> = top.split_whitespace().collect();
+    if top.contains(',')
+        || top_words.iter().any(|w| {
+            matches!(
+                *w,
+                "JOIN" | "GROUP" | "HAVING" | "UNION" | "INTERSECT" | "EXCEPT" | "WINDOW"
+            )
+        })
+    {
+        return None;
+    }
+    // A column the question names, other than one it filters or sorts by, was asked for.
+    let q_terms = crate::text::terms(question);
+    let rest_lower = rest.to_lowercase();
+    let asked = cols.split(',').any(|c| {
+        let name = c.trim().rsplit('.').next().unwrap_or("").trim_matches('"');
+        let used_after = rest_lower.contains(&name.to_lowercase());
+        !used_after
+            && crate::text::terms(&split_ident(name))
+                .iter()
+                .any(|w| q_terms.contains(w))
+    });
+    (!asked).then(|| format!("SELECT * FROM {rest}"))
 }
 
 /// `InvoiceLine` → `Invoice Line`, `order_items` → `order items`.
@@ -258,6 +510,233 @@ mod tests {
         assert_eq!(split_ident("InvoiceLine"), "Invoice Line");
         assert_eq!(split_ident("order_items"), "order items");
         assert_eq!(split_ident("CustomerId"), "Customer Id");
+    }
+
+    fn shop() -> Schema {
+        use knowhub_sql::{ColumnInfo, ForeignKey, TableInfo, TableKind, Value};
+        let col = |name: &str, ty: &str, pk: u32, samples: &[&str]| ColumnInfo {
+            name: name.into(),
+            decl_type: ty.into(),
+            samples: samples.iter().map(|s| Value::Text((*s).into())).collect(),
+            primary_key: pk,
+        };
+        let fk = |from: &str, to: &str, to_col: &str| ForeignKey {
+            columns: vec![from.into()],
+            ref_table: to.into(),
+            ref_columns: vec![to_col.into()],
+        };
+        let table =
+            |name: &str, columns: Vec<ColumnInfo>, foreign_keys: Vec<ForeignKey>| TableInfo {
+                name: name.into(),
+                kind: TableKind::Table,
+                columns,
+                row_count: Some(3),
+                foreign_keys,
+            };
+        Schema {
+            tables: vec![
+                table(
+                    "author",
+                    vec![
+                        col("id", "INTEGER", 1, &[]),
+                        col("name", "TEXT", 0, &["Ann"]),
+                    ],
+                    vec![],
+                ),
+                table(
+                    "book",
+                    vec![
+                        col("id", "INTEGER", 1, &[]),
+                        col("title", "TEXT", 0, &["Dune"]),
+                        col("writer", "INTEGER", 0, &[]),
+                    ],
+                    vec![fk("writer", "author", "id")],
+                ),
+                table(
+                    "shelf",
+                    vec![
+                        col("id", "INTEGER", 1, &[]),
+                        col("room", "TEXT", 0, &["attic"]),
+                    ],
+                    vec![],
+                ),
+                table(
+                    "shelf_book",
+                    vec![
+                        col("shelf", "INTEGER", 1, &[]),
+                        col("book", "INTEGER", 2, &[]),
+                    ],
+                    vec![fk("shelf", "shelf", "id"), fk("book", "book", "id")],
+                ),
+                table(
+                    "visitor",
+                    vec![
+                        col("id", "INTEGER", 1, &[]),
+                        col("name", "TEXT", 0, &["Bo"]),
+                    ],
+                    vec![],
+                ),
+            ],
+        }
+    }
+
+    #[test]
+    fn focus_keeps_referenced_and_link_tables() {
+        let s = shop();
+        let names = |s: &Schema| s.tables.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        for (question, max, want) in [
+            // book references author through a column not named like the table.
+            ("Which titles are there?", 1, vec!["author", "book"]),
+            // The link table scores best; the tables it references come with it.
+            (
+                "Books in the attic shelf",
+                1,
+                vec!["book", "shelf", "shelf_book"],
+            ),
+            // shelf_book links two kept tables.
+            (
+                "attic Dune",
+                2,
+                vec!["author", "book", "shelf", "shelf_book"],
+            ),
+            // Nothing matches: the whole schema.
+            (
+                "zzz",
+                1,
+                vec!["author", "book", "shelf", "shelf_book", "visitor"],
+            ),
+            // Small schemas are never cut.
+            (
+                "Dune",
+                9,
+                vec!["author", "book", "shelf", "shelf_book", "visitor"],
+            ),
+        ] {
+            assert_eq!(names(&focus(&s, question, max)), want, "{question}");
+        }
+    }
+
+    #[test]
+    fn prompt_is_ddl_then_question_comment() {
+        let s = shop();
+        let ask = "-- Using valid SQLite, answer the following questions for the tables provided \
+                   above.\n-- How many books?\n";
+        let failed = (
+            "SELECT x\nFROM book".to_string(),
+            "no such column: x".to_string(),
+        );
+        for (feedback, tail) in [
+            (None, ask.to_string()),
+            (
+                Some(&failed),
+                format!(
+                    "{ask}-- This attempt failed: SELECT x FROM book\n-- Error: no such column: \
+                     x\n-- Write a corrected statement.\n"
+                ),
+            ),
+        ] {
+            let p = sql_prompt(&s, "How many\nbooks?", feedback, 10_000);
+            assert!(
+                p.starts_with("CREATE TABLE author (\n  id INTEGER PRIMARY KEY,\n"),
+                "{p}"
+            );
+            assert!(
+                p.contains("  FOREIGN KEY (writer) REFERENCES author (id)\n"),
+                "{p}"
+            );
+            assert!(p.ends_with(&tail), "{p}");
+        }
+    }
+
+    #[test]
+    fn listing_questions_get_whole_rows() {
+        let star = |rest: &str| Some(format!("SELECT * FROM {rest}"));
+        for (question, sql, want) in [
+            (
+                "Show all customers from Canada.",
+                "SELECT FirstName, LastName FROM Customer WHERE Country = 'Canada'",
+                star("Customer WHERE Country = 'Canada'"),
+            ),
+            (
+                "List all artists.",
+                "SELECT Name FROM Artist",
+                star("Artist"),
+            ),
+            // Sorting by a column the question names does not ask to show only it.
+            (
+                "List all albums sorted by title.",
+                "SELECT Title FROM Album ORDER BY Title",
+                star("Album ORDER BY Title"),
+            ),
+            (
+                "Find tracks longer than the average.",
+                "SELECT t.Name FROM Track t WHERE t.ms > (SELECT AVG(ms) FROM Track)",
+                star("Track t WHERE t.ms > (SELECT AVG(ms) FROM Track)"),
+            ),
+            (
+                "列出所有客户",
+                "SELECT name FROM customer",
+                star("customer"),
+            ),
+            // The question names the columns to show.
+            (
+                "List the names of all artists.",
+                "SELECT Name FROM Artist",
+                None,
+            ),
+            // Not a listing request.
+            ("What genres do we have?", "SELECT Name FROM Genre", None),
+            (
+                "Which employees list books?",
+                "SELECT Name FROM Employee",
+                None,
+            ),
+            // Joins, grouping, aggregates, DISTINCT and aliases keep the model's pick.
+            (
+                "Show tracks with their genre.",
+                "SELECT t.Name, g.Name FROM Track t JOIN Genre g ON t.GenreId = g.GenreId",
+                None,
+            ),
+            (
+                "Show tracks per genre.",
+                "SELECT GenreId FROM Track GROUP BY GenreId",
+                None,
+            ),
+            ("Show the track count.", "SELECT COUNT(*) FROM Track", None),
+            (
+                "Show the countries.",
+                "SELECT DISTINCT Country FROM Customer",
+                None,
+            ),
+            (
+                "Show the countries.",
+                "SELECT Country AS c FROM Customer",
+                None,
+            ),
+            ("Show the tracks.", "SELECT Name FROM Track, Genre", None),
+            ("Show all tracks.", "SELECT * FROM Track", None),
+        ] {
+            assert_eq!(whole_rows(question, sql), want, "{question} / {sql}");
+        }
+    }
+
+    #[test]
+    fn prefilled_replies_are_continued() {
+        for (reply, want) in [
+            (" * FROM book", "SELECT * FROM book"),
+            ("\n  name FROM author", "SELECT\n  name FROM author"),
+            // A server that ignored the pre-filled start writes the whole statement.
+            ("SELECT 1", "SELECT 1"),
+            ("  select 1", "  select 1"),
+            (
+                "WITH a AS (SELECT 1) SELECT * FROM a",
+                "WITH a AS (SELECT 1) SELECT * FROM a",
+            ),
+            ("```sql\nSELECT 2\n```", "```sql\nSELECT 2\n```"),
+            ("", "SELECT"),
+        ] {
+            assert_eq!(continue_prefix("SELECT", reply), want, "{reply:?}");
+        }
     }
 
     #[test]

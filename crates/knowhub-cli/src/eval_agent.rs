@@ -30,9 +30,12 @@ pub(crate) struct SqlEvalArgs {
         default_value = "../shared/corpora/sql/chinook/deepagents_chinook_text2sql.gold_results__latest_db.json"
     )]
     questions: PathBuf,
-    /// Evaluate only the first N questions.
+    /// Evaluate only N questions.
     #[arg(long)]
     limit: Option<usize>,
+    /// Skip the first N questions (with `--limit`, evaluate a slice).
+    #[arg(long, default_value_t = 0)]
+    offset: usize,
 }
 
 #[derive(Debug, clap::Args)]
@@ -80,7 +83,11 @@ pub(crate) fn sql(args: &SqlEvalArgs, llm: &LlmArgs, json: bool) -> Result<ExitC
     let policy = knowhub_sql::Policy::default();
     let mut rows = Vec::new();
     let started = Instant::now();
-    for item in items.iter().take(args.limit.unwrap_or(usize::MAX)) {
+    for item in items
+        .iter()
+        .skip(args.offset)
+        .take(args.limit.unwrap_or(usize::MAX))
+    {
         let question = field(item, "question").to_string();
         let gold_sql = field(item, "gold_sql");
         // The gold statement runs under the same policy (LIMIT 50), so both sides see the same

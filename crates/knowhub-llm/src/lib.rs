@@ -187,6 +187,11 @@ pub struct ChatRequest {
     /// Seed of the sampler (used when `temperature > 0`); the same seed and request give the
     /// same answer from a local model.
     pub seed: Option<u64>,
+    /// The start of the answer, written for the model: a local model continues the open
+    /// assistant turn after this text (e.g. `SELECT` for a text-to-SQL prompt), and the
+    /// response's `text` is what follows it. Servers get the request without it (the OpenAI
+    /// API has no portable way to pre-fill an answer), so their text starts from scratch.
+    pub assistant_prefix: Option<String>,
 }
 
 impl Default for ChatRequest {
@@ -198,6 +203,7 @@ impl Default for ChatRequest {
             top_p: None,
             stop: Vec::new(),
             seed: None,
+            assistant_prefix: None,
         }
     }
 }

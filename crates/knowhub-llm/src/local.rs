@@ -422,7 +422,11 @@ impl LocalGguf {
     /// The token ids [`Llm::chat`] feeds the model for `req`: the ChatML prompt, fitted into
     /// the context window as the module docs describe.
     pub fn prompt_ids(&self, req: &ChatRequest) -> Result<Vec<u32>> {
-        self.fit_prompt(&req.messages, self.reserve(req))
+        self.fit_prompt(
+            &req.messages,
+            req.assistant_prefix.as_deref().unwrap_or(""),
+            self.reserve(req),
+        )
     }
 
     /// Tokens kept free for the answer.
@@ -431,7 +435,7 @@ impl LocalGguf {
     }
 
     /// The prompt ids, fitted into `context - reserve` tokens (see the module docs).
-    fn fit_prompt(&self, messages: &[Message], reserve: usize) -> Result<Vec<u32>> {
+    fn fit_prompt(&self, messages: &[Message], prefix: &str, reserve: usize) -> Result<Vec<u32>> {
         if messages.is_empty() {
             return Err(LlmError::InvalidRequest(
                 "the conversation has no messages".into(),
@@ -440,7 +444,7 @@ impl LocalGguf {
         let budget = self.context.saturating_sub(reserve);
         let mut messages = chat::with_default_system(messages, self.default_system.as_deref());
         let mut tail = vec![self.im_start];
-        tail.extend(self.encode("assistant\n")?);
+        tail.extend(self.encode(&format!("assistant\n{prefix}"))?);
         let mut turns = messages
             .iter()
             .map(|m| self.encode_turn(m))

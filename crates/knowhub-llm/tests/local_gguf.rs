@@ -175,6 +175,31 @@ fn chatml_prompt_matches_the_reference_tokenization() {
 }
 
 #[test]
+fn assistant_prefix_opens_the_answer() {
+    let Some(llm) = smollm() else { return };
+    let messages = vec![Message::user("Count the rows of table t in SQL.")];
+    let plain = ChatRequest {
+        max_tokens: 8,
+        ..ChatRequest::new(messages.clone())
+    };
+    let prefixed = ChatRequest {
+        assistant_prefix: Some("SELECT".into()),
+        ..plain.clone()
+    };
+    let reference = tokenizer_from_gguf(llm.path()).unwrap();
+    let text = format!("{}SELECT", llm.prompt_text(&messages));
+    let want = reference.encode(text.as_str(), false).unwrap();
+    assert_eq!(llm.prompt_ids(&prefixed).unwrap(), want.get_ids());
+    assert_ne!(llm.prompt_ids(&plain).unwrap(), want.get_ids());
+    let (r, pieces) = run(llm, &prefixed);
+    assert_eq!(pieces.concat(), r.text);
+    assert!(
+        !r.text.starts_with("SELECT"),
+        "the prefix is not repeated: {r:?}"
+    );
+}
+
+#[test]
 fn special_tokens_in_content_stay_text() {
     let Some(llm) = smollm() else { return };
     let im_end = llm.tokenizer().token_to_id("<|im_end|>").unwrap();

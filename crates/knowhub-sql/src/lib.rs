@@ -69,7 +69,7 @@ pub use functions::{ALLOWED_FUNCTIONS, is_allowed_function};
 pub use policy::{
     DEFAULT_LIMIT, DEFAULT_MAX_RESULT_BYTES, DEFAULT_TIMEOUT, Param, Policy, TenantFilter,
 };
-pub use schema::{ColumnInfo, Schema, TableInfo, TableKind, introspect};
+pub use schema::{ColumnInfo, ForeignKey, Schema, TableInfo, TableKind, introspect};
 pub use template::template_sql;
 pub use validate::{SafeQuery, validate};
 pub use value::{MAX_TEXT_BYTES, QueryResult, Value};

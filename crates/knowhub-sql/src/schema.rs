@@ -45,6 +45,9 @@ pub struct ColumnInfo {
     pub decl_type: String,
     /// Up to N distinct non-null, non-blob values, in storage order; text cut to 40 bytes.
     pub samples: Vec<Value>,
+    /// Position in the table's primary key (1-based); 0 when not part of it.
+    #[serde(default)]
+    pub primary_key: u32,
 }
 
 impl ColumnInfo {
@@ -88,6 +91,20 @@ pub struct TableInfo {
     pub columns: Vec<ColumnInfo>,
     /// Number of rows; `None` when counting ran out of its time budget.
     pub row_count: Option<u64>,
+    /// Declared foreign keys (`FOREIGN KEY … REFERENCES …`), in declaration order.
+    #[serde(default)]
+    pub foreign_keys: Vec<ForeignKey>,
+}
+
+/// One declared foreign key: `columns` of this table reference `ref_columns` of `ref_table`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForeignKey {
+    /// The referencing columns of this table.
+    pub columns: Vec<String>,
+    /// The referenced table, as written in the declaration.
+    pub ref_table: String,
+    /// The referenced columns; empty when the declaration names none (the primary key).
+    pub ref_columns: Vec<String>,
 }
 
 impl TableInfo {
@@ -121,6 +138,24 @@ impl Schema {
     /// trailing tables are replaced by a `-- N more tables: …` line. The same schema and budget
     /// always give the same text.
     pub fn prompt_text(&self, max_chars: usize) -> String {
+        self.fit(max_chars, render)
+    }
+
+    /// The schema as SQLite DDL, the form code models were trained on, at most `max_chars`
+    /// characters: per table a `CREATE TABLE name (` block with one column per line (declared
+    /// type, `PRIMARY KEY`, sample values as a `-- e.g.` comment), `PRIMARY KEY (…)` for a
+    /// composite key and `FOREIGN KEY (…) REFERENCES other (…)` lines for the declared foreign
+    /// keys whose table is part of this schema, then `);` and the row count as a comment.
+    /// Single-column primary keys and foreign-key columns get no samples (their values say
+    /// nothing), numbers and dates at most one. Fitting works as in
+    /// [`Schema::prompt_text`].
+    pub fn ddl_text(&self, max_chars: usize) -> String {
+        self.fit(max_chars, |t, samples| render_ddl(self, t, samples))
+    }
+
+    /// The text of `render` over all tables within `max_chars`, degrading as
+    /// [`Schema::prompt_text`] describes.
+    fn fit(&self, max_chars: usize, render: impl Fn(&TableInfo, usize) -> String) -> String {
         let max_samples = self
             .tables
             .iter()
@@ -298,6 +333,94 @@ fn render(t: &TableInfo, samples: usize) -> String {
     )
 }
 
+/// One table of [`Schema::ddl_text`], with up to `samples` sample values per column.
+fn render_ddl(schema: &Schema, t: &TableInfo, samples: usize) -> String {
+    let fks: Vec<&ForeignKey> = t
+        .foreign_keys
+        .iter()
+        .filter(|fk| schema.table(&fk.ref_table).is_some() && !fk.columns.is_empty())
+        .collect();
+    let keyed = |name: &str| {
+        fks.iter()
+            .any(|fk| fk.columns.iter().any(|c| c.eq_ignore_ascii_case(name)))
+    };
+    let pk_len = t.columns.iter().filter(|c| c.primary_key > 0).count();
+    let mut items: Vec<(String, Option<String>)> = t
+        .columns
+        .iter()
+        .map(|c| {
+            let mut s = ident(&c.name);
+            if !c.decl_type.is_empty() {
+                s.push(' ');
+                s.push_str(&c.decl_type);
+            }
+            if pk_len == 1 && c.primary_key > 0 {
+                s.push_str(" PRIMARY KEY");
+            }
+            let comment = if (pk_len == 1 && c.primary_key > 0) || keyed(&c.name) {
+                None
+            } else {
+                // Text values are what questions quote; one number or date shows the scale
+                // or format.
+                let ty = c.decl_type.to_ascii_uppercase();
+                let n = if c.is_text() && !ty.contains("DATE") && !ty.contains("TIME") {
+                    samples
+                } else {
+                    samples.min(1)
+                };
+                let shown: Vec<String> = c.samples.iter().take(n).map(render_sample).collect();
+                (!shown.is_empty()).then(|| format!("e.g. {}", shown.join(", ")))
+            };
+            (s, comment)
+        })
+        .collect();
+    if pk_len > 1 {
+        let mut pk: Vec<&ColumnInfo> = t.columns.iter().filter(|c| c.primary_key > 0).collect();
+        pk.sort_by_key(|c| c.primary_key);
+        let names: Vec<String> = pk.iter().map(|c| ident(&c.name)).collect();
+        items.push((format!("PRIMARY KEY ({})", names.join(", ")), None));
+    }
+    for fk in fks {
+        let cols: Vec<String> = fk.columns.iter().map(|c| ident(c)).collect();
+        let mut line = format!(
+            "FOREIGN KEY ({}) REFERENCES {}",
+            cols.join(", "),
+            ident(&fk.ref_table)
+        );
+        if !fk.ref_columns.is_empty() {
+            let refs: Vec<String> = fk.ref_columns.iter().map(|c| ident(c)).collect();
+            line.push_str(&format!(" ({})", refs.join(", ")));
+        }
+        items.push((line, None));
+    }
+    let kind = match t.kind {
+        TableKind::Table => "TABLE",
+        TableKind::View => "VIEW",
+    };
+    let mut out = format!("CREATE {kind} {} (\n", ident(&t.name));
+    let last = items.len().saturating_sub(1);
+    for (i, (item, comment)) in items.iter().enumerate() {
+        out.push_str("  ");
+        out.push_str(item);
+        if i < last {
+            out.push(',');
+        }
+        if let Some(c) = comment {
+            out.push_str(" -- ");
+            out.push_str(c);
+        }
+        out.push('\n');
+    }
+    out.push_str(");");
+    match t.row_count {
+        Some(1) => out.push_str(" -- 1 row"),
+        Some(n) => out.push_str(&format!(" -- {n} rows")),
+        None => {}
+    }
+    out.push_str("\n\n");
+    out
+}
+
 /// Reads the tables and views of the SQLite file at `db_path` (opened read-only), with up to
 /// `samples_per_column` distinct sample values per column.
 ///
@@ -342,10 +465,14 @@ fn describe(
     samples_per_column: usize,
     deadline: Instant,
 ) -> Result<TableInfo> {
-    let cols: Vec<(String, String)> = {
-        let mut stmt = conn.prepare("SELECT name, type FROM pragma_table_info(?1) ORDER BY cid")?;
-        stmt.query_map([name], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?
+    let cols: Vec<(String, String, u32)> = {
+        let mut stmt =
+            conn.prepare("SELECT name, type, pk FROM pragma_table_info(?1) ORDER BY cid")?;
+        stmt.query_map([name], |r| {
+            let pk: i64 = r.get(2)?;
+            Ok((r.get(0)?, r.get(1)?, u32::try_from(pk).unwrap_or(0)))
+        })?
+        .collect::<rusqlite::Result<_>>()?
     };
     if cols.is_empty() {
         return Err(crate::SqlError::Unsupported(format!(
@@ -368,7 +495,7 @@ fn describe(
         None => None,
     };
     let mut columns = Vec::with_capacity(cols.len());
-    for (col, decl_type) in cols {
+    for (col, decl_type, primary_key) in cols {
         let samples = match budget(deadline) {
             Some(b) if samples_per_column > 0 => samples(conn, &q, &col, samples_per_column, b)?,
             _ => Vec::new(),
@@ -377,14 +504,71 @@ fn describe(
             name: col,
             decl_type,
             samples,
+            primary_key,
         });
     }
+    let foreign_keys = if kind == TableKind::Table {
+        foreign_keys(conn, name, &columns)
+    } else {
+        Vec::new()
+    };
     Ok(TableInfo {
         name: name.to_owned(),
         kind,
         columns,
         row_count,
+        foreign_keys,
     })
+}
+
+/// The declared foreign keys of table `name`, ordered by the position of their first column
+/// (SQLite numbers them in reverse declaration order). A table whose list cannot be read has
+/// none.
+fn foreign_keys(conn: &Connection, name: &str, columns: &[ColumnInfo]) -> Vec<ForeignKey> {
+    let rows: Vec<(i64, String, String, Option<String>)> = conn
+        .prepare(
+            "SELECT id, \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?1) ORDER BY id, seq",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_map([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .unwrap_or_default();
+    let mut out: Vec<(i64, ForeignKey)> = Vec::new();
+    for (id, table, from, to) in rows {
+        match out.last_mut() {
+            Some((last, fk)) if *last == id => {
+                fk.columns.push(from);
+                fk.ref_columns.extend(to);
+            }
+            _ => out.push((
+                id,
+                ForeignKey {
+                    columns: vec![from],
+                    ref_table: table,
+                    ref_columns: to.into_iter().collect(),
+                },
+            )),
+        }
+    }
+    let position = |fk: &ForeignKey| {
+        fk.columns
+            .first()
+            .and_then(|c| columns.iter().position(|x| x.name.eq_ignore_ascii_case(c)))
+            .unwrap_or(usize::MAX)
+    };
+    let mut fks: Vec<ForeignKey> = out
+        .into_iter()
+        .map(|(_, mut fk)| {
+            // A partly named reference list is no use; the referenced key is then implied.
+            if fk.ref_columns.len() != fk.columns.len() {
+                fk.ref_columns.clear();
+            }
+            fk
+        })
+        .collect();
+    fks.sort_by_key(position);
+    fks
 }
 
 /// The budget for the next query: at most [`QUERY_BUDGET`], `None` once `deadline` passed.
@@ -522,6 +706,116 @@ mod tests {
         assert!(!small.contains("/*"), "samples dropped first: {small}");
         let tiny = s.prompt_text(150);
         assert!(tiny.contains("more tables: "), "{tiny}");
+    }
+
+    fn shop() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shop.sqlite");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "CREATE TABLE author (id INTEGER PRIMARY KEY, name TEXT, born DATE);
+             CREATE TABLE book (book_id INTEGER PRIMARY KEY, title TEXT,
+                                author_id INTEGER REFERENCES author(id), price REAL,
+                                editor_id INTEGER REFERENCES author);
+             CREATE TABLE book_tag (book INTEGER, tag TEXT, PRIMARY KEY (book, tag),
+                                    FOREIGN KEY (book) REFERENCES book (book_id));
+             CREATE TABLE loan (id INTEGER, book_id INTEGER, member TEXT,
+                                FOREIGN KEY (book_id) REFERENCES book (book_id));
+             CREATE VIEW cheap AS SELECT title FROM book WHERE price < 5;
+             INSERT INTO author VALUES (1, 'Ann O''Neil', '1970-01-31'), (2, 'Bo', NULL);
+             INSERT INTO book VALUES (10, 'Dune', 1, 9.5, 2), (11, 'Emma', 2, 4, NULL);
+             INSERT INTO book_tag VALUES (10, 'sf');",
+        )
+        .unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn keys_are_introspected() {
+        let (_dir, path) = shop();
+        let s = introspect(&path, 2).unwrap();
+        let book = s.table("book").unwrap();
+        assert_eq!(book.column("book_id").unwrap().primary_key, 1);
+        assert_eq!(book.column("title").unwrap().primary_key, 0);
+        assert_eq!(
+            book.foreign_keys,
+            vec![
+                ForeignKey {
+                    columns: vec!["author_id".into()],
+                    ref_table: "author".into(),
+                    ref_columns: vec!["id".into()],
+                },
+                ForeignKey {
+                    columns: vec!["editor_id".into()],
+                    ref_table: "author".into(),
+                    ref_columns: vec![],
+                },
+            ]
+        );
+        let tag = s.table("book_tag").unwrap();
+        assert_eq!(tag.column("book").unwrap().primary_key, 1);
+        assert_eq!(tag.column("tag").unwrap().primary_key, 2);
+        assert!(s.table("cheap").unwrap().foreign_keys.is_empty());
+    }
+
+    #[test]
+    fn ddl_shows_keys_references_and_samples() {
+        let (_dir, path) = shop();
+        let full = introspect(&path, 2).unwrap();
+        let mut without_author = full.clone();
+        without_author.tables.retain(|t| t.name != "author");
+        // Just room for the text without samples.
+        let mut bare = full.clone();
+        for c in bare.tables.iter_mut().flat_map(|t| t.columns.iter_mut()) {
+            c.samples.clear();
+        }
+        let no_samples = bare.ddl_text(10_000).chars().count();
+        // (schema, budget, texts that must appear, texts that must not)
+        let cases: Vec<(&Schema, usize, Vec<&str>, Vec<&str>)> = vec![
+            (
+                &full,
+                10_000,
+                vec![
+                    "CREATE TABLE author (\n  id INTEGER PRIMARY KEY,\n  name TEXT, -- e.g. 'Ann O''Neil', 'Bo'\n  born DATE -- e.g. '1970-01-31'\n); -- 2 rows\n\n",
+                    "  book_id INTEGER PRIMARY KEY,\n  title TEXT, -- e.g. 'Dune', 'Emma'\n  author_id INTEGER,\n",
+                    "  price REAL, -- e.g. 9.5\n",
+                    "  FOREIGN KEY (author_id) REFERENCES author (id),\n  FOREIGN KEY (editor_id) REFERENCES author\n);",
+                    "CREATE TABLE book_tag (\n  book INTEGER,\n  tag TEXT, -- e.g. 'sf'\n  PRIMARY KEY (book, tag),\n  FOREIGN KEY (book) REFERENCES book (book_id)\n); -- 1 row",
+                    "  FOREIGN KEY (book_id) REFERENCES book (book_id)\n); -- 0 rows",
+                    "CREATE VIEW cheap (\n  title TEXT -- e.g. 'Emma'\n);",
+                ],
+                vec!["book_tag INTEGER PRIMARY KEY", "id INTEGER, -- e.g. 1"],
+            ),
+            // A referenced table that is not part of the schema is not named.
+            (
+                &without_author,
+                10_000,
+                vec![
+                    "  author_id INTEGER, -- e.g. 1\n",
+                    "  editor_id INTEGER -- e.g. 2\n);",
+                ],
+                vec!["REFERENCES author", "CREATE TABLE author"],
+            ),
+            // Tight budgets drop samples first.
+            (
+                &full,
+                no_samples,
+                vec!["FOREIGN KEY (author_id) REFERENCES author (id)"],
+                vec!["e.g."],
+            ),
+            (&full, 120, vec!["more tables: "], vec![]),
+        ];
+        for (schema, budget, want, unwanted) in cases {
+            let text = schema.ddl_text(budget);
+            assert!(text.chars().count() <= budget, "{budget}: {text}");
+            assert_eq!(text, schema.ddl_text(budget), "deterministic");
+            for w in want {
+                assert!(text.contains(w), "{budget}: missing {w:?} in\n{text}");
+            }
+            for u in unwanted {
+                assert!(!text.contains(u), "{budget}: unexpected {u:?} in\n{text}");
+            }
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@ fn col(name: &str) -> ColumnInfo {
         name: name.into(),
         decl_type: "TEXT".into(),
         samples: Vec::new(),
+        primary_key: 0,
     }
 }
 
@@ -18,6 +19,7 @@ fn table(name: &str, cols: &[&str]) -> TableInfo {
         kind: TableKind::Table,
         columns: cols.iter().map(|c| col(c)).collect(),
         row_count: Some(1),
+        foreign_keys: Vec::new(),
     }
 }
 
