@@ -16,8 +16,8 @@ use tauri_specta::Event;
 
 use crate::dto::*;
 use crate::error::{CmdResult, CommandError};
-use crate::settings::SearchModels;
-use crate::state::{AppState, Signed};
+use crate::settings::{ApiServerSetting, SearchModels};
+use crate::state::{ApiStatus, AppState, Signed};
 
 /// Runs `f` on a blocking worker with the app state.
 async fn blocking<T: Send + 'static>(
@@ -1344,4 +1344,48 @@ pub(crate) async fn restart_app(app: AppHandle) -> CmdResult<()> {
     let state = app.state::<AppState>();
     state.shutdown();
     app.restart()
+}
+
+// ----- HTTP API ---------------------------------------------------------------------------
+
+fn api_view_of(status: ApiStatus) -> ApiServerView {
+    ApiServerView {
+        enabled: status.setting.enabled,
+        port: status.setting.port,
+        running: status.addr.is_some(),
+        url: status.addr.map(|a| format!("http://{a}")),
+        error: status.error,
+    }
+}
+
+/// Whether the app serves the HTTP API, and where (any signed-in user may see it: each
+/// request to the API still signs in with its own key).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn api_server_status(app: AppHandle) -> CmdResult<ApiServerView> {
+    let state = app.state::<AppState>();
+    Ok(api_view_of(state.api_status().await))
+}
+
+/// Switches the HTTP API on or off and saves the choice (administrators). It listens on
+/// `127.0.0.1:<port>` only; a port that cannot be taken comes back in the view's `error`.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn set_api_server(
+    app: AppHandle,
+    enabled: bool,
+    port: u16,
+) -> CmdResult<ApiServerView> {
+    let state = app.state::<AppState>();
+    require_admin(&state.signed(), "switch the HTTP API on or off")?;
+    if port < 1024 {
+        return Err(CommandError::invalid(format!(
+            "port {port} is not allowed: choose a port between 1024 and 65535"
+        )));
+    }
+    let setting = ApiServerSetting { enabled, port };
+    let mut settings = state.settings();
+    settings.api = setting;
+    state.save_settings(settings)?;
+    Ok(api_view_of(state.apply_api(setting).await))
 }

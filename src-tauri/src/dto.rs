@@ -464,6 +464,22 @@ pub struct DataSourcesView {
     pub tables: Vec<SheetTableRow>,
 }
 
+/// The HTTP API the app can serve (Settings → API): the saved setting and what runs.
+#[derive(Debug, Clone, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiServerView {
+    /// Saved: serve the API (off by default).
+    pub enabled: bool,
+    /// Saved: the port on 127.0.0.1 (loopback only).
+    pub port: u16,
+    /// Whether the server is listening now.
+    pub running: bool,
+    /// `http://127.0.0.1:<port>` while it runs.
+    pub url: Option<String>,
+    /// Why it is not running although enabled (the port is in use, …).
+    pub error: Option<String>,
+}
+
 /// Clamps engine counters (u64/usize) into what JavaScript numbers carry without surprise.
 pub(crate) fn n32(v: impl TryInto<u32>) -> u32 {
     v.try_into().unwrap_or(u32::MAX)

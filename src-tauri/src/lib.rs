@@ -5,6 +5,7 @@
 //! The TypeScript bindings in `ui/src/bindings.ts` are generated from these signatures by
 //! [`specta_builder`] (`knowhub-desktop --export-bindings`, checked fresh by a test).
 
+mod api_server;
 mod commands;
 pub mod dto;
 mod error;
@@ -63,6 +64,8 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::data_sources,
             commands::add_data_source,
             commands::remove_data_source,
+            commands::api_server_status,
+            commands::set_api_server,
         ])
         .events(collect_events![dto::IngestEvent])
 }
@@ -158,6 +161,7 @@ pub fn run() -> anyhow::Result<()> {
         .init();
     let config = AppConfig::from_env()?;
     let state = AppState::open(&config)?;
+    let api = state.settings().api;
     let builder = specta_builder();
     tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
@@ -171,6 +175,13 @@ pub fn run() -> anyhow::Result<()> {
                 let state = handle.state::<AppState>();
                 start_background(&state, &handle);
             });
+            // The HTTP API, when an administrator switched it on (off by default).
+            if api.enabled {
+                let handle = app.handle().clone();
+                tauri::async_runtime::spawn(async move {
+                    handle.state::<AppState>().apply_api(api).await;
+                });
+            }
             Ok(())
         })
         .on_window_event(|window, event| {

@@ -1,5 +1,6 @@
-//! Desktop settings that outlive a session (which models search and write answers), kept as
-//! JSON next to the knowledge base. Written atomically (temp file + rename) so a crash never leaves half.
+//! Desktop settings that outlive a session (which models search and write answers, whether the
+//! HTTP API is served), kept as JSON next to the knowledge base. Written atomically (temp file +
+//! rename) so a crash never leaves half.
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +16,8 @@ const FILE_NAME: &str = "desktop-settings.json";
 pub(crate) struct Settings {
     pub llm: LlmChoice,
     pub search: SearchModels,
+    /// The HTTP API served by the app (off unless an administrator switches it on).
+    pub api: ApiServerSetting,
 }
 
 impl Default for Settings {
@@ -22,6 +25,7 @@ impl Default for Settings {
         Settings {
             llm: LlmChoice::Default,
             search: SearchModels::default(),
+            api: ApiServerSetting::default(),
         }
     }
 }
@@ -45,6 +49,27 @@ impl Default for SearchModels {
             embedder: "default".into(),
             reranker: None,
             gpu: false,
+        }
+    }
+}
+
+/// The HTTP API the app can serve on `127.0.0.1:<port>` (loopback only), as `knowhub serve`
+/// does. Off by default.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub(crate) struct ApiServerSetting {
+    pub enabled: bool,
+    pub port: u16,
+}
+
+/// The port `knowhub serve` uses by default.
+pub(crate) const DEFAULT_API_PORT: u16 = 7878;
+
+impl Default for ApiServerSetting {
+    fn default() -> Self {
+        ApiServerSetting {
+            enabled: false,
+            port: DEFAULT_API_PORT,
         }
     }
 }
@@ -98,6 +123,10 @@ mod tests {
                 reranker: Some("/models/reranker".into()),
                 gpu: true,
             },
+            api: ApiServerSetting {
+                enabled: true,
+                port: 9000,
+            },
         };
         s.save(dir.path()).unwrap();
         assert_eq!(Settings::load(dir.path()), s);
@@ -108,5 +137,14 @@ mod tests {
         let old = Settings::load(dir.path());
         assert_eq!(old.search, SearchModels::default());
         assert_eq!(old.llm, LlmChoice::Off);
+        // …and have the API off, on the default port.
+        assert_eq!(old.api, ApiServerSetting::default());
+        assert!(!old.api.enabled);
+        assert_eq!(old.api.port, DEFAULT_API_PORT);
+        // A partial `api` object keeps the other field's default.
+        std::fs::write(Settings::path(dir.path()), r#"{"api":{"enabled":true}}"#).unwrap();
+        let partial = Settings::load(dir.path());
+        assert!(partial.api.enabled);
+        assert_eq!(partial.api.port, DEFAULT_API_PORT);
     }
 }

@@ -1,9 +1,11 @@
-//! Everything the app holds between commands: the hub, who is signed in, the answer model and
-//! the background ingestion service. Commands borrow it through Tauri's managed state.
+//! Everything the app holds between commands: the hub, who is signed in, the answer model,
+//! the background ingestion service and the HTTP API when it is served. Commands borrow it
+//! through Tauri's managed state.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, TryLockError};
 
 use knowhub_agent::CancelFlag;
 use knowhub_agent::providers::LlmChoice;
@@ -13,8 +15,9 @@ use knowhub_engine::{
 };
 use knowhub_llm::Llm;
 
+use crate::api_server::{self, RunningApi};
 use crate::error::{CmdResult, CommandError};
-use crate::settings::{SearchModels, Settings};
+use crate::settings::{ApiServerSetting, SearchModels, Settings};
 
 /// How the app was started (environment variables shared with the CLI).
 #[derive(Debug, Clone)]
@@ -72,8 +75,26 @@ struct LlmSlot {
     note: Option<String>,
 }
 
+/// The HTTP API: the running server, or why the last start failed.
+#[derive(Debug, Default)]
+struct ApiSlot {
+    running: Option<RunningApi>,
+    /// A sentence for the settings pane (the port is in use, …).
+    error: Option<String>,
+}
+
+/// What the settings pane shows about the HTTP API.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiStatus {
+    pub setting: ApiServerSetting,
+    /// Where it listens, while it runs.
+    pub addr: Option<SocketAddr>,
+    pub error: Option<String>,
+}
+
 pub struct AppState {
-    hub: Hub,
+    /// Shared with the HTTP API when it is served (same engines, same permission checks).
+    hub: Arc<Hub>,
     pub(crate) data_dir: PathBuf,
     signed: RwLock<Signed>,
     settings: Mutex<Settings>,
@@ -86,6 +107,8 @@ pub struct AppState {
     /// Questions in flight, by the window's request id (for the stop button).
     asks: Mutex<HashMap<String, CancelFlag>>,
     watch: Mutex<Option<WatchService>>,
+    /// An async lock: starting and stopping the server await, and never overlap.
+    api: tokio::sync::Mutex<ApiSlot>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -124,7 +147,7 @@ impl AppState {
                 args: vec!["parse-worker".into()],
             };
         }
-        let hub = Hub::open(engine_config)?;
+        let hub = Arc::new(Hub::open(engine_config)?);
         let ctx = hub.authenticate(&Credentials {
             api_key: config.api_key.clone(),
             account: config.account.clone(),
@@ -141,6 +164,7 @@ impl AppState {
             llm: Mutex::new(LlmSlot::default()),
             asks: Mutex::new(HashMap::new()),
             watch: Mutex::new(None),
+            api: tokio::sync::Mutex::new(ApiSlot::default()),
         })
     }
 
@@ -204,6 +228,64 @@ impl AppState {
             };
         }
         Ok(slot.llm.clone())
+    }
+
+    /// The answer model when it is already loaded for the current settings; never loads one
+    /// (nor waits for one that is loading).
+    pub(crate) fn loaded_llm(&self) -> Option<Arc<dyn Llm>> {
+        let choice = self.settings().llm;
+        let slot = match self.llm.try_lock() {
+            Ok(slot) => slot,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        if slot.choice.as_ref() == Some(&choice) {
+            slot.llm.clone()
+        } else {
+            None
+        }
+    }
+
+    /// Starts or stops the HTTP API to match `setting` (a running server stops first, so a
+    /// new port takes effect). It binds `127.0.0.1` only. Answers are written by the app's
+    /// answer model when it is already loaded, else extractive (`None`); a model loaded later
+    /// is used after the next switch on. A failed start keeps its reason for [`Self::api_status`].
+    pub(crate) async fn apply_api(&self, setting: ApiServerSetting) -> ApiStatus {
+        let mut slot = self.api.lock().await;
+        if let Some(running) = slot.running.take() {
+            running.stop().await;
+        }
+        slot.error = None;
+        if setting.enabled {
+            let llm = self.loaded_llm();
+            match api_server::start(Arc::clone(&self.hub), llm, setting.port).await {
+                Ok(running) => slot.running = Some(running),
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    slot.error = Some(e);
+                }
+            }
+        }
+        drop(slot);
+        self.api_status().await
+    }
+
+    /// The saved API setting with whether the server runs, and where.
+    pub(crate) async fn api_status(&self) -> ApiStatus {
+        let setting = self.settings().api;
+        let slot = self.api.lock().await;
+        let (addr, error) = match &slot.running {
+            Some(running) => match running.failure() {
+                None => (Some(running.addr()), None),
+                Some(failure) => (None, Some(failure)),
+            },
+            None => (None, slot.error.clone()),
+        };
+        ApiStatus {
+            setting,
+            addr,
+            error,
+        }
     }
 
     /// The loaded model's id and the note about a missing default model, if known yet.
@@ -285,10 +367,14 @@ impl AppState {
         }
     }
 
-    /// Stops background work after the file in progress (window closing).
+    /// Stops background work after the file in progress (window closing), and the HTTP API
+    /// (dropping the server signals its shutdown).
     pub(crate) fn shutdown(&self) {
         if let Some(w) = self.watch.lock().unwrap_or_else(|p| p.into_inner()).take() {
             w.stop();
+        }
+        if let Ok(mut api) = self.api.try_lock() {
+            drop(api.running.take());
         }
     }
 }

@@ -44,6 +44,7 @@ export type NewKey = Ok<typeof commands.addUser>;
 export type DataSourcesView = Ok<typeof commands.dataSources>;
 export type SqlSourceRow = DataSourcesView["sources"][number];
 export type SheetTableRow = DataSourcesView["tables"][number];
+export type ApiServerView = Ok<typeof commands.apiServerStatus>;
 export type ChatEvent = Parameters<typeof commands.ask>[3] extends Channel<infer E> ? E : never;
 export type IngestEvent = Parameters<Parameters<typeof events.ingestEvent.listen>[0]>[0]["payload"];
 export type CommandError = Extract<Awaited<ReturnType<typeof commands.appInfo>>, { status: "error" }>["error"];
@@ -186,6 +187,11 @@ export const api = {
   addDataSource: (name: string, path: string, scopes: string[], tenantColumn: string | null) =>
     unwrap(commands.addDataSource(name, path, scopes, tenantColumn)),
   removeDataSource: (name: string) => unwrap(commands.removeDataSource(name)),
+
+  apiServerStatus: () => unwrap(commands.apiServerStatus()),
+  /** Switches the HTTP API on 127.0.0.1:`port` on or off (saved); a port that cannot be taken
+   * comes back in the view's `error`. */
+  setApiServer: (enabled: boolean, port: number) => unwrap(commands.setApiServer(enabled, port)),
 };
 
 /** Background ingestion events (`IngestEvent`), pushed by the Rust side. */

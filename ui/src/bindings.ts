@@ -100,6 +100,16 @@ export const commands = {
 	/**  Registers a SQLite database for the copilot (administrators). */
 	addDataSource: (name: string, path: string, scopes: string[], tenantColumn: string | null) => typedError<null, CommandError>(__TAURI_INVOKE("add_data_source", { name, path, scopes, tenantColumn })),
 	removeDataSource: (name: string) => typedError<null, CommandError>(__TAURI_INVOKE("remove_data_source", { name })),
+	/**
+	 *  Whether the app serves the HTTP API, and where (any signed-in user may see it: each
+	 *  request to the API still signs in with its own key).
+	 */
+	apiServerStatus: () => typedError<ApiServerView_Serialize, CommandError>(__TAURI_INVOKE("api_server_status")),
+	/**
+	 *  Switches the HTTP API on or off and saves the choice (administrators). It listens on
+	 *  `127.0.0.1:<port>` only; a port that cannot be taken comes back in the view's `error`.
+	 */
+	setApiServer: (enabled: boolean, port: number) => typedError<ApiServerView_Serialize, CommandError>(__TAURI_INVOKE("set_api_server", { enabled, port })),
 };
 
 /** Events */
@@ -145,6 +155,37 @@ export type Answer_Serialize = {
 	model: string | null,
 	/**  The user's latest verdict on it, if any. */
 	helpful: boolean | null,
+};
+
+/**  The HTTP API the app can serve (Settings → API): the saved setting and what runs. */
+export type ApiServerView = ApiServerView_Serialize | ApiServerView_Deserialize;
+
+/**  The HTTP API the app can serve (Settings → API): the saved setting and what runs. */
+export type ApiServerView_Deserialize = {
+	/**  Saved: serve the API (off by default). */
+	enabled: boolean,
+	/**  Saved: the port on 127.0.0.1 (loopback only). */
+	port: number,
+	/**  Whether the server is listening now. */
+	running: boolean,
+	/**  `http://127.0.0.1:<port>` while it runs. */
+	url?: string | null,
+	/**  Why it is not running although enabled (the port is in use, …). */
+	error?: string | null,
+};
+
+/**  The HTTP API the app can serve (Settings → API): the saved setting and what runs. */
+export type ApiServerView_Serialize = {
+	/**  Saved: serve the API (off by default). */
+	enabled: boolean,
+	/**  Saved: the port on 127.0.0.1 (loopback only). */
+	port: number,
+	/**  Whether the server is listening now. */
+	running: boolean,
+	/**  `http://127.0.0.1:<port>` while it runs. */
+	url: string | null,
+	/**  Why it is not running although enabled (the port is in use, …). */
+	error: string | null,
 };
 
 /**  Who is signed in and what the app runs with. */

@@ -7,6 +7,7 @@ import { emit } from "@tauri-apps/api/event";
 import { mockIPC, mockWindows } from "@tauri-apps/api/mocks";
 import type {
   Answer,
+  ApiServerView,
   AppInfo,
   ChatEvent,
   DocumentRow,
@@ -36,6 +37,21 @@ const users: MockUser[] = [
 ];
 let me = users[0];
 let llm: AppInfo["models"]["llm"] = { kind: "default" };
+let apiServer = { enabled: false, port: 7878 };
+
+/** The HTTP API's status: port 8080 plays a port another program holds. */
+function apiServerView(): ApiServerView {
+  const inUse = apiServer.enabled && apiServer.port === 8080;
+  const running = apiServer.enabled && !inUse;
+  return {
+    ...apiServer,
+    running,
+    url: running ? `http://127.0.0.1:${apiServer.port}` : null,
+    error: inUse
+      ? "Cannot listen on 127.0.0.1:8080: another program already uses port 8080. Choose another port."
+      : null,
+  };
+}
 
 const handbook = [
   "Employee Handbook",
@@ -620,6 +636,15 @@ async function handle(cmd: string, args: Args): Promise<unknown> {
       const i = dataSources.findIndex((d) => d.name === args.name);
       if (i >= 0) dataSources.splice(i, 1);
       return null;
+    }
+    case "api_server_status":
+      return apiServerView();
+    case "set_api_server": {
+      if (!["ROOT", "ADMIN"].includes(me.role)) fail("forbidden", "only administrators switch the HTTP API on or off");
+      const port = Number(args.port);
+      if (port < 1024) fail("invalid_input", `port ${port} is not allowed: choose a port between 1024 and 65535`);
+      apiServer = { enabled: Boolean(args.enabled), port };
+      return apiServerView();
     }
     case "plugin:dialog|open":
       return "/home/demo/Projects";

@@ -1,6 +1,7 @@
 import { useState, type KeyboardEvent } from "react";
 import { useTranslation } from "react-i18next";
 import { useApp } from "../state/app";
+import { ApiTab } from "./ApiTab";
 import { DataSourcesTab } from "./DataSourcesTab";
 import { LanguageTab } from "./LanguageTab";
 import { ModelsTab } from "./ModelsTab";
@@ -8,9 +9,9 @@ import { PermissionsTab } from "./PermissionsTab";
 import { ProfileTab } from "./ProfileTab";
 import { UsersTab } from "./UsersTab";
 
-type Tab = "permissions" | "users" | "models" | "datasources" | "profile" | "language";
+type Tab = "permissions" | "users" | "models" | "datasources" | "api" | "profile" | "language";
 
-const ADMIN_TABS: Tab[] = ["permissions", "users", "models", "datasources", "language"];
+const ADMIN_TABS: Tab[] = ["permissions", "users", "models", "datasources", "api", "language"];
 const USER_TABS: Tab[] = ["profile", "language"];
 
 export function SettingsPage() {
@@ -60,6 +61,7 @@ export function SettingsPage() {
         {tab === "users" && <UsersTab />}
         {tab === "models" && <ModelsTab />}
         {tab === "datasources" && <DataSourcesTab />}
+        {tab === "api" && <ApiTab />}
         {tab === "profile" && <ProfileTab />}
         {tab === "language" && <LanguageTab />}
       </div>
