@@ -44,6 +44,7 @@ use knowhub_store::{FeedbackCase, KnowledgeEval, KnowledgeFilter, KnowledgeSourc
 use serde::{Deserialize, Serialize};
 
 use crate::permissions::Access;
+use crate::queue::now_ms;
 use crate::{Engine, EngineError, RequestContext, Result};
 
 pub use knowhub_store::KnowledgeRecord as KnowledgeItem;
@@ -1154,13 +1155,6 @@ pub(crate) fn new_knowledge_id() -> Result<String> {
         .map_err(|e| EngineError::InvalidInput(format!("no randomness for an id: {e}")))?;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     Ok(format!("knowledge-{}-{hex}", now_ms()))
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// The current UTC time as RFC 3339 (seconds).

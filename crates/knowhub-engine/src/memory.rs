@@ -20,6 +20,7 @@
 use std::collections::BTreeMap;
 
 use knowhub_authz::{GroupId, RequestContext};
+use knowhub_store::GroupSpaceRecord;
 use serde::{Deserialize, Serialize};
 
 use crate::knowledge::{
@@ -618,8 +619,13 @@ impl Engine {
     pub fn group_memories(&self, ctx: &RequestContext, group_id: &str) -> Result<Vec<MemoryNode>> {
         let access = self.authorize(ctx)?;
         let (group, _) = self.visible_group(&access, group_id)?;
+        self.group_memory_nodes(ctx, &group.id)
+    }
+
+    /// The shared memories of a group the caller was checked to see, most confident first.
+    fn group_memory_nodes(&self, ctx: &RequestContext, group: &GroupId) -> Result<Vec<MemoryNode>> {
         let mut nodes: Vec<MemoryNode> = self
-            .group_memory_items(ctx, &group.id)?
+            .group_memory_items(ctx, group)?
             .iter()
             .map(|i| self.memory_node_of(i))
             .collect();
@@ -694,7 +700,7 @@ impl Engine {
         let missing = || EngineError::NotFound(format!("memory {uri_or_id}"));
         if let Some(group) = self.group_of_uri(ctx, uri_or_id)? {
             return self
-                .group_memory_items(ctx, &group)?
+                .group_memory_items(ctx, &group.id)?
                 .iter()
                 .find(|i| i.id == id)
                 .map(|i| self.memory_node_of(i))
@@ -725,7 +731,7 @@ impl Engine {
 
     /// The group a `ctx://group/{space}/…` URI names, when the caller may see it (else
     /// `NotFound`); `None` for any other URI.
-    fn group_of_uri(&self, ctx: &RequestContext, uri: &str) -> Result<Option<GroupId>> {
+    fn group_of_uri(&self, ctx: &RequestContext, uri: &str) -> Result<Option<GroupSpaceRecord>> {
         let Some(rest) = uri.strip_prefix("ctx://group/") else {
             return Ok(None);
         };
@@ -738,7 +744,7 @@ impl Engine {
         let access = self.authorize(ctx)?;
         self.visible_group(&access, group.id.as_str())
             .map_err(|_| missing())?;
-        Ok(Some(group.id))
+        Ok(Some(group))
     }
 
     /// The memory nodes below a folder URI: `ctx://user/{me}/memories[/preferences|/entities]`
@@ -748,13 +754,11 @@ impl Engine {
         let prefix = uri.trim_end_matches('/');
         let missing = || EngineError::NotFound(format!("memory folder {uri}"));
         let nodes = if let Some(group) = self.group_of_uri(ctx, prefix)? {
-            let access = self.authorize(ctx)?;
-            let (g, _) = self.visible_group(&access, group.as_str())?;
-            let own = format!("ctx://group/{}/memories", g.space);
+            let own = format!("ctx://group/{}/memories", group.space);
             if !(prefix == own || prefix.starts_with(&format!("{own}/"))) {
                 return Err(missing());
             }
-            self.group_memories(ctx, group.as_str())?
+            self.group_memory_nodes(ctx, &group.id)?
         } else {
             let own = format!("ctx://user/{}/memories", ctx.user);
             if !(prefix == own || prefix.starts_with(&format!("{own}/"))) {

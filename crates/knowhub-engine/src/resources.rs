@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::knowledge::parse_scopes;
 use crate::permissions::Access;
+use crate::queue::now_ms;
 use crate::secrets::{self, KeySource, SecureBody};
 use crate::{Engine, EngineError, RequestContext, Result};
 
@@ -380,13 +381,6 @@ fn new_resource_id() -> Result<String> {
         .map_err(|e| EngineError::InvalidInput(format!("no randomness for an id: {e}")))?;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     Ok(format!("resource-{}-{hex}", now_ms()))
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// RFC 3339 (`YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)`, `T` or space) → unix milliseconds.
