@@ -3,24 +3,13 @@
 //! personal facts → the speaker's own space), joint search, deletion.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use knowhub_authz::{AccountId, RequestContext, Role, ScopeSet, UserId};
+use knowhub_authz::{RequestContext, Role, ScopeSet};
 
 use super::*;
 use crate::memory::{CommitMessage, GroupCommitOptions, MemorySpaces};
-use crate::{DEFAULT_ACCOUNT, EngineConfig, FakeFs, IngestOptions, ModelSet, SearchOptions};
-
-fn ctx(user: &str, role: Role) -> RequestContext {
-    RequestContext {
-        account: AccountId::new(DEFAULT_ACCOUNT).unwrap(),
-        user: UserId::new(user).unwrap(),
-        agent: None,
-        role,
-        session: None,
-        trace_id: "t".into(),
-    }
-}
+use crate::test_support::{ctx, engine_with_users};
+use crate::{DEFAULT_ACCOUNT, FakeFs, IngestOptions, ModelSet, SearchOptions};
 
 fn alice() -> RequestContext {
     ctx("alice", Role::User)
@@ -39,28 +28,17 @@ fn ada() -> RequestContext {
 }
 
 fn setup(fs: &FakeFs) -> (tempfile::TempDir, Engine) {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open_with(
-        EngineConfig::new(dir.path()),
-        Arc::new(fs.clone()),
+    engine_with_users(
+        fs,
         ModelSet::none(),
-    )
-    .unwrap();
-    {
-        let mut store = engine.store();
-        for (user, role) in [
+        &[
             ("alice", Role::User),
             ("bob", Role::User),
             ("carol", Role::User),
             ("dan", Role::User),
             ("ada", Role::Admin),
-        ] {
-            store
-                .add_user(&UserId::new(user).unwrap(), user, role)
-                .unwrap();
-        }
-    }
-    (dir, engine)
+        ],
+    )
 }
 
 fn member(user: &str, role: &str) -> GroupMemberSpec {

@@ -4,23 +4,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use knowhub_authz::{AccountId, AgentId, ProjectId, RequestContext, Role, TeamId, UserId};
+use knowhub_authz::{AgentId, ProjectId, RequestContext, Role, TeamId, UserId};
 use knowhub_embed::{EmbedError, Embedder};
 use knowhub_store::Group;
 
 use super::knowledge::{extractive_merge, jaccard, rank_hits, rfc3339, shingle_set};
 use super::*;
-
-fn ctx(user: &str, role: Role) -> RequestContext {
-    RequestContext {
-        account: AccountId::new(DEFAULT_ACCOUNT).unwrap(),
-        user: UserId::new(user).unwrap(),
-        agent: None,
-        role,
-        session: None,
-        trace_id: "t".into(),
-    }
-}
+use crate::test_support::{ctx, engine_with_users};
 
 fn alice() -> RequestContext {
     ctx("alice", Role::User)
@@ -34,24 +24,17 @@ fn ada() -> RequestContext {
 
 /// alice: team:hr, project:apollo; bob: team:ops; ada: ADMIN; no embedder.
 fn setup_with(models: ModelSet) -> (tempfile::TempDir, Engine) {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open_with(
-        EngineConfig::new(dir.path()),
-        Arc::new(FakeFs::new()),
+    let (dir, engine) = engine_with_users(
+        &FakeFs::new(),
         models,
-    )
-    .unwrap();
-    {
-        let mut store = engine.store();
-        for (user, role) in [
+        &[
             ("alice", Role::User),
             ("bob", Role::User),
             ("ada", Role::Admin),
-        ] {
-            store
-                .add_user(&UserId::new(user).unwrap(), user, role)
-                .unwrap();
-        }
+        ],
+    );
+    {
+        let mut store = engine.store();
         let uid = |u: &str| UserId::new(u).unwrap();
         store
             .add_membership(&uid("alice"), &Group::Team(TeamId::new("hr").unwrap()))

@@ -636,4 +636,6 @@ mod resources_tests;
 #[cfg(test)]
 mod semantic_tests;
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;

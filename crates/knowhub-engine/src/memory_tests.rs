@@ -1,45 +1,22 @@
 //! Memory: rule extraction on bilingual conversations (precision and recall over a labelled
 //! set), commit → create vs confirm, nodes, owner-only listing and deletion.
 
-use std::sync::Arc;
-
-use knowhub_authz::{AccountId, RequestContext, Role, UserId};
+use knowhub_authz::Role;
 
 use super::*;
-use crate::{DEFAULT_ACCOUNT, EngineConfig, FakeFs, ModelSet};
-
-fn ctx(user: &str, role: Role) -> RequestContext {
-    RequestContext {
-        account: AccountId::new(DEFAULT_ACCOUNT).unwrap(),
-        user: UserId::new(user).unwrap(),
-        agent: None,
-        role,
-        session: None,
-        trace_id: "t".into(),
-    }
-}
+use crate::test_support::{ctx, engine_with_users};
+use crate::{FakeFs, ModelSet};
 
 fn setup() -> (tempfile::TempDir, Engine) {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open_with(
-        EngineConfig::new(dir.path()),
-        Arc::new(FakeFs::new()),
+    engine_with_users(
+        &FakeFs::new(),
         ModelSet::none(),
-    )
-    .unwrap();
-    {
-        let mut store = engine.store();
-        for (user, role) in [
+        &[
             ("alice", Role::User),
             ("bob", Role::User),
             ("ada", Role::Admin),
-        ] {
-            store
-                .add_user(&UserId::new(user).unwrap(), user, role)
-                .unwrap();
-        }
-    }
-    (dir, engine)
+        ],
+    )
 }
 
 /// (message, the memories a careful reader would keep: (kind, words the statement contains)).

@@ -4,23 +4,13 @@
 
 use std::sync::Arc;
 
-use knowhub_authz::{AccountId, RequestContext, Role, TeamId, UserId};
+use knowhub_authz::{RequestContext, Role, TeamId, UserId};
 use knowhub_store::Group;
 
 use super::*;
+use crate::test_support::{ctx, engine_with_users};
 
 const SECRET: &str = "账号:user@example.com 密码:SecurePass123-zz9";
-
-fn ctx(user: &str, role: Role) -> RequestContext {
-    RequestContext {
-        account: AccountId::new(DEFAULT_ACCOUNT).unwrap(),
-        user: UserId::new(user).unwrap(),
-        agent: None,
-        role,
-        session: None,
-        trace_id: "t".into(),
-    }
-}
 
 fn alice() -> RequestContext {
     ctx("alice", Role::User)
@@ -37,13 +27,16 @@ fn ada() -> RequestContext {
 
 /// alice, bob: team:hr; carol: nothing; ada: ADMIN. In-memory key unless `file_key`.
 fn setup(file_key: bool) -> (tempfile::TempDir, Engine) {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open_with(
-        EngineConfig::new(dir.path()),
-        Arc::new(FakeFs::new()),
+    let (dir, engine) = engine_with_users(
+        &FakeFs::new(),
         ModelSet::none(),
-    )
-    .unwrap();
+        &[
+            ("alice", Role::User),
+            ("bob", Role::User),
+            ("carol", Role::User),
+            ("ada", Role::Admin),
+        ],
+    );
     if !file_key {
         engine.set_key_source(Arc::new(MemoryKeySource::new(
             SecretKey::generate().unwrap(),
@@ -51,16 +44,6 @@ fn setup(file_key: bool) -> (tempfile::TempDir, Engine) {
     }
     {
         let mut store = engine.store();
-        for (user, role) in [
-            ("alice", Role::User),
-            ("bob", Role::User),
-            ("carol", Role::User),
-            ("ada", Role::Admin),
-        ] {
-            store
-                .add_user(&UserId::new(user).unwrap(), user, role)
-                .unwrap();
-        }
         for user in ["alice", "bob"] {
             store
                 .add_membership(
