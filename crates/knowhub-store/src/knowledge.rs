@@ -18,6 +18,7 @@ use half::f16;
 use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
+use crate::filter::{Where, from_json, to_json};
 use crate::{Result, Store, StoreError, now_ms};
 
 /// Where an item came from.
@@ -133,60 +134,21 @@ impl KnowledgeFilter {
     /// The WHERE clause (on alias `k`) and its parameters.
     fn sql(&self) -> (String, Vec<rusqlite::types::Value>) {
         use rusqlite::types::Value;
-        let mut clauses = vec!["1".to_owned()];
-        let mut args: Vec<Value> = Vec::new();
-        let json = |v: &[String]| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());
-        if let Some((visible, me)) = &self.reader {
-            args.push(Value::Text(json(visible)));
-            args.push(Value::Text(me.clone()));
-            clauses.push(format!(
-                "(EXISTS (SELECT 1 FROM json_each(k.scopes) s WHERE s.value IN \
-                   (SELECT value FROM json_each(?{}))) OR k.owner = ?{})",
-                args.len() - 1,
-                args.len()
-            ));
-        }
-        if !self.types.is_empty() {
-            args.push(Value::Text(json(&self.types)));
-            clauses.push(format!(
-                "EXISTS (SELECT 1 FROM json_each(k.types) t WHERE t.value IN \
-                   (SELECT value FROM json_each(?{})))",
-                args.len()
-            ));
-        }
-        if !self.scopes.is_empty() {
-            args.push(Value::Text(json(&self.scopes)));
-            clauses.push(format!(
-                "EXISTS (SELECT 1 FROM json_each(k.scopes) s WHERE s.value IN \
-                   (SELECT value FROM json_each(?{})))",
-                args.len()
-            ));
-        }
-        for (key, value) in &self.tags {
-            args.push(Value::Text(format!("$.\"{}\"", key.replace('"', ""))));
-            args.push(Value::Text(value.clone()));
-            clauses.push(format!(
-                "json_extract(k.tags, ?{}) = ?{}",
-                args.len() - 1,
-                args.len()
-            ));
-        }
-        if let Some(owner) = &self.owner {
-            args.push(Value::Text(owner.clone()));
-            clauses.push(format!("k.owner = ?{}", args.len()));
-        }
+        let mut w = Where::new("k");
+        w.readable_by(&self.reader);
+        w.array_has_any("types", &self.types);
+        w.array_has_any("scopes", &self.scopes);
+        w.tags(&self.tags);
+        w.owner(&self.owner);
         if let Some(min) = self.min_score {
-            args.push(Value::Integer(i64::from(min)));
-            clauses.push(format!("k.score >= ?{}", args.len()));
+            let n = w.arg(Value::Integer(i64::from(min)));
+            w.clause(format!("k.score >= ?{n}"));
         }
         if let Some(min) = self.min_quality {
-            args.push(Value::Real(min));
-            clauses.push(format!(
-                "(k.score + k.helpful - 2.0 * k.harmful) >= ?{}",
-                args.len()
-            ));
+            let n = w.arg(Value::Real(min));
+            w.clause(format!("(k.score + k.helpful - 2.0 * k.harmful) >= ?{n}"));
         }
-        (clauses.join(" AND "), args)
+        w.finish()
     }
 }
 
@@ -194,16 +156,6 @@ const SELECT: &str = "SELECT k.seq, k.id, k.message_id, k.types, k.task, k.tags,
      k.owner, k.content, k.resource_ids, k.source, k.score, k.helpful, k.harmful, k.confidence, \
      k.helpful_history, k.harmful_history, k.rev, k.created_at, k.updated_at \
      FROM knowledge_items k";
-
-fn to_json<T: Serialize>(v: &T) -> Result<String> {
-    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-fn from_json<T: for<'de> Deserialize<'de>>(text: &str, idx: usize) -> rusqlite::Result<T> {
-    serde_json::from_str(text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
-    })
-}
 
 fn record_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<KnowledgeRecord> {
     let text = |i: usize| r.get::<_, String>(i);

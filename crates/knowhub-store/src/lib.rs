@@ -20,6 +20,7 @@
 
 mod access;
 mod chat;
+mod filter;
 mod groups;
 mod identity;
 mod jobs;

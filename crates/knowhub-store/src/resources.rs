@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use rusqlite::{OptionalExtension, params};
-use serde::{Deserialize, Serialize};
 
+use crate::filter::{Where, from_json, to_json};
 use crate::{Result, Store, StoreError, now_ms};
 
 /// A secret as stored: which key sealed it, the nonce and the AEAD ciphertext (with tag).
@@ -81,71 +81,23 @@ impl ResourceFilter {
     /// The WHERE clause (on alias `r`) and its parameters.
     fn sql(&self) -> (String, Vec<rusqlite::types::Value>) {
         use rusqlite::types::Value;
-        let mut clauses = vec!["1".to_owned()];
-        let mut args: Vec<Value> = Vec::new();
-        let json = |v: &[String]| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());
-        if let Some((visible, me)) = &self.reader {
-            args.push(Value::Text(json(visible)));
-            args.push(Value::Text(me.clone()));
-            clauses.push(format!(
-                "(EXISTS (SELECT 1 FROM json_each(r.scopes) s WHERE s.value IN \
-                   (SELECT value FROM json_each(?{}))) OR r.owner = ?{})",
-                args.len() - 1,
-                args.len()
-            ));
-        }
-        if !self.content_types.is_empty() {
-            args.push(Value::Text(json(&self.content_types)));
-            clauses.push(format!(
-                "r.content_type IN (SELECT value FROM json_each(?{}))",
-                args.len()
-            ));
-        }
-        if !self.scopes.is_empty() {
-            args.push(Value::Text(json(&self.scopes)));
-            clauses.push(format!(
-                "EXISTS (SELECT 1 FROM json_each(r.scopes) s WHERE s.value IN \
-                   (SELECT value FROM json_each(?{})))",
-                args.len()
-            ));
-        }
-        for (key, value) in &self.tags {
-            args.push(Value::Text(format!("$.\"{}\"", key.replace('"', ""))));
-            args.push(Value::Text(value.clone()));
-            clauses.push(format!(
-                "json_extract(r.tags, ?{}) = ?{}",
-                args.len() - 1,
-                args.len()
-            ));
-        }
-        if let Some(owner) = &self.owner {
-            args.push(Value::Text(owner.clone()));
-            clauses.push(format!("r.owner = ?{}", args.len()));
-        }
+        let mut w = Where::new("r");
+        w.readable_by(&self.reader);
+        w.column_in("content_type", &self.content_types);
+        w.array_has_any("scopes", &self.scopes);
+        w.tags(&self.tags);
+        w.owner(&self.owner);
         if let Some(now) = self.live_at_ms {
-            args.push(Value::Integer(now));
-            clauses.push(format!(
-                "(r.expires_at IS NULL OR r.expires_at > ?{})",
-                args.len()
-            ));
+            let n = w.arg(Value::Integer(now));
+            w.clause(format!("(r.expires_at IS NULL OR r.expires_at > ?{n})"));
         }
-        (clauses.join(" AND "), args)
+        w.finish()
     }
 }
 
 const SELECT: &str = "SELECT r.seq, r.id, r.content_type, r.title, r.description, r.owner, \
      r.scopes, r.tags, r.metadata, r.body, r.secure_key_id, r.secure_nonce, \
      r.secure_ciphertext, r.expires_at, r.created_at, r.updated_at FROM resources r";
-
-fn to_json<T: Serialize>(v: &T) -> Result<String> {
-    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-fn from_json<T: for<'de> Deserialize<'de>>(text: &str, idx: usize) -> rusqlite::Result<T> {
-    serde_json::from_str(text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
-    })
-}
 
 fn record_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ResourceRecord> {
     let text = |i: usize| r.get::<_, String>(i);
