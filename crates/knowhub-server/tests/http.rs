@@ -285,6 +285,7 @@ fn health_needs_no_key_and_openapi_lists_every_route() {
         let path = path
             .replace("{id}", "x-1-x")
             .replace("{account_id}", "default")
+            .replace("{group_id}", "grp_x")
             .replace("{user_id}", "alice");
         let body = (method != "GET" && method != "DELETE").then_some("{}");
         let r = s.request(method, &path, &[], body);
