@@ -285,6 +285,13 @@ impl TantivyIndex {
                 },
                 other => IndexError::Tantivy(other),
             })?;
+        // A process killed during a commit can leave files tantivy already
+        // registered (e.g. `<segment>.<opstamp>.del`) that meta.json never
+        // came to name. Opstamps restart from meta.json, so the next commit
+        // would want the same file name and fail with FileAlreadyExists:
+        // the index could never be written again. Collecting the files no
+        // commit refers to, before the first write, removes them.
+        writer.garbage_collect_files().wait()?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)

@@ -360,6 +360,55 @@ fn persists_across_reopen_and_reports_lock() {
     assert_eq!(index.doc_ids().unwrap(), BTreeSet::from([1]));
 }
 
+/// A process killed after tantivy wrote a commit's delete file but before
+/// meta.json named it leaves that file behind; opstamps restart from
+/// meta.json, so the next commit wants the same name. Reopening must clear it
+/// (this state made the crash test fail with FileAlreadyExists).
+#[test]
+fn a_commit_cut_short_by_a_kill_does_not_block_later_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let meta = path.join("meta.json");
+    {
+        let index = TantivyIndex::open(&path).unwrap();
+        index
+            .replace_document(1, &[body_only(10, "alpha")])
+            .unwrap();
+        index.replace_document(2, &[body_only(20, "beta")]).unwrap();
+        index.commit().unwrap();
+    }
+    let before_kill = std::fs::read(&meta).unwrap();
+    // The run that gets killed: same operations as the run after it.
+    {
+        let index = TantivyIndex::open(&path).unwrap();
+        index.delete_document(1).unwrap();
+        index.commit().unwrap();
+    }
+    // The kill: the delete file is on disk, meta.json is the older one.
+    std::fs::write(&meta, &before_kill).unwrap();
+    let orphans = || {
+        std::fs::read_dir(&path)
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy().ends_with(".del")
+            })
+            .count()
+    };
+    assert_eq!(orphans(), 1, "the test must start from the crash state");
+
+    let index = TantivyIndex::open(&path).unwrap();
+    assert_eq!(
+        ids(&index, "alpha"),
+        vec![10],
+        "the cut commit never happened"
+    );
+    index.delete_document(1).unwrap();
+    index.commit().unwrap();
+    assert!(ids(&index, "alpha").is_empty());
+    assert_eq!(ids(&index, "beta"), vec![20]);
+}
+
 #[test]
 fn index_is_shareable_across_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
