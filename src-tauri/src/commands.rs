@@ -214,6 +214,7 @@ pub(crate) async fn ask(
                 question,
                 session: session_id,
                 ephemeral: false,
+                project: None,
                 cancel,
             };
             let outcome = agent.ask(&s.ctx, &request, &mut |e| {

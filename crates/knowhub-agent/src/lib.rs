@@ -21,6 +21,7 @@ mod extractive;
 pub mod graph;
 pub mod knowledge;
 mod lang;
+pub mod memory;
 mod nodes;
 pub mod providers;
 pub mod sql;
@@ -112,6 +113,8 @@ pub struct AskRequest {
     pub session: Option<String>,
     /// Do not store the turn and trace (evaluations).
     pub ephemeral: bool,
+    /// The project the conversation is about: its memories join the user's profile.
+    pub project: Option<String>,
     /// Set by the caller to stop the request (a cancelled request stores nothing).
     pub cancel: CancelFlag,
 }
@@ -122,6 +125,7 @@ impl AskRequest {
             question: question.into(),
             session: None,
             ephemeral: false,
+            project: None,
             cancel: CancelFlag::default(),
         }
     }
@@ -154,6 +158,11 @@ impl Agent {
     }
 
     /// The model answers are written with (`None`: extractive mode).
+    /// The language model answers are written with (`None`: extractive answers).
+    pub fn llm(&self) -> Option<Arc<dyn Llm>> {
+        self.llm.clone()
+    }
+
     pub fn llm_id(&self) -> Option<&str> {
         self.llm.as_deref().map(|l| l.model_id())
     }
@@ -176,6 +185,7 @@ impl Agent {
             state.trace_id = format!("trace-{}", graph::now_ms());
         }
         state.input.query = req.question.clone();
+        state.input.project = req.project.clone();
         // The conversation so far (the caller's own; another user's session is "not found").
         // A new conversation is created only when its first answer is stored (a cancelled
         // or failed first question leaves no empty conversation behind).

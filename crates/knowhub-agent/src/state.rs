@@ -150,6 +150,9 @@ pub struct Input {
     /// confident first): how to answer them, never evidence for a claim.
     #[serde(default)]
     pub user_profile: Vec<String>,
+    /// The project the conversation is about (its memories are in the profile).
+    #[serde(default)]
+    pub project: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

@@ -272,6 +272,7 @@ fn conversations_follow_ups_and_traces_are_private() {
                 question: "What about notice?".into(),
                 session: Some(session.clone()),
                 ephemeral: false,
+                project: None,
                 cancel: Default::default(),
             },
             &mut |_| {},
@@ -339,6 +340,7 @@ fn conversations_follow_ups_and_traces_are_private() {
                 question: "and?".into(),
                 session: Some(session),
                 ephemeral: false,
+                project: None,
                 cancel: Default::default(),
             },
             &mut |_| {}
@@ -431,7 +433,11 @@ fn the_users_memories_are_loaded_as_their_profile_and_nobody_elses() {
     );
     let committed = f
         .engine
-        .memory_commit_session(&alice, first.session_id.as_deref().unwrap())
+        .memory_commit_session(
+            &alice,
+            first.session_id.as_deref().unwrap(),
+            &knowhub_engine::CommitWith::default(),
+        )
         .unwrap();
     assert_eq!(committed.created.len(), 1, "{committed:?}");
     let next = ask(&agent, &alice, "How much notice do leave requests need?");

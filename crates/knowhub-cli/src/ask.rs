@@ -54,6 +54,9 @@ pub(crate) struct AskArgs {
     /// Continue a conversation (see `knowhub sessions`); default: a new one.
     #[arg(long)]
     pub session: Option<String>,
+    /// The project the question is about: your memories of that project are used too.
+    #[arg(long)]
+    pub project: Option<String>,
     /// Also print how the answer was made (route, steps, evidence, SQL, stop reason).
     #[arg(long)]
     pub trace: bool,
@@ -68,7 +71,14 @@ pub(crate) fn ask(
 ) -> Result<ExitCode> {
     let model = llm.load()?;
     let agent = Agent::new(engine, model, AgentOptions::default());
-    let outcome = answer(&agent, ctx, &args.question, args.session.clone(), json)?;
+    let outcome = answer(
+        &agent,
+        ctx,
+        &args.question,
+        args.session.clone(),
+        args.project.clone(),
+        json,
+    )?;
     if json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
         return Ok(ExitCode::SUCCESS);
@@ -86,6 +96,7 @@ fn answer(
     ctx: &RequestContext,
     question: &str,
     session: Option<String>,
+    project: Option<String>,
     json: bool,
 ) -> Result<knowhub_agent::AskOutcome> {
     let mut out = std::io::stdout();
@@ -96,6 +107,7 @@ fn answer(
             question: question.to_owned(),
             session,
             ephemeral: false,
+            project,
             cancel: Default::default(),
         },
         &mut |e| {
@@ -262,7 +274,14 @@ pub(crate) fn chat(
             }
             "/remember" => match &session {
                 Some(id) => {
-                    let report = engine.memory_commit_session(ctx, id)?;
+                    let model = agent.llm().map(knowhub_agent::memory::LlmMemoryModel::new);
+                    let with = knowhub_engine::CommitWith {
+                        model: model
+                            .as_ref()
+                            .map(|m| m as &dyn knowhub_engine::MemoryModel),
+                        ..Default::default()
+                    };
+                    let report = engine.memory_commit_session(ctx, id, &with)?;
                     println!(
                         "{} new memor{}, {} confirmed",
                         report.created.len(),
@@ -281,7 +300,7 @@ pub(crate) fn chat(
             },
             c if c.starts_with('/') => println!("unknown command {c} — /help lists them"),
             _ => {
-                match answer(&agent, ctx, line, session.clone(), false) {
+                match answer(&agent, ctx, line, session.clone(), None, false) {
                     Ok(outcome) => {
                         if outcome.session_id.is_some() {
                             session.clone_from(&outcome.session_id);

@@ -275,6 +275,7 @@ pub(crate) fn qa(
                 question: question.clone(),
                 session: None,
                 ephemeral: true,
+                project: None,
                 cancel: Default::default(),
             },
             &mut |_| {},

@@ -487,7 +487,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             return resource::run(cmd, cli.data_dir, &cli.identity, json);
         }
         Command::Memory(cmd) => {
-            return memory::run(cmd, cli.data_dir, &cli.identity, json);
+            return memory::run(cmd, cli.data_dir, &cli.identity, &cli.llm, json);
         }
         Command::Group(cmd) => {
             return group::run(cmd, cli.data_dir, &cli.identity, json);

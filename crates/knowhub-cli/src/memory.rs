@@ -1,14 +1,18 @@
 //! `knowhub memory …`: what the copilot remembers about you (seeds 001, 003) — commit a
 //! conversation, list, show and delete memories. Your memories are yours alone; with
 //! `--group` a commit also files shared conclusions in a group space and `list` shows them.
+//! A commit uses the answer model (`--llm`, default the local one when installed) to find
+//! what the rules miss and strategies from completed tasks; `--llm off` keeps to the rules.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Subcommand;
-use knowhub_engine::{CommitMessage, GroupCommitOptions, MemoryNode};
+use knowhub_agent::memory::LlmMemoryModel;
+use knowhub_engine::{CommitMessage, CommitWith, GroupCommitOptions, MemoryModel, MemoryNode};
 
+use crate::ask::LlmArgs;
 use crate::{IdentityArgs, ModelArgs, open_session};
 
 #[derive(Debug, Subcommand)]
@@ -18,10 +22,13 @@ pub(crate) enum MemoryCommand {
     Commit {
         /// A conversation id.
         session: Option<String>,
-        /// Statements to commit instead of a conversation (`USER: text` marks who said it
-        /// in a group conversation).
+        /// Messages to commit instead of a conversation, in order (`USER: text` marks who
+        /// said it in a group conversation, `assistant: text` the assistant's reply).
         #[arg(long, conflicts_with = "session")]
         text: Vec<String>,
+        /// The project the conversation was about: its memories apply there only.
+        #[arg(long)]
+        project: Option<String>,
         /// A group conversation: shared conclusions ("We decided…", "我们决定…") go to this
         /// group's space, personal facts to their speaker (yours only).
         #[arg(long, requires = "text")]
@@ -38,6 +45,22 @@ pub(crate) enum MemoryCommand {
     Delete { uri: String },
 }
 
+/// One `--text` message: `assistant: …` is the assistant's; in a group, `USER: …` names the
+/// speaker; anything else is the caller's own.
+fn message(text: &str, group: bool) -> CommitMessage {
+    match text.split_once(": ") {
+        Some((who, said)) if who.eq_ignore_ascii_case("assistant") => {
+            CommitMessage::assistant(said)
+        }
+        Some((who, said)) if group && !who.contains(' ') => CommitMessage {
+            content: said.to_owned(),
+            user_id: Some(who.to_owned()),
+            role: None,
+        },
+        _ => CommitMessage::mine(text),
+    }
+}
+
 fn print_node(n: &MemoryNode) {
     println!("{}\n  {}\n  {}", n.uri, n.abstract_text, n.overview);
 }
@@ -46,6 +69,7 @@ pub(crate) fn run(
     cmd: MemoryCommand,
     data_dir: Option<PathBuf>,
     identity: &IdentityArgs,
+    llm: &LlmArgs,
     as_json: bool,
 ) -> Result<ExitCode> {
     let s = open_session(data_dir, &ModelArgs::keyword_only(), identity)?;
@@ -55,39 +79,40 @@ pub(crate) fn run(
             session,
             text,
             group,
+            project,
         } => {
-            let report = match (session, group) {
-                (Some(id), _) => engine.memory_commit_session(ctx, &id)?,
-                (None, Some(group)) => {
-                    let messages: Vec<CommitMessage> = text
-                        .iter()
-                        .map(|t| match t.split_once(": ") {
-                            Some((who, said)) if !who.contains(' ') => CommitMessage {
-                                content: said.to_owned(),
-                                user_id: Some(who.to_owned()),
-                            },
-                            _ => CommitMessage {
-                                content: t.clone(),
-                                user_id: None,
-                            },
-                        })
-                        .collect();
-                    let options = GroupCommitOptions::new(&group);
-                    engine.memory_commit_with(ctx, &messages, "cli", Some(&options))?
+            if session.is_none() && text.is_empty() {
+                anyhow::bail!("name a conversation, or give --text");
+            }
+            let model = llm.load()?.map(LlmMemoryModel::new);
+            let options = group.as_deref().map(GroupCommitOptions::new);
+            let with = CommitWith {
+                group: options.as_ref(),
+                project: project.as_deref(),
+                model: model.as_ref().map(|m| m as &dyn MemoryModel),
+            };
+            let report = match session {
+                Some(id) => engine.memory_commit_session(ctx, &id, &with)?,
+                None => {
+                    let messages: Vec<CommitMessage> =
+                        text.iter().map(|t| message(t, group.is_some())).collect();
+                    engine.memory_commit_with(ctx, &messages, "cli", &with)?
                 }
-                (None, None) if !text.is_empty() => engine.memory_commit(ctx, &text, "cli")?,
-                (None, None) => anyhow::bail!("name a conversation, or give --text"),
             };
             if as_json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 println!(
-                    "{} statement(s) found: {} new, {} confirmed, {} not kept",
+                    "{} statement(s) found: {} new, {} confirmed ({} merged), {} not kept",
                     report.candidates,
                     report.created.len(),
                     report.confirmed.len(),
+                    report.merged.len(),
                     report.skipped.len()
                 );
+                if let Some(e) = &report.model_error {
+                    eprintln!("note: the language model could not be used ({e}); rules only");
+                }
                 for n in report.created.iter().chain(&report.confirmed) {
                     print_node(n);
                 }

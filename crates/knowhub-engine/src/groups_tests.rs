@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use knowhub_authz::{RequestContext, Role, ScopeSet};
 
 use super::*;
-use crate::memory::{CommitMessage, GroupCommitOptions, MemorySpaces};
+use crate::memory::{CommitMessage, CommitWith, GroupCommitOptions, MemorySpaces};
 use crate::test_support::{ctx, engine_with_users};
 use crate::{DEFAULT_ACCOUNT, FakeFs, IngestOptions, ModelSet, SearchOptions};
 
@@ -68,6 +68,7 @@ fn said(content: &str, by: &str) -> CommitMessage {
     CommitMessage {
         content: content.into(),
         user_id: Some(by.into()),
+        role: None,
     }
 }
 
@@ -276,7 +277,7 @@ fn a_group_commit_routes_shared_conclusions_to_the_group_and_personal_facts_to_t
         said("Who is on call tonight?", "bob"),
     ];
     let report = engine
-        .memory_commit_with(&alice(), &chat, "chat-1", Some(&options))
+        .memory_commit_with(&alice(), &chat, "chat-1", &with_group(&options))
         .unwrap();
     assert_eq!(report.candidates, 4, "{report:?}");
     let created: Vec<(Option<&str>, &str)> = report
@@ -349,7 +350,7 @@ fn a_group_commit_routes_shared_conclusions_to_the_group_and_personal_facts_to_t
             &bob(),
             &[said("We decided to ship the beta on Friday!", "bob")],
             "chat-2",
-            Some(&options),
+            &with_group(&options),
         )
         .unwrap();
     assert_eq!(
@@ -360,7 +361,7 @@ fn a_group_commit_routes_shared_conclusions_to_the_group_and_personal_facts_to_t
     assert!(again.confirmed[0].confidence > report.created[0].confidence);
 
     // A read-only member cannot write into the group, by commit or by sharing an item there.
-    let err = engine.memory_commit_with(&dan(), &chat, "chat-3", Some(&options));
+    let err = engine.memory_commit_with(&dan(), &chat, "chat-3", &with_group(&options));
     assert!(matches!(err, Err(EngineError::Forbidden(_))), "{err:?}");
     let err = engine.knowledge_save(
         &dan(),
@@ -372,7 +373,7 @@ fn a_group_commit_routes_shared_conclusions_to_the_group_and_personal_facts_to_t
     );
     assert!(matches!(err, Err(EngineError::Forbidden(_))), "{err:?}");
     // An outsider cannot commit to it at all.
-    let err = engine.memory_commit_with(&carol(), &chat, "chat-4", Some(&options));
+    let err = engine.memory_commit_with(&carol(), &chat, "chat-4", &with_group(&options));
     assert!(matches!(err, Err(EngineError::NotFound(_))), "{err:?}");
 
     // Joint search (seed 003 §13.6): private + group in one ranking, or the group alone.
@@ -408,7 +409,7 @@ fn a_group_commit_routes_shared_conclusions_to_the_group_and_personal_facts_to_t
             &carol(),
             &[said("We decided to use Rust.", "carol")],
             "chat-5",
-            None,
+            &CommitWith::default(),
         )
         .unwrap();
     assert!(solo.created.is_empty());
@@ -426,7 +427,7 @@ fn a_group_commit_routes_shared_conclusions_to_the_group_and_personal_facts_to_t
             &bob(),
             &[said("We agreed to freeze the API.", "bob")],
             "chat-6",
-            Some(&ask),
+            &with_group(&ask),
         )
         .unwrap();
     assert!(
@@ -441,7 +442,7 @@ fn a_group_commit_routes_shared_conclusions_to_the_group_and_personal_facts_to_t
             &bob(),
             &[said("Decision: the API stays frozen until March.", "bob")],
             "chat-7",
-            Some(&options),
+            &with_group(&options),
         )
         .unwrap();
     let bobs = engine.group_memories(&bob(), "alpha").unwrap();
@@ -468,4 +469,11 @@ fn a_group_commit_routes_shared_conclusions_to_the_group_and_personal_facts_to_t
         1,
         "private memories stay"
     );
+}
+
+fn with_group(options: &GroupCommitOptions) -> CommitWith<'_> {
+    CommitWith {
+        group: Some(options),
+        ..CommitWith::default()
+    }
 }

@@ -34,6 +34,7 @@ mod hub;
 mod ingest;
 mod knowledge;
 mod memory;
+mod memory_model;
 mod permissions;
 mod queue;
 mod resources;
@@ -77,10 +78,11 @@ pub use knowledge::{
     SLIM_COSINE_THRESHOLD, SLIM_JACCARD_THRESHOLD, SlimGroup, SlimMethod, SlimOptions, SlimPlan,
 };
 pub use memory::{
-    CommitMessage, GROUP_MEMORY_KINDS, GroupCommitOptions, MEMORY_KINDS, MemoryCandidate,
-    MemoryCommit, MemoryNode, MemorySpaces, SkippedCandidate, extract_explicit_memories,
-    extract_group_conversation_memories,
+    CommitMessage, CommitWith, GROUP_MEMORY_KINDS, GroupCommitOptions, MEMORY_KINDS,
+    MemoryCandidate, MemoryCommit, MemoryNode, MemorySpaces, SkippedCandidate,
+    extract_explicit_memories, extract_group_conversation_memories,
 };
+pub use memory_model::{CASE_KIND, MemoryModel, ProposedMemory};
 pub use permissions::{
     Access, DEFAULT_ACCOUNT, DEFAULT_USER, DocRef, DocumentView, FolderAcl, FolderEntry,
     FolderReader, FolderReaders, new_trace_id,

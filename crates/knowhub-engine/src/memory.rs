@@ -5,9 +5,16 @@
 //! an L1 overview and the L2 content, listable and deletable by their owner, and loaded as the
 //! user's profile when a conversation starts.
 //!
-//! Extraction here is by rules for explicit first-person statements in English and Chinese
-//! ("I prefer…", "我习惯…"); a candidate close to an existing memory of the same kind confirms
-//! it (confidence grows) instead of creating a duplicate.
+//! Extraction is by rules for explicit first-person statements in English and Chinese
+//! ("I prefer…", "我习惯…") and, when the front end hands the commit a [`MemoryModel`], by a
+//! language model too: it finds what the rules cannot ("Long paragraphs are hard to read on my
+//! phone") and strategies from completed tasks (`case` memories, stored as the user's
+//! `strategy` knowledge items under `ctx://agent/{agent}/memories/cases/`). Its proposals
+//! must be grounded in what was said (see `memory_model.rs`). A candidate close to an existing
+//! memory of the same kind confirms it (confidence grows) instead of creating a duplicate; when
+//! it adds something and a model is there, the model merges the two statements (the previous
+//! version is kept, as for every knowledge edit). A commit may name a project: its memories
+//! apply to that project's conversations only (plus everything general).
 //!
 //! Group spaces (seed 003 §13.5–13.6): a commit made *with a group* also finds shared
 //! conclusions ("We decided…", "我们决定…": decision / consensus / group_knowledge) and routes
@@ -26,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::knowledge::{
     KnowledgeItem, KnowledgeListOptions, KnowledgeUpdate, NewKnowledge, jaccard, shingle_set,
 };
+use crate::memory_model::{CASE_KIND, MemoryModel, Rejection, containment, ground, restates};
 use crate::{Engine, EngineError, Result};
 
 /// The kinds of personal memory the rules extract.
@@ -35,6 +43,14 @@ pub const MEMORY_KINDS: &[&str] = &["preference", "habit", "background", "constr
 pub const GROUP_MEMORY_KINDS: &[&str] = &["decision", "consensus", "group_knowledge"];
 /// The knowledge type memories are stored as (seed 001's special `user_profile`).
 const PROFILE_TYPE: &str = "user_profile";
+/// The knowledge type of a task case (seed 002's `strategy`: searchable as experience).
+const CASE_TYPE: &str = "strategy";
+/// The tag naming the agent a case was learned by (the request's agent, else `copilot`).
+const AGENT_TAG: &str = "agent";
+/// The tag naming the project a memory applies to.
+const PROJECT_TAG: &str = "project";
+/// A merged statement is used only when this share of it comes from the two it merges.
+const MERGE_GROUNDED: f64 = 0.6;
 /// The knowledge type of a group space's shared memories.
 pub(crate) const GROUP_MEMORY_TYPE: &str = "group_memory";
 /// The tag naming the group a shared memory belongs to.
@@ -47,7 +63,7 @@ const CONFIRM_STEP: f64 = 0.15;
 /// Character-3-gram Jaccard above which a candidate restates an existing memory.
 const SAME_MEMORY: f64 = 0.55;
 /// Longest statement kept as a memory (characters).
-const MAX_STATEMENT: usize = 240;
+pub(crate) const MAX_STATEMENT: usize = 240;
 
 /// A memory found in a text, not yet stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -65,6 +81,54 @@ pub struct CommitMessage {
     /// Who said it, in a group conversation; `None` = the caller.
     #[serde(default)]
     pub user_id: Option<String>,
+    /// `user` (default) or `assistant`. The assistant's words are context for the model
+    /// (what task was done), never a person's memory.
+    #[serde(default)]
+    pub role: Option<String>,
+}
+
+impl CommitMessage {
+    /// A message the caller wrote.
+    pub fn mine(content: impl Into<String>) -> Self {
+        CommitMessage {
+            content: content.into(),
+            ..CommitMessage::default()
+        }
+    }
+
+    /// A message of the assistant.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        CommitMessage {
+            content: content.into(),
+            role: Some("assistant".into()),
+            ..CommitMessage::default()
+        }
+    }
+
+    pub fn is_assistant(&self) -> bool {
+        self.role.as_deref() == Some("assistant")
+    }
+}
+
+/// How one commit extracts and where it writes (all optional).
+#[derive(Clone, Copy, Default)]
+pub struct CommitWith<'a> {
+    /// Route shared conclusions to this group (seed 003 §13.5).
+    pub group: Option<&'a GroupCommitOptions>,
+    /// The memories apply within this project (the caller must belong to it).
+    pub project: Option<&'a str>,
+    /// A language model that proposes memories beyond the rules and merges restatements.
+    pub model: Option<&'a dyn MemoryModel>,
+}
+
+impl std::fmt::Debug for CommitWith<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommitWith")
+            .field("group", &self.group)
+            .field("project", &self.project)
+            .field("model", &self.model.is_some())
+            .finish()
+    }
 }
 
 /// Seed 003 §13.5.1 `GroupCommitOptions`: which categories go where.
@@ -135,7 +199,8 @@ impl GroupCommitOptions {
 pub struct SkippedCandidate {
     pub kind: String,
     pub statement: String,
-    /// `ask` (the options asked for confirmation), `other_speaker`, `no_group`.
+    /// `ask` (the options asked for confirmation), `other_speaker`, `no_group`, or for a
+    /// model's proposal `ungrounded` (nobody said it) / `unknown_kind`.
     pub reason: String,
 }
 
@@ -148,8 +213,15 @@ pub struct MemoryCommit {
     pub created: Vec<MemoryNode>,
     /// Existing memories the conversation confirmed (confidence raised).
     pub confirmed: Vec<MemoryNode>,
+    /// Existing memories a restatement added to (merged by the model; counted in
+    /// `confirmed` too).
+    pub merged: Vec<String>,
     /// Candidates not written.
     pub skipped: Vec<SkippedCandidate>,
+    /// Proposals the model made (before grounding), when one was given.
+    pub model_proposals: usize,
+    /// Why the model could not be used (the rules' candidates were still committed).
+    pub model_error: Option<String>,
 }
 
 /// Which spaces a memory search covers.
@@ -165,8 +237,9 @@ pub struct MemorySpaces {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MemoryNode {
     /// `ctx://user/{user}/memories/preferences/{id}` (preferences, habits, constraints),
-    /// `ctx://user/{user}/memories/entities/{id}` (background), or for a group's shared
-    /// memories `ctx://group/{space}/memories/{kind}/{id}`.
+    /// `ctx://user/{user}/memories/entities/{id}` (background), a task case
+    /// `ctx://agent/{agent}/memories/cases/{id}`, or for a group's shared memories
+    /// `ctx://group/{space}/memories/{kind}/{id}`.
     pub uri: String,
     /// The knowledge item behind it.
     pub id: String,
@@ -185,6 +258,8 @@ pub struct MemoryNode {
     pub group_id: Option<String>,
     /// Who recorded it.
     pub owner: String,
+    /// The project it applies to; `None` = everywhere.
+    pub project: Option<String>,
 }
 
 /// Rules for explicit first-person statements: (kind, phrases that start the claim).
@@ -574,6 +649,11 @@ fn node(account: &str, item: &KnowledgeItem) -> MemoryNode {
             crate::groups::group_space_name(account, group),
             item.id
         ),
+        None if kind == CASE_KIND => format!(
+            "ctx://agent/{}/memories/cases/{}",
+            item.tags.get(AGENT_TAG).map_or("copilot", String::as_str),
+            item.id
+        ),
         None => format!("ctx://user/{}/memories/{folder}/{}", item.owner, item.id),
     };
     let mut abstract_text: String = item.content.chars().take(80).collect();
@@ -595,6 +675,7 @@ fn node(account: &str, item: &KnowledgeItem) -> MemoryNode {
         kind,
         group_id,
         owner: item.owner.clone(),
+        project: item.tags.get(PROJECT_TAG).cloned(),
     }
 }
 
@@ -637,15 +718,23 @@ impl Engine {
     /// lists: each user's profile is their own).
     fn own_memory_items(&self, ctx: &RequestContext) -> Result<Vec<KnowledgeItem>> {
         let options = KnowledgeListOptions {
-            types: vec![PROFILE_TYPE.into()],
+            types: vec![PROFILE_TYPE.into(), CASE_TYPE.into()],
             owner: Some(ctx.user.to_string()),
             limit: 1000,
             ..KnowledgeListOptions::default()
         };
+        // A strategy item is a memory only when a commit wrote it as a case (others are
+        // knowledge the user saved).
         Ok(self
             .knowledge_list(ctx, &options)?
             .into_iter()
-            .filter(|i| i.owner == ctx.user.as_str() && i.tags.contains_key(KIND_TAG))
+            .filter(|i| i.owner == ctx.user.as_str())
+            .filter(|i| match i.tags.get(KIND_TAG) {
+                Some(kind) => {
+                    i.types.iter().any(|t| t == PROFILE_TYPE) || kind.as_str() == CASE_KIND
+                }
+                None => false,
+            })
             .collect())
     }
 
@@ -706,7 +795,10 @@ impl Engine {
                 .map(|i| self.memory_node_of(i))
                 .ok_or_else(missing);
         }
-        if uri_or_id.starts_with("ctx://") && !uri_or_id.starts_with("ctx://user/") {
+        if uri_or_id.starts_with("ctx://")
+            && !uri_or_id.starts_with("ctx://user/")
+            && !uri_or_id.starts_with("ctx://agent/")
+        {
             return Err(missing());
         }
         if let Some(found) = self.own_memory_items(ctx)?.iter().find(|i| i.id == id) {
@@ -761,7 +853,14 @@ impl Engine {
             self.group_memory_nodes(ctx, &group.id)?
         } else {
             let own = format!("ctx://user/{}/memories", ctx.user);
-            if !(prefix == own || prefix.starts_with(&format!("{own}/"))) {
+            // Case folders are named by agent; only the caller's own cases are listed.
+            let agent_folder = prefix
+                .strip_prefix("ctx://agent/")
+                .and_then(|rest| rest.split_once('/'))
+                .is_some_and(|(agent, rest)| {
+                    !agent.is_empty() && (rest == "memories" || rest.starts_with("memories/"))
+                });
+            if !(prefix == own || prefix.starts_with(&format!("{own}/")) || agent_folder) {
                 return Err(missing());
             }
             self.memories(ctx)?
@@ -779,36 +878,36 @@ impl Engine {
         self.knowledge_delete(ctx, &found.id)
     }
 
-    /// Stores what the caller said about themself in `messages` (their own words only):
-    /// a statement close to an existing memory of the same kind confirms it, others become
-    /// new memories private to the caller. `origin` names the conversation (provenance).
+    /// Stores what the caller said about themself in `messages` (their own words only), by
+    /// the rules alone: a statement close to an existing memory of the same kind confirms
+    /// it, others become new memories private to the caller. `origin` names the conversation
+    /// (provenance).
     pub fn memory_commit(
         &self,
         ctx: &RequestContext,
         messages: &[String],
         origin: &str,
     ) -> Result<MemoryCommit> {
-        let messages: Vec<CommitMessage> = messages
-            .iter()
-            .map(|m| CommitMessage {
-                content: m.clone(),
-                user_id: None,
-            })
-            .collect();
-        self.memory_commit_with(ctx, &messages, origin, None)
+        let messages: Vec<CommitMessage> = messages.iter().map(CommitMessage::mine).collect();
+        self.memory_commit_with(ctx, &messages, origin, &CommitWith::default())
     }
 
-    /// Commits a conversation, with a group when `group` is given (see the module docs):
-    /// each candidate goes to the caller's private memories, to the group's space, or back
-    /// unwritten (`ask`, another speaker's personal statement, a shared conclusion without a
-    /// group). Committing into a group needs membership with a role that writes.
+    /// Commits a conversation (see the module docs): the rules' candidates, then the model's
+    /// grounded proposals that say something new; each goes to the caller's private
+    /// memories, to the group's space, to the caller's task cases, or back unwritten (`ask`,
+    /// another speaker's personal statement, a shared conclusion without a group, a proposal
+    /// nobody said). Committing into a group needs membership with a role that writes; a
+    /// project needs membership of it. A model that fails leaves the rules' result standing
+    /// (`model_error` says why).
     pub fn memory_commit_with(
         &self,
         ctx: &RequestContext,
         messages: &[CommitMessage],
         origin: &str,
-        group: Option<&GroupCommitOptions>,
+        with: &CommitWith<'_>,
     ) -> Result<MemoryCommit> {
+        let group = with.group;
+        let access = self.authorize(ctx)?;
         let group_id = match group {
             None => None,
             Some(options) => {
@@ -818,7 +917,6 @@ impl Engine {
                         options.default_scope
                     )));
                 }
-                let access = self.authorize(ctx)?;
                 let (g, role) = self.visible_group(&access, &options.group_id)?;
                 if !role.is_some_and(knowhub_authz::GroupRole::can_write) {
                     return Err(EngineError::Forbidden(format!(
@@ -829,69 +927,136 @@ impl Engine {
                 Some(g.id)
             }
         };
+        let project = match with.project {
+            None => None,
+            Some(p) => {
+                let id = knowhub_authz::ProjectId::new(p)
+                    .map_err(|e| EngineError::InvalidInput(format!("project {p:?}: {e}")))?;
+                let member = access
+                    .visible
+                    .scopes()
+                    .contains(&knowhub_authz::Scope::Project(id.clone()));
+                if !member && !access.is_admin() {
+                    return Err(EngineError::Forbidden(format!(
+                        "you are not a member of project {p}"
+                    )));
+                }
+                Some(id.to_string())
+            }
+        };
+
+        // Candidates: (candidate, the message it rests on, extracted by).
+        let mut found: Vec<(MemoryCandidate, Option<usize>, &'static str)> = Vec::new();
+        for (i, message) in messages.iter().enumerate() {
+            if message.is_assistant() {
+                continue;
+            }
+            // Shared conclusions are found without a group too, to say why they were not
+            // kept (they are not facts about the user).
+            for candidate in extract_group_conversation_memories(&message.content) {
+                found.push((candidate, Some(i), "rule"));
+            }
+        }
+        let mut report = MemoryCommit::default();
+        if let Some(model) = with.model {
+            match model.propose(messages, group.is_some()) {
+                Ok(proposals) => {
+                    report.model_proposals = proposals.len();
+                    for proposal in proposals {
+                        match ground(&proposal, messages, group.is_some()) {
+                            Ok(g) => {
+                                let known = found.iter().any(|(c, _, _)| {
+                                    c.kind == g.kind && restates(&c.statement, &g.statement)
+                                });
+                                if !known {
+                                    let candidate = MemoryCandidate {
+                                        kind: g.kind,
+                                        statement: g.statement,
+                                    };
+                                    found.push((candidate, g.message, "llm"));
+                                }
+                            }
+                            Err(why) => report.skipped.push(SkippedCandidate {
+                                kind: proposal.kind,
+                                statement: proposal.statement,
+                                reason: match why {
+                                    Rejection::Ungrounded => "ungrounded",
+                                    Rejection::UnknownKind => "unknown_kind",
+                                }
+                                .into(),
+                            }),
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("memory model failed, rules only: {e}");
+                    report.model_error = Some(e);
+                }
+            }
+        }
+
         let mut private = self.own_memory_items(ctx)?;
         let mut shared = match &group_id {
             Some(g) => self.group_memory_items(ctx, g)?,
             None => Vec::new(),
         };
-        let mut report = MemoryCommit::default();
-        for message in messages {
-            let speaker_is_me = message
-                .user_id
-                .as_deref()
-                .is_none_or(|u| u == ctx.user.as_str());
-            // Shared conclusions are found without a group too, to say why they were not
-            // kept (they are not facts about the user).
-            for candidate in extract_group_conversation_memories(&message.content) {
-                report.candidates += 1;
-                let target = match group {
+        let agent = ctx
+            .agent
+            .as_ref()
+            .map_or_else(|| "copilot".to_owned(), ToString::to_string);
+        for (candidate, message, extracted_by) in found {
+            report.candidates += 1;
+            let speaker = message.and_then(|i| messages[i].user_id.as_deref());
+            let speaker_is_me = speaker.is_none_or(|u| u == ctx.user.as_str());
+            let target = if candidate.kind == CASE_KIND {
+                "case"
+            } else {
+                match group {
                     Some(options) => options.target(candidate.kind),
                     None if GROUP_MEMORY_KINDS.contains(&candidate.kind) => "no_group",
                     None => "private",
-                };
-                let skip = |reason: &str| SkippedCandidate {
-                    kind: candidate.kind.to_owned(),
-                    statement: candidate.statement.clone(),
-                    reason: reason.to_owned(),
-                };
-                match (target, &group_id) {
-                    ("group", Some(g)) => {
-                        self.commit_candidate(
-                            ctx,
-                            &candidate,
-                            origin,
-                            Some((g, message.user_id.as_deref())),
-                            &mut shared,
-                            &mut report,
-                        )?;
-                    }
-                    ("private", _) if speaker_is_me => {
-                        self.commit_candidate(
-                            ctx,
-                            &candidate,
-                            origin,
-                            None,
-                            &mut private,
-                            &mut report,
-                        )?;
-                    }
-                    ("private", _) => report.skipped.push(skip("other_speaker")),
-                    ("ask", _) => report.skipped.push(skip("ask")),
-                    _ => report.skipped.push(skip("no_group")),
                 }
+            };
+            let skip = |reason: &str| SkippedCandidate {
+                kind: candidate.kind.to_owned(),
+                statement: candidate.statement.clone(),
+                reason: reason.to_owned(),
+            };
+            let mut write = |space: Space<'_>, existing: &mut Vec<KnowledgeItem>| {
+                self.commit_candidate(
+                    ctx,
+                    &candidate,
+                    &Placement {
+                        origin,
+                        extracted_by,
+                        project: project.as_deref(),
+                        space,
+                    },
+                    with.model,
+                    existing,
+                    &mut report,
+                )
+            };
+            match (target, &group_id) {
+                ("case", _) => write(Space::Cases(&agent), &mut private)?,
+                ("group", Some(g)) => write(Space::Group(g, speaker), &mut shared)?,
+                ("private", _) if speaker_is_me => write(Space::Private, &mut private)?,
+                ("private", _) => report.skipped.push(skip("other_speaker")),
+                ("ask", _) => report.skipped.push(skip("ask")),
+                _ => report.skipped.push(skip("no_group")),
             }
         }
         Ok(report)
     }
 
-    /// Confirms the existing memory `candidate` restates (same kind, close wording) or
-    /// creates one — private, or in group `group` (with who said it).
+    /// Confirms the existing memory `candidate` restates (same kind, close wording) — merged
+    /// with it by the model when it adds something — or creates one where `placement` says.
     fn commit_candidate(
         &self,
         ctx: &RequestContext,
         candidate: &MemoryCandidate,
-        origin: &str,
-        group: Option<(&GroupId, Option<&str>)>,
+        placement: &Placement<'_>,
+        model: Option<&dyn MemoryModel>,
         existing: &mut Vec<KnowledgeItem>,
         report: &mut MemoryCommit,
     ) -> Result<()> {
@@ -902,16 +1067,36 @@ impl Engine {
             .map(|i| (jaccard(&shingles, &shingle_set(&i.content)), i))
             .filter(|(sim, _)| *sim >= SAME_MEMORY)
             .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, i)| (i.id.clone(), i.eval.confidence));
-        if let Some((id, confidence)) = same {
+            .map(|(_, i)| (i.id.clone(), i.eval.confidence, i.content.clone()));
+        if let Some((id, confidence, content)) = same {
+            let merged = match model {
+                // Only when the restatement adds something; a merge that is not made of the
+                // two statements is not used.
+                Some(model) if containment(&candidate.statement, &content) < 0.8 => model
+                    .merge(&content, &candidate.statement)
+                    .ok()
+                    .map(|m| m.trim().chars().take(MAX_STATEMENT).collect::<String>())
+                    .filter(|m| {
+                        !m.is_empty()
+                            && containment(m, &format!("{content}\n{}", candidate.statement))
+                                >= MERGE_GROUNDED
+                    }),
+                _ => None,
+            };
             let update = KnowledgeUpdate {
                 confidence: Some((confidence + CONFIRM_STEP).min(1.0)),
+                content: merged.clone(),
                 add_helpful_case: Some(knowhub_store::FeedbackCase {
                     task: "restated in a conversation".into(),
-                    outcome: "confirmed".into(),
+                    outcome: if merged.is_some() {
+                        "merged"
+                    } else {
+                        "confirmed"
+                    }
+                    .into(),
                     reason: candidate.statement.clone(),
                     timestamp: String::new(),
-                    message_id: origin.to_owned(),
+                    message_id: placement.origin.to_owned(),
                 }),
                 ..KnowledgeUpdate::default()
             };
@@ -919,38 +1104,52 @@ impl Engine {
             existing.retain(|i| i.id != id);
             report.confirmed.retain(|n| n.id != id);
             report.confirmed.push(self.memory_node_of(&updated));
+            if merged.is_some() && !report.merged.contains(&id) {
+                report.merged.push(id);
+            }
             existing.push(updated);
             return Ok(());
         }
         let mut tags = BTreeMap::new();
         tags.insert(KIND_TAG.to_owned(), candidate.kind.to_owned());
-        tags.insert("origin".to_owned(), "rule".to_owned());
-        let new = match group {
-            Some((g, speaker)) => {
+        tags.insert("origin".to_owned(), placement.extracted_by.to_owned());
+        if let Some(project) = placement.project {
+            tags.insert(PROJECT_TAG.to_owned(), project.to_owned());
+        }
+        let base = NewKnowledge {
+            content: candidate.statement.clone(),
+            message_id: placement.origin.to_owned(),
+            confidence: Some(NEW_CONFIDENCE),
+            ..NewKnowledge::default()
+        };
+        let new = match placement.space {
+            Space::Group(g, speaker) => {
                 tags.insert(GROUP_TAG.to_owned(), g.to_string());
                 if let Some(speaker) = speaker {
                     tags.insert("speaker".to_owned(), speaker.to_owned());
                 }
                 NewKnowledge {
                     task: format!("shared in group {g}: {}", candidate.kind),
-                    content: candidate.statement.clone(),
                     types: vec![GROUP_MEMORY_TYPE.into()],
                     tags,
                     scopes: vec![format!("group:{g}")],
-                    message_id: origin.to_owned(),
-                    confidence: Some(NEW_CONFIDENCE),
-                    ..NewKnowledge::default()
+                    ..base
                 }
             }
-            None => NewKnowledge {
+            Space::Cases(agent) => {
+                tags.insert(AGENT_TAG.to_owned(), agent.to_owned());
+                NewKnowledge {
+                    task: "a task completed in a conversation".into(),
+                    types: vec![CASE_TYPE.into()],
+                    tags,
+                    ..base
+                }
+            }
+            Space::Private => NewKnowledge {
                 task: format!("about the user: {}", candidate.kind),
-                content: candidate.statement.clone(),
                 types: vec![PROFILE_TYPE.into()],
                 tags,
-                scopes: Vec::new(),
-                message_id: origin.to_owned(),
-                confidence: Some(NEW_CONFIDENCE),
-                ..NewKnowledge::default()
+                ..base
             },
         };
         let saved = self.knowledge_save(ctx, new)?;
@@ -959,15 +1158,24 @@ impl Engine {
         Ok(())
     }
 
-    /// Commits the user's messages of one of their conversations.
+    /// Commits one of the caller's conversations: their questions and the answers they got
+    /// (the answers only tell a model what task was done; they never become the user's
+    /// memories).
     pub fn memory_commit_session(
         &self,
         ctx: &RequestContext,
         session_id: &str,
+        with: &CommitWith<'_>,
     ) -> Result<MemoryCommit> {
         let turns = self.session_turns(ctx, session_id, 1000)?;
-        let messages: Vec<String> = turns.into_iter().map(|t| t.question).collect();
-        self.memory_commit(ctx, &messages, session_id)
+        let mut messages = Vec::with_capacity(turns.len() * 2);
+        for turn in turns {
+            messages.push(CommitMessage::mine(turn.question));
+            if !turn.answer.trim().is_empty() {
+                messages.push(CommitMessage::assistant(turn.answer));
+            }
+        }
+        self.memory_commit_with(ctx, &messages, session_id, with)
     }
 
     /// The caller's memories most like `query` (see [`Engine::memory_search_in`]).
@@ -1023,14 +1231,46 @@ impl Engine {
 
     /// The caller's profile for the agent: their memories' statements, most confident first
     /// (at most `limit`).
-    pub fn user_profile(&self, ctx: &RequestContext, limit: usize) -> Result<Vec<String>> {
+    ///
+    /// Only what is about the person (not task cases), and of project memories only those of
+    /// `project`: a conversation about another project is not steered by them.
+    pub fn user_profile(
+        &self,
+        ctx: &RequestContext,
+        project: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>> {
         Ok(self
             .memories(ctx)?
             .into_iter()
+            .filter(|n| MEMORY_KINDS.contains(&n.kind.as_str()))
+            .filter(|n| n.project.is_none() || n.project.as_deref() == project)
             .take(limit)
             .map(|n| n.content)
             .collect())
     }
+}
+
+/// Where a new memory goes.
+#[derive(Debug, Clone, Copy)]
+enum Space<'a> {
+    /// The caller's own memories.
+    Private,
+    /// A group's space, with who said it.
+    Group(&'a GroupId, Option<&'a str>),
+    /// The caller's task cases, learned by this agent.
+    Cases(&'a str),
+}
+
+/// A new memory's provenance and place.
+#[derive(Debug, Clone, Copy)]
+struct Placement<'a> {
+    /// The conversation it came from.
+    origin: &'a str,
+    /// `rule` or `llm`.
+    extracted_by: &'static str,
+    project: Option<&'a str>,
+    space: Space<'a>,
 }
 
 fn sort_nodes(nodes: &mut [MemoryNode]) {

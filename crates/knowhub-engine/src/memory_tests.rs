@@ -161,7 +161,7 @@ fn commit_creates_then_confirms_and_only_the_owner_sees_or_deletes() {
     assert!(confirmed.confidence > pref.confidence);
     assert_eq!(engine.memories(&alice).unwrap().len(), 2);
     assert_eq!(
-        engine.user_profile(&alice, 10).unwrap()[0],
+        engine.user_profile(&alice, None, 10).unwrap()[0],
         "I prefer answers in bullet points.",
         "the most confident memory first"
     );
@@ -201,4 +201,254 @@ fn commit_creates_then_confirms_and_only_the_owner_sees_or_deletes() {
     assert_eq!(node.content, pref.content);
     engine.memory_delete(&alice, &pref.uri).unwrap();
     assert_eq!(engine.memories(&alice).unwrap().len(), 1);
+}
+
+/// A scripted [`MemoryModel`]: fixed proposals, a fixed merge (or failures).
+struct Scripted {
+    proposals: std::result::Result<Vec<(&'static str, &'static str)>, &'static str>,
+    merged: &'static str,
+}
+
+impl MemoryModel for Scripted {
+    fn propose(
+        &self,
+        _messages: &[CommitMessage],
+        _group: bool,
+    ) -> std::result::Result<Vec<crate::ProposedMemory>, String> {
+        self.proposals
+            .clone()
+            .map(|list| {
+                list.into_iter()
+                    .map(|(kind, statement)| crate::ProposedMemory {
+                        kind: kind.into(),
+                        statement: statement.into(),
+                    })
+                    .collect()
+            })
+            .map_err(String::from)
+    }
+
+    fn merge(&self, _existing: &str, _new: &str) -> std::result::Result<String, String> {
+        Ok(self.merged.to_owned())
+    }
+}
+
+fn with_model(model: &dyn MemoryModel) -> CommitWith<'_> {
+    CommitWith {
+        model: Some(model),
+        ..CommitWith::default()
+    }
+}
+
+#[test]
+fn a_model_adds_grounded_memories_and_cases_and_nothing_invented() {
+    let (_d, engine) = setup();
+    let alice = ctx("alice", Role::User);
+    let conversation = [
+        CommitMessage::mine(
+            "I prefer answers in bullet points. Long paragraphs are hard to read on my phone. \
+             How do I reset my VPN token?",
+        ),
+        CommitMessage::assistant("Open the self-service portal and choose Reset token [1]."),
+        CommitMessage::mine("That worked, thanks!"),
+    ];
+    let model = Scripted {
+        proposals: Ok(vec![
+            // Found by the rules too: not a second candidate.
+            ("preference", "I prefer answers in bullet points."),
+            // What the rules miss.
+            ("preference", "Long paragraphs are hard to read on my phone"),
+            (
+                "case",
+                "To reset the VPN token: open the self-service portal and choose Reset token",
+            ),
+            // Invented.
+            (
+                "background",
+                "The user is a senior network engineer in Tokyo",
+            ),
+            // The assistant's words are not alice's.
+            (
+                "habit",
+                "Open the self-service portal and choose Reset token",
+            ),
+            ("mood", "That worked"),
+        ]),
+        merged: "",
+    };
+    let report = engine
+        .memory_commit_with(&alice, &conversation, "sess-9", &with_model(&model))
+        .unwrap();
+    assert_eq!(report.model_proposals, 6);
+    let created: Vec<(&str, &str)> = report
+        .created
+        .iter()
+        .map(|n| (n.kind.as_str(), n.content.as_str()))
+        .collect();
+    assert_eq!(
+        created,
+        [
+            ("preference", "I prefer answers in bullet points."),
+            ("preference", "Long paragraphs are hard to read on my phone"),
+            (
+                "case",
+                "To reset the VPN token: open the self-service portal and choose Reset token"
+            ),
+        ]
+    );
+    let skipped: Vec<&str> = report.skipped.iter().map(|s| s.reason.as_str()).collect();
+    assert_eq!(skipped, ["ungrounded", "ungrounded", "unknown_kind"]);
+
+    // The case is a searchable strategy of alice's, under the agent's case folder, and not
+    // part of her profile.
+    let case = &report.created[2];
+    assert!(
+        case.uri.starts_with("ctx://agent/copilot/memories/cases/"),
+        "{}",
+        case.uri
+    );
+    let item = engine.knowledge_get(&alice, &case.id).unwrap();
+    assert_eq!(item.types, ["strategy"]);
+    assert_eq!(item.tags.get("origin").map(String::as_str), Some("llm"));
+    let profile = engine.user_profile(&alice, None, 10).unwrap();
+    assert_eq!(profile.len(), 2, "{profile:?}");
+    assert!(!profile.iter().any(|p| p.contains("VPN")));
+    let cases = engine
+        .memory_children(&alice, "ctx://agent/copilot/memories/cases")
+        .unwrap();
+    assert_eq!(cases.len(), 1);
+    assert_eq!(engine.memory_node(&alice, &case.uri).unwrap().id, case.id);
+    let bob = ctx("bob", Role::User);
+    assert!(
+        engine
+            .memory_children(&bob, "ctx://agent/copilot/memories/cases")
+            .unwrap()
+            .is_empty(),
+        "bob's case folder does not show alice's cases"
+    );
+    assert!(matches!(
+        engine.memory_node(&bob, &case.uri),
+        Err(EngineError::NotFound(_))
+    ));
+
+    // A failing model leaves the rules' result standing.
+    let broken = Scripted {
+        proposals: Err("model not loaded"),
+        merged: "",
+    };
+    let report = engine
+        .memory_commit_with(
+            &alice,
+            &[CommitMessage::mine("我习惯早上九点前处理邮件。")],
+            "sess-10",
+            &with_model(&broken),
+        )
+        .unwrap();
+    assert_eq!(report.created.len(), 1);
+    assert_eq!(report.model_error.as_deref(), Some("model not loaded"));
+}
+
+#[test]
+fn a_restatement_that_adds_something_is_merged_by_the_model() {
+    let (_d, engine) = setup();
+    let alice = ctx("alice", Role::User);
+    let first = engine
+        .memory_commit(&alice, &["I prefer answers in bullet points.".into()], "s1")
+        .unwrap();
+    let id = first.created[0].id.clone();
+    let restated = [CommitMessage::mine(
+        "I prefer answers in bullet points with a summary line first.",
+    )];
+    // A merge made of the two statements replaces the content (the old one stays a version).
+    let good = Scripted {
+        proposals: Ok(vec![]),
+        merged: "I prefer answers in bullet points, with a summary line first.",
+    };
+    let report = engine
+        .memory_commit_with(&alice, &restated, "s2", &with_model(&good))
+        .unwrap();
+    assert_eq!(report.merged, std::slice::from_ref(&id));
+    assert_eq!(report.confirmed[0].content, good.merged);
+    assert_eq!(engine.memories(&alice).unwrap().len(), 1);
+    let versions = engine.knowledge_versions(&alice, &id).unwrap();
+    assert!(
+        versions
+            .iter()
+            .any(|v| v.content == "I prefer answers in bullet points."),
+        "{versions:?}"
+    );
+    // A "merge" that says something else is not used: the memory is only confirmed.
+    let wild = Scripted {
+        proposals: Ok(vec![]),
+        merged: "Use numbered lists and emojis everywhere.",
+    };
+    let again = [CommitMessage::mine(
+        "I prefer answers in bullet points with a summary line first and bold keywords.",
+    )];
+    let report = engine
+        .memory_commit_with(&alice, &again, "s3", &with_model(&wild))
+        .unwrap();
+    assert!(report.merged.is_empty());
+    assert_eq!(report.confirmed.len(), 1);
+    assert_eq!(report.confirmed[0].content, good.merged);
+}
+
+#[test]
+fn project_memories_steer_only_that_projects_conversations() {
+    let (_d, engine) = setup();
+    {
+        let mut store = engine.store();
+        store
+            .add_membership(
+                &knowhub_authz::UserId::new("alice").unwrap(),
+                &knowhub_store::Group::Project(knowhub_authz::ProjectId::new("apollo").unwrap()),
+            )
+            .unwrap();
+    }
+    let alice = ctx("alice", Role::User);
+    let in_apollo = CommitWith {
+        project: Some("apollo"),
+        ..CommitWith::default()
+    };
+    let report = engine
+        .memory_commit_with(
+            &alice,
+            &[CommitMessage::mine(
+                "Please don't include SQL in your answers.",
+            )],
+            "s1",
+            &in_apollo,
+        )
+        .unwrap();
+    assert_eq!(report.created[0].project.as_deref(), Some("apollo"));
+    engine
+        .memory_commit(&alice, &["I prefer short answers.".into()], "s2")
+        .unwrap();
+    assert_eq!(engine.user_profile(&alice, None, 10).unwrap().len(), 1);
+    assert_eq!(
+        engine.user_profile(&alice, Some("zeus"), 10).unwrap().len(),
+        1
+    );
+    assert_eq!(
+        engine
+            .user_profile(&alice, Some("apollo"), 10)
+            .unwrap()
+            .len(),
+        2
+    );
+    // Not a member: refused; a malformed name: invalid.
+    let bob = ctx("bob", Role::User);
+    let err = engine.memory_commit_with(
+        &bob,
+        &[CommitMessage::mine("I prefer tables.")],
+        "s3",
+        &in_apollo,
+    );
+    assert!(matches!(err, Err(EngineError::Forbidden(_))), "{err:?}");
+    let bad = CommitWith {
+        project: Some("no spaces allowed"),
+        ..CommitWith::default()
+    };
+    let err = engine.memory_commit_with(&alice, &[CommitMessage::mine("x")], "s4", &bad);
+    assert!(matches!(err, Err(EngineError::InvalidInput(_))), "{err:?}");
 }

@@ -91,6 +91,10 @@ pub(crate) struct AskBody {
     /// Continue one of the caller's conversations; default: a new one.
     #[serde(default)]
     session: Option<String>,
+    /// The project the question is about: the caller's memories of that project join their
+    /// profile.
+    #[serde(default)]
+    project: Option<String>,
     /// Answer with server-sent events: `step`, `token`, `replace`, then `answer` (or
     /// `error`).
     #[serde(default)]
@@ -190,6 +194,7 @@ pub(crate) async fn ask(
         question: b.question.trim().to_owned(),
         session: b.session.filter(|s| !s.is_empty()),
         ephemeral: false,
+        project: b.project.filter(|p| !p.is_empty()),
         cancel: cancel.clone(),
     };
     if !b.stream {

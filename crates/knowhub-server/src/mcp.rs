@@ -20,10 +20,12 @@ use std::io::{BufRead, Write};
 use std::sync::Arc;
 
 use knowhub_agent::knowledge::LlmRewriter;
+use knowhub_agent::memory::LlmMemoryModel;
 use knowhub_agent::{Agent, AgentOptions, AskRequest, CancelFlag};
 use knowhub_engine::{
-    CommitMessage, Engine, FeedbackCase, GroupCommitOptions, KnowledgeListOptions, KnowledgeQuery,
-    KnowledgeUpdate, MemorySpaces, NewKnowledge, RequestContext, SearchOptions,
+    CommitMessage, CommitWith, Engine, FeedbackCase, GroupCommitOptions, KnowledgeListOptions,
+    KnowledgeQuery, KnowledgeUpdate, MemoryModel, MemorySpaces, NewKnowledge, RequestContext,
+    SearchOptions,
 };
 use knowhub_llm::Llm;
 use serde::Deserialize;
@@ -191,6 +193,8 @@ struct MemoryCommitArgs {
     messages: Vec<String>,
     #[serde(default)]
     group_id: Option<String>,
+    #[serde(default)]
+    project_id: Option<String>,
 }
 
 fn string_list(description: &str) -> Value {
@@ -309,11 +313,13 @@ pub fn tool_definitions() -> Value {
             "name": "memory_commit",
             "title": "Remember",
             "description": "Remember what you said about yourself in these messages (\"I prefer \
-                ...\", \"我习惯...\"); with group_id, file shared conclusions (\"We decided \
-                ...\") in that group's space.",
+                ...\", \"我习惯...\", and with the server's language model what else is worth \
+                remembering); with group_id, file shared conclusions (\"We decided ...\") in \
+                that group's space; with project_id, the memories apply to that project.",
             "inputSchema": {"type": "object", "properties": {
                 "messages": string_list("your messages, in order"),
-                "group_id": {"type": "string"}},
+                "group_id": {"type": "string"},
+                "project_id": {"type": "string"}},
                 "required": ["messages"]},
         },
     ])
@@ -518,6 +524,7 @@ impl McpServer {
             question,
             session: a.session_id.filter(|s| !s.is_empty()),
             ephemeral: false,
+            project: None,
             cancel: CancelFlag::new(),
         };
         let outcome = agent
@@ -675,18 +682,18 @@ impl McpServer {
 
     fn memory_commit(&self, arguments: Value) -> Result<Value, String> {
         let a: MemoryCommitArgs = args("memory_commit", arguments)?;
-        let messages: Vec<CommitMessage> = a
-            .messages
-            .into_iter()
-            .map(|content| CommitMessage {
-                content,
-                user_id: None,
-            })
-            .collect();
+        let messages: Vec<CommitMessage> =
+            a.messages.into_iter().map(CommitMessage::mine).collect();
         let options = a.group_id.as_deref().map(GroupCommitOptions::new);
+        let model = self.llm.clone().map(LlmMemoryModel::new);
+        let with = CommitWith {
+            group: options.as_ref(),
+            project: a.project_id.as_deref().filter(|p| !p.is_empty()),
+            model: model.as_ref().map(|m| m as &dyn MemoryModel),
+        };
         let report = self
             .engine
-            .memory_commit_with(&self.ctx, &messages, "mcp", options.as_ref())
+            .memory_commit_with(&self.ctx, &messages, "mcp", &with)
             .map_err(api_message)?;
         let mut text = format!(
             "{} new, {} confirmed, {} not kept",

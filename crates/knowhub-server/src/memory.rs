@@ -5,7 +5,11 @@
 //! routing, merging and ownership are the engine's.
 
 use axum::Json;
-use knowhub_engine::{CommitMessage, GroupCommitOptions, MemorySpaces};
+use axum::extract::State;
+use knowhub_agent::memory::LlmMemoryModel;
+use knowhub_engine::{
+    CASE_KIND, CommitMessage, CommitWith, GroupCommitOptions, MemoryModel, MemorySpaces,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
@@ -28,7 +32,8 @@ pub(crate) fn router() -> OpenApiRouter<ServerState> {
 /// One message of a conversation.
 #[derive(Debug, Deserialize, ToSchema)]
 pub(crate) struct MessageBody {
-    /// `user`, `assistant`, `system`… — only users' words become memories.
+    /// `user`, `assistant`, `system`… — only users' words become memories (the assistant's
+    /// tell the language model what task was done; system messages are ignored).
     role: String,
     content: String,
     /// In a group conversation, which user said it (default: the caller). Personal facts
@@ -64,17 +69,26 @@ pub(crate) struct CommitBody {
     group_id: Option<String>,
     #[serde(default)]
     group_options: Option<GroupOptionsBody>,
+    /// The project the conversation was about: its memories apply there only (the caller
+    /// must belong to it).
+    #[serde(default)]
+    project_id: Option<String>,
+    /// Let the server's language model propose memories beyond explicit statements and
+    /// merge restatements (default true; without a model only the rules run).
+    #[serde(default)]
+    use_model: Option<bool>,
 }
 
 /// What a commit wrote.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct CommitResult {
-    /// `{uri, action: created|confirmed, kind, confidence, target_space: private|group}` per
-    /// memory written, then `{action: skipped, kind, statement, reason}` per candidate not
-    /// written (`ask`, `other_speaker`, `no_group`).
+    /// `{uri, action: created|confirmed|merged, kind, confidence, target_space:
+    /// private|group|cases}` per memory written, then `{action: skipped, kind, statement,
+    /// reason}` per candidate not written (`ask`, `other_speaker`, `no_group`, and for the
+    /// model's proposals `ungrounded`, `unknown_kind`).
     #[schema(value_type = Vec<Object>)]
     write_results: Vec<Value>,
-    /// `{extracted, written, skipped}`.
+    /// `{extracted, written, skipped, model_proposals, model_error}`.
     #[schema(value_type = Object)]
     stats: Value,
     /// `success`.
@@ -88,18 +102,29 @@ pub(crate) struct CommitResult {
     responses((status = 200, body = CommitResult), (status = "4XX", body = ErrorBody)),
     security(("api_key" = []), ("bearer" = [])))]
 pub(crate) async fn commit(
+    State(state): State<ServerState>,
     caller: Caller,
     ApiJson(body): ApiJson<CommitBody>,
 ) -> Result<Json<CommitResult>, ApiError> {
     let messages: Vec<CommitMessage> = body
         .messages
         .into_iter()
-        .filter(|m| m.role.eq_ignore_ascii_case("user"))
+        .filter(|m| !m.role.eq_ignore_ascii_case("system"))
         .map(|m| CommitMessage {
+            role: Some(if m.role.eq_ignore_ascii_case("assistant") {
+                "assistant".into()
+            } else {
+                "user".into()
+            }),
             content: m.content,
             user_id: m.user_id,
         })
         .collect();
+    let project = body.project_id.filter(|p| !p.is_empty());
+    let model = match body.use_model {
+        Some(false) => None,
+        _ => state.llm().map(LlmMemoryModel::new),
+    };
     let origin = body.session_id.unwrap_or_else(|| "api".into());
     let group = match (body.group_id, body.group_options) {
         (None, None) => None,
@@ -122,10 +147,14 @@ pub(crate) async fn commit(
         }
     };
     blocking(move || {
-        let report =
-            caller
-                .engine
-                .memory_commit_with(&caller.ctx, &messages, &origin, group.as_ref())?;
+        let with = CommitWith {
+            group: group.as_ref(),
+            project: project.as_deref(),
+            model: model.as_ref().map(|m| m as &dyn MemoryModel),
+        };
+        let report = caller
+            .engine
+            .memory_commit_with(&caller.ctx, &messages, &origin, &with)?;
         let written = report.created.len() + report.confirmed.len();
         let write_results = report
             .created
@@ -133,8 +162,20 @@ pub(crate) async fn commit(
             .map(|n| (n, "created"))
             .chain(report.confirmed.iter().map(|n| (n, "confirmed")))
             .map(|(n, action)| {
+                let action = if report.merged.contains(&n.id) {
+                    "merged"
+                } else {
+                    action
+                };
+                let space = if n.group_id.is_some() {
+                    "group"
+                } else if n.kind == CASE_KIND {
+                    "cases"
+                } else {
+                    "private"
+                };
                 json!({"uri": n.uri, "action": action, "kind": n.kind, "confidence": n.confidence,
-                       "target_space": if n.group_id.is_some() { "group" } else { "private" }})
+                       "target_space": space, "project": n.project})
             })
             .chain(report.skipped.iter().map(|c| {
                 json!({"action": "skipped", "kind": c.kind, "statement": c.statement,
@@ -147,6 +188,8 @@ pub(crate) async fn commit(
                 "extracted": report.candidates,
                 "written": written,
                 "skipped": report.candidates.saturating_sub(written),
+                "model_proposals": report.model_proposals,
+                "model_error": report.model_error,
             }),
             status: "success".into(),
         }))

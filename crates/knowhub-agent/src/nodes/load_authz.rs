@@ -32,7 +32,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     // conversation starts. A failure to read it must not stop the answer.
     state.input.user_profile = deps
         .engine
-        .user_profile(deps.ctx, PROFILE_LINES)
+        .user_profile(deps.ctx, state.input.project.as_deref(), PROFILE_LINES)
         .unwrap_or_else(|e| {
             tracing::warn!("user profile not loaded: {e}");
             Vec::new()
