@@ -323,6 +323,71 @@ pub(crate) async fn conversation(app: AppHandle, id: String) -> CmdResult<Vec<An
     .await
 }
 
+fn memory_row(n: knowhub_engine::MemoryNode) -> MemoryRow {
+    MemoryRow {
+        uri: n.uri,
+        kind: n.kind,
+        content: n.content,
+        confidence: n.confidence,
+        confirmations: n.confirmations,
+        project: n.project,
+        found_by: n.found_by,
+        updated_at_ms: n.updated_at_ms as f64,
+    }
+}
+
+/// What the copilot remembers about the signed-in user, most confident first.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn memories(app: AppHandle) -> CmdResult<Vec<MemoryRow>> {
+    as_user(app, move |s| {
+        Ok(s.engine
+            .memories(&s.ctx)?
+            .into_iter()
+            .map(memory_row)
+            .collect())
+    })
+    .await
+}
+
+/// Forgets one of the signed-in user's memories.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn forget_memory(app: AppHandle, uri: String) -> CmdResult<()> {
+    as_user(app, move |s| Ok(s.engine.memory_delete(&s.ctx, &uri)?)).await
+}
+
+/// Remembers what the user said about themself in one of their conversations (and a task it
+/// completed), with the answer model when one is configured.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn remember_conversation(
+    app: AppHandle,
+    session_id: String,
+) -> CmdResult<RememberReport> {
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let llm = state.llm()?;
+        let model = llm.clone().map(knowhub_agent::memory::LlmMemoryModel::new);
+        let with = knowhub_engine::CommitWith {
+            model: model
+                .as_ref()
+                .map(|m| m as &dyn knowhub_engine::MemoryModel),
+            ..Default::default()
+        };
+        let report = s.engine.memory_commit_session(&s.ctx, &session_id, &with)?;
+        Ok(RememberReport {
+            merged: report.merged.len() as u32,
+            skipped: report.skipped.len() as u32,
+            created: report.created.into_iter().map(memory_row).collect(),
+            confirmed: report.confirmed.into_iter().map(memory_row).collect(),
+            model: llm.map(|l| l.model_id().to_string()),
+            model_error: report.model_error,
+        })
+    })
+    .await
+}
+
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn delete_conversation(app: AppHandle, id: String) -> CmdResult<()> {

@@ -174,6 +174,42 @@ pub struct Source {
     pub sql: Option<String>,
 }
 
+/// Something the copilot remembers about the signed-in user (or a task it learned).
+#[derive(Debug, Clone, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryRow {
+    /// `ctx://user/…` or `ctx://agent/…/memories/cases/…`: what `forget_memory` takes.
+    pub uri: String,
+    /// preference, habit, background, constraint, or case (a task that worked).
+    pub kind: String,
+    pub content: String,
+    pub confidence: f64,
+    /// Times a later conversation said it again.
+    pub confirmations: u32,
+    /// The project it applies to; `None` = everywhere.
+    pub project: Option<String>,
+    /// `rule` (an explicit statement) or `llm` (found by the language model).
+    pub found_by: String,
+    pub updated_at_ms: f64,
+}
+
+/// What "remember this conversation" did.
+#[derive(Debug, Clone, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct RememberReport {
+    pub created: Vec<MemoryRow>,
+    /// Memories the conversation said again (their confidence grew).
+    pub confirmed: Vec<MemoryRow>,
+    /// Of those, how many the model merged with what was said.
+    pub merged: u32,
+    /// Statements not kept (said by nobody, another person's, …).
+    pub skipped: u32,
+    /// The language model that read the conversation (`None`: the rules alone).
+    pub model: Option<String>,
+    /// Why the model could not be used, when it failed.
+    pub model_error: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize, Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Conversation {

@@ -24,6 +24,8 @@ export type ModelInfo = AppInfo["models"];
 export type Answer = Ok<typeof commands.ask>;
 export type Source = Answer["sources"][number];
 export type Conversation = Ok<typeof commands.conversations>[number];
+export type MemoryRow = Ok<typeof commands.memories>[number];
+export type RememberReport = Ok<typeof commands.rememberConversation>;
 export type TraceView = Ok<typeof commands.trace>;
 export type TraceStepView = TraceView["steps"][number];
 export type EvidenceView = TraceView["evidence"][number];
@@ -143,6 +145,11 @@ export const api = {
   conversations: () => unwrap(commands.conversations()),
   conversation: (id: string) => unwrap(commands.conversation(id)),
   deleteConversation: (id: string) => unwrap(commands.deleteConversation(id)),
+  memories: () => unwrap(commands.memories()),
+  forgetMemory: (uri: string) => unwrap(commands.forgetMemory(uri)),
+  /** Remembers what the user said about themself in a conversation (with the answer model
+   * when one is configured: this can take a while on a CPU). */
+  rememberConversation: (sessionId: string) => unwrap(commands.rememberConversation(sessionId)),
   trace: (traceId: string) => unwrap(commands.trace(traceId)),
   sendFeedback: (traceId: string, helpful: boolean, note: string) =>
     unwrap(commands.sendFeedback(traceId, helpful, note)),

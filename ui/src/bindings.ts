@@ -23,6 +23,15 @@ export const commands = {
 	/**  One conversation's answers, oldest first, with their sources. */
 	conversation: (id: string) => typedError<Answer_Serialize[], CommandError>(__TAURI_INVOKE("conversation", { id })),
 	deleteConversation: (id: string) => typedError<null, CommandError>(__TAURI_INVOKE("delete_conversation", { id })),
+	/**  What the copilot remembers about the signed-in user, most confident first. */
+	memories: () => typedError<MemoryRow_Serialize[], CommandError>(__TAURI_INVOKE("memories")),
+	/**  Forgets one of the signed-in user's memories. */
+	forgetMemory: (uri: string) => typedError<null, CommandError>(__TAURI_INVOKE("forget_memory", { uri })),
+	/**
+	 *  Remembers what the user said about themself in one of their conversations (and a task it
+	 *  completed), with the answer model when one is configured.
+	 */
+	rememberConversation: (sessionId: string) => typedError<RememberReport_Serialize, CommandError>(__TAURI_INVOKE("remember_conversation", { sessionId })),
 	/**
 	 *  "How was this answered": route, steps with timings, evidence with its permission
 	 *  decision, the SQL run and the stop reason.
@@ -482,6 +491,43 @@ export type LlmSetting_Serialize =
 /**  Write-only: never sent back to the window (`hasKey` tells whether one is set). */
 apiKey: string | null; hasKey: boolean } | { kind: "off" };
 
+/**  Something the copilot remembers about the signed-in user (or a task it learned). */
+export type MemoryRow = MemoryRow_Serialize | MemoryRow_Deserialize;
+
+/**  Something the copilot remembers about the signed-in user (or a task it learned). */
+export type MemoryRow_Deserialize = {
+	/**  `ctx://user/…` or `ctx://agent/…/memories/cases/…`: what `forget_memory` takes. */
+	uri: string,
+	/**  preference, habit, background, constraint, or case (a task that worked). */
+	kind: string,
+	content: string,
+	confidence: number | null,
+	/**  Times a later conversation said it again. */
+	confirmations: number,
+	/**  The project it applies to; `None` = everywhere. */
+	project?: string | null,
+	/**  `rule` (an explicit statement) or `llm` (found by the language model). */
+	foundBy: string,
+	updatedAtMs: number | null,
+};
+
+/**  Something the copilot remembers about the signed-in user (or a task it learned). */
+export type MemoryRow_Serialize = {
+	/**  `ctx://user/…` or `ctx://agent/…/memories/cases/…`: what `forget_memory` takes. */
+	uri: string,
+	/**  preference, habit, background, constraint, or case (a task that worked). */
+	kind: string,
+	content: string,
+	confidence: number | null,
+	/**  Times a later conversation said it again. */
+	confirmations: number,
+	/**  The project it applies to; `None` = everywhere. */
+	project: string | null,
+	/**  `rule` (an explicit statement) or `llm` (found by the language model). */
+	foundBy: string,
+	updatedAtMs: number | null,
+};
+
 export type ModelInfo = ModelInfo_Serialize | ModelInfo_Deserialize;
 
 export type ModelInfo_Deserialize = {
@@ -592,6 +638,39 @@ export type ReadersView = {
 	folder: string,
 	documents: number,
 	readers: ReaderRow[],
+};
+
+/**  What "remember this conversation" did. */
+export type RememberReport = RememberReport_Serialize | RememberReport_Deserialize;
+
+/**  What "remember this conversation" did. */
+export type RememberReport_Deserialize = {
+	created: MemoryRow_Deserialize[],
+	/**  Memories the conversation said again (their confidence grew). */
+	confirmed: MemoryRow_Deserialize[],
+	/**  Of those, how many the model merged with what was said. */
+	merged: number,
+	/**  Statements not kept (said by nobody, another person's, …). */
+	skipped: number,
+	/**  The language model that read the conversation (`None`: the rules alone). */
+	model?: string | null,
+	/**  Why the model could not be used, when it failed. */
+	modelError?: string | null,
+};
+
+/**  What "remember this conversation" did. */
+export type RememberReport_Serialize = {
+	created: MemoryRow_Serialize[],
+	/**  Memories the conversation said again (their confidence grew). */
+	confirmed: MemoryRow_Serialize[],
+	/**  Of those, how many the model merged with what was said. */
+	merged: number,
+	/**  Statements not kept (said by nobody, another person's, …). */
+	skipped: number,
+	/**  The language model that read the conversation (`None`: the rules alone). */
+	model: string | null,
+	/**  Why the model could not be used, when it failed. */
+	modelError: string | null,
 };
 
 /**  The models behind search, as the settings pane edits them. */

@@ -45,6 +45,9 @@ pub(crate) enum EvalCommand {
     Qa(crate::eval_agent::QaEvalArgs),
     /// The router on a bilingual question table.
     Routing,
+    /// Memory extraction on labelled bilingual conversations: precision and recall of the
+    /// rules, and of the rules plus the language model (`--llm`).
+    Memory(crate::eval_memory::MemoryEvalArgs),
 }
 
 pub(crate) fn run(
@@ -57,6 +60,7 @@ pub(crate) fn run(
         EvalCommand::Sql(args) => crate::eval_agent::sql(&args, llm, json),
         EvalCommand::Qa(args) => crate::eval_agent::qa(&args, models, llm, json),
         EvalCommand::Routing => crate::eval_agent::routing(llm, json),
+        EvalCommand::Memory(args) => crate::eval_memory::memory(&args, llm, json),
         EvalCommand::Retrieval(args) => crate::eval_retrieval::run(args, models, json),
         EvalCommand::Extract { corpus } => extract(&corpus, json),
         EvalCommand::Robustness {

@@ -12,6 +12,7 @@ mod bench;
 mod bench_watch;
 mod eval;
 mod eval_agent;
+mod eval_memory;
 mod eval_retrieval;
 mod group;
 mod knowledge;

@@ -200,7 +200,8 @@ pub struct SkippedCandidate {
     pub kind: String,
     pub statement: String,
     /// `ask` (the options asked for confirmation), `other_speaker`, `no_group`, or for a
-    /// model's proposal `ungrounded` (nobody said it) / `unknown_kind`.
+    /// model's proposal `ungrounded` (nobody said it), `question` (it rests on a question),
+    /// `unconfirmed` (a task case the user did not say worked), `unknown_kind`.
     pub reason: String,
 }
 
@@ -260,6 +261,8 @@ pub struct MemoryNode {
     pub owner: String,
     /// The project it applies to; `None` = everywhere.
     pub project: Option<String>,
+    /// `rule` (an explicit statement) or `llm` (proposed by a language model, grounded).
+    pub found_by: String,
 }
 
 /// Rules for explicit first-person statements: (kind, phrases that start the claim).
@@ -575,7 +578,7 @@ fn zh_rule_holds(phrase: &str, after: &str) -> bool {
     }
 }
 
-fn is_question(statement: &str) -> bool {
+pub(crate) fn is_question(statement: &str) -> bool {
     let trimmed = statement.trim_end_matches(['.', '。', '!', '！', ' ']);
     if trimmed.ends_with(ZH_QUESTION_ENDS) {
         return true;
@@ -599,7 +602,7 @@ fn is_question(statement: &str) -> bool {
 }
 
 /// Sentences of a message (ASCII and CJK terminators, and line breaks).
-fn split_sentences(text: &str) -> Vec<String> {
+pub(crate) fn split_sentences(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
     let mut chars = text.chars().peekable();
@@ -676,6 +679,11 @@ fn node(account: &str, item: &KnowledgeItem) -> MemoryNode {
         group_id,
         owner: item.owner.clone(),
         project: item.tags.get(PROJECT_TAG).cloned(),
+        found_by: item
+            .tags
+            .get("origin")
+            .cloned()
+            .unwrap_or_else(|| "rule".into()),
     }
 }
 
@@ -982,6 +990,8 @@ impl Engine {
                                 reason: match why {
                                     Rejection::Ungrounded => "ungrounded",
                                     Rejection::UnknownKind => "unknown_kind",
+                                    Rejection::Question => "question",
+                                    Rejection::Unconfirmed => "unconfirmed",
                                 }
                                 .into(),
                             }),

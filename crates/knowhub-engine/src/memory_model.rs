@@ -5,14 +5,19 @@
 //! implements it over its `Llm`; tests use a fake). What a model says is never trusted as
 //! such — a small model invents preferences nobody stated — so every proposal must be
 //! *grounded*: most of its wording has to appear in what one participant actually said (which
-//! also tells whose memory it is). A task case (a strategy from a completed task) summarises
-//! several turns, so it is held to a looser bar against the whole conversation, and only
-//! when the assistant took part (there was a task to complete).
+//! also tells whose memory it is) — in one sentence that is not a question (small models
+//! readily turn "Can I expense a taxi?" into a "preference"). A task case (a strategy from a
+//! completed task) summarises several turns, so it is held to a looser bar against the whole
+//! conversation, and is kept only when the user's reply to the assistant says it worked
+//! (a success word and no failure word, English or Chinese): the model's own judgement of
+//! "it worked" is not trusted either.
 
 use serde::{Deserialize, Serialize};
 
 use crate::knowledge::{jaccard, shingle_set};
-use crate::memory::{CommitMessage, GROUP_MEMORY_KINDS, MEMORY_KINDS};
+use crate::memory::{
+    CommitMessage, GROUP_MEMORY_KINDS, MEMORY_KINDS, is_question, split_sentences,
+};
 
 /// The kind of a strategy learned from a completed task (seed 003's agent `cases`).
 pub const CASE_KIND: &str = "case";
@@ -24,6 +29,38 @@ const GROUNDED: f64 = 0.5;
 const CASE_GROUNDED: f64 = 0.3;
 /// Overlap (of the smaller set) above which two candidates of one commit say the same.
 const SAME_CANDIDATE: f64 = 0.8;
+
+/// Words in a reply that say the assistant's answer worked / did not (lower-cased).
+const SUCCESS_CUES: &[&str] = &[
+    "worked",
+    "works now",
+    "fixed",
+    "solved",
+    "that did it",
+    "did the trick",
+    "perfect",
+    "成功",
+    "好了",
+    "解决了",
+    "可以了",
+    "搞定",
+];
+const FAILURE_CUES: &[&str] = &[
+    "didn't",
+    "did not",
+    "doesn't",
+    "does not",
+    "not work",
+    "still",
+    "failed",
+    "no luck",
+    "不行",
+    "没用",
+    "失败",
+    "还是",
+    "没有解决",
+    "没解决",
+];
 
 /// A memory a model proposes, before any check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +89,44 @@ pub(crate) enum Rejection {
     UnknownKind,
     /// Its wording is not in what anyone said.
     Ungrounded,
+    /// It rests on a question, not a statement.
+    Question,
+    /// A task case the user did not say worked.
+    Unconfirmed,
+}
+
+/// A polite request ("Could you keep it short?", "请简短一点？") states a preference even when it
+/// ends with a question mark.
+fn is_request(sentence: &str) -> bool {
+    let lower = sentence.trim().to_lowercase();
+    ["could you", "can you", "would you", "will you", "please"]
+        .iter()
+        .any(|p| lower.starts_with(p))
+        || ["请", "能不能", "能否", "麻烦"]
+            .iter()
+            .any(|p| lower.contains(p))
+}
+
+/// A question that asks for information, not a request.
+fn asks(sentence: &str) -> bool {
+    is_question(sentence) && !is_request(sentence)
+}
+
+/// Whether a user replied to the assistant that its answer worked (the last reply after an
+/// assistant message decides).
+fn confirmed_success(messages: &[CommitMessage]) -> bool {
+    let Some(first_answer) = messages.iter().position(CommitMessage::is_assistant) else {
+        return false;
+    };
+    let Some(reply) = messages[first_answer..]
+        .iter()
+        .rev()
+        .find(|m| !m.is_assistant())
+    else {
+        return false;
+    };
+    let text = reply.content.to_lowercase();
+    SUCCESS_CUES.iter().any(|c| text.contains(c)) && !FAILURE_CUES.iter().any(|c| text.contains(c))
 }
 
 /// A proposal that passed: its kind, statement and the message index it rests on (`None`
@@ -119,10 +194,12 @@ pub(crate) fn ground(
         .collect();
     let core = without_reporting_words(&statement);
     if kind == CASE_KIND {
-        let has_assistant = messages.iter().any(CommitMessage::is_assistant);
         let all: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
-        if !has_assistant || containment(core, &all.join("\n")) < CASE_GROUNDED {
+        if containment(core, &all.join("\n")) < CASE_GROUNDED {
             return Err(Rejection::Ungrounded);
+        }
+        if !confirmed_success(messages) {
+            return Err(Rejection::Unconfirmed);
         }
         return Ok(GroundedMemory {
             kind,
@@ -130,15 +207,25 @@ pub(crate) fn ground(
             message: None,
         });
     }
-    // A person's memory rests on one thing a person (not the assistant) said.
+    if asks(core) {
+        return Err(Rejection::Question);
+    }
+    // A person's memory rests on one sentence a person (not the assistant) said.
     let best = messages
         .iter()
         .enumerate()
         .filter(|(_, m)| !m.is_assistant())
-        .map(|(i, m)| (i, containment(core, &m.content)))
+        .flat_map(|(i, m)| {
+            let whole = (i, containment(core, &m.content), false);
+            let sentences = split_sentences(&m.content)
+                .into_iter()
+                .map(move |s| (i, containment(core, &s), asks(&s)));
+            std::iter::once(whole).chain(sentences)
+        })
         .max_by(|a, b| a.1.total_cmp(&b.1));
     match best {
-        Some((i, share)) if share >= GROUNDED => Ok(GroundedMemory {
+        Some((_, share, true)) if share >= GROUNDED => Err(Rejection::Question),
+        Some((i, share, false)) if share >= GROUNDED => Ok(GroundedMemory {
             kind,
             statement,
             message: Some(i),
@@ -170,7 +257,8 @@ mod tests {
     fn grounding_table() {
         let conversation = [
             msg(
-                "Could you keep answers short? Long paragraphs are hard to read on my phone.",
+                "Could you keep answers short? Long paragraphs are hard to read on my phone. \
+                 Can I expense a taxi after 10 pm?",
                 None,
             ),
             msg(
@@ -215,6 +303,19 @@ mod tests {
                 false,
                 Err(Rejection::UnknownKind),
             ),
+            // A question is not a preference.
+            (
+                "preference",
+                "Can I expense a taxi after 10 pm?",
+                false,
+                Err(Rejection::Question),
+            ),
+            (
+                "preference",
+                "expense a taxi after 10 pm",
+                false,
+                Err(Rejection::Question),
+            ),
             // Group kinds only in a group commit.
             (
                 "decision",
@@ -240,20 +341,41 @@ mod tests {
             let got = ground(&proposal(kind, statement), &conversation, *group).map(|g| g.message);
             assert_eq!(&got, expected, "{kind}: {statement}");
         }
-        // No assistant turn: nothing was completed, so no case.
-        let alone = [msg(
-            "To reset the VPN token, open the portal and choose Reset.",
-            None,
-        )];
-        assert_eq!(
-            ground(
-                &proposal("case", "To reset the VPN token, open the portal"),
-                &alone,
-                false
-            )
-            .map(|g| g.message),
-            Err(Rejection::Ungrounded)
-        );
+        // No reply saying it worked (no assistant turn; "OK"; "didn't work"): no case.
+        let case = proposal("case", "To reset the VPN token, open the portal");
+        let asked = "How do I reset the VPN token?";
+        let answered = "To reset the VPN token, open the portal and choose Reset.";
+        for conversation in [
+            vec![msg(answered, None)],
+            vec![msg(asked, None), msg(answered, Some("assistant"))],
+            vec![
+                msg(asked, None),
+                msg(answered, Some("assistant")),
+                msg("OK.", None),
+            ],
+            vec![
+                msg(asked, None),
+                msg(answered, Some("assistant")),
+                msg("That didn't work, the portal is down.", None),
+            ],
+            vec![
+                msg(asked, None),
+                msg(answered, Some("assistant")),
+                msg("还是不行。", None),
+            ],
+        ] {
+            assert_eq!(
+                ground(&case, &conversation, false).map(|g| g.message),
+                Err(Rejection::Unconfirmed),
+                "{conversation:?}"
+            );
+        }
+        let solved = [
+            msg(asked, None),
+            msg(answered, Some("assistant")),
+            msg("好了，问题解决了，谢谢！", None),
+        ];
+        assert_eq!(ground(&case, &solved, false).map(|g| g.message), Ok(None));
     }
 
     #[test]

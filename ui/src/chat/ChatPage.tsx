@@ -1,8 +1,9 @@
 import { useCallback, useEffect, useLayoutEffect, useRef, useState, type KeyboardEvent } from "react";
 import { useTranslation } from "react-i18next";
-import type { Source } from "../api";
+import { api, type Source } from "../api";
 import { SendIcon, StopIcon } from "../components/icons";
 import { useChatActions, useChatMeta, useChatState } from "../state/chat";
+import { useToast } from "../state/toasts";
 import { SourcePanel } from "./SourcePanel";
 import { TraceDialog } from "./TraceDialog";
 import { TurnView } from "./Turn";
@@ -194,7 +195,54 @@ function Composer({ value, onChange, onSubmit }: ComposerProps) {
           </button>
         )}
       </form>
-      <p className="composer-hint">{t("chat.hint")}</p>
+      <p className="composer-hint">
+        {t("chat.hint")}
+        {meta.sessionId && !asking && (
+          <>
+            {" · "}
+            <RememberButton sessionId={meta.sessionId} />
+          </>
+        )}
+      </p>
     </div>
+  );
+}
+
+/** "Remember what I said": commits this conversation to the user's memories (Settings →
+ * Memory lists and forgets them) and says what was kept. */
+function RememberButton({ sessionId }: { sessionId: string }) {
+  const { t } = useTranslation();
+  const { notify, showError } = useToast();
+  const [busy, setBusy] = useState(false);
+  const remember = async () => {
+    setBusy(true);
+    try {
+      const r = await api.rememberConversation(sessionId);
+      const kept = [...r.created, ...r.confirmed];
+      const title =
+        kept.length === 0
+          ? t("memory.nothingNew")
+          : t("memory.remembered", { created: r.created.length, confirmed: r.confirmed.length });
+      const body =
+        kept.length > 0 ? (
+          <ul className="file-list toast-files" data-testid="remember-results">
+            {kept.map((m) => (
+              <li key={m.uri}>
+                <span className="muted">{t(`memory.kinds.${m.kind}`, { defaultValue: m.kind })}:</span> {m.content}
+              </li>
+            ))}
+          </ul>
+        ) : undefined;
+      notify(kept.length === 0 ? "info" : "success", title, r.modelError ?? undefined, { body });
+    } catch (err) {
+      showError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <button type="button" className="link-button" data-testid="chat-remember" disabled={busy} onClick={() => void remember()}>
+      {busy ? t("memory.remembering") : t("memory.rememberConversation")}
+    </button>
   );
 }

@@ -4,15 +4,16 @@ import { useApp } from "../state/app";
 import { ApiTab } from "./ApiTab";
 import { DataSourcesTab } from "./DataSourcesTab";
 import { LanguageTab } from "./LanguageTab";
+import { MemoryTab } from "./MemoryTab";
 import { ModelsTab } from "./ModelsTab";
 import { PermissionsTab } from "./PermissionsTab";
 import { ProfileTab } from "./ProfileTab";
 import { UsersTab } from "./UsersTab";
 
-type Tab = "permissions" | "users" | "models" | "datasources" | "api" | "profile" | "language";
+type Tab = "permissions" | "users" | "models" | "datasources" | "api" | "profile" | "memory" | "language";
 
-const ADMIN_TABS: Tab[] = ["permissions", "users", "models", "datasources", "api", "language"];
-const USER_TABS: Tab[] = ["profile", "language"];
+const ADMIN_TABS: Tab[] = ["permissions", "users", "models", "datasources", "api", "memory", "language"];
+const USER_TABS: Tab[] = ["profile", "memory", "language"];
 
 export function SettingsPage() {
   const { t } = useTranslation();
@@ -63,6 +64,7 @@ export function SettingsPage() {
         {tab === "datasources" && <DataSourcesTab />}
         {tab === "api" && <ApiTab />}
         {tab === "profile" && <ProfileTab />}
+        {tab === "memory" && <MemoryTab />}
         {tab === "language" && <LanguageTab />}
       </div>
     </div>
