@@ -177,6 +177,20 @@ async fn scenario(ui: &Ui, demo: &Path) {
     let text = answer.text().await.unwrap();
     assert!(text.contains("4321"), "{text}");
 
+    // 5b. "Remember what I said" keeps a stated preference; Settings → Memory shows it and
+    // forgets it.
+    ui.ask("I prefer answers in bullet points. Who approves relocation requests?")
+        .await;
+    ui.click(&css("chat-remember")).await;
+    let remembered = ui.text(&css("remember-results")).await;
+    assert!(remembered.contains("bullet points"), "{remembered}");
+    ui.click(&css("nav-settings")).await;
+    ui.click(&css("settings-tab-memory")).await;
+    let row = ui.text(&css("memory-row")).await;
+    assert!(row.contains("I prefer answers in bullet points"), "{row}");
+    ui.click(&css("memory-forget")).await;
+    ui.wait(&css("memory-empty")).await;
+
     // 6. As admin: add a user, publish the corpus, restrict one folder.
     ui.click(&css("nav-settings")).await;
     ui.click(&css("settings-tab-users")).await;
