@@ -46,6 +46,9 @@ pub(crate) enum ResourceCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct SaveArgs {
+    /// Name it yourself (`credentials/website_a`); default: a generated id.
+    #[arg(long)]
+    id: Option<String>,
     /// code, credential, cookie, token, config, text, other.
     #[arg(long = "type", default_value = "text")]
     content_type: String,
@@ -117,6 +120,7 @@ pub(crate) fn run(
             let saved = engine.resource_save(
                 ctx,
                 NewResource {
+                    id: a.id,
                     content_type: a.content_type,
                     title: a.title,
                     description: a.description,

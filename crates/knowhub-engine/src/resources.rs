@@ -13,6 +13,11 @@
 //! * **Expiry**: a resource past `expires_at` is refused by `resource_get` (`Forbidden`,
 //!   "expired") and left out of lists inside the query; its owner can still update (renew)
 //!   or delete it.
+//! * **Ids** are `resource-{unix_ms}-{random}` unless the caller names one, as seed 002's
+//!   examples do (`credentials/website_a`, `code/selenium/login`): lower-case path segments
+//!   of letters, digits, `_`, `-`, `.`, joined by `/`. Ids are unique in the account, so a
+//!   taken id is a `Conflict` — which tells the caller only that the name is in use, never
+//!   what is behind it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -42,6 +47,8 @@ pub const RESOURCE_TYPES: &[&str] = &[
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct NewResource {
+    /// A name of the caller's choosing (`credentials/website_a`); default: a generated id.
+    pub id: Option<String>,
     /// One of [`RESOURCE_TYPES`].
     pub content_type: String,
     pub title: String,
@@ -163,7 +170,18 @@ impl Engine {
         } else {
             self.grantable_scopes(&access, &new.scopes, "resources")?
         };
-        let id = new_resource_id()?;
+        let id = match new.id.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+            Some(chosen) => {
+                check_resource_id(chosen)?;
+                if self.store().resource(chosen)?.is_some() {
+                    return Err(EngineError::Conflict(format!(
+                        "the resource id {chosen} is already in use"
+                    )));
+                }
+                chosen.to_owned()
+            }
+            None => new_resource_id()?,
+        };
         let secure = match &secret {
             Some(s) => Some(secrets::seal(&self.resource_key()?, &id, s)?),
             None => None,
@@ -372,6 +390,27 @@ fn check_metadata(m: serde_json::Value) -> Result<serde_json::Value> {
 
 fn not_found(id: &str) -> EngineError {
     EngineError::NotFound(format!("no resource {id}"))
+}
+
+/// Longest caller-chosen resource id.
+const MAX_RESOURCE_ID: usize = 128;
+
+/// A caller-chosen id: `segment(/segment)*`, each segment of `a-z 0-9 _ - .`, not `.`/`..`.
+fn check_resource_id(id: &str) -> Result<()> {
+    let ok_segment = |s: &str| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_-.".contains(c))
+    };
+    if id.len() <= MAX_RESOURCE_ID && id.split('/').all(ok_segment) {
+        Ok(())
+    } else {
+        Err(EngineError::InvalidInput(format!(
+            "a resource id is lower-case letters, digits, '_', '-', '.' in segments joined by              '/' (at most {MAX_RESOURCE_ID} characters), e.g. credentials/website_a — not {id:?}"
+        )))
+    }
 }
 
 /// `resource-{unix_ms}-{12 random hex digits}`.

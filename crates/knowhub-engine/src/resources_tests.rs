@@ -413,3 +413,64 @@ fn key_file_permissions() {
         SecretError::KeyFileLength { .. }
     ));
 }
+
+#[test]
+fn callers_may_name_resources_as_seed_002_does() {
+    let (_dir, engine) = setup(false);
+    let named = |id: &str| NewResource {
+        id: Some(id.into()),
+        ..credential(&[], None)
+    };
+    let saved = engine
+        .resource_save(&alice(), named("credentials/website_a"))
+        .unwrap();
+    assert_eq!(saved.id, "credentials/website_a");
+    let got = engine
+        .resource_get(&alice(), "credentials/website_a")
+        .unwrap();
+    assert!(got.secure_body.is_some());
+    // Knowledge refers to it by that name.
+    let item = engine
+        .knowledge_save(
+            &alice(),
+            crate::NewKnowledge {
+                content: "Log in with the test account, then export the cookies.".into(),
+                types: vec!["usecase".into()],
+                resource_ids: vec!["credentials/website_a".into()],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(item.resource_ids, ["credentials/website_a"]);
+    // Taken — even by a resource bob cannot see: a conflict that shows nothing of it.
+    let err = engine
+        .resource_save(&bob(), named("credentials/website_a"))
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Conflict(_)), "{err:?}");
+    assert!(!err.to_string().contains(SECRET));
+    assert!(matches!(
+        engine.resource_get(&bob(), "credentials/website_a"),
+        Err(EngineError::NotFound(_))
+    ));
+    // Malformed names are refused before anything is stored.
+    for bad in [
+        "Credentials/A",
+        "a//b",
+        "/a",
+        "a/",
+        "../etc",
+        "a b",
+        "a/./b",
+        "密钥",
+        &"x".repeat(129),
+    ] {
+        let err = engine.resource_save(&alice(), named(bad)).unwrap_err();
+        assert!(
+            matches!(err, EngineError::InvalidInput(_)),
+            "{bad}: {err:?}"
+        );
+    }
+    // No name, or a blank one: a generated id.
+    let generated = engine.resource_save(&alice(), named("  ")).unwrap();
+    assert!(generated.id.starts_with("resource-"), "{}", generated.id);
+}

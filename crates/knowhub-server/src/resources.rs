@@ -28,7 +28,8 @@ pub(crate) fn router() -> OpenApiRouter<ServerState> {
 #[schema(value_type = Object)]
 pub(crate) struct ResourceView(Value);
 
-/// Body of `POST /api/resource` (seed 002 fields).
+/// Body of `POST /api/resource` (seed 002 fields; `id` names it, e.g. `credentials/website_a`:
+/// lower-case segments of letters, digits, `_-.` joined by `/`; 409 when taken).
 #[derive(Debug, Deserialize, ToSchema)]
 #[schema(value_type = Object)]
 pub(crate) struct SaveBody(NewResource);
@@ -109,7 +110,7 @@ pub(crate) async fn list(
 /// One resource — 404 when it does not exist or the caller may not see it; refused when it
 /// has expired.
 #[utoipa::path(get, path = "/api/resource/{id}", tag = "resource",
-    params(("id" = String, Path, description = "resource-{timestamp}-{random}")),
+    params(("id" = String, Path, description = "resource-{timestamp}-{random}, or the name given at save (`credentials/website_a`, its `/` percent-encoded as %2F)")),
     responses((status = 200, body = ResourceView), (status = "4XX", body = ErrorBody)),
     security(("api_key" = []), ("bearer" = [])))]
 pub(crate) async fn get_one(
@@ -121,7 +122,7 @@ pub(crate) async fn get_one(
 
 /// Change a resource (owner, ADMIN or ROOT).
 #[utoipa::path(put, path = "/api/resource/{id}", tag = "resource",
-    params(("id" = String, Path, description = "resource-{timestamp}-{random}")),
+    params(("id" = String, Path, description = "resource-{timestamp}-{random}, or the name given at save (`credentials/website_a`, its `/` percent-encoded as %2F)")),
     request_body = UpdateBody,
     responses((status = 200, body = ResourceView), (status = "4XX", body = ErrorBody)),
     security(("api_key" = []), ("bearer" = [])))]
@@ -149,7 +150,7 @@ pub(crate) struct Deleted {
 
 /// Delete a resource (owner, ADMIN or ROOT).
 #[utoipa::path(delete, path = "/api/resource/{id}", tag = "resource",
-    params(("id" = String, Path, description = "resource-{timestamp}-{random}")),
+    params(("id" = String, Path, description = "resource-{timestamp}-{random}, or the name given at save (`credentials/website_a`, its `/` percent-encoded as %2F)")),
     responses((status = 200, body = Deleted), (status = "4XX", body = ErrorBody)),
     security(("api_key" = []), ("bearer" = [])))]
 pub(crate) async fn delete_one(

@@ -1156,6 +1156,39 @@ fn resources_keep_secure_bodies_for_their_owner() {
     assert_eq!(s.call("DELETE", &path, &s.alice, None).status, 200);
     s.call("GET", &path, &s.alice, None)
         .assert_error(404, "NOT_FOUND");
+
+    // Seed 002 names resources (`credentials/website_a`); the slash travels percent-encoded.
+    let r = s.call(
+        "POST",
+        "/api/resource",
+        &s.alice,
+        Some(
+            json!({"id": "credentials/website_a", "content_type": "credential",
+                    "title": "Website A", "secure_body": secret}),
+        ),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.json()["id"], "credentials/website_a");
+    let named = "/api/resource/credentials%2Fwebsite_a";
+    let mine = s.call("GET", named, &s.alice, None);
+    assert_eq!(mine.status, 200, "{}", mine.text);
+    assert_eq!(mine.json()["secure_body"], secret);
+    s.call("GET", named, &s.bob, None)
+        .assert_error(404, "NOT_FOUND");
+    s.call(
+        "POST",
+        "/api/resource",
+        &s.bob,
+        Some(json!({"id": "credentials/website_a", "title": "mine"})),
+    )
+    .assert_error(409, "CONFLICT");
+    s.call(
+        "POST",
+        "/api/resource",
+        &s.alice,
+        Some(json!({"id": "../Website A", "title": "x"})),
+    )
+    .assert_error(422, "VALIDATION_ERROR");
 }
 
 #[test]
