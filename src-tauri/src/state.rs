@@ -147,6 +147,9 @@ impl AppState {
                 args: vec!["parse-worker".into()],
             };
         }
+        // A new knowledge base keeps its secrets' key in the OS keyring when the session has
+        // one (an existing key stays where it is).
+        engine_config.keyring_for_new_keys = true;
         let hub = Arc::new(Hub::open(engine_config)?);
         let ctx = hub.authenticate(&Credentials {
             api_key: config.api_key.clone(),

@@ -32,6 +32,7 @@ mod fs;
 mod groups;
 mod hub;
 mod ingest;
+pub mod keyring;
 mod knowledge;
 mod memory;
 mod memory_model;
@@ -181,6 +182,10 @@ pub struct EngineConfig {
     pub models: ModelConfig,
     /// The account this engine serves (each account is a separate store and index).
     pub account: AccountId,
+    /// A new data directory keeps the key sealing resource secrets in the OS keyring when
+    /// one answers (the desktop app); else in `secret.key`. An existing key stays where it
+    /// is either way (see `keyring.rs`).
+    pub keyring_for_new_keys: bool,
 }
 
 impl EngineConfig {
@@ -196,6 +201,7 @@ impl EngineConfig {
             chunking: ChunkConfig::default(),
             models: ModelConfig::default(),
             account: default_account(),
+            keyring_for_new_keys: false,
         }
     }
 
@@ -275,6 +281,7 @@ impl Engine {
     /// place storage, indexes, parsers and models are wired together.
     pub fn open_with(config: EngineConfig, fs: Arc<dyn Fs>, models: ModelSet) -> Result<Engine> {
         let paths = DataPaths::new(&config.data_dir, &config.account);
+        let keyring_for_new_keys = config.keyring_for_new_keys;
         std::fs::create_dir_all(&paths.index).map_err(|source| EngineError::Io {
             path: paths.index.display().to_string(),
             source,
@@ -320,7 +327,7 @@ impl Engine {
             chunking,
             semantic: models.embedder.map(semantic::Semantic::new),
             knowledge: Default::default(),
-            resource_keys: Default::default(),
+            resource_keys: secrets::KeySlot::new(keyring_for_new_keys),
             reranker: models.reranker,
             model_notes: models.notes,
             write_lock: Mutex::new(()),

@@ -6,8 +6,9 @@
 //! * **Key**: 32 random bytes from a [`KeySource`]. [`FileKeySource`] keeps it in
 //!   `<data dir>/secret.key`, created atomically with mode 0600 (temporary file + hard link,
 //!   so two processes starting together agree on one key) and refused when group or others
-//!   can read it. [`MemoryKeySource`] is for tests. (An OS-keyring source can implement the
-//!   same trait; none is built in yet.)
+//!   can read it. [`crate::keyring::KeyringKeySource`] keeps a new data directory's key in
+//!   the OS keyring instead (the desktop app) and is the engine's default source: it finds
+//!   the key wherever it already is. [`MemoryKeySource`] is for tests.
 //! * **Key id**: the first 8 bytes of the key's BLAKE3 hash, stored next to each ciphertext,
 //!   so a changed key gives a clear error rather than an authentication failure.
 //! * Keys and decrypted secrets are wiped from memory on drop (`zeroize`), and [`SecureBody`]
@@ -46,6 +47,9 @@ pub enum SecretError {
     KeyFileLength { path: String, len: u64 },
     #[error("no randomness for a key or nonce: {0}")]
     Random(String),
+    /// The OS keyring holding the key could not give it.
+    #[error("{0}")]
+    Keyring(String),
     #[error(
         "the secure body of resource {id} was encrypted with key {stored}, but the current key \
          is {current}"
@@ -337,19 +341,44 @@ pub(crate) fn open(
     Ok(SecureBody::new(text))
 }
 
-/// The engine's key source: the file under the data directory unless one was installed.
+/// The engine's key source: the data directory's key wherever it is (keyring or file; see
+/// `keyring.rs`) unless one was installed. Created on first use and kept (so the keyring is
+/// asked once per process).
 #[derive(Debug, Default)]
-pub(crate) struct KeySlot(std::sync::RwLock<Option<Arc<dyn KeySource>>>);
+pub(crate) struct KeySlot {
+    source: std::sync::RwLock<Option<Arc<dyn KeySource>>>,
+    keyring_for_new_keys: bool,
+}
 
 impl KeySlot {
+    pub(crate) fn new(keyring_for_new_keys: bool) -> KeySlot {
+        KeySlot {
+            source: Default::default(),
+            keyring_for_new_keys,
+        }
+    }
+
     pub(crate) fn set(&self, source: Arc<dyn KeySource>) {
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Some(source);
+        *self.source.write().unwrap_or_else(|p| p.into_inner()) = Some(source);
     }
 
     pub(crate) fn get(&self, data_dir: &Path) -> Arc<dyn KeySource> {
-        if let Some(s) = self.0.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        if let Some(s) = self
+            .source
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
             return Arc::clone(s);
         }
-        Arc::new(FileKeySource::new(data_dir.join("secret.key")))
+        let mut slot = self.source.write().unwrap_or_else(|p| p.into_inner());
+        let source = slot.get_or_insert_with(|| {
+            let mut s = crate::keyring::KeyringKeySource::new(data_dir);
+            if self.keyring_for_new_keys {
+                s = s.prefer_keyring();
+            }
+            Arc::new(s)
+        });
+        Arc::clone(source)
     }
 }
