@@ -275,6 +275,24 @@ mod tests {
             .timeout(Duration::from_millis(300))
     }
 
+    /// Against the real OS keyring. On Linux, with GNOME Keyring installed:
+    /// `dbus-run-session -- sh -c 'echo pw | gnome-keyring-daemon --unlock --components=secrets
+    /// && cargo test -p knowhub-engine --lib keyring -- --ignored'`
+    #[test]
+    #[ignore = "needs a running Secret Service / Keychain / Credential Manager"]
+    fn the_os_keyring_keeps_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = KeyringKeySource::new(dir.path()).prefer_keyring();
+        let key = app.key().unwrap();
+        assert_eq!(app.location(), "keyring", "no OS keyring answered");
+        assert!(!dir.path().join("secret.key").exists());
+        let cli = KeyringKeySource::new(dir.path());
+        assert_eq!(cli.key().unwrap().id(), key.id());
+        let vault = OsKeyring::for_data_dir(dir.path());
+        assert_eq!(vault.read().unwrap().map(|b| b.len()), Some(KEY_LEN));
+        vault.entry().unwrap().delete_credential().unwrap();
+    }
+
     #[test]
     fn a_new_key_goes_to_the_keyring_and_stays_there() {
         let dir = tempfile::tempdir().unwrap();
