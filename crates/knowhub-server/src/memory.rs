@@ -32,8 +32,8 @@ pub(crate) fn router() -> OpenApiRouter<ServerState> {
 /// One message of a conversation.
 #[derive(Debug, Deserialize, ToSchema)]
 pub(crate) struct MessageBody {
-    /// `user`, `assistant`, `system`… — only users' words become memories (the assistant's
-    /// tell the language model what task was done; system messages are ignored).
+    /// `user` or `assistant` — only users' words become memories (the assistant's tell the
+    /// language model what task was done); other roles (system, tool) are ignored.
     role: String,
     content: String,
     /// In a group conversation, which user said it (default: the caller). Personal facts
@@ -109,15 +109,21 @@ pub(crate) async fn commit(
     let messages: Vec<CommitMessage> = body
         .messages
         .into_iter()
-        .filter(|m| !m.role.eq_ignore_ascii_case("system"))
-        .map(|m| CommitMessage {
-            role: Some(if m.role.eq_ignore_ascii_case("assistant") {
-                "assistant".into()
+        // Only people's and the assistant's words: system prompts and tool output are
+        // neither the user's statements nor what the user was told.
+        .filter_map(|m| {
+            let role = if m.role.eq_ignore_ascii_case("user") {
+                "user"
+            } else if m.role.eq_ignore_ascii_case("assistant") {
+                "assistant"
             } else {
-                "user".into()
-            }),
-            content: m.content,
-            user_id: m.user_id,
+                return None;
+            };
+            Some(CommitMessage {
+                role: Some(role.into()),
+                content: m.content,
+                user_id: m.user_id,
+            })
         })
         .collect();
     let project = body.project_id.filter(|p| !p.is_empty());
