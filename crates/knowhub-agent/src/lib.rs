@@ -37,7 +37,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 pub use lang::Lang;
-pub use nodes::route::route_by_rules;
+pub use nodes::route::{route_by_rules, route_with_llm};
 pub use state::{AgentState, CancelFlag, Route, StopReason};
 
 /// Errors that end a request (tool failures do not: they become `tool_error` answers).

@@ -421,18 +421,65 @@ pub(crate) fn routing(llm: &LlmArgs, json: bool) -> Result<ExitCode> {
             ));
         }
     }
-    let _ = llm; // the LLM router is measured through `knowhub ask --trace` (the route's `by`).
+    // With a model: what the LLM alone chose, and the route RouteNode takes after reconciling
+    // it with the rules (a DOC/SQL disagreement runs both: HYBRID, counted right when the
+    // wanted route is one of the two).
+    let model = llm.load()?;
+    let tables: Vec<String> = ["Customer", "Album", "Invoice", "Employee", "Track"]
+        .map(String::from)
+        .to_vec();
+    let (mut llm_right, mut final_right, mut final_covers) = (0, 0, 0);
+    if let Some(model) = &model {
+        for (q, want) in TABLE {
+            let (chosen, final_route) =
+                knowhub_agent::route_with_llm(model.as_ref(), q, &tables, Some(&data));
+            if chosen == Some(*want) {
+                llm_right += 1;
+            }
+            if final_route == *want {
+                final_right += 1;
+            }
+            let covers = final_route == *want
+                || (final_route == Route::Hybrid && matches!(want, Route::Doc | Route::Sql));
+            if covers {
+                final_covers += 1;
+            } else {
+                wrong.push(format!(
+                    "{q}: LLM said {}, routed {}, want {}",
+                    chosen.map_or("(unusable)", |r| r.as_str()),
+                    final_route.as_str(),
+                    want.as_str()
+                ));
+            }
+        }
+    }
+    let n = TABLE.len();
+    let pct = |k: usize| 100.0 * k as f64 / n as f64;
     if json {
         println!(
             "{}",
-            serde_json::json!({"questions": TABLE.len(), "rules_correct": right, "wrong": wrong})
+            serde_json::json!({"questions": n, "rules_correct": right,
+                "llm": model.as_ref().map(|m| m.model_id().to_string()),
+                "llm_alone_correct": llm_right, "final_correct": final_right,
+                "final_covers": final_covers, "wrong": wrong})
         );
     } else {
-        println!(
-            "| routing (rules) | {right}/{} = {:.0}% |",
-            TABLE.len(),
-            100.0 * right as f64 / TABLE.len() as f64
-        );
+        println!("| routing | correct |");
+        println!("|---|---|");
+        println!("| rules | {right}/{n} = {:.0}% |", pct(right));
+        if let Some(m) = &model {
+            println!(
+                "| {} alone | {llm_right}/{n} = {:.0}% |",
+                m.model_id(),
+                pct(llm_right)
+            );
+            println!(
+                "| {} + rules (what the agent does) | exact {final_right}/{n} = {:.0}%; right tool run {final_covers}/{n} = {:.0}% |",
+                m.model_id(),
+                pct(final_right),
+                pct(final_covers)
+            );
+        }
         for w in &wrong {
             println!("  ✗ {w}");
         }

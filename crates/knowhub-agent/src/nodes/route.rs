@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use knowhub_llm::Message;
+use knowhub_llm::{ChatRequest, Llm, Message};
 use serde_json::json;
 
 use super::{Deps, StepReport, clip};
@@ -153,6 +153,46 @@ pub fn route_by_rules(
     }
 }
 
+/// The routing prompt: one word back (DOC, SQL, HYBRID, CLARIFY, REFUSE).
+fn llm_route_messages(q: &str, tables: &[String]) -> Vec<Message> {
+    let system = "You route questions for a company knowledge assistant. Reply with exactly \
+        one word: DOC (answer from documents: policies, specs, manuals, how-to, definitions), \
+        SQL (count, sum, list, rank or filter rows of data tables), HYBRID (needs both), \
+        CLARIFY (too vague to act on), REFUSE (asks to change data, for other people's \
+        passwords or keys, or to bypass permissions).";
+    let user = format!(
+        "Data tables: {}\nQuestion: {q}\nRoute:",
+        if tables.is_empty() {
+            "(none)".to_string()
+        } else {
+            tables.join(", ")
+        }
+    );
+    vec![Message::system(system), Message::user(user)]
+}
+
+/// How RouteNode routes `q` with `llm` (for evaluation): the LLM's own choice (`None` when
+/// its answer was unusable or a refusal rule stood) and the final route after reconciling
+/// it with the rules.
+pub fn route_with_llm(
+    llm: &dyn Llm,
+    q: &str,
+    tables: &[String],
+    data_terms: Option<&HashSet<String>>,
+) -> (Option<Route>, Route) {
+    let (rules, _) = route_by_rules(q, data_terms);
+    if rules == Route::Refuse {
+        return (None, rules);
+    }
+    let mut req = ChatRequest::new(llm_route_messages(q, tables));
+    req.max_tokens = 4;
+    let chosen = llm.complete(&req).ok().and_then(|r| parse_route(&r.text));
+    match chosen {
+        Some(r) => (Some(r), reconcile(rules, r).0),
+        None => (None, rules),
+    }
+}
+
 pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepReport> {
     let data = deps
         .engine
@@ -187,25 +227,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             .chain(data.sources.iter().map(|s| s.name.clone()))
             .take(20)
             .collect();
-        let system = "You route questions for a company knowledge assistant. Reply with exactly \
-            one word: DOC (answer from documents: policies, specs, manuals, how-to, definitions), \
-            SQL (count, sum, list, rank or filter rows of data tables), HYBRID (needs both), \
-            CLARIFY (too vague to act on), REFUSE (asks to change data, for other people's \
-            passwords or keys, or to bypass permissions).";
-        let user = format!(
-            "Data tables: {}\nQuestion: {q}\nRoute:",
-            if tables.is_empty() {
-                "(none)".to_string()
-            } else {
-                tables.join(", ")
-            }
-        );
-        match deps.ask_llm(
-            state,
-            vec![Message::system(system), Message::user(user)],
-            4,
-            false,
-        ) {
+        match deps.ask_llm(state, llm_route_messages(&q, &tables), 4, false) {
             Ok(text) => {
                 llm_answer = Some(text.clone());
                 if let Some(r) = parse_route(&text) {
