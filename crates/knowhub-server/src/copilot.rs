@@ -34,15 +34,19 @@ pub(crate) fn router() -> OpenApiRouter<ServerState> {
 /// Body of `POST /api/v1/search`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub(crate) struct SearchBody {
+    #[schema(pattern = r"\S")]
     query: String,
     /// Passages to return (default 10, at most 100).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::optional")]
+    #[schema(minimum = 1, maximum = 100)]
     limit: Option<usize>,
     /// At most this many passages per document (default 3).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::optional")]
+    #[schema(minimum = 0, maximum = 1_000_000_000)]
     max_per_document: Option<usize>,
     /// `hybrid` (default), `keyword` or `semantic`.
     #[serde(default)]
+    #[schema(pattern = "^(hybrid|keyword|semantic)$")]
     mode: Option<String>,
 }
 
@@ -84,9 +88,23 @@ pub(crate) async fn search(
 
 // ----- ask ----------------------------------------------------------------------------------
 
+/// One server-sent event of a streamed answer.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct AskEvent {
+    /// `step` (a workflow node started or ended), `token` (text to append), `replace` (the
+    /// verified answer replaces what was streamed), `answer` (the final cited answer) or
+    /// `error`.
+    #[schema(pattern = "^(step|token|replace|answer|error)$")]
+    event: String,
+    /// The event's JSON payload.
+    data: String,
+}
+
 /// Body of `POST /api/v1/ask`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub(crate) struct AskBody {
+    #[schema(pattern = r"\S")]
     question: String,
     /// Continue one of the caller's conversations; default: a new one.
     #[serde(default)]
@@ -94,6 +112,7 @@ pub(crate) struct AskBody {
     /// The project the question is about: the caller's memories of that project join their
     /// profile.
     #[serde(default)]
+    #[schema(pattern = r"^[^\s,\x00-\x1f\x7f-\x9f]+$", max_length = 64)]
     project: Option<String>,
     /// Answer with server-sent events: `step`, `token`, `replace`, then `answer` (or
     /// `error`).
@@ -175,7 +194,7 @@ fn sse_event(msg: Msg, trace_id: &Option<String>) -> Event {
     request_body = AskBody,
     responses(
         (status = 200, description = "The answer; `text/event-stream` when `stream` is true",
-            content((AnswerBody = "application/json"), (String = "text/event-stream"))),
+            content((AnswerBody = "application/json"), (AskEvent = "text/event-stream"))),
         (status = "4XX", body = ErrorBody)),
     security(("api_key" = []), ("bearer" = [])))]
 pub(crate) async fn ask(

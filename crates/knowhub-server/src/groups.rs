@@ -26,11 +26,13 @@ pub(crate) fn router() -> OpenApiRouter<ServerState> {
 /// A member in a request.
 #[derive(Debug, Deserialize, ToSchema)]
 pub(crate) struct MemberBody {
+    #[schema(pattern = r"^[^\s,\x00-\x1f\x7f-\x9f]+$", max_length = 64)]
     user_id: String,
     #[serde(default)]
     agent_id: Option<String>,
     /// `owner`, `admin`, `member` (default) or `readonly`.
     #[serde(default)]
+    #[schema(pattern = "^(owner|admin|member|readonly)$")]
     role: Option<String>,
 }
 
@@ -47,11 +49,14 @@ impl From<MemberBody> for GroupMemberSpec {
 /// Body of `POST /api/v1/groups`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub(crate) struct CreateBody {
+    /// Non-empty, at most 256 bytes, no whitespace, commas or control characters.
+    #[schema(pattern = r"^[^\s,\x00-\x1f\x7f-\x9f]+$", max_length = 64)]
     group_id: String,
     #[serde(default)]
     name: String,
     /// `channel` (default), `chat` or `project`.
     #[serde(default, rename = "type")]
+    #[schema(pattern = "^(channel|chat|project)$")]
     kind: Option<String>,
     /// First members; the caller becomes owner.
     #[serde(default)]

@@ -80,16 +80,23 @@ fn results<T: Serialize>(items: Vec<T>) -> Json<Value> {
 #[into_params(parameter_in = Query)]
 pub(crate) struct SearchParams {
     /// The query text.
+    #[param(pattern = r"\S")]
     q: String,
     /// How many items (default 5, at most 100).
+    #[param(minimum = 1, maximum = 100)]
     top_k: Option<usize>,
     /// Items scored below are dropped (default 3).
+    #[param(maximum = 5)]
     min_score: Option<u8>,
     /// Types, comma-separated (any of them).
     types: Option<String>,
     /// Only items carrying one of these scopes, comma-separated (narrows, never widens).
+    #[param(
+        pattern = r"^(\s*(public|(user|agent|project|team|org|group):[^\s,\x00-\x1f\x7f-\x9f]+)\s*(,\s*(public|(user|agent|project|team|org|group):[^\s,\x00-\x1f\x7f-\x9f]+)\s*)*)?$"
+    )]
     scopes: Option<String>,
     /// `key=value` tags, comma-separated (all of them).
+    #[param(pattern = r"^(\s*[^=,\s][^=,]*=[^,]*(,\s*[^=,\s][^=,]*=[^,]*)*)?$")]
     tags: Option<String>,
 }
 
@@ -98,10 +105,15 @@ pub(crate) struct SearchParams {
 pub(crate) struct SearchBody {
     /// The query text (`q` also accepted).
     #[serde(alias = "q")]
+    #[schema(pattern = r"\S")]
     query: String,
-    #[serde(default)]
+    /// How many items (default 5, at most 100).
+    #[serde(default, deserialize_with = "crate::count::optional")]
+    #[schema(minimum = 1, maximum = 100)]
     top_k: Option<usize>,
+    /// Items scored below are dropped (default 3).
     #[serde(default)]
+    #[schema(maximum = 5)]
     min_score: Option<u8>,
     #[serde(default)]
     types: Vec<String>,
@@ -185,6 +197,19 @@ pub(crate) async fn search_post(
 
 // ----- save ---------------------------------------------------------------------------------
 
+/// The knowledge types of seed 002 (documentation only: the engine checks them).
+#[derive(ToSchema)]
+#[allow(dead_code, non_camel_case_types, clippy::enum_variant_names)]
+pub(crate) enum KnowledgeType {
+    user_profile,
+    strategy,
+    tool,
+    usecase,
+    definition,
+    plan,
+    group_memory,
+}
+
 /// `source` of a new item (seed 002).
 #[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 #[serde(default)]
@@ -204,8 +229,12 @@ pub(crate) struct SourceBody {
 #[serde(default)]
 pub(crate) struct SaveBody {
     task: String,
+    /// The knowledge itself (not blank).
+    #[schema(pattern = r"\S", required = true)]
     content: String,
-    /// `user_profile`, `strategy`, `tool`, `usecase`, `definition`, `plan`, `group_memory`.
+    /// `user_profile`, `strategy`, `tool`, `usecase`, `definition`, `plan`, `group_memory`
+    /// (at least one).
+    #[schema(value_type = Vec<KnowledgeType>, min_items = 1, required = true)]
     types: Vec<String>,
     tags: BTreeMap<String, String>,
     /// Who may read it (default `user:<caller>`); only scopes the caller belongs to.
@@ -216,8 +245,10 @@ pub(crate) struct SaveBody {
     resource_ids: Vec<String>,
     source: SourceBody,
     /// 1–5 (default 3).
+    #[schema(minimum = 1, maximum = 5)]
     score: Option<u8>,
     /// 0–1 (default 0.5).
+    #[schema(minimum = 0, maximum = 1)]
     confidence: Option<f64>,
 }
 
@@ -290,14 +321,20 @@ pub(crate) async fn save_alias(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct ListParams {
-    /// Default 10, at most 1000.
+    /// Default 10; larger values than 1000 are read as 1000.
+    #[param(minimum = 0, maximum = 1_000_000_000)]
     limit: Option<usize>,
+    #[param(minimum = 0, maximum = 1_000_000_000)]
     offset: Option<usize>,
     /// Types, comma-separated.
     types: Option<String>,
     /// Scopes, comma-separated.
+    #[param(
+        pattern = r"^(\s*(public|(user|agent|project|team|org|group):[^\s,\x00-\x1f\x7f-\x9f]+)\s*(,\s*(public|(user|agent|project|team|org|group):[^\s,\x00-\x1f\x7f-\x9f]+)\s*)*)?$"
+    )]
     scopes: Option<String>,
     /// `key=value` tags, comma-separated.
+    #[param(pattern = r"^(\s*[^=,\s][^=,]*=[^,]*(,\s*[^=,\s][^=,]*=[^,]*)*)?$")]
     tags: Option<String>,
     /// Only items of this owner.
     owner: Option<String>,
@@ -426,10 +463,16 @@ pub(crate) struct UpdateBody {
     add_helpful_case: Option<CaseBody>,
     add_harmful_case: Option<CaseBody>,
     /// 1–5.
+    #[schema(minimum = 1, maximum = 5)]
     update_score: Option<u8>,
+    /// 0–1.
+    #[schema(minimum = 0, maximum = 1)]
     confidence: Option<f64>,
     task: Option<String>,
+    /// New content (not blank).
+    #[schema(pattern = r"\S")]
     content: Option<String>,
+    #[schema(value_type = Option<Vec<KnowledgeType>>, min_items = 1)]
     types: Option<Vec<String>>,
     tags: Option<BTreeMap<String, String>>,
     scopes: Option<Vec<String>>,
@@ -601,6 +644,7 @@ pub(crate) async fn batch_update(
 pub(crate) struct SlimBody {
     /// Similarity at or above which items are near-duplicates (default 0.92 with an
     /// embedder, 0.5 lexical without).
+    #[schema(exclusive_minimum = 0, maximum = 1)]
     threshold: Option<f64>,
     /// Only show the plan.
     dry_run: bool,

@@ -24,6 +24,7 @@
 pub mod admin;
 pub mod auth;
 pub mod copilot;
+mod count;
 pub mod error;
 pub mod groups;
 pub mod knowledge;

@@ -66,12 +66,14 @@ pub(crate) struct CommitBody {
     session_id: Option<String>,
     /// Commit a group conversation: shared conclusions go to this group's space.
     #[serde(default)]
+    #[schema(pattern = r"^[^\s,\x00-\x1f\x7f-\x9f]+$", max_length = 64)]
     group_id: Option<String>,
     #[serde(default)]
     group_options: Option<GroupOptionsBody>,
     /// The project the conversation was about: its memories apply there only (the caller
     /// must belong to it).
     #[serde(default)]
+    #[schema(pattern = r"^[^\s,\x00-\x1f\x7f-\x9f]+$", max_length = 64)]
     project_id: Option<String>,
     /// Let the server's language model propose memories beyond explicit statements and
     /// merge restatements (default true; without a model only the rules run).
@@ -206,15 +208,19 @@ pub(crate) async fn commit(
 /// Body of `POST /api/v1/memory/search`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub(crate) struct SearchBody {
+    #[schema(pattern = r"\S")]
     query: String,
     /// Memory kinds: preference, habit, background, constraint, decision, consensus,
     /// group_knowledge.
     #[serde(default)]
     categories: Vec<String>,
-    #[serde(default)]
+    /// How many memories (default 10, at most 100).
+    #[serde(default, deserialize_with = "crate::count::optional")]
+    #[schema(minimum = 1, maximum = 100)]
     top_k: Option<usize>,
     /// Also search this group's shared memories (seed 003 §13.8).
     #[serde(default)]
+    #[schema(pattern = r"^[^\s,\x00-\x1f\x7f-\x9f]+$", max_length = 64)]
     group_id: Option<String>,
     /// With a `group_id`: include the caller's private memories (default true).
     #[serde(default)]
@@ -273,6 +279,7 @@ pub(crate) struct UriParams {
     /// `ctx://user/{you}/memories/...`, `ctx://group/{space}/memories/...` (or the item id).
     uri: String,
     /// `L0` (abstract), `L1` (overview) or `L2` (content, the default) — for `read`.
+    #[param(pattern = "^[Ll][012]$")]
     level: Option<String>,
 }
 

@@ -63,11 +63,18 @@ pub(crate) struct ListParams {
     /// Content types, comma-separated (code, credential, cookie, token, config, text, other).
     content_types: Option<String>,
     /// Only resources carrying one of these scopes, comma-separated.
+    #[param(
+        pattern = r"^(\s*(public|(user|agent|project|team|org|group):[^\s,\x00-\x1f\x7f-\x9f]+)\s*(,\s*(public|(user|agent|project|team|org|group):[^\s,\x00-\x1f\x7f-\x9f]+)\s*)*)?$"
+    )]
     scopes: Option<String>,
     /// `key=value` tags, comma-separated (all of them).
+    #[param(pattern = r"^(\s*[^=,\s][^=,]*=[^,]*(,\s*[^=,\s][^=,]*=[^,]*)*)?$")]
     tags: Option<String>,
     owner: Option<String>,
+    /// Default 50; larger values are read as 1000.
+    #[param(minimum = 0, maximum = 1_000_000_000)]
     limit: Option<usize>,
+    #[param(minimum = 0, maximum = 1_000_000_000)]
     offset: Option<usize>,
 }
 
