@@ -43,8 +43,9 @@ pub(crate) enum EvalCommand {
     /// Copilot answers on a QA set (CMRC 2018): exact match, character F1, whether the answer
     /// contains the gold span, and whether a citation points at the gold passage.
     Qa(crate::eval_agent::QaEvalArgs),
-    /// The router on a bilingual question table.
-    Routing,
+    /// The router on a bilingual question table and on third-party question sets (Chinook
+    /// text-to-SQL questions want SQL, CMRC reading questions want documents).
+    Routing(crate::eval_agent::RoutingEvalArgs),
     /// Memory extraction on labelled bilingual conversations: precision and recall of the
     /// rules, and of the rules plus the language model (`--llm`).
     Memory(crate::eval_memory::MemoryEvalArgs),
@@ -59,7 +60,7 @@ pub(crate) fn run(
     match cmd {
         EvalCommand::Sql(args) => crate::eval_agent::sql(&args, llm, json),
         EvalCommand::Qa(args) => crate::eval_agent::qa(&args, models, llm, json),
-        EvalCommand::Routing => crate::eval_agent::routing(llm, json),
+        EvalCommand::Routing(args) => crate::eval_agent::routing(&args, llm, json),
         EvalCommand::Memory(args) => crate::eval_memory::memory(&args, llm, json),
         EvalCommand::Retrieval(args) => crate::eval_retrieval::run(args, models, json),
         EvalCommand::Extract { corpus } => extract(&corpus, json),

@@ -361,45 +361,82 @@ pub(crate) fn qa(
 }
 
 /// The router on a fixed bilingual table: rules alone, and the LLM when one is configured.
-pub(crate) fn routing(llm: &LlmArgs, json: bool) -> Result<ExitCode> {
-    const TABLE: &[(&str, Route)] = &[
-        ("How many customers are from Brazil?", Route::Sql),
-        ("List all albums by AC/DC", Route::Sql),
-        ("What is the total of all invoices last month?", Route::Sql),
-        ("Which employee has the most customers?", Route::Sql),
-        ("有多少位客户来自巴西？", Route::Sql),
-        ("统计上月新增的发票数量", Route::Sql),
-        ("列出所有专辑", Route::Sql),
-        ("按国家统计客户数量排名", Route::Sql),
-        ("What is the default rolling update strategy?", Route::Doc),
-        ("How do I configure the VPN on a new laptop?", Route::Doc),
-        ("Why are deployments frozen on Fridays?", Route::Doc),
-        (
-            "What does the security policy say about USB drives?",
-            Route::Doc,
-        ),
-        ("部署规范里默认的滚动更新策略是什么？", Route::Doc),
-        ("新员工试用期有多长？", Route::Doc),
-        ("如何申请年假？", Route::Doc),
-        ("事故处理流程的第一步是什么？", Route::Doc),
-        (
-            "What is the refund policy, and how many invoices were refunded?",
-            Route::Hybrid,
-        ),
-        ("根据制度说明年假规定，并统计有多少员工", Route::Hybrid),
-        ("?", Route::Clarify),
-        ("hm", Route::Clarify),
-        (
-            "DELETE FROM Customer WHERE Country = 'Brazil'",
-            Route::Refuse,
-        ),
-        (
-            "Give me the admin password of the finance database",
-            Route::Refuse,
-        ),
-        ("删除所有发票数据", Route::Refuse),
-        ("告诉我别人的密码", Route::Refuse),
-    ];
+#[derive(Debug, clap::Args)]
+pub(crate) struct RoutingEvalArgs {
+    /// Text-to-SQL questions (every one wants SQL); skipped when absent.
+    #[arg(
+        long,
+        default_value = "../shared/corpora/sql/chinook/deepagents_chinook_text2sql.gold_results__latest_db.json"
+    )]
+    sql_questions: PathBuf,
+    /// Reading-comprehension questions, BEIR `queries.jsonl` (every one wants documents);
+    /// skipped when absent.
+    #[arg(long, default_value = "../shared/corpora/cmrc2018_zh/queries.jsonl")]
+    doc_questions: PathBuf,
+    /// Take at most N questions from each of the two files.
+    #[arg(long, default_value_t = 78)]
+    limit: usize,
+}
+
+/// The bilingual table written with the rules (it names every route).
+const ROUTING_TABLE: &[(&str, Route)] = &[
+    ("How many customers are from Brazil?", Route::Sql),
+    ("List all albums by AC/DC", Route::Sql),
+    ("What is the total of all invoices last month?", Route::Sql),
+    ("Which employee has the most customers?", Route::Sql),
+    ("有多少位客户来自巴西？", Route::Sql),
+    ("统计上月新增的发票数量", Route::Sql),
+    ("列出所有专辑", Route::Sql),
+    ("按国家统计客户数量排名", Route::Sql),
+    ("What is the default rolling update strategy?", Route::Doc),
+    ("How do I configure the VPN on a new laptop?", Route::Doc),
+    ("Why are deployments frozen on Fridays?", Route::Doc),
+    (
+        "What does the security policy say about USB drives?",
+        Route::Doc,
+    ),
+    ("部署规范里默认的滚动更新策略是什么？", Route::Doc),
+    ("新员工试用期有多长？", Route::Doc),
+    ("如何申请年假？", Route::Doc),
+    ("事故处理流程的第一步是什么？", Route::Doc),
+    (
+        "What is the refund policy, and how many invoices were refunded?",
+        Route::Hybrid,
+    ),
+    ("根据制度说明年假规定，并统计有多少员工", Route::Hybrid),
+    ("?", Route::Clarify),
+    ("hm", Route::Clarify),
+    (
+        "DELETE FROM Customer WHERE Country = 'Brazil'",
+        Route::Refuse,
+    ),
+    (
+        "Give me the admin password of the finance database",
+        Route::Refuse,
+    ),
+    ("删除所有发票数据", Route::Refuse),
+    ("告诉我别人的密码", Route::Refuse),
+];
+
+/// One question set of `eval routing` and how each router did on it.
+#[derive(Debug, Default, Serialize)]
+struct RoutingSet {
+    name: String,
+    questions: usize,
+    rules_correct: usize,
+    llm_alone_correct: usize,
+    final_correct: usize,
+    /// The final route runs the wanted tool (HYBRID covers DOC and SQL).
+    final_covers: usize,
+    rules_wrong: Vec<String>,
+    final_wrong: Vec<String>,
+    seconds: f64,
+}
+
+pub(crate) fn routing(args: &RoutingEvalArgs, llm: &LlmArgs, json: bool) -> Result<ExitCode> {
+    let model = llm.load()?;
+    let mut sets = Vec::new();
+    // The built-in table: tables imported as spreadsheets, so their words are the data terms.
     let data: std::collections::HashSet<String> = [
         "customer", "album", "invoice", "employee", "track", "客户", "专辑", "发票", "员工",
         "country", "国家",
@@ -407,84 +444,186 @@ pub(crate) fn routing(llm: &LlmArgs, json: bool) -> Result<ExitCode> {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let mut right = 0;
-    let mut wrong = Vec::new();
-    for (q, want) in TABLE {
-        let (got, _) = knowhub_agent::route_by_rules(q, Some(&data));
-        if got == *want {
-            right += 1;
+    let tables: Vec<String> = ["Customer", "Album", "Invoice", "Employee", "Track"]
+        .map(String::from)
+        .to_vec();
+    let table: Vec<(String, Route)> = ROUTING_TABLE
+        .iter()
+        .map(|(q, r)| (q.to_string(), *r))
+        .collect();
+    sets.push(route_set(
+        "built-in bilingual table",
+        &table,
+        &tables,
+        Some(&data),
+        model.as_deref(),
+    ));
+    // Third-party questions: the Chinook database registered as a data source (RouteNode
+    // counts any question as possibly about it, as for every registered database).
+    let chinook: Vec<String> = [
+        "Album",
+        "Artist",
+        "Customer",
+        "Employee",
+        "Genre",
+        "Invoice",
+        "InvoiceLine",
+        "MediaType",
+        "Playlist",
+        "PlaylistTrack",
+        "Track",
+    ]
+    .map(String::from)
+    .to_vec();
+    let registered = std::collections::HashSet::new();
+    if args.sql_questions.is_file() {
+        let items: Vec<serde_json::Value> = serde_json::from_slice(
+            &std::fs::read(&args.sql_questions)
+                .with_context(|| format!("cannot read {}", args.sql_questions.display()))?,
+        )?;
+        let qs: Vec<(String, Route)> = items
+            .iter()
+            .map(|i| field(i, "question").to_string())
+            .filter(|q| !q.is_empty())
+            .take(args.limit)
+            .map(|q| (q, Route::Sql))
+            .collect();
+        sets.push(route_set(
+            "Chinook text-to-SQL questions (want SQL)",
+            &qs,
+            &chinook,
+            Some(&registered),
+            model.as_deref(),
+        ));
+    } else {
+        eprintln!("skipped: {} not found", args.sql_questions.display());
+    }
+    if args.doc_questions.is_file() {
+        let qs: Vec<(String, Route)> = read_jsonl(&args.doc_questions)?
+            .iter()
+            .map(|q| field(q, "text").to_string())
+            .filter(|q| !q.is_empty())
+            .take(args.limit)
+            .map(|q| (q, Route::Doc))
+            .collect();
+        sets.push(route_set(
+            "CMRC 2018 reading questions (want DOC; Chinook registered too)",
+            &qs,
+            &chinook,
+            Some(&registered),
+            model.as_deref(),
+        ));
+    } else {
+        eprintln!("skipped: {} not found", args.doc_questions.display());
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "llm": model.as_ref().map(|m| m.model_id().to_string()),
+                "sets": sets,
+            })
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let pct = |k: usize, n: usize| 100.0 * k as f64 / n.max(1) as f64;
+    match &model {
+        Some(m) => {
+            println!(
+                "| question set | n | rules | {0} alone | {0} + rules: exact | right tool run |",
+                m.model_id()
+            );
+            println!("|---|---|---|---|---|---|");
+        }
+        None => {
+            println!("| question set | n | rules |");
+            println!("|---|---|---|");
+        }
+    }
+    for s in &sets {
+        let n = s.questions;
+        let rules = format!("{}/{n} = {:.0}%", s.rules_correct, pct(s.rules_correct, n));
+        if model.is_some() {
+            println!(
+                "| {} | {n} | {rules} | {}/{n} = {:.0}% | {}/{n} = {:.0}% | {}/{n} = {:.0}% |",
+                s.name,
+                s.llm_alone_correct,
+                pct(s.llm_alone_correct, n),
+                s.final_correct,
+                pct(s.final_correct, n),
+                s.final_covers,
+                pct(s.final_covers, n)
+            );
         } else {
-            wrong.push(format!(
+            println!("| {} | {n} | {rules} |", s.name);
+        }
+    }
+    for s in &sets {
+        let wrong = if model.is_some() {
+            &s.final_wrong
+        } else {
+            &s.rules_wrong
+        };
+        if wrong.is_empty() {
+            continue;
+        }
+        println!("\n{} ({:.1} s):", s.name, s.seconds);
+        for w in wrong {
+            println!("  ✗ {w}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Routes every question of one set by the rules and, with a model, as RouteNode does.
+fn route_set(
+    name: &str,
+    questions: &[(String, Route)],
+    tables: &[String],
+    data_terms: Option<&std::collections::HashSet<String>>,
+    model: Option<&dyn knowhub_llm::Llm>,
+) -> RoutingSet {
+    let started = Instant::now();
+    let mut set = RoutingSet {
+        name: name.to_string(),
+        questions: questions.len(),
+        ..RoutingSet::default()
+    };
+    for (q, want) in questions {
+        let (got, _) = knowhub_agent::route_by_rules(q, data_terms);
+        if got == *want {
+            set.rules_correct += 1;
+        } else {
+            set.rules_wrong.push(format!(
                 "{q}: rules said {}, want {}",
                 got.as_str(),
                 want.as_str()
             ));
         }
-    }
-    // With a model: what the LLM alone chose, and the route RouteNode takes after reconciling
-    // it with the rules (a DOC/SQL disagreement runs both: HYBRID, counted right when the
-    // wanted route is one of the two).
-    let model = llm.load()?;
-    let tables: Vec<String> = ["Customer", "Album", "Invoice", "Employee", "Track"]
-        .map(String::from)
-        .to_vec();
-    let (mut llm_right, mut final_right, mut final_covers) = (0, 0, 0);
-    if let Some(model) = &model {
-        for (q, want) in TABLE {
-            let (chosen, final_route) =
-                knowhub_agent::route_with_llm(model.as_ref(), q, &tables, Some(&data));
-            if chosen == Some(*want) {
-                llm_right += 1;
-            }
-            if final_route == *want {
-                final_right += 1;
-            }
-            let covers = final_route == *want
-                || (final_route == Route::Hybrid && matches!(want, Route::Doc | Route::Sql));
-            if covers {
-                final_covers += 1;
-            } else {
-                wrong.push(format!(
-                    "{q}: LLM said {}, routed {}, want {}",
-                    chosen.map_or("(unusable)", |r| r.as_str()),
-                    final_route.as_str(),
-                    want.as_str()
-                ));
-            }
+        let Some(model) = model else { continue };
+        let (chosen, final_route) = knowhub_agent::route_with_llm(model, q, tables, data_terms);
+        if chosen == Some(*want) {
+            set.llm_alone_correct += 1;
+        }
+        if final_route == *want {
+            set.final_correct += 1;
+        }
+        // A DOC/SQL disagreement runs both tools (HYBRID): the wanted tool ran.
+        if final_route == *want
+            || (final_route == Route::Hybrid && matches!(want, Route::Doc | Route::Sql))
+        {
+            set.final_covers += 1;
+        } else {
+            set.final_wrong.push(format!(
+                "{q}: LLM said {}, routed {}, want {}",
+                chosen.map_or("(unusable)", |r| r.as_str()),
+                final_route.as_str(),
+                want.as_str()
+            ));
         }
     }
-    let n = TABLE.len();
-    let pct = |k: usize| 100.0 * k as f64 / n as f64;
-    if json {
-        println!(
-            "{}",
-            serde_json::json!({"questions": n, "rules_correct": right,
-                "llm": model.as_ref().map(|m| m.model_id().to_string()),
-                "llm_alone_correct": llm_right, "final_correct": final_right,
-                "final_covers": final_covers, "wrong": wrong})
-        );
-    } else {
-        println!("| routing | correct |");
-        println!("|---|---|");
-        println!("| rules | {right}/{n} = {:.0}% |", pct(right));
-        if let Some(m) = &model {
-            println!(
-                "| {} alone | {llm_right}/{n} = {:.0}% |",
-                m.model_id(),
-                pct(llm_right)
-            );
-            println!(
-                "| {} + rules (what the agent does) | exact {final_right}/{n} = {:.0}%; right tool run {final_covers}/{n} = {:.0}% |",
-                m.model_id(),
-                pct(final_right),
-                pct(final_covers)
-            );
-        }
-        for w in &wrong {
-            println!("  ✗ {w}");
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    set.seconds = started.elapsed().as_secs_f64();
+    set
 }
 
 /// Relaxed execution match: same row count, and each of our columns equals (as a sorted list of

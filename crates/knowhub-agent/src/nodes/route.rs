@@ -153,22 +153,67 @@ pub fn route_by_rules(
     }
 }
 
-/// The routing prompt: one word back (DOC, SQL, HYBRID, CLARIFY, REFUSE).
+/// Worked examples for the routing prompt, on a made-up shop (no table or document of any
+/// evaluation set): a small model answers one word far more reliably after seeing the task
+/// done than from a description alone.
+const ROUTE_EXAMPLES: &[(&str, &str, &str)] = &[
+    (
+        "Orders, Products, Staff",
+        "Show me the products that cost more than 20 dollars.",
+        "SQL",
+    ),
+    (
+        "Orders, Products, Staff",
+        "What does the travel policy say about hotel costs?",
+        "DOC",
+    ),
+    (
+        "Orders, Products, Staff",
+        "Which staff member handled the most orders?",
+        "SQL",
+    ),
+    ("Orders, Products, Staff", "报销流程需要哪些审批？", "DOC"),
+    ("Orders, Products, Staff", "列出上海仓库的所有产品", "SQL"),
+    (
+        "Orders, Products, Staff",
+        "Explain the return policy and count the returned orders.",
+        "HYBRID",
+    ),
+    (
+        "Orders, Products, Staff",
+        "Who founded the company and when?",
+        "DOC",
+    ),
+    (
+        "Orders, Products, Staff",
+        "Delete every order from 2020.",
+        "REFUSE",
+    ),
+    ("Orders, Products, Staff", "asdf", "CLARIFY"),
+];
+
+/// The routing prompt: one word back (DOC, SQL, HYBRID, CLARIFY, REFUSE), after worked
+/// examples given as earlier turns.
 fn llm_route_messages(q: &str, tables: &[String]) -> Vec<Message> {
     let system = "You route questions for a company knowledge assistant. Reply with exactly \
-        one word: DOC (answer from documents: policies, specs, manuals, how-to, definitions), \
-        SQL (count, sum, list, rank or filter rows of data tables), HYBRID (needs both), \
-        CLARIFY (too vague to act on), REFUSE (asks to change data, for other people's \
-        passwords or keys, or to bypass permissions).";
-    let user = format!(
-        "Data tables: {}\nQuestion: {q}\nRoute:",
-        if tables.is_empty() {
-            "(none)".to_string()
-        } else {
-            tables.join(", ")
-        }
-    );
-    vec![Message::system(system), Message::user(user)]
+        one word: SQL when the answer is rows or numbers from the data tables (show, list, \
+        find, count, sum, rank or filter records), DOC when it is in documents (policies, \
+        manuals, how-to, facts and explanations in text), HYBRID when it needs both, CLARIFY \
+        when the question is too vague to act on, REFUSE when it asks to change data, for \
+        other people's passwords or keys, or to bypass permissions.";
+    let turn = |tables: &str, q: &str| format!("Data tables: {tables}\nQuestion: {q}\nRoute:");
+    let mut messages = vec![Message::system(system)];
+    for (tables, question, route) in ROUTE_EXAMPLES {
+        messages.push(Message::user(turn(tables, question)));
+        messages.push(Message::assistant(*route));
+    }
+    let tables = if tables.is_empty() {
+        "(none)".to_string()
+    } else {
+        tables.join(", ")
+    };
+    messages.push(Message::user(turn(&tables, q)));
+    messages
 }
 
 /// How RouteNode routes `q` with `llm` (for evaluation): the LLM's own choice (`None` when
@@ -263,9 +308,16 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
 /// ("after probation" → a `probation` column) or data questions for document ones; when its
 /// choice between documents and data contradicts the keyword rules, both tools run (HYBRID)
 /// and the evidence decides — a wrong single route would leave the answer without its source.
+///
+/// The model widens, the rules guard: a question the rules found too vague stays a
+/// clarification, one they sent to both tools keeps both, and the model's CLARIFY or REFUSE
+/// (a small model says them of plain questions) never drops a tool the rules chose — refusals
+/// of out-of-scope requests are the rules' (checked before the model is asked).
 fn reconcile(rules: Route, llm: Route) -> (Route, &'static str) {
     match (rules, llm) {
+        (Route::Clarify, _) | (Route::Hybrid, _) => (rules, "rules"),
         (Route::Doc, Route::Sql) | (Route::Sql, Route::Doc) => (Route::Hybrid, "llm+rules"),
+        (Route::Doc | Route::Sql, Route::Clarify | Route::Refuse) => (rules, "rules"),
         (_, llm) => (llm, "llm"),
     }
 }
@@ -330,7 +382,7 @@ mod tests {
     }
 
     #[test]
-    fn disagreement_between_llm_and_rules_runs_both_tools() {
+    fn the_llm_widens_and_the_rules_guard() {
         use Route::*;
         let table: &[(Route, Route, Route, &str)] = &[
             (Doc, Sql, Hybrid, "llm+rules"),
@@ -338,9 +390,17 @@ mod tests {
             (Doc, Doc, Doc, "llm"),
             (Sql, Sql, Sql, "llm"),
             (Doc, Hybrid, Hybrid, "llm"),
-            (Hybrid, Doc, Doc, "llm"),
-            (Doc, Clarify, Clarify, "llm"),
-            (Doc, Refuse, Refuse, "llm"),
+            (Sql, Hybrid, Hybrid, "llm"),
+            // Never narrowed, never dropped for the model's CLARIFY or REFUSE.
+            (Hybrid, Doc, Hybrid, "rules"),
+            (Hybrid, Sql, Hybrid, "rules"),
+            (Hybrid, Refuse, Hybrid, "rules"),
+            (Doc, Clarify, Doc, "rules"),
+            (Doc, Refuse, Doc, "rules"),
+            (Sql, Refuse, Sql, "rules"),
+            // Too vague for the rules stays a question back.
+            (Clarify, Doc, Clarify, "rules"),
+            (Clarify, Sql, Clarify, "rules"),
         ];
         for (rules, llm, want, by) in table {
             assert_eq!(
