@@ -423,6 +423,7 @@ pub(crate) async fn trace(app: AppHandle, trace_id: String) -> CmdResult<TraceVi
             trace_id: st.trace_id.clone(),
             question: st.input.query.clone(),
             standalone_question: st.input.standalone_query.clone(),
+            conversation_summary: st.input.conversation_summary.clone(),
             language: st.input.language.clone(),
             route: st.plan.route.as_str().into(),
             routed_by: st.plan.routed_by.clone(),

@@ -225,6 +225,9 @@ pub struct TraceView {
     pub trace_id: String,
     pub question: String,
     pub standalone_question: String,
+    /// What the conversation said before the turns read word for word (a running summary
+    /// and the questions of older turns), when it is long enough to have one.
+    pub conversation_summary: Option<String>,
     pub language: String,
     pub route: String,
     pub routed_by: String,

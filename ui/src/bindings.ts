@@ -808,6 +808,11 @@ export type TraceView_Deserialize = {
 	traceId: string,
 	question: string,
 	standaloneQuestion: string,
+	/**
+	 *  What the conversation said before the turns read word for word (a running summary
+	 *  and the questions of older turns), when it is long enough to have one.
+	 */
+	conversationSummary?: string | null,
 	language: string,
 	route: string,
 	routedBy: string,
@@ -830,6 +835,11 @@ export type TraceView_Serialize = {
 	traceId: string,
 	question: string,
 	standaloneQuestion: string,
+	/**
+	 *  What the conversation said before the turns read word for word (a running summary
+	 *  and the questions of older turns), when it is long enough to have one.
+	 */
+	conversationSummary: string | null,
 	language: string,
 	route: string,
 	routedBy: string,

@@ -17,6 +17,7 @@
 //! ```
 
 mod citations;
+mod conversation;
 mod extractive;
 pub mod graph;
 pub mod knowledge;
@@ -68,10 +69,11 @@ pub struct AgentOptions {
     pub max_answer_tokens: usize,
     /// Characters of schema description given to the model.
     pub schema_chars: usize,
-    /// Earlier turns considered for follow-ups, at most…
+    /// Earlier turns read word for word for follow-ups, at most…
     pub history_turns: usize,
-    /// …and at most this many characters of them (older turns are dropped first).
-    pub history_chars: usize,
+    /// …and at most this many tokens of them (older turns go into the conversation's
+    /// running summary).
+    pub history_tokens: usize,
 }
 
 impl Default for AgentOptions {
@@ -84,7 +86,7 @@ impl Default for AgentOptions {
             max_answer_tokens: 320,
             schema_chars: 6_000,
             history_turns: 6,
-            history_chars: 4_000,
+            history_tokens: 1_000,
         }
     }
 }
@@ -192,19 +194,19 @@ impl Agent {
         let mut session = req.session.clone();
         state.input.session_id = session.clone();
         if let Some(id) = &session {
-            let turns = self
-                .engine
-                .session_turns(ctx, id, self.options.history_turns)?;
-            state.messages = bound_history(
-                turns
-                    .into_iter()
-                    .map(|t| state::HistoryTurn {
-                        question: t.standalone,
-                        answer: t.answer,
-                    })
-                    .collect(),
-                self.options.history_chars,
-            );
+            conversation::load(
+                &self.engine,
+                ctx,
+                self.llm.as_deref(),
+                id,
+                conversation::Window {
+                    max_turns: self.options.history_turns,
+                    max_tokens: self.options.history_tokens,
+                    store_summary: !req.ephemeral,
+                },
+                &mut state,
+                events,
+            )?;
         }
         state.input.standalone_query = self.standalone(&mut state, events);
         let mut deps = nodes::Deps {
@@ -247,6 +249,9 @@ impl Agent {
         }
         if self.llm.is_some() {
             let mut history = String::new();
+            if let Some(summary) = &state.input.conversation_summary {
+                history.push_str(&format!("(Earlier in this conversation: {summary})\n"));
+            }
             for t in &state.messages {
                 history.push_str(&format!(
                     "Q: {}\nA: {}\n",
@@ -313,22 +318,6 @@ impl Agent {
     }
 }
 
-/// Keeps the most recent turns within `max_chars` (older ones are dropped first).
-fn bound_history(mut turns: Vec<state::HistoryTurn>, max_chars: usize) -> Vec<state::HistoryTurn> {
-    let mut total = 0;
-    let mut keep = 0;
-    for t in turns.iter().rev() {
-        total += t.question.chars().count() + t.answer.chars().count();
-        if total > max_chars && keep > 0 {
-            break;
-        }
-        keep += 1;
-    }
-    let drop = turns.len() - keep;
-    turns.drain(..drop);
-    turns
-}
-
 /// Short questions and ones that point back ("it", "那个", "what about …") are follow-ups.
 fn looks_like_follow_up(q: &str) -> bool {
     let lower = q.to_lowercase();
@@ -384,16 +373,5 @@ mod tests {
         ] {
             assert_eq!(looks_like_follow_up(q), want, "{q}");
         }
-    }
-
-    #[test]
-    fn history_keeps_the_newest_turns_within_the_budget() {
-        let turn = |q: &str| state::HistoryTurn {
-            question: q.into(),
-            answer: "x".repeat(40),
-        };
-        let kept = bound_history(vec![turn("one"), turn("two"), turn("three")], 90);
-        let qs: Vec<&str> = kept.iter().map(|t| t.question.as_str()).collect();
-        assert_eq!(qs, ["two", "three"]);
     }
 }

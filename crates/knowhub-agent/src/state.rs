@@ -153,6 +153,10 @@ pub struct Input {
     /// The project the conversation is about (its memories are in the profile).
     #[serde(default)]
     pub project: Option<String>,
+    /// What the conversation said before the turns in `messages` (a running summary, and the
+    /// questions of older turns it does not cover yet).
+    #[serde(default)]
+    pub conversation_summary: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

@@ -448,3 +448,152 @@ fn the_users_memories_are_loaded_as_their_profile_and_nobody_elses() {
     let theirs = ask(&agent, &bob, "How much notice do leave requests need?");
     assert!(theirs.state.input.user_profile.is_empty());
 }
+
+/// A scripted model: a numbered summary for summary requests (counting them), DOC for routing,
+/// and a plain sentence otherwise.
+#[derive(Debug, Default)]
+struct Summariser {
+    summaries: std::sync::Mutex<Vec<String>>,
+}
+
+impl knowhub_llm::Llm for Summariser {
+    fn model_id(&self) -> &str {
+        "scripted-summariser"
+    }
+    fn context_tokens(&self) -> usize {
+        4096
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        text.chars().count().div_ceil(4)
+    }
+    fn chat(
+        &self,
+        req: &knowhub_llm::ChatRequest,
+        on_token: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<knowhub_llm::ChatResponse, knowhub_llm::LlmError> {
+        let system = req.messages.first().map_or("", |m| m.content.as_str());
+        let prompt: Vec<&str> = req.messages.iter().map(|m| m.content.as_str()).collect();
+        let text = if system.contains("running summary") {
+            let mut done = self.summaries.lock().unwrap();
+            done.push(prompt.join("\n"));
+            format!("Summary {}: the user asked about leave.", done.len())
+        } else if system.contains("route questions") {
+            "DOC".to_string()
+        } else {
+            "Employees get fifteen days of annual leave per year [1].".to_string()
+        };
+        on_token(&text);
+        Ok(knowhub_llm::ChatResponse {
+            text,
+            prompt_tokens: 1,
+            completion_tokens: 1,
+            finish: knowhub_llm::Finish::Eos,
+            elapsed: std::time::Duration::ZERO,
+            time_to_first_token: std::time::Duration::ZERO,
+        })
+    }
+}
+
+#[test]
+fn long_conversations_keep_recent_turns_and_summarise_older_ones() {
+    let f = fixture();
+    let bob = user(&f, "bob");
+    let options = AgentOptions {
+        history_turns: 2,
+        ..AgentOptions::default()
+    };
+    let ask_in = |a: &Agent, session: Option<String>, q: &str| {
+        a.ask(
+            &bob,
+            &AskRequest {
+                question: q.into(),
+                session,
+                ephemeral: false,
+                project: None,
+                cancel: Default::default(),
+            },
+            &mut |_| {},
+        )
+        .unwrap()
+    };
+    // Without a model: older turns are carried as the questions the user asked.
+    let plain = Agent::new(Arc::clone(&f.engine), None, options.clone());
+    let first = ask_in(
+        &plain,
+        None,
+        "How many days of annual leave do employees get?",
+    );
+    let session = first.session_id.clone();
+    for q in [
+        "How much notice do leave requests need?",
+        "新员工的试用期有多长？",
+        "What is in the handbook?",
+    ] {
+        ask_in(&plain, session.clone(), q);
+    }
+    let o = ask_in(&plain, session.clone(), "And the notice?");
+    assert_eq!(o.state.messages.len(), 2, "the window holds two turns");
+    let summary = o.state.input.conversation_summary.clone().unwrap();
+    assert!(
+        summary.starts_with("Earlier questions: How many days of annual leave")
+            && summary.contains("notice do leave requests need"),
+        "{summary}"
+    );
+    assert!(!summary.contains("What is in the handbook"), "{summary}");
+    let id = session.clone().unwrap();
+    assert!(
+        f.engine.session_summary(&bob, &id).unwrap().is_none(),
+        "nothing is stored without a model"
+    );
+
+    // With a model: the three turns outside the window are summarised once and stored.
+    let model = Arc::new(Summariser::default());
+    let with_model = Agent::new(
+        Arc::clone(&f.engine),
+        Some(model.clone() as Arc<dyn knowhub_llm::Llm>),
+        options,
+    );
+    let o = ask_in(&with_model, session.clone(), "What about contractors?");
+    let stored = f.engine.session_summary(&bob, &id).unwrap().unwrap();
+    assert_eq!(stored.summary, "Summary 1: the user asked about leave.");
+    assert_eq!(stored.by_model.as_deref(), Some("scripted-summariser"));
+    assert_eq!(
+        o.state.input.conversation_summary.as_deref(),
+        Some("Summary 1: the user asked about leave.")
+    );
+    {
+        let asked = model.summaries.lock().unwrap();
+        assert_eq!(asked.len(), 1);
+        assert!(asked[0].contains("新员工的试用期有多长") && !asked[0].contains("contractors"));
+    }
+    // The next question adds one more turn outside the window: not enough for a new summary,
+    // so it is listed after the stored one.
+    let o = ask_in(&with_model, session.clone(), "Anything else?");
+    assert_eq!(model.summaries.lock().unwrap().len(), 1);
+    let summary = o.state.input.conversation_summary.unwrap();
+    assert!(
+        summary.starts_with("Summary 1:") && summary.contains("Earlier questions:"),
+        "{summary}"
+    );
+    // Another user's conversation is not theirs to read or summarise.
+    let eve = user(&f, "eve");
+    assert!(f.engine.session_summary(&eve, &id).is_err());
+    assert!(
+        with_model
+            .ask(
+                &eve,
+                &AskRequest {
+                    question: "What about contractors?".into(),
+                    session: session.clone(),
+                    ephemeral: false,
+                    project: None,
+                    cancel: Default::default(),
+                },
+                &mut |_| {},
+            )
+            .is_err()
+    );
+    // Deleting the conversation deletes its summary.
+    f.engine.delete_session(&bob, &id).unwrap();
+    assert!(f.engine.session_summary(&bob, &id).is_err());
+}

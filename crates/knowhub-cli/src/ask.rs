@@ -354,6 +354,12 @@ pub(crate) fn trace(
 
 fn print_trace(s: &knowhub_agent::AgentState) {
     println!("\n-- how this was answered (trace {})", s.trace_id);
+    if let Some(summary) = &s.input.conversation_summary {
+        println!(
+            "earlier in the conversation: {}",
+            summary.replace('\n', "\n                             ")
+        );
+    }
     if s.input.standalone_query != s.input.query {
         println!("follow-up rewritten: {}", s.input.standalone_query);
     }

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use knowhub_authz::{RequestContext, ScopeSet};
-use knowhub_store::{SessionRecord, SqlSourceRecord, TraceRecord, TurnRecord};
+use knowhub_store::{SessionRecord, SessionSummary, SqlSourceRecord, TraceRecord, TurnRecord};
 use serde::Serialize;
 
 use crate::{Access, DocumentId, Engine, EngineError, Result};
@@ -72,6 +72,43 @@ impl Engine {
         let access = self.authorize(ctx)?;
         self.own_session(&access, id)?;
         Ok(self.store().turns(id, limit)?)
+    }
+
+    /// Turns of one of the caller's conversations with `after < id < before`, oldest first
+    /// (the turns a summary has yet to take in).
+    pub fn session_turns_between(
+        &self,
+        ctx: &RequestContext,
+        id: &str,
+        after: i64,
+        before: i64,
+    ) -> Result<Vec<TurnRecord>> {
+        let access = self.authorize(ctx)?;
+        self.own_session(&access, id)?;
+        Ok(self.store().turns_between(id, after, before)?)
+    }
+
+    /// The summary of the older part of one of the caller's conversations.
+    pub fn session_summary(
+        &self,
+        ctx: &RequestContext,
+        id: &str,
+    ) -> Result<Option<SessionSummary>> {
+        let access = self.authorize(ctx)?;
+        self.own_session(&access, id)?;
+        Ok(self.store().session_summary(id)?)
+    }
+
+    /// Stores the summary of the older part of one of the caller's conversations.
+    pub fn set_session_summary(
+        &self,
+        ctx: &RequestContext,
+        id: &str,
+        summary: &SessionSummary,
+    ) -> Result<()> {
+        let access = self.authorize(ctx)?;
+        self.own_session(&access, id)?;
+        Ok(self.store().set_session_summary(id, summary)?)
     }
 
     /// Appends a turn to one of the caller's conversations.

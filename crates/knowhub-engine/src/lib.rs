@@ -71,7 +71,9 @@ pub use knowhub_store::UserRecord;
 pub use knowhub_store::{AuditRecord, ChunkId, ChunkRecord, DocumentId};
 pub use knowhub_store::{DocumentRecord, SourceRecord};
 pub use knowhub_store::{FeedbackCase, KnowledgeEval, KnowledgeSource};
-pub use knowhub_store::{FeedbackRecord, SessionRecord, SqlSourceRecord, TraceRecord, TurnRecord};
+pub use knowhub_store::{
+    FeedbackRecord, SessionRecord, SessionSummary, SqlSourceRecord, TraceRecord, TurnRecord,
+};
 pub use knowhub_store::{JobRecord, JobState, QueueCounts};
 pub use knowledge::{
     BatchOutcome, KNOWLEDGE_TYPES, KnowledgeHit, KnowledgeItem, KnowledgeListOptions,

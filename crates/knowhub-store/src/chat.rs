@@ -37,6 +37,16 @@ pub struct TurnRecord {
     pub created_at_ms: i64,
 }
 
+/// What a conversation said before the turns the agent still reads word for word.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionSummary {
+    /// The newest turn the summary covers (turn ids grow).
+    pub through_turn: i64,
+    pub summary: String,
+    /// The language model that wrote it; `None` for the extractive summary.
+    pub by_model: Option<String>,
+}
+
 /// A stored copilot trace (the agent state as JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TraceRecord {
@@ -166,6 +176,58 @@ impl Store {
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Turns of a session with `after < id < before`, oldest first.
+    pub fn turns_between(&self, session: &str, after: i64, before: i64) -> Result<Vec<TurnRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, session_id, question, standalone, answer, trace_id, stop_reason, created_at
+             FROM chat_turns WHERE session_id = ?1 AND id > ?2 AND id < ?3 ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![session, after, before], |r| {
+            Ok(TurnRecord {
+                id: r.get(0)?,
+                session_id: r.get(1)?,
+                question: r.get(2)?,
+                standalone: r.get(3)?,
+                answer: r.get(4)?,
+                trace_id: r.get(5)?,
+                stop_reason: r.get(6)?,
+                created_at_ms: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn session_summary(&self, session: &str) -> Result<Option<SessionSummary>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT through_turn, summary, by_model FROM chat_summaries WHERE session_id = ?1",
+                params![session],
+                |r| {
+                    Ok(SessionSummary {
+                        through_turn: r.get(0)?,
+                        summary: r.get(1)?,
+                        by_model: r.get(2)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Replaces a session's summary (it only ever moves forward: an older one is ignored).
+    pub fn set_session_summary(&mut self, session: &str, s: &SessionSummary) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO chat_summaries (session_id, through_turn, summary, by_model, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT(session_id) DO UPDATE SET through_turn = excluded.through_turn,
+                 summary = excluded.summary, by_model = excluded.by_model,
+                 updated_at = excluded.updated_at
+             WHERE excluded.through_turn >= chat_summaries.through_turn",
+            params![session, s.through_turn, s.summary, s.by_model, now_ms()],
+        )?;
+        Ok(())
     }
 
     // ----- traces -------------------------------------------------------------------------

@@ -38,7 +38,9 @@ use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use thiserror::Error;
 
 pub use access::{AccessRow, AuditEntry, AuditRecord};
-pub use chat::{FeedbackRecord, SessionRecord, SqlSourceRecord, TraceRecord, TurnRecord};
+pub use chat::{
+    FeedbackRecord, SessionRecord, SessionSummary, SqlSourceRecord, TraceRecord, TurnRecord,
+};
 pub use groups::{GroupMemberRecord, GroupSpaceCreation, GroupSpaceRecord};
 pub use identity::{Group, UserRecord};
 pub use jobs::{ChunkMismatch, JobRecord, JobState, MovedDocument, NewJob, QueueCounts};

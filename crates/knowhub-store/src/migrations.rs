@@ -270,6 +270,15 @@ CREATE TABLE answer_feedback (
 );
 CREATE INDEX answer_feedback_trace ON answer_feedback(trace_id, id);
 "#,
+            r#"
+CREATE TABLE chat_summaries (
+    session_id    TEXT PRIMARY KEY REFERENCES chat_sessions(id) ON DELETE CASCADE,
+    through_turn  INTEGER NOT NULL,
+    summary       TEXT NOT NULL,
+    by_model      TEXT,
+    updated_at    INTEGER NOT NULL
+);
+"#,
         ],
     ),
     (

@@ -95,6 +95,14 @@ function TraceBody({ trace }: { trace: TraceView }) {
             {trace.permSnapshotId || "—"}
           </dd>
         </div>
+        {trace.conversationSummary && (
+          <div className="wide">
+            <dt>{t("trace.earlier")}</dt>
+            <dd className="pre-line" data-testid="trace-earlier">
+              {trace.conversationSummary}
+            </dd>
+          </div>
+        )}
         {standaloneDiffers && (
           <div className="wide">
             <dt>{t("trace.standalone")}</dt>

