@@ -263,8 +263,11 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     let mut intent = rule_intent.to_string();
     let mut by = "rules";
     let mut llm_answer = None;
-    // Refusals by rule stand: the LLM is not asked to overrule a safety rule.
-    if deps.llm.is_some() && rule_route != Route::Refuse {
+    // The model is asked only where its answer can change the route (see `reconcile`): not
+    // over a refusal, a clarification or both tools chosen by the rules, and not without data
+    // to query (every route is then DOC) — each call costs seconds on a small local model.
+    let model_can_matter = has_data && matches!(rule_route, Route::Doc | Route::Sql);
+    if deps.llm.is_some() && model_can_matter {
         let tables: Vec<String> = data
             .tables
             .iter()
