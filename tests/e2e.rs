@@ -182,8 +182,15 @@ async fn scenario(ui: &Ui, demo: &Path) {
     ui.ask("I prefer answers in bullet points. Who approves relocation requests?")
         .await;
     ui.click(&css("chat-remember")).await;
-    let remembered = ui.text(&css("remember-results")).await;
-    assert!(remembered.contains("bullet points"), "{remembered}");
+    // The toast fades in: WebDriver reads no text while its opacity is 0, so wait for the
+    // content instead of reading it once.
+    ui.until(
+        "the remembered preference in the toast",
+        "const e = document.querySelector('[data-testid=\"remember-results\"]');\
+         return !!e && e.textContent.includes('bullet points');",
+        vec![],
+    )
+    .await;
     ui.click(&css("nav-settings")).await;
     ui.click(&css("settings-tab-memory")).await;
     let row = ui.text(&css("memory-row")).await;
