@@ -20,6 +20,11 @@ pub(crate) const SUMMARY_BATCH: usize = 3;
 const MAX_SUMMARY_CHARS: usize = 1_200;
 /// Questions listed for turns not (yet) summarised by a model, newest kept.
 const MAX_LISTED_QUESTIONS: usize = 8;
+/// Unsummarised older turns read per question, newest first: without a model nothing is ever
+/// summarised, and a long conversation must not cost a read of its whole history per question
+/// (nor a summary prompt larger than a small model's context). Turns older than these that
+/// no summary took in are dropped.
+const MAX_PENDING_TURNS: usize = 3 * SUMMARY_BATCH;
 
 /// Tokens `text` takes: the model's own count when there is one, else an estimate (a CJK
 /// character is about one token; other text about four characters per token).
@@ -86,7 +91,8 @@ pub(crate) fn load(
         .collect();
     let stored = engine.session_summary(ctx, session)?;
     let through = stored.as_ref().map_or(0, |s| s.through_turn);
-    let pending = engine.session_turns_between(ctx, session, through, first_kept)?;
+    let pending =
+        engine.session_turns_between(ctx, session, (through, first_kept), MAX_PENDING_TURNS)?;
     let mut summary = stored.map(|s| s.summary);
     let mut listed = pending.as_slice();
     if pending.len() >= SUMMARY_BATCH

@@ -459,7 +459,9 @@ pub(crate) fn routing(args: &RoutingEvalArgs, llm: &LlmArgs, json: bool) -> Resu
         model.as_deref(),
     ));
     // Third-party questions: the Chinook database registered as a data source (RouteNode
-    // counts any question as possibly about it, as for every registered database).
+    // counts any question as possibly about it, as for every registered database). The model
+    // is shown Chinook's table names here; RouteNode shows a registered database by its
+    // registered name only (spreadsheet sheets by their table names).
     let chinook: Vec<String> = [
         "Album",
         "Artist",

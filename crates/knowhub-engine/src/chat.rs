@@ -74,18 +74,18 @@ impl Engine {
         Ok(self.store().turns(id, limit)?)
     }
 
-    /// Turns of one of the caller's conversations with `after < id < before`, oldest first
-    /// (the turns a summary has yet to take in).
+    /// The newest `limit` turns of one of the caller's conversations with
+    /// `after < id < before`, oldest first (the turns a summary has yet to take in).
     pub fn session_turns_between(
         &self,
         ctx: &RequestContext,
         id: &str,
-        after: i64,
-        before: i64,
+        (after, before): (i64, i64),
+        limit: usize,
     ) -> Result<Vec<TurnRecord>> {
         let access = self.authorize(ctx)?;
         self.own_session(&access, id)?;
-        Ok(self.store().turns_between(id, after, before)?)
+        Ok(self.store().turns_between(id, after, before, limit)?)
     }
 
     /// The summary of the older part of one of the caller's conversations.

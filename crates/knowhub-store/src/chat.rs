@@ -163,39 +163,25 @@ impl Store {
              FROM (SELECT * FROM chat_turns WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2)
              ORDER BY id",
         )?;
-        let rows = stmt.query_map(params![session, limit as i64], |r| {
-            Ok(TurnRecord {
-                id: r.get(0)?,
-                session_id: r.get(1)?,
-                question: r.get(2)?,
-                standalone: r.get(3)?,
-                answer: r.get(4)?,
-                trace_id: r.get(5)?,
-                stop_reason: r.get(6)?,
-                created_at_ms: r.get(7)?,
-            })
-        })?;
+        let rows = stmt.query_map(params![session, limit as i64], turn_from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Turns of a session with `after < id < before`, oldest first.
-    pub fn turns_between(&self, session: &str, after: i64, before: i64) -> Result<Vec<TurnRecord>> {
+    /// The newest `limit` turns of a session with `after < id < before`, oldest first.
+    pub fn turns_between(
+        &self,
+        session: &str,
+        after: i64,
+        before: i64,
+        limit: usize,
+    ) -> Result<Vec<TurnRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT id, session_id, question, standalone, answer, trace_id, stop_reason, created_at
-             FROM chat_turns WHERE session_id = ?1 AND id > ?2 AND id < ?3 ORDER BY id",
+             FROM (SELECT * FROM chat_turns WHERE session_id = ?1 AND id > ?2 AND id < ?3
+                   ORDER BY id DESC LIMIT ?4)
+             ORDER BY id",
         )?;
-        let rows = stmt.query_map(params![session, after, before], |r| {
-            Ok(TurnRecord {
-                id: r.get(0)?,
-                session_id: r.get(1)?,
-                question: r.get(2)?,
-                standalone: r.get(3)?,
-                answer: r.get(4)?,
-                trace_id: r.get(5)?,
-                stop_reason: r.get(6)?,
-                created_at_ms: r.get(7)?,
-            })
-        })?;
+        let rows = stmt.query_map(params![session, after, before, limit as i64], turn_from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -365,6 +351,19 @@ impl Store {
 const TRACE_SELECT: &str = "SELECT id, session_id, user_id, question, route, stop_reason, \
      total_ms, prompt_tokens, completion_tokens, state, created_at FROM agent_traces";
 
+fn turn_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TurnRecord> {
+    Ok(TurnRecord {
+        id: r.get(0)?,
+        session_id: r.get(1)?,
+        question: r.get(2)?,
+        standalone: r.get(3)?,
+        answer: r.get(4)?,
+        trace_id: r.get(5)?,
+        stop_reason: r.get(6)?,
+        created_at_ms: r.get(7)?,
+    })
+}
+
 fn session_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
     Ok(SessionRecord {
         id: r.get(0)?,
@@ -425,6 +424,29 @@ mod tests {
             "the most recent turns, oldest first"
         );
         assert_eq!(s.sessions("alice", 10).unwrap().len(), 1);
+        let ids: Vec<i64> = s.turns("s1", 3).unwrap().iter().map(|t| t.id).collect();
+        let between = |after, before, limit| -> Vec<String> {
+            s.turns_between("s1", after, before, limit)
+                .unwrap()
+                .into_iter()
+                .map(|t| t.question)
+                .collect()
+        };
+        assert_eq!(between(0, i64::MAX, 10), ["q0", "q1", "q2"]);
+        assert_eq!(between(ids[0], ids[2], 10), ["q1"], "both ends excluded");
+        assert_eq!(between(0, ids[2], 1), ["q1"], "the newest within the limit");
+        assert!(s.turns_between("s2", 0, i64::MAX, 10).unwrap().is_empty());
+        // A summary only moves forward.
+        let summary = |through, text: &str| SessionSummary {
+            through_turn: through,
+            summary: text.into(),
+            by_model: None,
+        };
+        s.set_session_summary("s1", &summary(ids[1], "newer"))
+            .unwrap();
+        s.set_session_summary("s1", &summary(ids[0], "older"))
+            .unwrap();
+        assert_eq!(s.session_summary("s1").unwrap().unwrap().summary, "newer");
         let trace = TraceRecord {
             id: "t2".into(),
             session_id: Some("s1".into()),
