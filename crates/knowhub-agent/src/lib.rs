@@ -74,6 +74,9 @@ pub struct AgentOptions {
     /// …and at most this many tokens of them (older turns go into the conversation's
     /// running summary).
     pub history_tokens: usize,
+    /// Answer with the shortest phrase of the evidence that answers (a name, number, date),
+    /// with its citation, instead of cited sentences (`knowhub ask --brief`).
+    pub brief_answers: bool,
 }
 
 impl Default for AgentOptions {
@@ -81,12 +84,13 @@ impl Default for AgentOptions {
         AgentOptions {
             top_k: 6,
             max_tool_steps: 3,
-            retry_budget: 1,
+            retry_budget: 2,
             degrade_to_sql: true,
             max_answer_tokens: 320,
             schema_chars: 6_000,
             history_turns: 6,
             history_tokens: 1_000,
+            brief_answers: false,
         }
     }
 }

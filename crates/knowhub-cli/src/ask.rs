@@ -60,6 +60,10 @@ pub(crate) struct AskArgs {
     /// Also print how the answer was made (route, steps, evidence, SQL, stop reason).
     #[arg(long)]
     pub trace: bool,
+    /// Answer with just the words of the evidence that answer (a name, number, date) and
+    /// their citation, instead of cited sentences.
+    #[arg(long)]
+    pub brief: bool,
 }
 
 pub(crate) fn ask(
@@ -70,7 +74,11 @@ pub(crate) fn ask(
     json: bool,
 ) -> Result<ExitCode> {
     let model = llm.load()?;
-    let agent = Agent::new(engine, model, AgentOptions::default());
+    let options = AgentOptions {
+        brief_answers: args.brief,
+        ..AgentOptions::default()
+    };
+    let agent = Agent::new(engine, model, options);
     let outcome = answer(
         &agent,
         ctx,

@@ -1,11 +1,14 @@
 //! Prompt-processing and generation speed of the local models on the CPU.
 //!
 //! ```text
-//! cargo run --release -p knowhub-llm --example llm_speed [-- [--no-requant] MODEL.gguf ...]
+//! cargo run --release -p knowhub-llm --example llm_speed [-- [--no-requant] [--no-dense] MODEL.gguf ...]
 //! ```
 //!
-//! `--no-requant` loads the weights as stored (no Q8_0 conversion of Q4_1/Q5_0/Q5_1 tensors), to
-//! compare.
+//! `--no-requant` loads the weights as stored (no Q8_0 conversion of Q4_1/Q5_0/Q5_1 tensors),
+//! `--no-dense` keeps no dense copies for prompt processing, to compare.
+//!
+//! Prompts are timed cold (the prefix cache is emptied before each run); one more line shows a
+//! prompt that shares its beginning with the previous one (the cache's case).
 //!
 //! Without arguments it measures the Qwen2.5-Coder 0.5B and 1.5B models (and SmolLM2-135M) in the
 //! models folder (`KNOWHUB_MODELS_DIR` or `<repo>/models`), skipping missing files. For each
@@ -73,8 +76,11 @@ fn measure(path: &Path, options: &LoadOptions) {
     });
 
     let mut best: Option<(f64, f64, usize, usize)> = None;
+    let mut ttft = f64::MAX;
     for _ in 0..2 {
+        llm.clear_prefix_cache();
         let r = llm.complete(&req).unwrap();
+        ttft = ttft.min(secs(r.time_to_first_token));
         let pp = r.prompt_tokens as f64 / secs(r.time_to_first_token);
         let steps = r.completion_tokens.saturating_sub(1).max(1);
         let tg = steps as f64 / secs(r.elapsed - r.time_to_first_token).max(1e-9);
@@ -83,6 +89,15 @@ fn measure(path: &Path, options: &LoadOptions) {
         }
     }
     let (pp, tg, np, nc) = best.unwrap();
+    // The same instructions and passage, another question: only the question is new.
+    let follow_up = ChatRequest {
+        max_tokens: 1,
+        ..ChatRequest::new(vec![
+            req.messages[0].clone(),
+            Message::user("Which costs may be reimbursed, and up to what amount?"),
+        ])
+    };
+    let warm = llm.complete(&follow_up).unwrap();
     let zh = llm
         .complete(&ChatRequest {
             max_tokens: 48,
@@ -91,10 +106,16 @@ fn measure(path: &Path, options: &LoadOptions) {
         .unwrap();
     println!(
         "{:<44} load {:>5.2}s  rebuild weights {:>5.2}s  prompt {np:>4} tok {pp:>7.1} tok/s  \
-         generate {nc:>3} tok {tg:>6.1} tok/s",
+         TTFT {ttft:>5.2}s  generate {nc:>3} tok {tg:>6.1} tok/s  dense prefill: {}",
         llm.model_id(),
         secs(load),
         secs(rebuild),
+        if llm.has_dense_prefill() { "yes" } else { "no" },
+    );
+    println!(
+        "    same beginning, new question ({} tok): TTFT {:.2}s",
+        warm.prompt_tokens,
+        secs(warm.time_to_first_token)
     );
     println!("    zh sample: {:?}", zh.text);
 }
@@ -105,6 +126,8 @@ fn main() {
     for a in std::env::args_os().skip(1) {
         if a == "--no-requant" {
             options.cpu_q8_requantize = false;
+        } else if a == "--no-dense" {
+            options.dense_prefill_bytes = 0;
         } else {
             args.push(PathBuf::from(a));
         }

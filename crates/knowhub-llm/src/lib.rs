@@ -61,6 +61,7 @@ mod error;
 pub mod gguf_tokenizer;
 pub mod local;
 pub mod openai;
+pub mod qwen2;
 mod requant;
 mod stream;
 

@@ -4,25 +4,32 @@
 //! model (Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, 491 MB) runs at interactive speed on a laptop CPU.
 //!
 //! **Loading.** The GGUF is read once: its metadata picks the architecture
-//! (`general.architecture`: `qwen2` → `candle_transformers::models::quantized_qwen2`, `llama` →
-//! `quantized_llama`), rebuilds the tokenizer ([`crate::gguf_tokenizer`]), checks that the chat
-//! template is ChatML and takes its default system prompt (see [`crate::format_chatml`]), and gives the
-//! context length, capped (default [`DEFAULT_MAX_CONTEXT`] = 4096 tokens; candle's llama cannot
-//! go beyond 4096, and the KV cache and attention scores grow with it). On the CPU, weights stored
-//! in formats candle has no SIMD kernel for (Q4_1, Q5_0, Q5_1: most of Qwen2.5-0.5B) are converted
-//! to Q8_0 as they are read ([`LoadOptions::cpu_q8_requantize`]); on the 2-core development
-//! machine that made the default model's prompt processing 2.2× and its generation 1.5× faster.
+//! (`general.architecture`: `qwen2` → our [`crate::qwen2`], adapted from candle-transformers'
+//! `quantized_qwen2`; `llama` → candle's `quantized_llama`), rebuilds the tokenizer
+//! ([`crate::gguf_tokenizer`]), checks that the chat template is ChatML and takes its default
+//! system prompt (see [`crate::format_chatml`]), and gives the context length, capped (default
+//! [`DEFAULT_MAX_CONTEXT`] = 4096 tokens; candle's llama cannot go beyond 4096, and the KV cache
+//! and attention scores grow with it). On the CPU, weights stored in formats candle has no SIMD
+//! kernel for (Q4_1, Q5_0, Q5_1: most of Qwen2.5-0.5B) are converted to Q8_0 as they are read
+//! ([`LoadOptions::cpu_q8_requantize`]); on the 2-core development machine that made the default
+//! model's prompt processing 2.2× and its generation 1.5× faster. A Qwen2 model small enough
+//! ([`LoadOptions::dense_prefill_bytes`]) also keeps dense f32 copies of its linear layers for
+//! prompt processing (another 2.3× on the 0.5B).
 //!
-//! **Every call is a fresh conversation.** candle's `ModelWeights` keep a KV cache inside each
-//! layer. The first forward pass of a call runs at position 0, which candle treats as "start
-//! over", and we also call `clear_kv_cache` before and after each call (the latter frees the
-//! cache's memory between calls). Clearing costs nothing; rebuilding the weights costs about a
-//! second for the 0.5B model (re-reading the file, converting tensors, dequantizing the
-//! embedding table), so the weights are kept.
-//! One catch: `ModelWeights` also memoise every causal mask they build, keyed by (chunk length,
-//! position), and never forget them; with prompts of ever new lengths that would grow without
-//! bound. We count the masks our prompts create and rebuild the weights from the still-open file
-//! once they pass [`MASK_CACHE_BUDGET`] bytes (a rare, bounded cost instead of a leak).
+//! **Every call is a fresh conversation, and shares what it can.** The KV cache is cleared
+//! before and after each call (the latter frees its memory between calls), so nothing of one
+//! call's text can leak into another's answer. What is shared is exact arithmetic: for Qwen2
+//! models the KV cache of recent prompts is kept ([`LoadOptions::prefix_cache_bytes`]), and a
+//! prompt that begins with the same tokens as one of them starts from a copy of its cache
+//! instead of recomputing it (the keys and values of a position depend only on the tokens up to
+//! it). Clearing costs nothing; rebuilding the weights costs about a second for the 0.5B model
+//! (re-reading the file, converting tensors, dequantizing the embedding table), so the weights
+//! are kept.
+//! One catch: candle's llama `ModelWeights` memoise every causal mask they build, keyed by
+//! (chunk length, position), and never forget them; with prompts of ever new lengths that would
+//! grow without bound. We count the masks our prompts create and rebuild the weights from the
+//! still-open file once they pass [`MASK_CACHE_BUDGET`] bytes (a rare, bounded cost instead of a
+//! leak).
 //!
 //! **Generation.** The prompt is processed in chunks of [`PREFILL_CHUNK`] tokens (bounding the
 //! attention-score memory), then tokens are sampled one at a time with candle's
@@ -55,7 +62,10 @@ use std::time::{Duration, Instant};
 use candle_core::quantized::gguf_file::Content;
 use candle_core::{DType, Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
-use candle_transformers::models::{quantized_llama, quantized_qwen2};
+use candle_transformers::models::quantized_llama;
+
+use crate::qwen2::{KvSnapshot, Qwen2};
+
 use tokenizers::Tokenizer;
 
 use crate::chat::{self, IM_END, IM_START};
@@ -85,6 +95,15 @@ pub struct LoadOptions {
     /// to Q8_0 while loading: several times faster matmuls for ~55 % more memory on those
     /// tensors (most of Qwen2.5-0.5B's weights are Q5_0). Ignored on GPUs.
     pub cpu_q8_requantize: bool,
+    /// On the CPU, keep dense f32 copies of a Qwen2 model's linear layers for prompt
+    /// processing when they take at most this many bytes (0: never). The 0.5B model needs
+    /// 1.26 GB and processes prompts 2.3× faster with them; the 1.5B would need 5.2 GB and is
+    /// fast on its K-quants anyway, so the default budget takes the one and not the other.
+    pub dense_prefill_bytes: usize,
+    /// Keep the KV cache of recent prompts (up to this many bytes; 0: off) and start a new
+    /// prompt from the longest one it begins with (Qwen2 models). The routing and text-to-SQL
+    /// prompts begin with the same instructions and worked examples on every call.
+    pub prefix_cache_bytes: usize,
 }
 
 impl Default for LoadOptions {
@@ -92,9 +111,19 @@ impl Default for LoadOptions {
         LoadOptions {
             max_context: DEFAULT_MAX_CONTEXT,
             cpu_q8_requantize: true,
+            dense_prefill_bytes: DEFAULT_DENSE_PREFILL_BYTES,
+            prefix_cache_bytes: DEFAULT_PREFIX_CACHE_BYTES,
         }
     }
 }
+
+/// Default [`LoadOptions::dense_prefill_bytes`]: 1.5 GiB.
+pub const DEFAULT_DENSE_PREFILL_BYTES: usize = 3 << 29;
+/// Default [`LoadOptions::prefix_cache_bytes`]: 96 MiB (about 8,000 positions of the 0.5B
+/// model, 3,400 of the 1.5B).
+pub const DEFAULT_PREFIX_CACHE_BYTES: usize = 96 << 20;
+/// A cached prefix is used only when it saves at least this many positions.
+const MIN_PREFIX_REUSE: usize = 16;
 
 /// Sampler seed when the request gives none.
 const DEFAULT_SEED: u64 = 299_792_458;
@@ -116,7 +145,7 @@ impl Arch {
 }
 
 enum Weights {
-    Qwen2(quantized_qwen2::ModelWeights),
+    Qwen2(Qwen2),
     Llama(quantized_llama::ModelWeights),
 }
 
@@ -130,9 +159,63 @@ impl Weights {
 
     fn clear_kv_cache(&mut self) {
         match self {
-            Weights::Qwen2(m) => m.clear_kv_cache(),
+            Weights::Qwen2(m) => m.clear(),
             Weights::Llama(m) => m.clear_kv_cache(),
         }
+    }
+}
+
+/// Recently processed prompts with a value each (their KV cache), least recently used first,
+/// within a byte budget (see [`LoadOptions::prefix_cache_bytes`]).
+struct PrefixCache<T> {
+    entries: Vec<(Vec<u32>, T, usize)>,
+    budget: usize,
+}
+
+impl<T> PrefixCache<T> {
+    fn new(budget: usize) -> Self {
+        PrefixCache {
+            entries: Vec::new(),
+            budget,
+        }
+    }
+
+    /// The entry sharing the longest beginning with `ids`, and how many positions of it to
+    /// reuse: at least [`MIN_PREFIX_REUSE`], and never all of `ids` (the last position must be
+    /// computed: its logits start the answer). The entry becomes the most recently used.
+    fn best(&mut self, ids: &[u32]) -> Option<(usize, &T)> {
+        let (reuse, i) = self
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, (cached, _, _))| {
+                let common = cached.iter().zip(ids).take_while(|(a, b)| a == b).count();
+                (common.min(ids.len().saturating_sub(1)), i)
+            })
+            .max()
+            .filter(|(reuse, _)| *reuse >= MIN_PREFIX_REUSE)?;
+        let entry = self.entries.remove(i);
+        self.entries.push(entry);
+        self.entries.last().map(|(_, value, _)| (reuse, value))
+    }
+
+    /// Adds `ids`, replacing entries it extends, then forgets the least recently used entries
+    /// while over budget. A value larger than the whole budget is not kept.
+    fn insert(&mut self, ids: Vec<u32>, value: T, bytes: usize) {
+        if bytes > self.budget {
+            return;
+        }
+        self.entries
+            .retain(|(cached, _, _)| !(cached.len() <= ids.len() && ids.starts_with(cached)));
+        self.entries.push((ids, value, bytes));
+        let mut total: usize = self.entries.iter().map(|e| e.2).sum();
+        while total > self.budget && !self.entries.is_empty() {
+            total -= self.entries.remove(0).2;
+        }
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
     }
 }
 
@@ -145,6 +228,8 @@ struct State {
     /// (chunk length, key length) of every mask the weights have memoised.
     masks: HashSet<(usize, usize)>,
     mask_bytes: usize,
+    /// Recently processed prompts and their KV caches.
+    prefixes: PrefixCache<KvSnapshot>,
 }
 
 /// A GGUF chat model (Qwen2/Qwen2.5 or Llama/SmolLM2) on candle.
@@ -164,6 +249,8 @@ pub struct LocalGguf {
     context: usize,
     /// Slow-on-CPU tensors are converted to Q8_0 when loading (see `requant.rs`).
     requantize: bool,
+    dense_prefill_bytes: usize,
+    prefix_cache_bytes: usize,
     repeat_penalty: f32,
     state: Mutex<State>,
 }
@@ -291,7 +378,15 @@ impl LocalGguf {
         }
 
         let requantize = options.cpu_q8_requantize && device.is_cpu();
-        let weights = build_weights(arch, content, &mut file, device, requantize).map_err(bad)?;
+        let weights = build_weights(
+            arch,
+            content,
+            &mut file,
+            device,
+            requantize,
+            options.dense_prefill_bytes,
+        )
+        .map_err(bad)?;
         let model_id = path
             .file_stem()
             .and_then(|s| s.to_str())
@@ -317,12 +412,15 @@ impl LocalGguf {
             default_system,
             context,
             requantize,
+            dense_prefill_bytes: options.dense_prefill_bytes,
+            prefix_cache_bytes: options.prefix_cache_bytes,
             repeat_penalty: DEFAULT_REPEAT_PENALTY,
             state: Mutex::new(State {
                 weights: Some(weights),
                 file,
                 masks: HashSet::new(),
                 mask_bytes: 0,
+                prefixes: PrefixCache::new(options.prefix_cache_bytes),
             }),
         })
     }
@@ -363,6 +461,19 @@ impl LocalGguf {
         chat::format_chatml(messages, self.default_system.as_deref())
     }
 
+    /// Forgets the KV caches of earlier prompts (benchmarks use it to time cold prompts).
+    pub fn clear_prefix_cache(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.prefixes.clear();
+    }
+
+    /// Whether the weights keep dense copies for prompt processing
+    /// ([`LoadOptions::dense_prefill_bytes`]).
+    pub fn has_dense_prefill(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        matches!(&state.weights, Some(Weights::Qwen2(m)) if m.has_dense_prefill())
+    }
+
     /// Rebuilds the weights from the open model file (used once memoised masks pass their
     /// budget). Returns how long it took.
     pub fn rebuild_weights(&self) -> Result<Duration> {
@@ -376,6 +487,7 @@ impl LocalGguf {
         state.weights = None;
         state.masks.clear();
         state.mask_bytes = 0;
+        state.prefixes.clear();
         let bad = |reason: String| LlmError::BadModel {
             path: self.path.clone(),
             reason,
@@ -395,6 +507,7 @@ impl LocalGguf {
             &mut state.file,
             &self.device,
             self.requantize,
+            self.dense_prefill_bytes,
         )
         .map_err(bad)?;
         state.weights = Some(weights);
@@ -509,12 +622,17 @@ impl LocalGguf {
         Ok(ids)
     }
 
-    /// Runs the prompt through the model in chunks; returns the last position's logits.
+    /// Runs the prompt through the model in chunks, starting after the longest cached prefix
+    /// of it there is; returns the last position's logits.
     fn prefill(&self, state: &mut State, ids: &[u32]) -> Result<Tensor> {
         let mut logits = None;
-        let mut pos = 0;
-        for chunk in ids.chunks(PREFILL_CHUNK) {
-            if chunk.len() > 1 && state.masks.insert((chunk.len(), pos + chunk.len())) {
+        let mut pos = self.restore_prefix(state, ids)?;
+        for chunk in ids[pos..].chunks(PREFILL_CHUNK) {
+            // Only candle's llama memoises masks (our Qwen2 builds them per call).
+            if self.arch == Arch::Llama
+                && chunk.len() > 1
+                && state.masks.insert((chunk.len(), pos + chunk.len()))
+            {
                 state.mask_bytes += chunk.len() * (pos + chunk.len());
             }
             let weights = state
@@ -527,7 +645,48 @@ impl LocalGguf {
             logits = Some(weights.forward(&input, pos).map_err(inference)?);
             pos += chunk.len();
         }
-        logits.ok_or_else(|| LlmError::InvalidRequest("empty prompt".into()))
+        let logits = logits.ok_or_else(|| LlmError::InvalidRequest("empty prompt".into()))?;
+        self.remember_prefix(state, ids)?;
+        Ok(logits)
+    }
+
+    /// Loads the KV cache of the longest cached prompt that `ids` begins with (leaving at least
+    /// one position to compute, whose logits start the answer); returns the positions reused.
+    fn restore_prefix(&self, state: &mut State, ids: &[u32]) -> Result<usize> {
+        let State {
+            weights, prefixes, ..
+        } = state;
+        let Some(Weights::Qwen2(model)) = weights.as_mut() else {
+            return Ok(0);
+        };
+        let Some((reuse, kv)) = prefixes.best(ids) else {
+            return Ok(0);
+        };
+        model
+            .restore(&kv.prefix(reuse).map_err(inference)?)
+            .map_err(inference)?;
+        tracing::debug!(
+            reused = reuse,
+            prompt = ids.len(),
+            "prompt prefix from the KV cache"
+        );
+        Ok(reuse)
+    }
+
+    /// Keeps a copy of the prompt's KV cache for later prompts that begin the same way.
+    fn remember_prefix(&self, state: &mut State, ids: &[u32]) -> Result<()> {
+        if self.prefix_cache_bytes == 0 || ids.len() <= MIN_PREFIX_REUSE {
+            return Ok(());
+        }
+        let Some(Weights::Qwen2(model)) = state.weights.as_ref() else {
+            return Ok(());
+        };
+        let Some(kv) = model.snapshot(ids.len()).map_err(inference)? else {
+            return Ok(());
+        };
+        let bytes = kv.bytes();
+        state.prefixes.insert(ids.to_vec(), kv, bytes);
+        Ok(())
     }
 
     fn generate(
@@ -653,16 +812,21 @@ fn build_weights(
     file: &mut File,
     device: &Device,
     requantize: bool,
+    dense_prefill_bytes: usize,
 ) -> Result<Weights, String> {
     fn build<R: Read + Seek>(
         arch: Arch,
         content: Content,
         reader: &mut R,
         device: &Device,
+        dense_prefill_bytes: usize,
     ) -> candle_core::Result<Weights> {
         Ok(match arch {
-            Arch::Qwen2 => Weights::Qwen2(quantized_qwen2::ModelWeights::from_gguf(
-                content, reader, device,
+            Arch::Qwen2 => Weights::Qwen2(Qwen2::from_gguf(
+                content,
+                reader,
+                device,
+                dense_prefill_bytes,
             )?),
             Arch::Llama => Weights::Llama(quantized_llama::ModelWeights::from_gguf(
                 content, reader, device,
@@ -673,9 +837,9 @@ fn build_weights(
         let (mut reader, converted) =
             requant::prepare(&mut content, file).map_err(|e| e.to_string())?;
         tracing::debug!(converted, "tensors converted to Q8_0 for the CPU");
-        build(arch, content, &mut reader, device)
+        build(arch, content, &mut reader, device, dense_prefill_bytes)
     } else {
-        build(arch, content, file, device)
+        build(arch, content, file, device, dense_prefill_bytes)
     }
     .map_err(|e| e.to_string())
 }
@@ -718,5 +882,47 @@ impl Llm for LocalGguf {
             w.clear_kv_cache();
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod prefix_cache_tests {
+    use super::*;
+
+    fn ids(n: u32) -> Vec<u32> {
+        (0..n).collect()
+    }
+
+    #[test]
+    fn longest_shared_beginning_wins_and_budget_evicts_least_recently_used() {
+        let mut cache = PrefixCache::new(100);
+        cache.insert(ids(40), "forty", 30);
+        let mut other = ids(30);
+        other[20] = 999;
+        cache.insert(other.clone(), "other", 30);
+        // 40 shared positions beat 20.
+        assert_eq!(cache.best(&ids(50)), Some((40, &"forty")));
+        // The whole prompt is never reused: its last position gives the logits.
+        assert_eq!(cache.best(&ids(40)), Some((39, &"forty")));
+        // Too short a beginning in common is not worth it.
+        assert_eq!(cache.best(&[0, 1, 2, 7]), None);
+        assert_eq!(cache.best(&other[..20]), Some((19, &"forty")));
+        // "other" is now the least recently used: a third entry over budget evicts it.
+        cache.insert(vec![5; 30], "fives", 50);
+        assert_eq!(cache.entries.len(), 2);
+        assert!(
+            cache
+                .best(&other)
+                .is_some_and(|(n, v)| n == 20 && *v == "forty")
+        );
+        // An entry the new prompt extends is replaced by it.
+        cache.insert(ids(60), "sixty", 20);
+        assert!(cache.entries.iter().all(|e| e.1 != "forty"));
+        assert_eq!(cache.best(&ids(70)), Some((60, &"sixty")));
+        // Larger than the whole budget: not kept.
+        cache.insert(vec![9; 20], "huge", 101);
+        assert!(cache.best(&[9; 20]).is_none());
+        cache.clear();
+        assert!(cache.best(&ids(50)).is_none());
     }
 }

@@ -295,6 +295,38 @@ fn qwen_answers_chinese_and_english() {
     );
 }
 
+/// A prompt that begins like an earlier one starts from that prompt's KV cache; the greedy
+/// answer is the one a cold start gives.
+#[test]
+fn qwen_prompts_sharing_a_beginning_answer_as_from_cold() {
+    let Some(path) = common::model(common::QWEN_05B) else {
+        return;
+    };
+    let llm = LocalGguf::load(&path, &Device::Cpu).unwrap();
+    let system = Message::system(
+        "Answer from this text only: Claims are filed within 30 days. Managers approve them \
+         first, then finance pays them with the next salary. 报销单须在 30 天内提交。",
+    );
+    let ask = |q: &str| ChatRequest {
+        max_tokens: 24,
+        ..ChatRequest::new(vec![system.clone(), Message::user(q)])
+    };
+    let questions = ["Who approves a claim?", "报销单多久内提交？"];
+    let warm: Vec<String> = questions
+        .iter()
+        .map(|q| llm.complete(&ask(q)).unwrap().text)
+        .collect();
+    let cold: Vec<String> = questions
+        .iter()
+        .map(|q| {
+            llm.clear_prefix_cache();
+            llm.complete(&ask(q)).unwrap().text
+        })
+        .collect();
+    assert_eq!(warm, cold);
+    assert!(warm.iter().all(|a| !a.trim().is_empty()), "{warm:?}");
+}
+
 #[test]
 fn load_errors_are_explained() {
     let dir = tempfile::tempdir().unwrap();

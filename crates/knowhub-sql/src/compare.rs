@@ -6,6 +6,10 @@
 //! for magnitudes above 1), an integer equal to a real (`3` = `3.0`). Text compares exactly,
 //! NULL equals NULL, blobs compare by size. The `truncated` flags and timings are not compared:
 //! evaluate with a policy whose limit is above the expected row counts.
+//!
+//! [`results_match_any_column_order`] also accepts the columns in another order, as the
+//! test-suite execution accuracy of Spider does (Zhong, Yu and Klein, 2020): "name, count" for
+//! "count, name" is the same answer.
 
 use std::cmp::Ordering;
 
@@ -32,6 +36,101 @@ pub fn results_match(expected: &QueryResult, got: &QueryResult) -> bool {
     // Sorting can pair rows differently when numbers differ within the tolerance; fall back to
     // an exact bipartite matching for results of modest size.
     a.len() <= 2_000 && perfect_matching(&a, &b)
+}
+
+/// Permutations of columns tried at most by [`results_match_any_column_order`].
+const MAX_PERMUTATIONS: usize = 5_000;
+
+/// [`results_match`], or the same after reordering `got`'s columns (same number of columns;
+/// only orders whose every column holds the same values as the expected column it stands for
+/// are tried).
+pub fn results_match_any_column_order(expected: &QueryResult, got: &QueryResult) -> bool {
+    if results_match(expected, got) {
+        return true;
+    }
+    let width = expected.rows.first().map_or(0, Vec::len);
+    if expected.rows.len() != got.rows.len()
+        || width < 2
+        || got
+            .rows
+            .iter()
+            .chain(&expected.rows)
+            .any(|r| r.len() != width)
+    {
+        return false;
+    }
+    fn column(rows: &[Vec<Value>], i: usize) -> Vec<&Value> {
+        let mut c: Vec<&Value> = rows.iter().map(|r| &r[i]).collect();
+        c.sort_by(|x, y| cmp_values(x, y));
+        c
+    }
+    let same_values = |a: &[&Value], b: &[&Value]| a.iter().zip(b).all(|(x, y)| value_eq(x, y));
+    let expected_cols: Vec<Vec<&Value>> = (0..width).map(|i| column(&expected.rows, i)).collect();
+    let got_cols: Vec<Vec<&Value>> = (0..width).map(|i| column(&got.rows, i)).collect();
+    // candidates[i]: columns of `got` that could stand for expected column i.
+    let candidates: Vec<Vec<usize>> = expected_cols
+        .iter()
+        .map(|e| {
+            (0..width)
+                .filter(|&j| same_values(e, &got_cols[j]))
+                .collect()
+        })
+        .collect();
+    if candidates.iter().any(Vec::is_empty) {
+        return false;
+    }
+    let mut order = Vec::with_capacity(width);
+    let mut used = vec![false; width];
+    let mut tried = 0;
+    try_orders(
+        expected,
+        got,
+        &candidates,
+        &mut order,
+        &mut used,
+        &mut tried,
+    )
+}
+
+fn try_orders(
+    expected: &QueryResult,
+    got: &QueryResult,
+    candidates: &[Vec<usize>],
+    order: &mut Vec<usize>,
+    used: &mut [bool],
+    tried: &mut usize,
+) -> bool {
+    if order.len() == candidates.len() {
+        *tried += 1;
+        let reordered = QueryResult {
+            columns: order
+                .iter()
+                .map(|&j| got.columns.get(j).cloned().unwrap_or_default())
+                .collect(),
+            rows: got
+                .rows
+                .iter()
+                .map(|r| order.iter().map(|&j| r[j].clone()).collect())
+                .collect(),
+            truncated: got.truncated,
+            elapsed: got.elapsed,
+        };
+        return results_match(expected, &reordered);
+    }
+    for &j in &candidates[order.len()] {
+        if used[j] || *tried >= MAX_PERMUTATIONS {
+            continue;
+        }
+        used[j] = true;
+        order.push(j);
+        let found = try_orders(expected, got, candidates, order, used, tried);
+        order.pop();
+        used[j] = false;
+        if found {
+            return true;
+        }
+    }
+    false
 }
 
 fn value_eq(x: &Value, y: &Value) -> bool {
@@ -214,6 +313,55 @@ mod tests {
             let b = result(&["other", "names"], b);
             assert_eq!(results_match(&a, &b), want, "{name}");
             assert_eq!(results_match(&b, &a), want, "{name} (swapped)");
+            let any_order = want || name == "column order counts";
+            assert_eq!(results_match_any_column_order(&a, &b), any_order, "{name}");
+            assert_eq!(
+                results_match_any_column_order(&b, &a),
+                any_order,
+                "{name} (swapped)"
+            );
+        }
+    }
+
+    #[test]
+    fn columns_in_another_order() {
+        let t = |s: &str| T(s.to_owned());
+        type Rows = Vec<Vec<Value>>;
+        let cases: Vec<(&str, Rows, Rows, bool)> = vec![
+            (
+                "name and count swapped",
+                vec![vec![t("Rock"), I(3)], vec![t("Jazz"), I(1)]],
+                vec![vec![I(1), t("Jazz")], vec![I(3), t("Rock")]],
+                true,
+            ),
+            (
+                "each column right, rows paired differently",
+                vec![vec![t("Rock"), I(3)], vec![t("Jazz"), I(1)]],
+                vec![vec![I(3), t("Jazz")], vec![I(1), t("Rock")]],
+                false,
+            ),
+            (
+                "two columns with the same values",
+                vec![vec![I(1), I(1), t("a")], vec![I(2), I(2), t("b")]],
+                vec![vec![t("b"), I(2), I(2)], vec![t("a"), I(1), I(1)]],
+                true,
+            ),
+            (
+                "a column more",
+                vec![vec![t("Rock")]],
+                vec![vec![I(3), t("Rock")]],
+                false,
+            ),
+        ];
+        for (name, a, b, want) in cases {
+            let a = result(&["x", "y", "z"], a);
+            let b = result(&["p", "q", "r"], b);
+            assert_eq!(results_match_any_column_order(&a, &b), want, "{name}");
+            assert_eq!(
+                results_match_any_column_order(&b, &a),
+                want,
+                "{name} (swapped)"
+            );
         }
     }
 }

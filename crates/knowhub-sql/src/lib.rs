@@ -11,7 +11,8 @@
 //!   authorizer as a second gate, a deadline, and caps on rows and result bytes.
 //! * [`template_sql`]: simple English/Chinese questions without an LLM (count, list, sum,
 //!   average, one filter), `None` when unsure.
-//! * [`results_match`]: order-insensitive result comparison for execution-accuracy evaluation.
+//! * [`results_match`], [`results_match_any_column_order`]: order-insensitive result comparison
+//!   for execution-accuracy evaluation.
 //!
 //! Nothing here can change the database: the file is opened read-only and `query_only`, the
 //! validator refuses every non-query, and the authorizer denies every write, pragma and attach
@@ -62,7 +63,7 @@ mod template;
 mod validate;
 mod value;
 
-pub use compare::{TOLERANCE, results_match};
+pub use compare::{TOLERANCE, results_match, results_match_any_column_order};
 pub use error::{Result, SqlError};
 pub use execute::execute;
 pub use functions::{ALLOWED_FUNCTIONS, is_allowed_function};

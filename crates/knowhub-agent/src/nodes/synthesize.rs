@@ -46,7 +46,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     if deps.llm.is_some() {
         for strict in [false, true] {
             attempts += 1;
-            let messages = prompt(state, &refs, lang, strict);
+            let messages = prompt(state, &refs, lang, strict, deps.options.brief_answers);
             let Ok(text) = deps.ask_llm(state, messages, deps.options.max_answer_tokens, true)
             else {
                 break;
@@ -64,7 +64,11 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             }
             let checked = citations::check(&text, refs.len());
             cut.extend(checked.cut.clone());
-            if !checked.cited.is_empty() && checked.substantive {
+            // A brief answer may be a bare number ("6 [1]"); a full one may not.
+            let says_something = checked.substantive
+                || (deps.options.brief_answers
+                    && checked.answer.chars().any(char::is_alphanumeric));
+            if !checked.cited.is_empty() && says_something {
                 state.draft.written_by = "llm".into();
                 state.draft.cut_sentences = cut.clone();
                 let confidence = 0.6 + 0.3 * (1.0 - checked.cut.len() as f32 / 4.0).max(0.0);
@@ -150,18 +154,31 @@ fn prompt(
     evidence: &[&EvidenceItem],
     lang: Lang,
     strict: bool,
+    brief: bool,
 ) -> Vec<Message> {
     let language = match lang {
         Lang::Zh => "Chinese (简体中文)",
         Lang::En => "English",
     };
-    let mut system = format!(
-        "You are KnowHub, a careful company knowledge assistant. Answer the question in \
-         {language} using ONLY the numbered evidence. After every sentence that states a fact, \
-         cite the evidence it comes from as [1], [2] … Do not add facts that are not in the \
-         evidence. Keep it short (at most 5 sentences). If the evidence does not contain the \
-         answer, reply exactly {NO_ANSWER}."
-    );
+    let mut system = if brief {
+        // The exact words of the evidence, so the reader can find them in the cited passage.
+        format!(
+            "You are KnowHub, a careful company knowledge assistant. Answer the question using \
+             ONLY the numbered evidence: reply with just the words of the evidence that answer \
+             it (a name, number, date or short phrase, copied exactly, not a whole sentence), \
+             then the number of the evidence they come from, like [1]. Examples: \
+             \"15 days [2]\", \"张伟 [1]\", \"1998年 [3]\". If the evidence does not contain \
+             the answer, reply exactly {NO_ANSWER}."
+        )
+    } else {
+        format!(
+            "You are KnowHub, a careful company knowledge assistant. Answer the question in \
+             {language} using ONLY the numbered evidence. After every sentence that states a \
+             fact, cite the evidence it comes from as [1], [2] … Do not add facts that are not \
+             in the evidence. Keep it short (at most 5 sentences). If the evidence does not \
+             contain the answer, reply exactly {NO_ANSWER}."
+        )
+    };
     if strict {
         system.push_str(" Every sentence MUST end with a citation like [1].");
     }

@@ -11,6 +11,8 @@
 //! pre-filled with `SELECT` and stops at `;`. A listing question answered with a plain pick of
 //! columns from one table gets whole rows ([`whole_rows`]).
 
+pub mod hint;
+
 use std::path::Path;
 
 use knowhub_llm::{ChatRequest, Llm, Message};
@@ -53,7 +55,7 @@ pub fn nl2sql(
     schema_chars: usize,
 ) -> Nl2Sql {
     let mut out = Nl2Sql::default();
-    let mut feedback: Option<(String, String)> = None;
+    let mut feedback: Option<Feedback> = None;
     let mut template_tried = false;
     let mut llm_done = false;
     for _ in 0..=retry_budget + 1 {
@@ -112,7 +114,11 @@ pub fn nl2sql(
                 break;
             }
             Err(e) => {
-                feedback = Some((sql.clone(), e.to_string()));
+                feedback = Some(Feedback {
+                    hint: hint::for_error(schema, &sql, &e.to_string()),
+                    sql: sql.clone(),
+                    error: e.to_string(),
+                });
                 out.attempts.push(Attempt {
                     by: by.into(),
                     sql,
@@ -150,10 +156,19 @@ CREATE TABLE course (
   FOREIGN KEY (teacher_id) REFERENCES teacher (teacher_id)
 );
 
+CREATE TABLE enrollment (
+  enrollment_id INTEGER PRIMARY KEY,
+  course_id INTEGER,
+  student TEXT, -- e.g. 'Ana Silva'
+  fee NUMERIC, -- e.g. 120.5
+  FOREIGN KEY (course_id) REFERENCES course (course_id)
+);
+
 ";
 
 /// Worked examples: whole rows when no columns are named, dates with `strftime`, a person's
-/// name from its parts, joins on the declared keys.
+/// name from its parts, joins on the declared keys, a measure that lives two joins away (and
+/// shown beside the answer, so the reader sees why it is the most).
 const EXAMPLES: &[(&str, &str)] = &[
     (
         "List all courses worth more than 3 credits.",
@@ -169,6 +184,13 @@ const EXAMPLES: &[(&str, &str)] = &[
          COUNT(course.course_id) AS course_count FROM teacher LEFT JOIN course ON \
          course.teacher_id = teacher.teacher_id GROUP BY teacher.teacher_id;",
     ),
+    (
+        "Which teacher earned the most in fees?",
+        "SELECT teacher.first_name || ' ' || teacher.last_name AS teacher_name, \
+         SUM(enrollment.fee) AS total_fees FROM teacher JOIN course ON course.teacher_id = \
+         teacher.teacher_id JOIN enrollment ON enrollment.course_id = course.course_id GROUP BY \
+         teacher.teacher_id ORDER BY total_fees DESC LIMIT 1;",
+    ),
 ];
 
 const SQL_SYSTEM: &str = "You are a SQLite expert. You write one SQLite SELECT statement that \
@@ -177,15 +199,36 @@ const SQL_SYSTEM: &str = "You are a SQLite expert. You write one SQLite SELECT s
                           without naming the columns to show, select all columns (SELECT *). \
                           Reply with the SQL only.";
 
+/// A failed statement, its error, and what the schema says about it.
+#[derive(Debug, Clone)]
+pub struct Feedback {
+    pub sql: String,
+    pub error: String,
+    pub hint: hint::Hint,
+}
+
 fn generate(
     llm: &dyn Llm,
     schema: &Schema,
     question: &str,
-    feedback: Option<&(String, String)>,
+    feedback: Option<&Feedback>,
     schema_chars: usize,
     out: &mut Nl2Sql,
 ) -> Option<String> {
     let mut focused = focus(schema, question, FOCUS_TABLES);
+    // The tables a hint points at are described even when the question's words missed them.
+    if let Some(f) = feedback
+        && focused.tables.len() < schema.tables.len()
+    {
+        for name in &f.hint.tables {
+            if focused.table(name).is_none()
+                && let Some(t) = schema.table(name)
+            {
+                focused.tables.push(t.clone());
+            }
+        }
+        focused.tables.sort_by_key(|t| t.name.to_lowercase());
+    }
     for c in focused.tables.iter_mut().flat_map(|t| t.columns.iter_mut()) {
         c.samples.truncate(PROMPT_SAMPLES);
     }
@@ -236,19 +279,23 @@ fn generate(
 pub fn sql_prompt(
     schema: &Schema,
     question: &str,
-    feedback: Option<&(String, String)>,
+    feedback: Option<&Feedback>,
     schema_chars: usize,
 ) -> String {
     let one_line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut user = schema.ddl_text(schema_chars);
     user.push_str(ASK);
     user.push_str(&format!("-- {}\n", one_line(question)));
-    if let Some((prev, err)) = feedback {
+    if let Some(f) = feedback {
         user.push_str(&format!(
-            "-- This attempt failed: {}\n-- Error: {}\n-- Write a corrected statement.\n",
-            one_line(prev),
-            one_line(short_error(err))
+            "-- This attempt failed: {}\n-- Error: {}\n",
+            one_line(&f.sql),
+            one_line(short_error(&f.error))
         ));
+        for line in &f.hint.lines {
+            user.push_str(&format!("-- Hint: {}\n", one_line(line)));
+        }
+        user.push_str("-- Write a corrected statement.\n");
     }
     user
 }
@@ -621,17 +668,21 @@ mod tests {
         let s = shop();
         let ask = "-- Using valid SQLite, answer the following questions for the tables provided \
                    above.\n-- How many books?\n";
-        let failed = (
-            "SELECT x\nFROM book".to_string(),
-            "no such column: x".to_string(),
-        );
+        let failed = Feedback {
+            sql: "SELECT x\nFROM book".to_string(),
+            error: "no such column: x".to_string(),
+            hint: hint::Hint {
+                lines: vec!["No table has a column x.".into()],
+                tables: Vec::new(),
+            },
+        };
         for (feedback, tail) in [
             (None, ask.to_string()),
             (
                 Some(&failed),
                 format!(
                     "{ask}-- This attempt failed: SELECT x FROM book\n-- Error: no such column: \
-                     x\n-- Write a corrected statement.\n"
+                     x\n-- Hint: No table has a column x.\n-- Write a corrected statement.\n"
                 ),
             ),
         ] {
