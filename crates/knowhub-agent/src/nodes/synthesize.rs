@@ -66,8 +66,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             cut.extend(checked.cut.clone());
             // A brief answer may be a bare number ("6 [1]"); a full one may not.
             let says_something = checked.substantive
-                || (deps.options.brief_answers
-                    && checked.answer.chars().any(char::is_alphanumeric));
+                || (deps.options.brief_answers && citations::says_anything(&checked.answer));
             if !checked.cited.is_empty() && says_something {
                 state.draft.written_by = "llm".into();
                 state.draft.cut_sentences = cut.clone();
