@@ -225,17 +225,17 @@ mod tests {
         for (answer, want) in table {
             assert_eq!(check(answer, 1).substantive, *want, "{answer}");
         }
+    }
 
-        #[test]
-        fn brief_answers_may_be_bare_numbers_but_not_bare_markers() {
-            for (answer, want) in [
-                ("6 [1]", true),
-                ("4分钟[2]", true),
-                ("[1]", false),
-                (" [1][2]。", false),
-            ] {
-                assert_eq!(says_anything(answer), want, "{answer}");
-            }
+    #[test]
+    fn brief_answers_may_be_bare_numbers_but_not_bare_markers() {
+        for (answer, want) in [
+            ("6 [1]", true),
+            ("4分钟[2]", true),
+            ("[1]", false),
+            (" [1][2]。", false),
+        ] {
+            assert_eq!(says_anything(answer), want, "{answer}");
         }
     }
 }
