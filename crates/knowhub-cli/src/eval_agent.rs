@@ -421,6 +421,13 @@ pub(crate) struct RoutingEvalArgs {
     /// Take at most N questions from each of the two files.
     #[arg(long, default_value_t = 78)]
     limit: usize,
+    /// The database the text-to-SQL questions are about (its table names are shown to the
+    /// model, as for a registered source).
+    #[arg(
+        long,
+        default_value = "../shared/corpora/sql/chinook/Chinook_Sqlite.sqlite"
+    )]
+    db: PathBuf,
 }
 
 /// The bilingual table written with the rules (it names every route).
@@ -505,23 +512,21 @@ pub(crate) fn routing(args: &RoutingEvalArgs, llm: &LlmArgs, json: bool) -> Resu
     ));
     // Third-party questions: the Chinook database registered as a data source (RouteNode
     // counts any question as possibly about it, as for every registered database). The model
-    // is shown Chinook's table names here; RouteNode shows a registered database by its
+    // is shown the database's table names here; RouteNode shows a registered database by its
     // registered name only (spreadsheet sheets by their table names).
-    let chinook: Vec<String> = [
-        "Album",
-        "Artist",
-        "Customer",
-        "Employee",
-        "Genre",
-        "Invoice",
-        "InvoiceLine",
-        "MediaType",
-        "Playlist",
-        "PlaylistTrack",
-        "Track",
-    ]
-    .map(String::from)
-    .to_vec();
+    let chinook: Vec<String> = if args.db.is_file() {
+        knowhub_sql::introspect(&args.db, 0)?
+            .tables
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
+    } else {
+        eprintln!(
+            "note: {} not found; no table names shown",
+            args.db.display()
+        );
+        Vec::new()
+    };
     let registered = std::collections::HashSet::new();
     if args.sql_questions.is_file() {
         let items: Vec<serde_json::Value> = serde_json::from_slice(

@@ -67,10 +67,6 @@ impl Linear {
             _ => self.quantized.forward(xs),
         }
     }
-
-    fn dense_bytes(weights: &QTensor) -> usize {
-        weights.shape().elem_count() * DType::F32.size_in_bytes()
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -285,14 +281,12 @@ impl Qwen2 {
         let (cos, sin) = rope_tables(head_dim, freq_base, context, device)?;
 
         let mut layers = Vec::with_capacity(block_count);
-        let mut dense_bytes = 0;
         for i in 0..block_count {
             let mut linear = |name: &str| -> Result<Linear> {
-                let w = ct.tensor(reader, &format!("blk.{i}.{name}.weight"), device)?;
-                if dense {
-                    dense_bytes += Linear::dense_bytes(&w);
-                }
-                Linear::new(w, dense)
+                Linear::new(
+                    ct.tensor(reader, &format!("blk.{i}.{name}.weight"), device)?,
+                    dense,
+                )
             };
             let wq = linear("attn_q")?;
             let wk = linear("attn_k")?;
@@ -332,7 +326,7 @@ impl Qwen2 {
                 cache: KvCache::default(),
             });
         }
-        tracing::debug!(dense, dense_bytes, "qwen2 weights built");
+        tracing::debug!(dense, dense_needed, "qwen2 weights built");
         Ok(Qwen2 {
             embeddings: Embedding::new(embeddings, embedding_length),
             layers,
@@ -611,23 +605,6 @@ mod tests {
         Tensor::new(xs, &Device::Cpu).unwrap().unsqueeze(0).unwrap()
     }
 
-    fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
-        (a - b)
-            .unwrap()
-            .abs()
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .max(0)
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap()
-    }
-
-    const PROMPT: [u32; 20] = [
-        1, 5, 9, 33, 2, 60, 17, 17, 4, 8, 50, 12, 3, 44, 21, 9, 30, 31, 6, 7,
-    ];
-
     fn max_abs(a: &Tensor) -> f32 {
         a.abs()
             .unwrap()
@@ -638,6 +615,14 @@ mod tests {
             .to_scalar::<f32>()
             .unwrap()
     }
+
+    fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
+        max_abs(&(a - b).unwrap())
+    }
+
+    const PROMPT: [u32; 20] = [
+        1, 5, 9, 33, 2, 60, 17, 17, 4, 8, 50, 12, 3, 44, 21, 9, 30, 31, 6, 7,
+    ];
 
     /// Chunked prompt, then tokens one at a time, logits compared at every step: the largest
     /// difference relative to the largest logit.

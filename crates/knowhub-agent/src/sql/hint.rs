@@ -242,28 +242,52 @@ fn resolve(schema: &Schema, sql: &str, qualifier: &str) -> Option<String> {
     })
 }
 
-/// Join edges of the schema: `(table, column) ↔ (table, column)` from declared foreign keys,
-/// else from `…Id` / `…_id` columns named after a table.
-fn edges(schema: &Schema) -> Vec<(String, String, String, String)> {
+/// One table's reference to another: a declared foreign key, or (for a table that declares
+/// none) a `…Id` / `…_id` column named after another table (ArtistId → Artist, customer_id →
+/// customer). The one description of how tables join, for the question's focus and for hints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Reference {
+    /// Index of the referencing table in `schema.tables`.
+    pub from: usize,
+    /// Index of the referenced table.
+    pub to: usize,
+    /// (column of `from`, column of `to`) pairs whose target column is known.
+    pub columns: Vec<(String, String)>,
+}
+
+/// Every reference of the schema, table by table in schema order, each table's in declaration
+/// (or column) order.
+pub(crate) fn references(schema: &Schema) -> Vec<Reference> {
+    let position = |name: &str| {
+        schema
+            .tables
+            .iter()
+            .position(|x| !name.is_empty() && x.name.eq_ignore_ascii_case(name))
+    };
     let mut out = Vec::new();
-    for t in &schema.tables {
+    for (from, t) in schema.tables.iter().enumerate() {
         if !t.foreign_keys.is_empty() {
             for fk in &t.foreign_keys {
-                let Some(target) = schema.table(&fk.ref_table) else {
+                let Some(to) = position(&fk.ref_table) else {
                     continue;
                 };
-                for (i, from) in fk.columns.iter().enumerate() {
-                    let to = fk.ref_columns.get(i).cloned().or_else(|| {
-                        target
-                            .columns
-                            .iter()
-                            .find(|c| c.primary_key == (i as u32) + 1)
-                            .map(|c| c.name.clone())
-                    });
-                    if let Some(to) = to {
-                        out.push((t.name.clone(), from.clone(), target.name.clone(), to));
-                    }
-                }
+                let target = &schema.tables[to];
+                let columns = fk
+                    .columns
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, c)| {
+                        let ref_column = fk.ref_columns.get(i).cloned().or_else(|| {
+                            target
+                                .columns
+                                .iter()
+                                .find(|x| x.primary_key == (i as u32) + 1)
+                                .map(|x| x.name.clone())
+                        })?;
+                        Some((c.clone(), ref_column))
+                    })
+                    .collect();
+                out.push(Reference { from, to, columns });
             }
             continue;
         }
@@ -275,20 +299,16 @@ fn edges(schema: &Schema) -> Vec<(String, String, String, String)> {
             else {
                 continue;
             };
-            let Some(target) = schema.table(base).filter(|x| x.name != t.name) else {
+            let Some(to) = position(base).filter(|&to| to != from) else {
                 continue;
             };
-            let to = target
+            let target = &schema.tables[to];
+            let columns = target
                 .column(&c.name)
-                .or_else(|| target.columns.iter().find(|x| x.primary_key == 1));
-            if let Some(to) = to {
-                out.push((
-                    t.name.clone(),
-                    c.name.clone(),
-                    target.name.clone(),
-                    to.name.clone(),
-                ));
-            }
+                .or_else(|| target.columns.iter().find(|x| x.primary_key == 1))
+                .map(|x| vec![(c.name.clone(), x.name.clone())])
+                .unwrap_or_default();
+            out.push(Reference { from, to, columns });
         }
     }
     out
@@ -298,17 +318,21 @@ fn edges(schema: &Schema) -> Vec<(String, String, String, String)> {
 /// written `Table.column = Other.column`.
 fn join_path(schema: &Schema, from: &str, to: &str) -> Option<Vec<(String, String)>> {
     let mut adjacent: HashMap<String, Vec<(String, String, String)>> = HashMap::new();
-    for (a, ac, b, bc) in edges(schema) {
+    for r in references(schema) {
+        let (a, b) = (&schema.tables[r.from].name, &schema.tables[r.to].name);
         let (la, lb) = (a.to_lowercase(), b.to_lowercase());
-        adjacent.entry(la.clone()).or_default().push((
-            lb.clone(),
-            format!("{a}.{ac}"),
-            format!("{b}.{bc}"),
-        ));
-        adjacent
-            .entry(lb)
-            .or_default()
-            .push((la, format!("{b}.{bc}"), format!("{a}.{ac}")));
+        for (ac, bc) in &r.columns {
+            adjacent.entry(la.clone()).or_default().push((
+                lb.clone(),
+                format!("{a}.{ac}"),
+                format!("{b}.{bc}"),
+            ));
+            adjacent.entry(lb.clone()).or_default().push((
+                la.clone(),
+                format!("{b}.{bc}"),
+                format!("{a}.{ac}"),
+            ));
+        }
     }
     let (from, to) = (from.to_lowercase(), to.to_lowercase());
     let mut previous: HashMap<String, (String, String, String)> = HashMap::new();

@@ -371,10 +371,14 @@ fn focus(schema: &Schema, question: &str, max_tables: usize) -> Schema {
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let mut keep: Vec<usize> = scored.iter().take(max_tables).map(|(_, i)| *i).collect();
     let extra = keep.len() + 3;
-    let mut linked: Vec<usize> = keep.iter().flat_map(|&i| references(schema, i)).collect();
+    let references = reference_lists(schema);
+    let mut linked: Vec<usize> = keep
+        .iter()
+        .flat_map(|&i| references[i].iter().copied())
+        .collect();
     // Link tables (many-to-many) between two kept tables.
     for (i, _) in schema.tables.iter().enumerate() {
-        let refs = references(schema, i);
+        let refs = &references[i];
         if refs.iter().filter(|r| keep.contains(r)).count() >= 2 {
             linked.push(i);
         }
@@ -390,35 +394,13 @@ fn focus(schema: &Schema, question: &str, max_tables: usize) -> Schema {
     out
 }
 
-/// The tables table `i` references: its declared foreign keys, or, when it declares none,
-/// columns named like another table plus `Id`/`_id` (ArtistId → Artist, customer_id →
-/// customer).
-fn references(schema: &Schema, i: usize) -> Vec<usize> {
-    let t = &schema.tables[i];
-    let position = |name: &str| {
-        schema
-            .tables
-            .iter()
-            .position(|x| x.name.eq_ignore_ascii_case(name) && !name.is_empty())
-    };
-    if !t.foreign_keys.is_empty() {
-        return t
-            .foreign_keys
-            .iter()
-            .filter_map(|fk| position(&fk.ref_table))
-            .collect();
+/// For each table, the tables it references ([`hint::references`]), in order.
+fn reference_lists(schema: &Schema) -> Vec<Vec<usize>> {
+    let mut out = vec![Vec::new(); schema.tables.len()];
+    for r in hint::references(schema) {
+        out[r.from].push(r.to);
     }
-    t.columns
-        .iter()
-        .filter_map(|c| {
-            let lower = c.name.to_lowercase();
-            let base = lower
-                .strip_suffix("_id")
-                .or_else(|| lower.strip_suffix("id"))?;
-            position(base)
-        })
-        .filter(|&j| j != i)
-        .collect()
+    out
 }
 
 /// Words that ask for rows to be listed ("list the customers…", "show all orders…").
