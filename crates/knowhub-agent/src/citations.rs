@@ -52,12 +52,6 @@ pub(crate) fn check(answer: &str, n: usize) -> Checked {
     out
 }
 
-/// Whether `answer` holds a letter or digit outside its `[n]` markers: a brief answer may be a
-/// bare number ("6 [1]"), but "[1]" alone says nothing.
-pub(crate) fn says_anything(answer: &str) -> bool {
-    unmarked(answer).chars().any(char::is_alphanumeric)
-}
-
 /// The text without its `[n]` markers.
 fn unmarked(text: &str) -> String {
     let mut out = String::new();
@@ -224,18 +218,6 @@ mod tests {
         ];
         for (answer, want) in table {
             assert_eq!(check(answer, 1).substantive, *want, "{answer}");
-        }
-    }
-
-    #[test]
-    fn brief_answers_may_be_bare_numbers_but_not_bare_markers() {
-        for (answer, want) in [
-            ("6 [1]", true),
-            ("4分钟[2]", true),
-            ("[1]", false),
-            (" [1][2]。", false),
-        ] {
-            assert_eq!(says_anything(answer), want, "{answer}");
         }
     }
 }

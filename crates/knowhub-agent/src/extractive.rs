@@ -19,7 +19,6 @@ pub(crate) fn answer(
     evidence: &[&EvidenceItem],
     lang: Lang,
 ) -> Option<(String, Vec<usize>)> {
-    let q = terms(question);
     let mut parts: Vec<(String, usize)> = Vec::new();
     // SQL results answer data questions directly.
     for (i, e) in evidence.iter().enumerate() {
@@ -30,6 +29,47 @@ pub(crate) fn answer(
             ));
         }
     }
+    let mut used = std::collections::HashSet::new();
+    for (s, i) in ranked_sentences(question, evidence) {
+        if parts.len() >= MAX_SENTENCES + usize::from(!parts.is_empty()) {
+            break;
+        }
+        if used.insert(s.clone()) {
+            parts.push((s, i));
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let mut text = String::from(lang.extractive_intro());
+    let mut cited = Vec::new();
+    for (s, k) in &parts {
+        text.push('\n');
+        text.push_str(&format!("- {} [{k}]", s.trim_end()));
+        if !cited.contains(k) {
+            cited.push(*k);
+        }
+    }
+    Some((text, cited))
+}
+
+/// The single sentence that best answers `question`, cited, without an introduction: the
+/// brief answer when no model (or no usable model reply) gives a shorter one.
+pub(crate) fn brief(question: &str, evidence: &[&EvidenceItem]) -> Option<(String, Vec<usize>)> {
+    if let Some(i) = evidence.iter().position(|e| e.kind == "sql_result") {
+        return Some((
+            format!("{} [{}]", evidence[i].text.trim(), i + 1),
+            vec![i + 1],
+        ));
+    }
+    let (s, k) = ranked_sentences(question, evidence).into_iter().next()?;
+    Some((format!("{} [{k}]", s.trim_end()), vec![k]))
+}
+
+/// Document sentences covering enough of `question`, best first, with the 1-based number of
+/// the evidence item each comes from.
+fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, usize)> {
+    let q = terms(question);
     let mut scored: Vec<(f32, usize, usize, String)> = Vec::new();
     for (i, e) in evidence.iter().enumerate() {
         if e.kind != "doc_chunk" {
@@ -55,28 +95,7 @@ pub(crate) fn answer(
         }
     }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let mut used = std::collections::HashSet::new();
-    for (_, i, _, s) in scored {
-        if parts.len() >= MAX_SENTENCES + usize::from(!parts.is_empty()) {
-            break;
-        }
-        if used.insert(s.clone()) {
-            parts.push((s, i + 1));
-        }
-    }
-    if parts.is_empty() {
-        return None;
-    }
-    let mut text = String::from(lang.extractive_intro());
-    let mut cited = Vec::new();
-    for (s, k) in &parts {
-        text.push('\n');
-        text.push_str(&format!("- {} [{k}]", s.trim_end()));
-        if !cited.contains(k) {
-            cited.push(*k);
-        }
-    }
-    Some((text, cited))
+    scored.into_iter().map(|(_, i, _, s)| (s, i + 1)).collect()
 }
 
 /// Long enough to say something: three words, or eight Chinese characters; not too long to

@@ -16,6 +16,7 @@
 //! # Ok(()) }
 //! ```
 
+mod brief;
 mod citations;
 mod conversation;
 mod extractive;

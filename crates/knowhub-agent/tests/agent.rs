@@ -597,3 +597,112 @@ fn long_conversations_keep_recent_turns_and_summarise_older_ones() {
     f.engine.delete_session(&bob, &id).unwrap();
     assert!(f.engine.session_summary(&bob, &id).is_err());
 }
+
+/// A scripted reader: DOC for routing, a fixed reply to a brief-answer prompt, and counts the
+/// brief prompts it was given.
+#[derive(Debug)]
+struct Reader {
+    reply: &'static str,
+    asked: std::sync::Mutex<usize>,
+}
+
+impl knowhub_llm::Llm for Reader {
+    fn model_id(&self) -> &str {
+        "scripted-reader"
+    }
+    fn context_tokens(&self) -> usize {
+        4096
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        text.chars().count().div_ceil(4)
+    }
+    fn chat(
+        &self,
+        req: &knowhub_llm::ChatRequest,
+        on_token: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<knowhub_llm::ChatResponse, knowhub_llm::LlmError> {
+        let system = req.messages.first().map_or("", |m| m.content.as_str());
+        let text = if system.contains("route questions") {
+            "DOC".to_string()
+        } else {
+            *self.asked.lock().unwrap() += 1;
+            self.reply.to_string()
+        };
+        on_token(&text);
+        Ok(knowhub_llm::ChatResponse {
+            text,
+            prompt_tokens: 1,
+            completion_tokens: 1,
+            finish: knowhub_llm::Finish::Eos,
+            elapsed: std::time::Duration::ZERO,
+            time_to_first_token: std::time::Duration::ZERO,
+        })
+    }
+}
+
+#[test]
+fn brief_answers_are_the_evidences_own_words_or_its_best_sentence() {
+    let f = fixture();
+    let bob = user(&f, "bob");
+    let brief = AgentOptions {
+        brief_answers: true,
+        ..AgentOptions::default()
+    };
+    // (model reply or None for no model, question, expected answer, written by, model asks)
+    let table: &[(Option<&'static str>, &str, &str, &str, usize)] = &[
+        (
+            Some("Fifteen days [2]"),
+            "How many days of annual leave do employees get?",
+            "fifteen days [1]",
+            "llm",
+            1,
+        ),
+        (
+            Some("三个月"),
+            "新员工的试用期多长？",
+            "三个月 [1]",
+            "llm",
+            1,
+        ),
+        // Words the evidence does not hold are asked for once more, then replaced by the
+        // evidence's best sentence, without the extractive introduction.
+        (
+            Some("15 days"),
+            "How many days of annual leave do employees get?",
+            "Employees get fifteen days of annual leave per year.",
+            "extractive",
+            2,
+        ),
+        (
+            None,
+            "新员工的试用期多长？",
+            "所有新入职的正式员工均有三个月的试用期。",
+            "extractive",
+            0,
+        ),
+    ];
+    for (reply, question, want, by, asked) in table {
+        let reader = reply.map(|r| {
+            Arc::new(Reader {
+                reply: r,
+                asked: std::sync::Mutex::new(0),
+            })
+        });
+        let llm = reader.clone().map(|r| r as Arc<dyn knowhub_llm::Llm>);
+        let a = Agent::new(Arc::clone(&f.engine), llm, brief.clone());
+        let o = ask(&a, &bob, question);
+        let out = &o.state.output;
+        assert_eq!(out.stop_reason, StopReason::Ok, "{question}");
+        assert!(
+            out.final_answer.starts_with(want),
+            "{question}: {}",
+            out.final_answer
+        );
+        assert!(out.final_answer.ends_with("[1]"), "{}", out.final_answer);
+        assert_eq!(o.state.draft.written_by, *by, "{question}");
+        assert_eq!(out.rendered_sources.len(), 1);
+        assert_eq!(out.rendered_sources[0].title, "Handbook");
+        let n = reader.map_or(0, |r| *r.asked.lock().unwrap());
+        assert_eq!(n, *asked, "{question}");
+    }
+}

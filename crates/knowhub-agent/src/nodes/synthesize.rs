@@ -2,11 +2,14 @@
 //! then checks every citation and every claim (`citations.rs`), regenerates once if nothing
 //! survives, and falls back to the extractive answer. Insufficient evidence → a plain
 //! "cannot confirm from the authorised material" in the user's language, `no_evidence`.
+//! Brief answers (`AgentOptions::brief_answers`) take their own path (`brief.rs`): the
+//! evidence's own words, checked to stand in the cited item.
 
 use knowhub_llm::Message;
 use serde_json::json;
 
 use super::{Deps, StepReport};
+use crate::brief::{self, Rejected};
 use crate::citations;
 use crate::extractive;
 use crate::lang::Lang;
@@ -16,7 +19,9 @@ use crate::{AgentEvent, Result};
 /// Evidence items given to the writer at most.
 const MAX_EVIDENCE: usize = 8;
 /// The model's way of saying the evidence does not answer.
-const NO_ANSWER: &str = "NO_ANSWER";
+const NO_ANSWER: &str = brief::NO_ANSWER;
+/// Tokens a brief answer may take: a phrase, not a paragraph.
+const BRIEF_TOKENS: usize = 64;
 
 pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepReport> {
     let lang = Lang::from_code(&state.input.language);
@@ -40,13 +45,16 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         .cloned()
         .collect();
     let refs: Vec<&EvidenceItem> = evidence.iter().collect();
+    if deps.options.brief_answers {
+        return run_brief(state, deps, &refs, lang);
+    }
     let question = state.input.normalized_query.clone();
     let mut cut = Vec::new();
     let mut attempts = 0;
     if deps.llm.is_some() {
         for strict in [false, true] {
             attempts += 1;
-            let messages = prompt(state, &refs, lang, strict, deps.options.brief_answers);
+            let messages = prompt(state, &refs, lang, strict);
             let Ok(text) = deps.ask_llm(state, messages, deps.options.max_answer_tokens, true)
             else {
                 break;
@@ -64,10 +72,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             }
             let checked = citations::check(&text, refs.len());
             cut.extend(checked.cut.clone());
-            // A brief answer may be a bare number ("6 [1]"); a full one may not.
-            let says_something = checked.substantive
-                || (deps.options.brief_answers && citations::says_anything(&checked.answer));
-            if !checked.cited.is_empty() && says_something {
+            if !checked.cited.is_empty() && checked.substantive {
                 state.draft.written_by = "llm".into();
                 state.draft.cut_sentences = cut.clone();
                 let confidence = 0.6 + 0.3 * (1.0 - checked.cut.len() as f32 / 4.0).max(0.0);
@@ -105,6 +110,62 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                 deps,
             );
         }
+    }
+    Ok(report(state, attempts, cut.len()))
+}
+
+/// The brief path: the model copies the phrase that answers from the few sentences that share
+/// most with the question; a reply whose words are not in the evidence is asked for once more,
+/// strictly, then replaced by the single best evidence sentence.
+fn run_brief(
+    state: &mut AgentState,
+    deps: &mut Deps<'_>,
+    evidence: &[&EvidenceItem],
+    lang: Lang,
+) -> Result<StepReport> {
+    let question = state.input.normalized_query.clone();
+    let shown = brief::lines(&question, evidence);
+    let mut cut = Vec::new();
+    let mut attempts = 0;
+    if deps.llm.is_some() && !shown.is_empty() {
+        for strict in [false, true] {
+            attempts += 1;
+            let messages = brief::prompt(&question, &shown, lang, strict);
+            // Not streamed: a phrase arrives at once, and the words shown are the evidence's
+            // own text rather than the model's spelling of it.
+            let Ok(reply) = deps.ask_llm(state, messages, BRIEF_TOKENS, false) else {
+                break;
+            };
+            match brief::ground(&reply, &shown, evidence) {
+                Ok((words, k)) => {
+                    let answer = format!("{words} [{k}]");
+                    state.draft.written_by = "llm".into();
+                    state.draft.cut_sentences = cut.clone();
+                    state.draft.confidence = if strict { 0.7 } else { 0.8 };
+                    (deps.events)(&AgentEvent::Replace(answer.clone()));
+                    finish(state, answer, vec![k], StopReason::Ok, "llm", deps);
+                    return Ok(report(state, attempts, cut.len()));
+                }
+                Err(Rejected::NoAnswer) => break,
+                Err(Rejected::NotInEvidence) => cut.push(clip_chars(&reply, 200)),
+            }
+        }
+    }
+    state.draft.cut_sentences = cut.clone();
+    match extractive::brief(&question, evidence) {
+        Some((text, cited)) => {
+            state.draft.confidence = 0.5;
+            (deps.events)(&AgentEvent::Replace(text.clone()));
+            finish(state, text, cited, StopReason::Ok, "extractive", deps);
+        }
+        None => finish(
+            state,
+            lang.no_evidence().to_string(),
+            Vec::new(),
+            StopReason::NoEvidence,
+            "none",
+            deps,
+        ),
     }
     Ok(report(state, attempts, cut.len()))
 }
@@ -153,31 +214,18 @@ fn prompt(
     evidence: &[&EvidenceItem],
     lang: Lang,
     strict: bool,
-    brief: bool,
 ) -> Vec<Message> {
     let language = match lang {
         Lang::Zh => "Chinese (简体中文)",
         Lang::En => "English",
     };
-    let mut system = if brief {
-        // The exact words of the evidence, so the reader can find them in the cited passage.
-        format!(
-            "You are KnowHub, a careful company knowledge assistant. Answer the question using \
-             ONLY the numbered evidence: reply with just the words of the evidence that answer \
-             it (a name, number, date or short phrase, copied exactly, not a whole sentence), \
-             then the number of the evidence they come from, like [1]. Examples: \
-             \"15 days [2]\", \"张伟 [1]\", \"1998年 [3]\". If the evidence does not contain \
-             the answer, reply exactly {NO_ANSWER}."
-        )
-    } else {
-        format!(
-            "You are KnowHub, a careful company knowledge assistant. Answer the question in \
-             {language} using ONLY the numbered evidence. After every sentence that states a \
-             fact, cite the evidence it comes from as [1], [2] … Do not add facts that are not \
-             in the evidence. Keep it short (at most 5 sentences). If the evidence does not \
-             contain the answer, reply exactly {NO_ANSWER}."
-        )
-    };
+    let mut system = format!(
+        "You are KnowHub, a careful company knowledge assistant. Answer the question in \
+         {language} using ONLY the numbered evidence. After every sentence that states a \
+         fact, cite the evidence it comes from as [1], [2] … Do not add facts that are not \
+         in the evidence. Keep it short (at most 5 sentences). If the evidence does not \
+         contain the answer, reply exactly {NO_ANSWER}."
+    );
     if strict {
         system.push_str(" Every sentence MUST end with a citation like [1].");
     }

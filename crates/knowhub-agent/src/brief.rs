@@ -1,0 +1,338 @@
+//! Brief answers (`AgentOptions::brief_answers`): the exact words of the evidence that answer
+//! the question ("4分钟 [1]", "15 days [2]"), cited.
+//!
+//! The model sees only the few evidence sentences that share most with the question (a short
+//! prompt: small models copy spans far better from five sentences than from eight passages),
+//! and its reply is kept only if those words stand in the evidence: the answer shown is the
+//! evidence's own text, cited to the item it was found in, whatever number the model wrote.
+
+use std::collections::{HashMap, HashSet};
+
+use knowhub_llm::Message;
+
+use crate::lang::Lang;
+use crate::state::EvidenceItem;
+use crate::text::{sentences, terms};
+
+/// Evidence sentences shown to the model at most.
+const MAX_LINES: usize = 5;
+/// A data result is shown up to this many characters (results are already bounded by the SQL
+/// tool; this keeps one wide table from filling the prompt).
+const MAX_RESULT_CHARS: usize = 1500;
+/// A "brief" reply longer than this is not a brief answer.
+const MAX_ANSWER_CHARS: usize = 300;
+/// The model's way of saying the evidence does not answer.
+pub(crate) const NO_ANSWER: &str = "NO_ANSWER";
+
+/// One line of the prompt: a sentence (or a data result) and the 1-based number of the
+/// evidence item it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Line {
+    pub evidence: usize,
+    pub text: String,
+}
+
+/// The sentences of `evidence` that share most with `question` (at most `MAX_LINES`, at least
+/// one shared term each, better-ranked evidence first on ties), in reading order; data results
+/// are always shown.
+pub(crate) fn lines(question: &str, evidence: &[&EvidenceItem]) -> Vec<Line> {
+    let q = terms(question);
+    let mut out = Vec::new();
+    // (evidence index, sentence index, sentence, its terms)
+    let mut candidates: Vec<(usize, usize, String, HashSet<String>)> = Vec::new();
+    for (i, e) in evidence.iter().enumerate() {
+        if e.kind == "sql_result" {
+            out.push((
+                i,
+                0,
+                Line {
+                    evidence: i + 1,
+                    text: e.text.trim().chars().take(MAX_RESULT_CHARS).collect(),
+                },
+            ));
+            continue;
+        }
+        // Every sentence of a passage is about what its title names: "树高可达55米" in the
+        // passage titled 纽西兰鸡毛松 answers "纽西兰鸡毛松有多高" as much as a sentence that
+        // repeats the name does.
+        let title = e.source.title.as_deref().map(terms).unwrap_or_default();
+        for (j, s) in sentences(&e.text).into_iter().enumerate() {
+            let mut words = terms(&s);
+            words.extend(title.iter().cloned());
+            candidates.push((i, j, s, words));
+        }
+    }
+    // A question term found in every sentence (the subject's name) tells them apart less than
+    // one found in few ("高" in "纽西兰鸡毛松有多高"): shared terms count by their rarity among
+    // the candidates (inverse sentence frequency).
+    let n = candidates.len() as f32;
+    let weight: HashMap<&String, f32> = q
+        .iter()
+        .map(|t| {
+            let df = candidates.iter().filter(|c| c.3.contains(t)).count() as f32;
+            (t, (1.0 + n / (1.0 + df)).ln())
+        })
+        .collect();
+    let mut scored: Vec<(f32, usize, usize, String)> = candidates
+        .into_iter()
+        .filter_map(|(i, j, s, words)| {
+            let score: f32 = weight
+                .iter()
+                .filter(|(t, _)| words.contains(**t))
+                .map(|(_, w)| w)
+                .sum();
+            // Better-ranked evidence first on ties.
+            (score > 0.0).then(|| (score - i as f32 * 1e-3, i, j, s))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (_, i, j, s) in scored.into_iter().take(MAX_LINES) {
+        out.push((
+            i,
+            j,
+            Line {
+                evidence: i + 1,
+                text: s,
+            },
+        ));
+    }
+    out.sort_by_key(|(i, j, _)| (*i, *j));
+    out.into_iter().map(|(_, _, line)| line).collect()
+}
+
+/// The prompt: copy the phrase that answers, nothing else. `strict` is the second attempt,
+/// after a reply that was not the evidence's own words.
+pub(crate) fn prompt(question: &str, lines: &[Line], lang: Lang, strict: bool) -> Vec<Message> {
+    // Examples are generic on purpose: none comes from an evaluation set.
+    let (mut system, evidence_label, question_label, answer_label) = match lang {
+        Lang::Zh => (
+            format!(
+                "你是一个阅读理解助手。只根据给出的证据回答问题：从证据中原样摘录回答问题的那一段\
+                 文字（一个完整的短语，数字要带上单位，例如“3天”“约12公斤”“2015年欧洲杯”），\
+                 不要改写，不要解释。如果证据里没有答案，回答 {NO_ANSWER}。"
+            ),
+            "证据：",
+            "问题：",
+            "答案：",
+        ),
+        Lang::En => (
+            format!(
+                "You are a reading assistant. Answer the question using ONLY the evidence: copy \
+                 from the evidence, word for word, the phrase that answers it (a complete phrase; \
+                 numbers with their units, e.g. \"3 days\", \"about 12 kg\", \"the 2015 European \
+                 Championship\"). Do not rephrase, do not explain. If the evidence does not \
+                 contain the answer, reply exactly {NO_ANSWER}."
+            ),
+            "Evidence:",
+            "Question: ",
+            "Answer:",
+        ),
+    };
+    if strict {
+        system.push_str(match lang {
+            Lang::Zh => "答案必须是证据中一字不差的原文。",
+            Lang::En => " The answer MUST be text that appears exactly in the evidence.",
+        });
+    }
+    let mut user = format!("{evidence_label}\n");
+    for line in lines {
+        user.push_str(&format!("[{}] {}\n", line.evidence, line.text));
+    }
+    user.push_str(&format!("\n{question_label}{question}\n{answer_label}"));
+    vec![Message::system(system), Message::user(user)]
+}
+
+/// Why a reply was not kept as a brief answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rejected {
+    /// The model said the evidence does not answer (or said nothing).
+    NoAnswer,
+    /// The reply's words are not in the evidence (a paraphrase, a guess, a whole essay).
+    NotInEvidence,
+}
+
+/// The reply as a grounded brief answer: the evidence's own text for the reply's words and the
+/// 1-based number of the item holding them (the number the model cited when that item holds
+/// them, else the first item shown that does).
+pub(crate) fn ground(
+    reply: &str,
+    lines: &[Line],
+    evidence: &[&EvidenceItem],
+) -> Result<(String, usize), Rejected> {
+    if reply.contains(NO_ANSWER) {
+        return Err(Rejected::NoAnswer);
+    }
+    let (words, cited) = strip_markers(reply);
+    let words = words
+        .trim()
+        .trim_start_matches(['“', '"', '「', '『', '\''])
+        .trim_end_matches(['。', '.', '，', ',', '；', ';', '”', '"', '」', '』', '\''])
+        .trim();
+    if !words.chars().any(char::is_alphanumeric) {
+        return Err(Rejected::NoAnswer);
+    }
+    if words.chars().count() > MAX_ANSWER_CHARS {
+        return Err(Rejected::NotInEvidence);
+    }
+    let mut order: Vec<usize> = cited.into_iter().filter(|k| *k <= evidence.len()).collect();
+    for line in lines {
+        if !order.contains(&line.evidence) {
+            order.push(line.evidence);
+        }
+    }
+    for k in order {
+        let Some(e) = k.checked_sub(1).and_then(|i| evidence.get(i)) else {
+            continue;
+        };
+        if let Some(found) = find_loosely(&e.text, words) {
+            return Ok((found, k));
+        }
+    }
+    Err(Rejected::NotInEvidence)
+}
+
+/// `reply` without its `[n]` markers, and the numbers they held.
+fn strip_markers(reply: &str) -> (String, Vec<usize>) {
+    let mut text = String::new();
+    let mut numbers = Vec::new();
+    let mut rest = reply;
+    while let Some(open) = rest.find('[') {
+        text.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find(']') {
+            Some(close) if close > 0 && after[..close].chars().all(|c| c.is_ascii_digit()) => {
+                if let Ok(k) = after[..close].parse() {
+                    numbers.push(k);
+                }
+                rest = &after[close + 1..];
+            }
+            _ => {
+                text.push('[');
+                rest = after;
+            }
+        }
+    }
+    text.push_str(rest);
+    (text, numbers)
+}
+
+/// Where `needle` stands in `haystack` ignoring whitespace and ASCII case (a model drops the
+/// space in "4 分钟" or capitalises a word), returned as the haystack's own text.
+fn find_loosely(haystack: &str, needle: &str) -> Option<String> {
+    let fold = |c: char| c.to_ascii_lowercase();
+    let hay: Vec<(usize, char)> = haystack
+        .char_indices()
+        .filter(|(_, c)| !c.is_whitespace())
+        .collect();
+    let pin: Vec<char> = needle
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .map(fold)
+        .collect();
+    if pin.is_empty() || pin.len() > hay.len() {
+        return None;
+    }
+    let start = hay
+        .windows(pin.len())
+        .position(|w| w.iter().zip(&pin).all(|((_, h), p)| fold(*h) == *p))?;
+    let (from, _) = hay[start];
+    let (last, c) = hay[start + pin.len() - 1];
+    Some(haystack[from..last + c.len_utf8()].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(kind: &str, text: &str) -> EvidenceItem {
+        EvidenceItem {
+            kind: kind.into(),
+            text: text.into(),
+            ..EvidenceItem::default()
+        }
+    }
+
+    #[test]
+    fn lines_are_the_best_sentences_in_reading_order_and_results_always() {
+        let a = item(
+            "doc_chunk",
+            "The office opens at nine. Annual leave is fifteen days. Parking is free.",
+        );
+        let b = item("sql_result", "| n |\n| 3 |");
+        let c = item("doc_chunk", "年假为每年十五天。试用期为三个月。");
+        let ev = [&a, &b, &c];
+        let got = lines("How many days of annual leave?", &ev);
+        assert!(
+            got.contains(&Line {
+                evidence: 1,
+                text: "Annual leave is fifteen days.".into()
+            }),
+            "{got:?}"
+        );
+        assert!(got.iter().all(|l| !l.text.contains("Parking")), "{got:?}");
+        assert!(got.iter().any(|l| l.evidence == 2), "{got:?}");
+        let order: Vec<usize> = got.iter().map(|l| l.evidence).collect();
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(order, sorted);
+        let zh = lines("年假有几天", &ev);
+        assert!(
+            zh.iter()
+                .any(|l| l.evidence == 3 && l.text.contains("十五天")),
+            "{zh:?}"
+        );
+        assert!(zh.len() <= MAX_LINES + 1);
+    }
+
+    #[test]
+    fn replies_are_kept_only_as_the_evidences_own_words() {
+        let a = item("doc_chunk", "若游戏中离，则 4 分钟内不得进行配对。");
+        let b = item("doc_chunk", "Employees get Fifteen days of annual leave.");
+        let ev = [&a, &b];
+        let shown = [
+            Line {
+                evidence: 1,
+                text: a.text.clone(),
+            },
+            Line {
+                evidence: 2,
+                text: b.text.clone(),
+            },
+        ];
+        type Expected = Result<(&'static str, usize), Rejected>;
+        // (reply, expected)
+        let cases: &[(&str, Expected)] = &[
+            ("4分钟", Ok(("4 分钟", 1))),
+            ("“4分钟”。", Ok(("4 分钟", 1))),
+            // A wrong number is corrected to the item that holds the words.
+            ("fifteen days [1]", Ok(("Fifteen days", 2))),
+            ("Fifteen days [2].", Ok(("Fifteen days", 2))),
+            ("[2]", Err(Rejected::NoAnswer)),
+            ("NO_ANSWER", Err(Rejected::NoAnswer)),
+            ("", Err(Rejected::NoAnswer)),
+            ("five minutes", Err(Rejected::NotInEvidence)),
+            ("八分钟", Err(Rejected::NotInEvidence)),
+            // A citation past the evidence is ignored, the words still found.
+            ("4分钟 [9]", Ok(("4 分钟", 1))),
+        ];
+        for (reply, want) in cases {
+            let got = ground(reply, &shown, &ev);
+            let got = got.as_ref().map(|(s, k)| (s.as_str(), *k)).map_err(|e| *e);
+            assert_eq!(got, *want, "reply {reply:?}");
+        }
+    }
+
+    #[test]
+    fn the_prompt_lists_lines_under_their_evidence_numbers_in_the_users_language() {
+        let shown = [Line {
+            evidence: 3,
+            text: "试用期为三个月。".into(),
+        }];
+        let zh = prompt("试用期多久", &shown, Lang::Zh, false);
+        assert!(zh[1].content.contains("[3] 试用期为三个月。"));
+        assert!(zh[1].content.contains("问题：试用期多久"));
+        let en = prompt("How long is probation?", &shown, Lang::En, true);
+        assert!(en[0].content.contains("MUST"));
+        assert!(en[1].content.contains("Question: How long is probation?"));
+    }
+}
