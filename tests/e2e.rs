@@ -177,6 +177,24 @@ async fn scenario(ui: &Ui, demo: &Path) {
     let text = answer.text().await.unwrap();
     assert!(text.contains("4321"), "{text}");
 
+    // 5a. "Just the answer": the words of the source that answer, cited, on one line and
+    // without the introduction of a full answer; the switch is remembered until turned off.
+    ui.click(&css("chat-brief")).await;
+    let answer = ui.ask("What is the relocation allowance?").await;
+    let brief = answer
+        .find(Locator::Css(&css("answer-text")))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(brief.contains("4321"), "{brief}");
+    assert!(
+        !brief.trim().contains('\n') && !brief.contains("From the material"),
+        "{brief}"
+    );
+    ui.click(&css("chat-brief")).await;
+
     // 5b. "Remember what I said" keeps a stated preference; Settings → Memory shows it and
     // forgets it.
     ui.ask("I prefer answers in bullet points. Who approves relocation requests?")

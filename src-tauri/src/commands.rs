@@ -190,7 +190,8 @@ fn answer_of(
 }
 
 /// Asks the copilot; events (workflow steps, answer tokens) stream through `on_event`.
-/// `request_id` names the question for [`cancel_ask`].
+/// `request_id` names the question for [`cancel_ask`]. `brief`: just the words of the evidence
+/// that answer, cited ("15 days [1]"), instead of cited sentences.
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn ask(
@@ -198,6 +199,7 @@ pub(crate) async fn ask(
     question: String,
     session_id: Option<String>,
     request_id: String,
+    brief: bool,
     on_event: Channel<ChatEvent>,
 ) -> CmdResult<Answer> {
     blocking(app, move |state, _| {
@@ -209,7 +211,11 @@ pub(crate) async fn ask(
         let cancel = state.begin_ask(&request_id);
         let result = (|| {
             let llm = state.llm()?;
-            let agent = Agent::new(s.engine.clone(), llm, AgentOptions::default());
+            let options = AgentOptions {
+                brief_answers: brief,
+                ..AgentOptions::default()
+            };
+            let agent = Agent::new(s.engine.clone(), llm, options);
             let request = AskRequest {
                 question,
                 session: session_id,

@@ -47,7 +47,7 @@ export type DataSourcesView = Ok<typeof commands.dataSources>;
 export type SqlSourceRow = DataSourcesView["sources"][number];
 export type SheetTableRow = DataSourcesView["tables"][number];
 export type ApiServerView = Ok<typeof commands.apiServerStatus>;
-export type ChatEvent = Parameters<typeof commands.ask>[3] extends Channel<infer E> ? E : never;
+export type ChatEvent = Parameters<typeof commands.ask>[4] extends Channel<infer E> ? E : never;
 export type IngestEvent = Parameters<Parameters<typeof events.ingestEvent.listen>[0]>[0]["payload"];
 export type CommandError = Extract<Awaited<ReturnType<typeof commands.appInfo>>, { status: "error" }>["error"];
 
@@ -123,16 +123,18 @@ export const api = {
   appInfo: () => unwrap(commands.appInfo()),
   signIn: (apiKey: string) => unwrap(commands.signIn(apiKey)),
 
-  /** Asks a question; `onEvent` receives workflow steps and answer tokens as they happen. */
+  /** Asks a question; `onEvent` receives workflow steps and answer tokens as they happen.
+   * `brief`: just the words of the sources that answer, cited, instead of cited sentences. */
   ask: (
     question: string,
     sessionId: string | null,
     requestId: string,
+    brief: boolean,
     onEvent: (event: ChatEvent) => void,
   ): Promise<Answer> => {
     const channel = new Channel<ChatEvent>();
     channel.onmessage = onEvent;
-    return unwrap(commands.ask(question, sessionId, requestId, channel));
+    return unwrap(commands.ask(question, sessionId, requestId, brief, channel));
   },
   /** `false`: the question had already finished. Never throws. */
   cancelAsk: async (requestId: string): Promise<boolean> => {

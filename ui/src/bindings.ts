@@ -13,9 +13,10 @@ export const commands = {
 	signIn: (apiKey: string) => typedError<AppInfo_Serialize, CommandError>(__TAURI_INVOKE("sign_in", { apiKey })),
 	/**
 	 *  Asks the copilot; events (workflow steps, answer tokens) stream through `on_event`.
-	 *  `request_id` names the question for [`cancel_ask`].
+	 *  `request_id` names the question for [`cancel_ask`]. `brief`: just the words of the evidence
+	 *  that answer, cited ("15 days [1]"), instead of cited sentences.
 	 */
-	ask: (question: string, sessionId: string | null, requestId: string, onEvent: Channel<ChatEvent>) => typedError<Answer_Serialize, CommandError>(__TAURI_INVOKE("ask", { question, sessionId, requestId, onEvent })),
+	ask: (question: string, sessionId: string | null, requestId: string, brief: boolean, onEvent: Channel<ChatEvent>) => typedError<Answer_Serialize, CommandError>(__TAURI_INVOKE("ask", { question, sessionId, requestId, brief, onEvent })),
 	/**  Stops a question in flight (nothing of it is stored). `false`: it had already finished. */
 	cancelAsk: (requestId: string) => __TAURI_INVOKE<boolean>("cancel_ask", { requestId }),
 	/**  The signed-in user's conversations, newest first. */

@@ -123,7 +123,7 @@ interface ComposerProps {
 function Composer({ value, onChange, onSubmit }: ComposerProps) {
   const { t } = useTranslation();
   const meta = useChatMeta();
-  const { stop } = useChatActions();
+  const { stop, setBrief } = useChatActions();
   const area = useRef<HTMLTextAreaElement>(null);
   const asking = meta.asking != null;
 
@@ -196,6 +196,16 @@ function Composer({ value, onChange, onSubmit }: ComposerProps) {
         )}
       </form>
       <p className="composer-hint">
+        <label className="brief-toggle" title={t("chat.briefHint")}>
+          <input
+            type="checkbox"
+            data-testid="chat-brief"
+            checked={meta.brief}
+            onChange={(e) => setBrief(e.target.checked)}
+          />
+          {t("chat.brief")}
+        </label>
+        {" · "}
         {t("chat.hint")}
         {meta.sessionId && !asking && (
           <>

@@ -307,6 +307,10 @@ async function ask(args: Args): Promise<Answer> {
     text =
       "Business travel must be approved by your manager before booking [1]. Hotel costs are reimbursed up to 900 CNY per night in tier-1 cities and 600 CNY elsewhere [1]. Expense claims are due within 30 days, with the original receipts [2].";
   }
+  if (args.brief === true && stopReason === "ok" && sources.length > 0) {
+    // The brief form: the words of the first source that answer, cited.
+    text = sql ? (zh ? "north，1200000 [1]" : "north, 1200000 [1]") : zh ? "每晚 900 元以内 [1]" : "up to 900 CNY per night [1]";
+  }
   // Stream a draft (with a sentence the citation check will cut when asked to).
   const draft = /replace/i.test(question) ? `${text} Also, everyone gets a free car.` : text;
   for (const piece of draft.match(/\S+\s*|\s+/g) ?? []) {

@@ -6,6 +6,7 @@ import {
   useMemo,
   useReducer,
   useRef,
+  useState,
   type ReactNode,
 } from "react";
 import { api, toAppError, type Answer, type AppError, type ChatEvent, type Conversation } from "../api";
@@ -158,6 +159,8 @@ function reducer(state: State, action: Action): State {
 
 interface ChatActions {
   send: (question: string) => void;
+  /** Brief answers from now on: just the words of the sources that answer, cited. */
+  setBrief: (brief: boolean) => void;
   stop: () => void;
   newConversation: () => void;
   openConversation: (id: string) => void;
@@ -172,6 +175,18 @@ export interface ChatMeta {
   conversations: Conversation[];
   asking: string | null;
   loadingConversation: boolean;
+  /** Whether questions ask for brief answers (remembered on this computer). */
+  brief: boolean;
+}
+
+const BRIEF_KEY = "knowhub.briefAnswers";
+
+function savedBrief(): boolean {
+  try {
+    return localStorage.getItem(BRIEF_KEY) === "1";
+  } catch {
+    return false;
+  }
 }
 
 // Three contexts so that streamed tokens re-render only the conversation itself, not the
@@ -186,6 +201,17 @@ export function ChatProvider({ children }: { children: ReactNode }) {
   const [state, dispatch] = useReducer(reducer, initial);
   const stateRef = useRef(state);
   stateRef.current = state;
+  const [brief, setBriefState] = useState(savedBrief);
+  const briefRef = useRef(brief);
+  briefRef.current = brief;
+  const setBrief = useCallback((on: boolean) => {
+    setBriefState(on);
+    try {
+      localStorage.setItem(BRIEF_KEY, on ? "1" : "0");
+    } catch {
+      // A private window without storage: the choice lasts until the window closes.
+    }
+  }, []);
 
   // Streamed tokens are buffered and applied once per frame: no re-render per token.
   const drafts = useRef(new Map<string, string>());
@@ -239,7 +265,7 @@ export function ChatProvider({ children }: { children: ReactNode }) {
         }
       };
       api
-        .ask(question, sessionId, requestId, onEvent)
+        .ask(question, sessionId, requestId, briefRef.current, onEvent)
         .then((answer) => {
           flush();
           drafts.current.delete(requestId);
@@ -305,13 +331,13 @@ export function ChatProvider({ children }: { children: ReactNode }) {
   );
 
   const actions = useMemo<ChatActions>(
-    () => ({ send, stop, newConversation, openConversation, deleteConversation, refreshConversations, setHelpful }),
-    [send, stop, newConversation, openConversation, deleteConversation, refreshConversations, setHelpful],
+    () => ({ send, setBrief, stop, newConversation, openConversation, deleteConversation, refreshConversations, setHelpful }),
+    [send, setBrief, stop, newConversation, openConversation, deleteConversation, refreshConversations, setHelpful],
   );
   const { sessionId, conversations, asking, loadingConversation } = state;
   const meta = useMemo<ChatMeta>(
-    () => ({ sessionId, conversations, asking, loadingConversation }),
-    [sessionId, conversations, asking, loadingConversation],
+    () => ({ sessionId, conversations, asking, loadingConversation, brief }),
+    [sessionId, conversations, asking, loadingConversation, brief],
   );
   return (
     <ActionsContext.Provider value={actions}>
