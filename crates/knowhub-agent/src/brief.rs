@@ -82,7 +82,7 @@ pub(crate) fn lines(question: &str, evidence: &[&EvidenceItem]) -> Vec<Line> {
                 .map(|(_, w)| w)
                 .sum();
             // Better-ranked evidence first on ties.
-            (score > 0.0).then(|| (score - i as f32 * 1e-3, i, j, s))
+            (score > 0.0).then_some((score - i as f32 * 1e-3, i, j, s))
         })
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
