@@ -57,6 +57,12 @@ pub(crate) fn lines(question: &str, evidence: &[&EvidenceItem]) -> Vec<Line> {
         // repeats the name does.
         let title = e.source.title.as_deref().map(terms).unwrap_or_default();
         for (j, s) in sentences(&e.text).into_iter().enumerate() {
+            // A heading names a topic; it answers nothing, and a small model copies it when
+            // it repeats the question's words ("3.2 How to file an expense claim").
+            if looks_numbered_heading(&s) || e.source.heading.iter().any(|h| is_heading_line(&s, h))
+            {
+                continue;
+            }
             let mut words = terms(&s);
             words.extend(title.iter().cloned());
             candidates.push((i, j, s, words));
@@ -98,6 +104,37 @@ pub(crate) fn lines(question: &str, evidence: &[&EvidenceItem]) -> Vec<Line> {
     }
     out.sort_by_key(|(i, j, _)| (*i, *j));
     out.into_iter().map(|(_, _, line)| line).collect()
+}
+
+/// Whether sentence `s` is the heading `h` (possibly with its Markdown marks or numbering).
+fn is_heading_line(s: &str, h: &str) -> bool {
+    s.contains(h) && s.chars().count() <= h.chars().count() + 6
+}
+
+/// A numbered section title inside a passage ("3.2 How to file an expense claim", "一、入职与
+/// 试用期"): numbering, then words, and no sentence end.
+fn looks_numbered_heading(s: &str) -> bool {
+    let s = s.trim();
+    if s.ends_with(['.', '。', '!', '！', '?', '？', ';', '；', ':', '：'])
+        || s.chars().count() > 80
+    {
+        return false;
+    }
+    // "3.2 How …", "3. Expenses", "1.1 试用期": a dotted number, then a capital or a Chinese
+    // character ("15 days", "3.5 million" are not numbering).
+    let rest = s.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let number = &s[..s.len() - rest.len()];
+    let numbered = number.contains('.')
+        && number.starts_with(|c: char| c.is_ascii_digit())
+        && rest.starts_with(' ')
+        && rest
+            .trim_start()
+            .starts_with(|c: char| c.is_uppercase() || crate::lang::is_cjk(c));
+    let chinese = s
+        .trim_start_matches(|c: char| "一二三四五六七八九十".contains(c))
+        .starts_with('、')
+        && !s.starts_with('、');
+    numbered || chinese
 }
 
 /// The prompt: copy the phrase that answers, nothing else. `strict` is the second attempt,
@@ -370,6 +407,32 @@ mod tests {
             "{zh:?}"
         );
         assert!(zh.len() <= MAX_LINES + 1);
+        for (line, heading) in [
+            ("3.2 How to file an expense claim", true),
+            ("一、入职与试用期", true),
+            ("1.1 试用期时长", true),
+            ("3. Expenses", true),
+            ("2 weeks notice is needed.", false),
+            ("Item: Flights; Limit: Economy class", false),
+            ("15 days", false),
+            ("3.5 million users", false),
+        ] {
+            assert_eq!(looks_numbered_heading(line), heading, "{line}");
+        }
+        // Headings are not lines, however many of the question's words they repeat.
+        let mut d = item(
+            "doc_chunk",
+            "3.2 How to file an expense claim\nYour manager approves claims up to CNY 5,000.",
+        );
+        d.source.heading = vec!["Expenses".into(), "3.2 How to file an expense claim".into()];
+        let got = lines("Who approves expense claims?", &[&d]);
+        assert_eq!(
+            got,
+            [Line {
+                evidence: 1,
+                text: "Your manager approves claims up to CNY 5,000.".into()
+            }]
+        );
     }
 
     #[test]
