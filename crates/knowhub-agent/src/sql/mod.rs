@@ -471,16 +471,24 @@ fn whole_rows(question: &str, sql: &str) -> Option<String> {
     {
         return None;
     }
-    // A column the question names, other than one it filters or sorts by, was asked for.
+    // A column the question names, other than one it filters or sorts by, was asked for. The
+    // table's own name does not count: "the Customers from Brazil" names the table, not
+    // `CustomerId`.
     let q_terms = crate::text::terms(question);
     let rest_lower = rest.to_lowercase();
+    let table = rest
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_matches(|c| matches!(c, '"' | '`' | '[' | ']'));
+    let table_terms = crate::text::terms(&split_ident(table));
     let asked = cols.split(',').any(|c| {
         let name = c.trim().rsplit('.').next().unwrap_or("").trim_matches('"');
         let used_after = rest_lower.contains(&name.to_lowercase());
         !used_after
             && crate::text::terms(&split_ident(name))
                 .iter()
-                .any(|w| q_terms.contains(w))
+                .any(|w| q_terms.contains(w) && !table_terms.contains(w))
     });
     (!asked).then(|| format!("SELECT * FROM {rest}"))
 }
@@ -710,6 +718,17 @@ mod tests {
                 "列出所有客户",
                 "SELECT name FROM customer",
                 star("customer"),
+            ),
+            // The table's name inside a column's name does not ask for that column.
+            (
+                "Provide a query only showing the Customers from Brazil.",
+                "SELECT CustomerId FROM Customer WHERE Country = 'Brazil'",
+                star("Customer WHERE Country = 'Brazil'"),
+            ),
+            (
+                "Show the customer names.",
+                "SELECT CustomerName FROM Customer",
+                None,
             ),
             // The question names the columns to show.
             (
