@@ -277,13 +277,10 @@ pub(crate) enum Rejected {
 }
 
 /// The reply as a grounded brief answer: the evidence's own text for the reply's words and the
-/// 1-based number of the item holding them (the number the model cited when that item holds
-/// them, else the first item shown that does).
-pub(crate) fn ground(
-    reply: &str,
-    lines: &[Line],
-    evidence: &[&EvidenceItem],
-) -> Result<(String, usize), Rejected> {
+/// 1-based number of the item holding them. The words must stand in a line the model was shown
+/// (a digit or a common word found somewhere else in a long passage proves nothing); lines of
+/// the item the model cited are looked at first.
+pub(crate) fn ground(reply: &str, lines: &[Line]) -> Result<(String, usize), Rejected> {
     if reply.contains(NO_ANSWER) {
         return Err(Rejected::NoAnswer);
     }
@@ -299,21 +296,13 @@ pub(crate) fn ground(
     if words.chars().count() > MAX_ANSWER_CHARS {
         return Err(Rejected::NotInEvidence);
     }
-    let mut order: Vec<usize> = cited.into_iter().filter(|k| *k <= evidence.len()).collect();
-    for line in lines {
-        if !order.contains(&line.evidence) {
-            order.push(line.evidence);
-        }
-    }
-    for k in order {
-        let Some(e) = k.checked_sub(1).and_then(|i| evidence.get(i)) else {
-            continue;
-        };
-        if let Some(found) = find_loosely(&e.text, words) {
-            return Ok((found, k));
-        }
-    }
-    Err(Rejected::NotInEvidence)
+    let (first, rest): (Vec<&Line>, Vec<&Line>) =
+        lines.iter().partition(|l| cited.contains(&l.evidence));
+    first
+        .into_iter()
+        .chain(rest)
+        .find_map(|line| find_loosely(&line.text, words).map(|found| (found, line.evidence)))
+        .ok_or(Rejected::NotInEvidence)
 }
 
 /// `reply` without its `[n]` markers, and the numbers they held.
@@ -437,17 +426,14 @@ mod tests {
 
     #[test]
     fn replies_are_kept_only_as_the_evidences_own_words() {
-        let a = item("doc_chunk", "若游戏中离，则 4 分钟内不得进行配对。");
-        let b = item("doc_chunk", "Employees get Fifteen days of annual leave.");
-        let ev = [&a, &b];
         let shown = [
             Line {
                 evidence: 1,
-                text: a.text.clone(),
+                text: "若游戏中离，则 4 分钟内".into(),
             },
             Line {
                 evidence: 2,
-                text: b.text.clone(),
+                text: "Employees get Fifteen days of annual leave.".into(),
             },
         ];
         type Expected = Result<(&'static str, usize), Rejected>;
@@ -465,9 +451,11 @@ mod tests {
             ("八分钟", Err(Rejected::NotInEvidence)),
             // A citation past the evidence is ignored, the words still found.
             ("4分钟 [9]", Ok(("4 分钟", 1))),
+            // Words of the passage the model was not shown are not its answer.
+            ("配对", Err(Rejected::NotInEvidence)),
         ];
         for (reply, want) in cases {
-            let got = ground(reply, &shown, &ev);
+            let got = ground(reply, &shown);
             let got = got.as_ref().map(|(s, k)| (s.as_str(), *k)).map_err(|e| *e);
             assert_eq!(got, *want, "reply {reply:?}");
         }

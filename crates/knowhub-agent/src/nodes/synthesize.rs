@@ -136,7 +136,7 @@ fn run_brief(
             let Ok(reply) = deps.ask_llm(state, messages, BRIEF_TOKENS, false) else {
                 break;
             };
-            match brief::ground(&reply, &shown, evidence) {
+            match brief::ground(&reply, &shown) {
                 Ok((words, k)) => {
                     let answer = format!("{words} [{k}]");
                     state.draft.written_by = "llm".into();
