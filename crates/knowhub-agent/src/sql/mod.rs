@@ -434,7 +434,24 @@ fn whole_rows(question: &str, sql: &str) -> Option<String> {
         return None;
     }
     let from = upper.find(" FROM ")?;
-    let cols = sql.get(6..from)?.trim();
+    let rest = sql.get(from + 6..)?;
+    let table = rest
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_matches(|c| matches!(c, '"' | '`' | '[' | ']'));
+    let mut cols = sql.get(6..from)?.trim();
+    // `DISTINCT CustomerId FROM Customer`: the table's own id is distinct row by row already,
+    // so this is a plain pick of rows.
+    if let Some(col) = cols
+        .get(..9)
+        .filter(|d| d.eq_ignore_ascii_case("distinct "))
+        .and_then(|_| cols.get(9..))
+        .map(str::trim)
+        && is_own_id(col, table)
+    {
+        cols = col;
+    }
     let plain_list = !cols.is_empty()
         && cols
             .chars()
@@ -445,7 +462,6 @@ fn whole_rows(question: &str, sql: &str) -> Option<String> {
     if !plain_list {
         return None;
     }
-    let rest = sql.get(from + 6..)?;
     // The statement outside parentheses: one table, no joins, grouping or set operations.
     let mut depth = 0usize;
     let top: String = rest
@@ -476,11 +492,6 @@ fn whole_rows(question: &str, sql: &str) -> Option<String> {
     // `CustomerId`.
     let q_terms = crate::text::terms(question);
     let rest_lower = rest.to_lowercase();
-    let table = rest
-        .split_whitespace()
-        .next()
-        .unwrap_or("")
-        .trim_matches(|c| matches!(c, '"' | '`' | '[' | ']'));
     let table_terms = crate::text::terms(&split_ident(table));
     let asked = cols.split(',').any(|c| {
         let name = c.trim().rsplit('.').next().unwrap_or("").trim_matches('"');
@@ -491,6 +502,14 @@ fn whole_rows(question: &str, sql: &str) -> Option<String> {
                 .any(|w| q_terms.contains(w) && !table_terms.contains(w))
     });
     (!asked).then(|| format!("SELECT * FROM {rest}"))
+}
+
+/// Whether `col` (maybe qualified) is `table`'s own id by name: `id`, `CustomerId`,
+/// `customer_id`.
+fn is_own_id(col: &str, table: &str) -> bool {
+    let name = col.rsplit('.').next().unwrap_or("").trim_matches('"');
+    let flat = |s: &str| s.replace('_', "").to_ascii_lowercase();
+    !table.is_empty() && (flat(name) == "id" || flat(name) == format!("{}id", flat(table)))
 }
 
 /// `InvoiceLine` → `Invoice Line`, `order_items` → `order items`.
@@ -718,6 +737,17 @@ mod tests {
                 "列出所有客户",
                 "SELECT name FROM customer",
                 star("customer"),
+            ),
+            // DISTINCT over the table's own id picks rows like any plain pick.
+            (
+                "Show all customers from Canada.",
+                "SELECT DISTINCT CustomerId FROM Customer WHERE Country = 'Canada'",
+                star("Customer WHERE Country = 'Canada'"),
+            ),
+            (
+                "Show the customers.",
+                "SELECT DISTINCT c.customer_id FROM customer c",
+                star("customer c"),
             ),
             // The table's name inside a column's name does not ask for that column.
             (
