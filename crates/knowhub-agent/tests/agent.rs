@@ -449,6 +449,22 @@ fn the_users_memories_are_loaded_as_their_profile_and_nobody_elses() {
     assert!(theirs.state.input.user_profile.is_empty());
 }
 
+/// A scripted model's reply, streamed in one piece.
+fn respond(
+    text: String,
+    on_token: &mut dyn FnMut(&str) -> bool,
+) -> Result<knowhub_llm::ChatResponse, knowhub_llm::LlmError> {
+    on_token(&text);
+    Ok(knowhub_llm::ChatResponse {
+        text,
+        prompt_tokens: 1,
+        completion_tokens: 1,
+        finish: knowhub_llm::Finish::Eos,
+        elapsed: std::time::Duration::ZERO,
+        time_to_first_token: std::time::Duration::ZERO,
+    })
+}
+
 /// A scripted model: a numbered summary for summary requests (counting them), DOC for routing,
 /// and a plain sentence otherwise.
 #[derive(Debug, Default)]
@@ -482,15 +498,7 @@ impl knowhub_llm::Llm for Summariser {
         } else {
             "Employees get fifteen days of annual leave per year [1].".to_string()
         };
-        on_token(&text);
-        Ok(knowhub_llm::ChatResponse {
-            text,
-            prompt_tokens: 1,
-            completion_tokens: 1,
-            finish: knowhub_llm::Finish::Eos,
-            elapsed: std::time::Duration::ZERO,
-            time_to_first_token: std::time::Duration::ZERO,
-        })
+        respond(text, on_token)
     }
 }
 
@@ -628,15 +636,7 @@ impl knowhub_llm::Llm for Reader {
             *self.asked.lock().unwrap() += 1;
             self.reply.to_string()
         };
-        on_token(&text);
-        Ok(knowhub_llm::ChatResponse {
-            text,
-            prompt_tokens: 1,
-            completion_tokens: 1,
-            finish: knowhub_llm::Finish::Eos,
-            elapsed: std::time::Duration::ZERO,
-            time_to_first_token: std::time::Duration::ZERO,
-        })
+        respond(text, on_token)
     }
 }
 

@@ -89,29 +89,45 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             }
         }
     }
-    match extractive::answer(&question, &refs, lang) {
+    state.draft.cut_sentences = cut.clone();
+    // A streamed draft was withdrawn: the window replaces it.
+    let replace = deps.llm.is_some();
+    extractive_or_abstain(
+        state,
+        deps,
+        extractive::answer(&question, &refs, lang),
+        replace,
+        lang,
+    );
+    Ok(report(state, attempts, cut.len()))
+}
+
+/// The extractive answer when there is one (`replace`: tell the window it replaces what was
+/// shown), else "cannot confirm from the authorised material" and `no_evidence`.
+fn extractive_or_abstain(
+    state: &mut AgentState,
+    deps: &mut Deps<'_>,
+    found: Option<(String, Vec<usize>)>,
+    replace: bool,
+    lang: Lang,
+) {
+    match found {
         Some((text, cited)) => {
             state.draft.confidence = 0.5;
-            state.draft.cut_sentences = cut.clone();
-            if deps.llm.is_some() {
-                // The streamed draft was withdrawn: tell the window to replace it.
+            if replace {
                 (deps.events)(&AgentEvent::Replace(text.clone()));
             }
             finish(state, text, cited, StopReason::Ok, "extractive", deps);
         }
-        None => {
-            state.draft.cut_sentences = cut.clone();
-            finish(
-                state,
-                lang.no_evidence().to_string(),
-                Vec::new(),
-                StopReason::NoEvidence,
-                "none",
-                deps,
-            );
-        }
+        None => finish(
+            state,
+            lang.no_evidence().to_string(),
+            Vec::new(),
+            StopReason::NoEvidence,
+            "none",
+            deps,
+        ),
     }
-    Ok(report(state, attempts, cut.len()))
 }
 
 /// The brief path: the model copies the phrase that answers from the few sentences that share
@@ -152,21 +168,14 @@ fn run_brief(
         }
     }
     state.draft.cut_sentences = cut.clone();
-    match extractive::brief(&question, evidence) {
-        Some((text, cited)) => {
-            state.draft.confidence = 0.5;
-            (deps.events)(&AgentEvent::Replace(text.clone()));
-            finish(state, text, cited, StopReason::Ok, "extractive", deps);
-        }
-        None => finish(
-            state,
-            lang.no_evidence().to_string(),
-            Vec::new(),
-            StopReason::NoEvidence,
-            "none",
-            deps,
-        ),
-    }
+    // Brief answers are not streamed: the window always takes the answer as a replacement.
+    extractive_or_abstain(
+        state,
+        deps,
+        extractive::brief(&question, evidence),
+        true,
+        lang,
+    );
     Ok(report(state, attempts, cut.len()))
 }
 
