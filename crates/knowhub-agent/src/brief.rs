@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use knowhub_llm::Message;
 
+use crate::citations;
 use crate::lang::Lang;
 use crate::state::EvidenceItem;
 use crate::text::{sentences, terms};
@@ -284,7 +285,9 @@ pub(crate) fn ground(reply: &str, lines: &[Line]) -> Result<(String, usize), Rej
     if reply.contains(NO_ANSWER) {
         return Err(Rejected::NoAnswer);
     }
-    let (words, cited) = strip_markers(reply);
+    // Any number is accepted here: which item holds the words decides the citation.
+    let (kept, cited) = citations::markers(reply, usize::MAX);
+    let words = citations::unmarked(&kept);
     let words = words
         .trim()
         .trim_start_matches(['“', '"', '「', '『', '\''])
@@ -303,31 +306,6 @@ pub(crate) fn ground(reply: &str, lines: &[Line]) -> Result<(String, usize), Rej
         .chain(rest)
         .find_map(|line| find_loosely(&line.text, words).map(|found| (found, line.evidence)))
         .ok_or(Rejected::NotInEvidence)
-}
-
-/// `reply` without its `[n]` markers, and the numbers they held.
-fn strip_markers(reply: &str) -> (String, Vec<usize>) {
-    let mut text = String::new();
-    let mut numbers = Vec::new();
-    let mut rest = reply;
-    while let Some(open) = rest.find('[') {
-        text.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        match after.find(']') {
-            Some(close) if close > 0 && after[..close].chars().all(|c| c.is_ascii_digit()) => {
-                if let Ok(k) = after[..close].parse() {
-                    numbers.push(k);
-                }
-                rest = &after[close + 1..];
-            }
-            _ => {
-                text.push('[');
-                rest = after;
-            }
-        }
-    }
-    text.push_str(rest);
-    (text, numbers)
 }
 
 /// Where `needle` stands in `haystack` ignoring whitespace and ASCII case (a model drops the

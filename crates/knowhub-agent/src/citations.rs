@@ -53,7 +53,7 @@ pub(crate) fn check(answer: &str, n: usize) -> Checked {
 }
 
 /// The text without its `[n]` markers.
-fn unmarked(text: &str) -> String {
+pub(crate) fn unmarked(text: &str) -> String {
     let mut out = String::new();
     let mut rest = text;
     while let Some(open) = rest.find('[') {
@@ -77,7 +77,7 @@ fn unmarked(text: &str) -> String {
 }
 
 /// Removes markers naming no evidence (`[9]` of 3) and returns the valid numbers.
-fn markers(sentence: &str, n: usize) -> (String, Vec<usize>) {
+pub(crate) fn markers(sentence: &str, n: usize) -> (String, Vec<usize>) {
     let mut clean = String::new();
     let mut numbers = Vec::new();
     let mut rest = sentence;
