@@ -706,3 +706,27 @@ fn brief_answers_are_the_evidences_own_words_or_its_best_sentence() {
         assert_eq!(n, *asked, "{question}");
     }
 }
+
+#[test]
+fn a_statement_that_reads_no_data_is_not_an_answer() {
+    let f = fixture();
+    let bob = user(&f, "bob");
+    // The model "answers" with a constant (the prompt is pre-filled with SELECT).
+    let reader = Arc::new(Reader {
+        reply: " 42 AS projects",
+        asked: std::sync::Mutex::new(0),
+    });
+    let a = Agent::new(
+        Arc::clone(&f.engine),
+        Some(reader.clone() as Arc<dyn knowhub_llm::Llm>),
+        AgentOptions::default(),
+    );
+    let o = ask(&a, &bob, "How many projects are there?");
+    let sql = o.state.tools.sql.clone().unwrap();
+    // Refused, asked again (the same constant), then the template counted the rows.
+    assert_eq!(sql.generated_by, "template", "{}", sql.generated_sql);
+    assert!(*reader.asked.lock().unwrap() >= 2);
+    let out = &o.state.output;
+    assert!(out.final_answer.contains("15"), "{}", out.final_answer);
+    assert!(!out.final_answer.contains("42"), "{}", out.final_answer);
+}

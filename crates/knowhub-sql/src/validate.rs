@@ -28,8 +28,9 @@ use std::fmt;
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    Expr, LimitClause, ObjectName, ObjectNamePart, Offset, OffsetRows, Query, Select, SetExpr,
-    Statement, TableAlias, TableFactor, Value as AstValue, ValueWithSpan, VisitMut, VisitorMut,
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, LimitClause, ObjectName, ObjectNamePart,
+    Offset, OffsetRows, Query, Select, SelectItem, SetExpr, Statement, TableAlias, TableFactor,
+    Value as AstValue, ValueWithSpan, VisitMut, VisitorMut,
 };
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
@@ -54,9 +55,17 @@ pub struct SafeQuery {
     /// CTE names the query reads (SQLite's authorizer reports some CTE reads by name).
     ctes: Vec<String>,
     limit_forced: bool,
+    reads_data: bool,
 }
 
 impl SafeQuery {
+    /// Whether the query reads anything of the data (a column, `*`, `COUNT(*)`): `SELECT
+    /// 1 + 1 FROM t` or `SELECT strftime('%d', '2019-04-30') FROM t` is safe but answers nothing
+    /// from the data, which callers asking a question of the data should treat as a failure.
+    pub fn reads_data(&self) -> bool {
+        self.reads_data
+    }
+
     /// The final SQL text (rewritten: LIMIT, tenant subqueries; no comments).
     pub fn sql(&self) -> &str {
         &self.sql
@@ -91,6 +100,7 @@ impl SafeQuery {
             tables: tables.iter().map(|t| (*t).to_owned()).collect(),
             ctes: Vec::new(),
             limit_forced: false,
+            reads_data: true,
         }
     }
 }
@@ -135,6 +145,7 @@ pub fn validate(sql: &str, schema: &Schema, policy: &Policy) -> Result<SafeQuery
         tables: BTreeSet::new(),
         ctes: BTreeSet::new(),
         filtered: false,
+        reads_data: false,
     };
     if let ControlFlow::Break(e) = stmt.visit(&mut checker) {
         return Err(e);
@@ -167,6 +178,7 @@ pub fn validate(sql: &str, schema: &Schema, policy: &Policy) -> Result<SafeQuery
         tables: checker.tables.into_iter().collect(),
         ctes: checker.ctes.into_iter().collect(),
         limit_forced,
+        reads_data: checker.reads_data,
     })
 }
 
@@ -253,6 +265,8 @@ struct Checker<'a> {
     tables: BTreeSet<String>,
     ctes: BTreeSet<String>,
     filtered: bool,
+    /// Whether the query reads anything of the data: a column, `*`, or `COUNT(*)`.
+    reads_data: bool,
 }
 
 impl<'a> Checker<'a> {
@@ -370,6 +384,14 @@ impl VisitorMut for Checker<'_> {
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<SqlError> {
         if select.into.is_some() {
             return ControlFlow::Break(SqlError::NotAQuery("SELECT INTO".into()));
+        }
+        if select.projection.iter().any(|item| {
+            matches!(
+                item,
+                SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+            )
+        }) {
+            self.reads_data = true;
         }
         ControlFlow::Continue(())
     }
@@ -492,6 +514,24 @@ impl VisitorMut for Checker<'_> {
     }
 
     fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<SqlError> {
+        match expr {
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => self.reads_data = true,
+            Expr::Function(f) => {
+                if let FunctionArguments::List(list) = &f.args
+                    && list.args.iter().any(|a| {
+                        matches!(
+                            a,
+                            FunctionArg::Unnamed(
+                                FunctionArgExpr::Wildcard | FunctionArgExpr::QualifiedWildcard(_)
+                            )
+                        )
+                    })
+                {
+                    self.reads_data = true;
+                }
+            }
+            _ => {}
+        }
         if let Expr::Function(f) = expr {
             let allowed = match name_parts(&f.name).as_deref() {
                 Some([single]) => is_allowed_function(single),

@@ -44,6 +44,10 @@ pub struct Nl2Sql {
     pub completion_tokens: u64,
 }
 
+/// Why a statement that reads no column of the data is not an answer.
+const READS_NO_DATA: &str = "the statement reads no column of the tables: it computes constants instead of answering \
+     from the data";
+
 /// Answers `question` from the database at `db` (described by `schema`) under `policy`.
 pub fn nl2sql(
     llm: Option<&dyn Llm>,
@@ -98,7 +102,17 @@ pub fn nl2sql(
             continue;
         }
         let run = knowhub_sql::validate(&sql, schema, policy)
-            .and_then(|safe| knowhub_sql::execute(db, &safe, policy).map(|r| (safe, r)));
+            .map_err(|e| e.to_string())
+            .and_then(|safe| {
+                // Safe, but an answer from nowhere: `SELECT strftime('%d', '2019-04-30') - …
+                // FROM staff` printed "0" a dozen times as the leave allowance.
+                if !safe.reads_data() {
+                    return Err(READS_NO_DATA.to_string());
+                }
+                knowhub_sql::execute(db, &safe, policy)
+                    .map(|r| (safe, r))
+                    .map_err(|e| e.to_string())
+            });
         match run {
             Ok((safe, result)) => {
                 out.attempts.push(Attempt {
@@ -115,14 +129,14 @@ pub fn nl2sql(
             }
             Err(e) => {
                 feedback = Some(Feedback {
-                    hint: hint::for_error(schema, &sql, &e.to_string()),
+                    hint: hint::for_error(schema, &sql, &e),
                     sql: sql.clone(),
-                    error: e.to_string(),
+                    error: e.clone(),
                 });
                 out.attempts.push(Attempt {
                     by: by.into(),
                     sql,
-                    error: Some(e.to_string()),
+                    error: Some(e),
                 });
             }
         }

@@ -255,3 +255,26 @@ fn tables_are_reported() {
     assert_eq!(q.params(), [Param::Text("acme".into())]);
     assert!(q.limit_forced());
 }
+
+#[test]
+fn queries_that_read_no_data_are_told_apart() {
+    let s = schema();
+    let plain = Policy::default();
+    for (sql, reads) in [
+        ("SELECT name FROM products", true),
+        ("SELECT * FROM products", true),
+        ("SELECT p.* FROM products p", true),
+        ("SELECT COUNT(*) FROM products", true),
+        ("SELECT 1 FROM products WHERE name = 'x'", true),
+        ("SELECT upper(p.name) FROM products p", true),
+        ("SELECT 1 + 1 FROM products", false),
+        (
+            "SELECT strftime('%d', '2019-04-30') - strftime('%d', '2018-04-30') AS days FROM products",
+            false,
+        ),
+        ("SELECT 'yes' AS answer", false),
+    ] {
+        let q = validate(sql, &s, &plain).unwrap();
+        assert_eq!(q.reads_data(), reads, "{sql}");
+    }
+}
