@@ -730,3 +730,74 @@ fn a_statement_that_reads_no_data_is_not_an_answer() {
     assert!(out.final_answer.contains("15"), "{}", out.final_answer);
     assert!(!out.final_answer.contains("42"), "{}", out.final_answer);
 }
+
+/// A model that answers by copying the prompt's evidence listing, word by word, and counts the
+/// words it got to stream before being stopped.
+#[derive(Debug, Default)]
+struct Copier {
+    streamed: std::sync::Mutex<usize>,
+}
+
+impl knowhub_llm::Llm for Copier {
+    fn model_id(&self) -> &str {
+        "scripted-copier"
+    }
+    fn context_tokens(&self) -> usize {
+        4096
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        text.chars().count().div_ceil(4)
+    }
+    fn chat(
+        &self,
+        req: &knowhub_llm::ChatRequest,
+        on_token: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<knowhub_llm::ChatResponse, knowhub_llm::LlmError> {
+        let system = req.messages.first().map_or("", |m| m.content.as_str());
+        if system.contains("route questions") {
+            return respond("DOC".into(), on_token);
+        }
+        let listing =
+            "[1] (Handbook) Employees get fifteen days of annual leave per year. ".repeat(20);
+        let mut text = String::new();
+        for word in listing.split_inclusive(' ') {
+            text.push_str(word);
+            *self.streamed.lock().unwrap() += 1;
+            if !on_token(word) {
+                break;
+            }
+        }
+        Ok(knowhub_llm::ChatResponse {
+            text,
+            prompt_tokens: 1,
+            completion_tokens: 1,
+            finish: knowhub_llm::Finish::Eos,
+            elapsed: std::time::Duration::ZERO,
+            time_to_first_token: std::time::Duration::ZERO,
+        })
+    }
+}
+
+#[test]
+fn a_draft_that_copies_the_evidence_listing_is_stopped_early() {
+    let f = fixture();
+    let bob = user(&f, "bob");
+    let copier = Arc::new(Copier::default());
+    let a = Agent::new(
+        Arc::clone(&f.engine),
+        Some(copier.clone() as Arc<dyn knowhub_llm::Llm>),
+        AgentOptions::default(),
+    );
+    let o = ask(&a, &bob, "How many days of annual leave do employees get?");
+    // Two words ("[1] ", "(Handbook) ") show it; 200 would have followed.
+    assert_eq!(*copier.streamed.lock().unwrap(), 2);
+    assert_eq!(o.state.draft.written_by, "extractive");
+    assert!(
+        o.state
+            .output
+            .final_answer
+            .contains("fifteen days of annual leave"),
+        "{}",
+        o.state.output.final_answer
+    );
+}

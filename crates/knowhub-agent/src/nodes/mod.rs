@@ -38,6 +38,27 @@ impl Deps<'_> {
     ) -> Result<String, String> {
         llm_call(self.llm, state, self.events, messages, max_tokens, stream)
     }
+
+    /// [`Deps::ask_llm`] that stops generating as soon as `give_up` holds for the text so far
+    /// (a draft already known to be unusable is not worth finishing, nor streaming further).
+    pub(crate) fn ask_llm_until(
+        &mut self,
+        state: &mut AgentState,
+        messages: Vec<Message>,
+        max_tokens: usize,
+        stream: bool,
+        give_up: &dyn Fn(&str) -> bool,
+    ) -> Result<String, String> {
+        llm_call_until(
+            self.llm,
+            state,
+            self.events,
+            messages,
+            max_tokens,
+            stream,
+            give_up,
+        )
+    }
 }
 
 /// One LLM call, accounted in the state. `stream` forwards tokens to the caller (answers only;
@@ -50,6 +71,19 @@ pub(crate) fn llm_call(
     max_tokens: usize,
     stream: bool,
 ) -> Result<String, String> {
+    llm_call_until(llm, state, events, messages, max_tokens, stream, &|_| false)
+}
+
+/// [`llm_call`] that stops generating once `give_up` holds for the text so far.
+fn llm_call_until(
+    llm: Option<&dyn Llm>,
+    state: &mut AgentState,
+    events: &mut dyn FnMut(&AgentEvent),
+    messages: Vec<Message>,
+    max_tokens: usize,
+    stream: bool,
+    give_up: &dyn Fn(&str) -> bool,
+) -> Result<String, String> {
     let Some(llm) = llm else {
         return Err("no language model configured".into());
     };
@@ -59,12 +93,14 @@ pub(crate) fn llm_call(
         ..ChatRequest::default()
     };
     let cancel = state.cancel.clone();
+    let mut so_far = String::new();
     let response = llm
         .chat(&req, &mut |piece| {
             if stream {
                 events(&AgentEvent::Token(piece.to_string()));
             }
-            !cancel.is_cancelled()
+            so_far.push_str(piece);
+            !cancel.is_cancelled() && !give_up(&so_far)
         })
         .map_err(|e| e.to_string())?;
     if cancel.is_cancelled() {

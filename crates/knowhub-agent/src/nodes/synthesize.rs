@@ -55,8 +55,14 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         for strict in [false, true] {
             attempts += 1;
             let messages = prompt(state, &refs, lang, strict);
-            let Ok(text) = deps.ask_llm(state, messages, deps.options.max_answer_tokens, true)
-            else {
+            let copying = |draft: &str| copies_the_evidence_listing(draft, &refs);
+            let Ok(text) = deps.ask_llm_until(
+                state,
+                messages,
+                deps.options.max_answer_tokens,
+                true,
+                &copying,
+            ) else {
                 break;
             };
             if text.contains(NO_ANSWER) {
