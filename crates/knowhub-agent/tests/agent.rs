@@ -454,7 +454,22 @@ fn respond(
     text: String,
     on_token: &mut dyn FnMut(&str) -> bool,
 ) -> Result<knowhub_llm::ChatResponse, knowhub_llm::LlmError> {
-    on_token(&text);
+    respond_in_pieces(&[&text], on_token)
+}
+
+/// A scripted model's reply streamed piece by piece until the caller says stop: the reply is
+/// what was streamed.
+fn respond_in_pieces(
+    pieces: &[&str],
+    on_token: &mut dyn FnMut(&str) -> bool,
+) -> Result<knowhub_llm::ChatResponse, knowhub_llm::LlmError> {
+    let mut text = String::new();
+    for piece in pieces {
+        text.push_str(piece);
+        if !on_token(piece) {
+            break;
+        }
+    }
     Ok(knowhub_llm::ChatResponse {
         text,
         prompt_tokens: 1,
@@ -759,22 +774,10 @@ impl knowhub_llm::Llm for Copier {
         }
         let listing =
             "[1] (Handbook) Employees get fifteen days of annual leave per year. ".repeat(20);
-        let mut text = String::new();
-        for word in listing.split_inclusive(' ') {
-            text.push_str(word);
-            *self.streamed.lock().unwrap() += 1;
-            if !on_token(word) {
-                break;
-            }
-        }
-        Ok(knowhub_llm::ChatResponse {
-            text,
-            prompt_tokens: 1,
-            completion_tokens: 1,
-            finish: knowhub_llm::Finish::Eos,
-            elapsed: std::time::Duration::ZERO,
-            time_to_first_token: std::time::Duration::ZERO,
-        })
+        let words: Vec<&str> = listing.split_inclusive(' ').collect();
+        let response = respond_in_pieces(&words, on_token)?;
+        *self.streamed.lock().unwrap() += response.text.split_inclusive(' ').count();
+        Ok(response)
     }
 }
 

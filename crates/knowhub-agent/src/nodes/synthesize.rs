@@ -52,10 +52,12 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     let mut cut = Vec::new();
     let mut attempts = 0;
     if deps.llm.is_some() {
+        // Checked on every streamed token: the headers are written once.
+        let headers = listing_headers(&refs);
+        let copying = |draft: &str| copies_the_evidence_listing(draft, &headers);
         for strict in [false, true] {
             attempts += 1;
             let messages = prompt(state, &refs, lang, strict);
-            let copying = |draft: &str| copies_the_evidence_listing(draft, &refs);
             let Ok(text) = deps.ask_llm_until(
                 state,
                 messages,
@@ -70,7 +72,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                 // extractive check have the last word below.
                 break;
             }
-            if copies_the_evidence_listing(&text, &refs) {
+            if copying(&text) {
                 // A small model sometimes reproduces the prompt's evidence list ("[1] (title)
                 // …") instead of answering; the extractive answer picks the relevant sentences.
                 cut.push(clip_chars(&text, 200));
@@ -208,12 +210,19 @@ fn listing_title(e: &EvidenceItem) -> String {
         .unwrap_or_default()
 }
 
-/// Whether `draft` repeats the prompt's evidence listing: an item's `(title)` header.
-fn copies_the_evidence_listing(draft: &str, evidence: &[&EvidenceItem]) -> bool {
-    evidence.iter().any(|e| {
-        let title = listing_title(e);
-        !title.trim().is_empty() && draft.contains(&format!("({title})"))
-    })
+/// The `(title)` headers the prompt lists the evidence under (items without a title have none).
+fn listing_headers(evidence: &[&EvidenceItem]) -> Vec<String> {
+    evidence
+        .iter()
+        .map(|e| listing_title(e))
+        .filter(|t| !t.trim().is_empty())
+        .map(|t| format!("({t})"))
+        .collect()
+}
+
+/// Whether `draft` repeats the prompt's evidence listing: one of its `(title)` headers.
+fn copies_the_evidence_listing(draft: &str, headers: &[String]) -> bool {
+    headers.iter().any(|h| draft.contains(h.as_str()))
 }
 
 fn clip_chars(text: &str, n: usize) -> String {
@@ -359,8 +368,15 @@ mod tests {
             ),
         ];
         for (draft, want) in table {
-            assert_eq!(copies_the_evidence_listing(draft, &[&e]), *want, "{draft}");
+            assert_eq!(
+                copies_the_evidence_listing(draft, &listing_headers(&[&e])),
+                *want,
+                "{draft}"
+            );
         }
-        assert!(!copies_the_evidence_listing("() [1]", &[&item("")]));
+        assert!(!copies_the_evidence_listing(
+            "() [1]",
+            &listing_headers(&[&item("")])
+        ));
     }
 }
