@@ -41,6 +41,17 @@ struct Linear {
     dense: Option<Tensor>,
 }
 
+/// `xs · weightsᵀ`, one row through [`crate::gemv`] where it has a kernel for the weights (see
+/// there why), otherwise candle's quantized product.
+fn quantized_forward(weights: &QMatMul, xs: &Tensor) -> Result<Tensor> {
+    if let QMatMul::QTensor(w) = weights
+        && let Some(ys) = crate::gemv::forward_one_row(w, xs)?
+    {
+        return Ok(ys);
+    }
+    weights.forward(xs)
+}
+
 impl Linear {
     fn new(weights: QTensor, dense: bool) -> Result<Self> {
         let dense = if dense {
@@ -64,7 +75,7 @@ impl Linear {
                 };
                 xs.matmul(&w)
             }
-            _ => self.quantized.forward(xs),
+            _ => quantized_forward(&self.quantized, xs),
         }
     }
 }
@@ -476,7 +487,7 @@ impl Qwen2 {
         }
         let hidden = self.norm.forward(&hidden)?;
         let last = hidden.i((.., seq - 1, ..))?;
-        self.output.forward(&last)
+        quantized_forward(&self.output, &last)
     }
 }
 
