@@ -1,11 +1,12 @@
 //! Prompt-processing and generation speed of the local models on the CPU.
 //!
 //! ```text
-//! cargo run --release -p knowhub-llm --example llm_speed [-- [--no-requant] [--no-dense] MODEL.gguf ...]
+//! cargo run --release -p knowhub-llm --example llm_speed [-- [--no-requant] [--no-copies] MODEL.gguf ...]
 //! ```
 //!
 //! `--no-requant` loads the weights as stored (no Q8_0 conversion of Q4_1/Q5_0/Q5_1 tensors),
-//! `--no-dense` keeps no dense copies for prompt processing, to compare.
+//! `--no-copies` keeps no copies of the layers for prompt processing (8-bit tiles or dense f32), to
+//! compare; `KNOWHUB_NO_GEMV=1` turns the AVX-512 VNNI kernels off (dense f32 copies instead).
 //!
 //! Prompts are timed cold (the prefix cache is emptied before each run); one more line shows a
 //! prompt that shares its beginning with the previous one (the cache's case).
@@ -106,11 +107,15 @@ fn measure(path: &Path, options: &LoadOptions) {
         .unwrap();
     println!(
         "{:<44} load {:>5.2}s  rebuild weights {:>5.2}s  prompt {np:>4} tok {pp:>7.1} tok/s  \
-         TTFT {ttft:>5.2}s  generate {nc:>3} tok {tg:>6.1} tok/s  dense prefill: {}",
+         TTFT {ttft:>5.2}s  generate {nc:>3} tok {tg:>6.1} tok/s  prefill copies: {}",
         llm.model_id(),
         secs(load),
         secs(rebuild),
-        if llm.has_dense_prefill() { "yes" } else { "no" },
+        if llm.has_prefill_copies() {
+            "yes"
+        } else {
+            "no"
+        },
     );
     println!(
         "    same beginning, new question ({} tok): TTFT {:.2}s",
@@ -126,8 +131,8 @@ fn main() {
     for a in std::env::args_os().skip(1) {
         if a == "--no-requant" {
             options.cpu_q8_requantize = false;
-        } else if a == "--no-dense" {
-            options.dense_prefill_bytes = 0;
+        } else if a == "--no-copies" {
+            options.prefill_copy_bytes = 0;
         } else {
             args.push(PathBuf::from(a));
         }

@@ -58,6 +58,7 @@
 
 mod chat;
 mod error;
+mod gemm;
 mod gemv;
 pub mod gguf_tokenizer;
 pub mod local;

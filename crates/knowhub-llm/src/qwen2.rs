@@ -17,28 +17,79 @@
 //!   all.
 //! * **The causal mask is an additive bias built per call**, not a memoised table per (chunk,
 //!   position) that grows with every new prompt length.
-//! * **Optional dense copies for prompt processing.** On the CPU, candle's quantized matmul is
-//!   fast for one row (generation) but slow for many (prompt processing) in the Q8_0 format
-//!   the 0.5B model is converted to; f32 GEMM over a dequantized copy is 2.3× faster there
-//!   (measured, docs/measurements.md). [`Qwen2::from_gguf`] keeps such copies when their size
-//!   fits the caller's byte budget; generation still reads the quantized weights.
+//! * **Copies for prompt processing.** On the CPU, candle's quantized product is fast for one
+//!   row (generation) but slow for many (prompt processing) in the Q8_0 format the 0.5B model
+//!   is converted to. [`Qwen2::from_gguf`] keeps, when they fit the caller's byte budget, a
+//!   copy of such layers for chunks of several tokens: 8-bit tiles for the AVX-512 VNNI kernel
+//!   of `crate::gemm`, or dense f32 for candle's GEMM on other CPUs (measured on the 0.5B,
+//!   551-token prompt: 88 tokens/s without copies, 250 with dense f32, 427 with the tiles;
+//!   docs/measurements.md). Layers candle multiplies fast itself (Q4_K/Q6_K) get no copy.
+//! * **One-token products over the compact K-quant blocks** (`crate::gemv`) where the CPU has
+//!   AVX-512 VNNI: generation streams every weight once per token, and candle's repacked
+//!   Q4_K copy is a third larger than the GGUF's blocks.
+//! * **The token table stays quantized**; rows are dequantized when looked up, and with tied
+//!   embeddings the same tensor is the output layer.
 
-use candle_core::quantized::{QMatMul, QTensor, gguf_file};
+use crate::gemm::{self, PackedQ8};
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor, gguf_file};
 use candle_core::{D, DType, Device, IndexOp, Module, Result, Tensor};
-use candle_nn::Embedding;
 use candle_transformers::quantized_nn::RmsNorm;
+use std::sync::Arc;
 
-/// Chunks of at least this many tokens use the dense weights when there are any: every chunk
+/// Chunks of at least this many tokens use the prompt-processing copies when there are any: every chunk
 /// of a prompt, so a prompt computes the same whether or not its beginning came from the cache.
 const DENSE_MIN_ROWS: usize = 2;
 /// KV buffers grow in steps of this many positions.
 const KV_STEP: usize = 256;
 
-/// A linear layer: quantized weights, and optionally a dense f32 copy for long chunks.
+/// A copy of a layer's weights kept for prompt processing (several tokens at once).
+#[derive(Debug, Clone)]
+enum PrefillCopy {
+    /// 8-bit tiles for the AVX-512 VNNI kernel (`crate::gemm`).
+    Packed(PackedQ8),
+    /// Dequantized f32 weights for candle's f32 GEMM (CPUs without that kernel).
+    Dense(Tensor),
+}
+
+/// How a layer is prepared for prompt processing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Prefill {
+    /// candle's quantized product, no copy.
+    Quantized,
+    Packed,
+    Dense,
+}
+
+impl Prefill {
+    /// The best path for a layer's format and shape on this CPU: candle's own tiled int8
+    /// kernels where they apply (Q4_K/Q6_K rows of whole 256-value blocks: as fast as ours,
+    /// measured on the 1.5B model, with no copy), else our 8-bit tiles (the 0.5B's Q8_0
+    /// layers, whose 896-value rows candle's tiles cannot take), else dense f32.
+    fn for_layer(dtype: GgmlDType, rows: usize, cols: usize) -> Self {
+        if matches!(dtype, GgmlDType::Q4K | GgmlDType::Q6K) && cols.is_multiple_of(256) {
+            Prefill::Quantized
+        } else if gemm::packable(rows, cols) {
+            Prefill::Packed
+        } else {
+            Prefill::Dense
+        }
+    }
+
+    /// Bytes of the copy.
+    fn bytes(self, rows: usize, cols: usize) -> usize {
+        match self {
+            Prefill::Quantized => 0,
+            Prefill::Packed => gemm::packed_bytes(rows, cols),
+            Prefill::Dense => rows * cols * DType::F32.size_in_bytes(),
+        }
+    }
+}
+
+/// A linear layer: quantized weights, and optionally a copy for chunks of several tokens.
 #[derive(Debug, Clone)]
 struct Linear {
     quantized: QMatMul,
-    dense: Option<Tensor>,
+    prefill: Option<PrefillCopy>,
 }
 
 /// `xs · weightsᵀ`, one row through [`crate::gemv`] where it has a kernel for the weights (see
@@ -53,21 +104,22 @@ fn quantized_forward(weights: &QMatMul, xs: &Tensor) -> Result<Tensor> {
 }
 
 impl Linear {
-    fn new(weights: QTensor, dense: bool) -> Result<Self> {
-        let dense = if dense {
-            Some(weights.dequantize(&weights.device())?)
-        } else {
-            None
+    fn new(weights: QTensor, prefill: Prefill) -> Result<Self> {
+        let prefill = match prefill {
+            Prefill::Quantized => None,
+            Prefill::Packed => PackedQ8::new(&weights)?.map(PrefillCopy::Packed),
+            Prefill::Dense => Some(PrefillCopy::Dense(weights.dequantize(&weights.device())?)),
         };
         Ok(Linear {
             quantized: QMatMul::from_qtensor(weights)?,
-            dense,
+            prefill,
         })
     }
 
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        match &self.dense {
-            Some(w) if xs.dim(D::Minus2)? >= DENSE_MIN_ROWS => {
+        match &self.prefill {
+            Some(PrefillCopy::Packed(w)) if xs.dim(D::Minus2)? >= DENSE_MIN_ROWS => w.matmul(xs),
+            Some(PrefillCopy::Dense(w)) if xs.dim(D::Minus2)? >= DENSE_MIN_ROWS => {
                 let w = match *xs.dims() {
                     [b1, b2, _, _] => w.broadcast_left((b1, b2))?.t()?,
                     [b, _, _] => w.broadcast_left(b)?.t()?,
@@ -206,7 +258,10 @@ impl KvSnapshot {
 /// Qwen2 weights and KV cache.
 #[derive(Debug, Clone)]
 pub struct Qwen2 {
-    embeddings: Embedding,
+    /// The token table, quantized as stored: rows are dequantized when looked up (an f32 copy
+    /// of the table would take 0.5–0.9 GB), and with tied embeddings it is the output layer's
+    /// weights too.
+    token_embd: Arc<QTensor>,
     layers: Vec<Layer>,
     norm: RmsNorm,
     output: QMatMul,
@@ -273,31 +328,36 @@ impl Qwen2 {
             "ffn_down",
             "ffn_up",
         ];
-        let dense_needed: usize = (0..block_count)
+        // Prompt-processing copies, chosen per layer (`Prefill::for_layer`), kept only when
+        // all of them fit the budget.
+        let copies_bytes: usize = (0..block_count)
             .flat_map(|i| LINEAR.iter().map(move |n| format!("blk.{i}.{n}.weight")))
             .filter_map(|name| ct.tensor_infos.get(&name))
-            .map(|info| info.shape.elem_count() * DType::F32.size_in_bytes())
+            .filter_map(|info| {
+                let (rows, cols) = info.shape.dims2().ok()?;
+                Some(Prefill::for_layer(info.ggml_dtype, rows, cols).bytes(rows, cols))
+            })
             .sum();
-        let dense = device.is_cpu() && dense_needed > 0 && dense_needed <= dense_budget;
+        let copies = device.is_cpu() && copies_bytes > 0 && copies_bytes <= dense_budget;
 
-        let embeddings = ct
-            .tensor(reader, "token_embd.weight", device)?
-            .dequantize(device)?;
+        let token_embd = Arc::new(ct.tensor(reader, "token_embd.weight", device)?);
         let norm = RmsNorm::from_qtensor(ct.tensor(reader, "output_norm.weight", device)?, eps)?;
         let output = match ct.tensor(reader, "output.weight", device) {
             Ok(w) => QMatMul::from_qtensor(w)?,
             // Tied embeddings.
-            Err(_) => QMatMul::from_qtensor(ct.tensor(reader, "token_embd.weight", device)?)?,
+            Err(_) => QMatMul::from_arc(token_embd.clone())?,
         };
         let (cos, sin) = rope_tables(head_dim, freq_base, context, device)?;
 
         let mut layers = Vec::with_capacity(block_count);
         for i in 0..block_count {
             let mut linear = |name: &str| -> Result<Linear> {
-                Linear::new(
-                    ct.tensor(reader, &format!("blk.{i}.{name}.weight"), device)?,
-                    dense,
-                )
+                let weights = ct.tensor(reader, &format!("blk.{i}.{name}.weight"), device)?;
+                let prefill = match weights.shape().dims2() {
+                    Ok((rows, cols)) if copies => Prefill::for_layer(weights.dtype(), rows, cols),
+                    _ => Prefill::Quantized,
+                };
+                Linear::new(weights, prefill)
             };
             let wq = linear("attn_q")?;
             let wk = linear("attn_k")?;
@@ -337,9 +397,9 @@ impl Qwen2 {
                 cache: KvCache::default(),
             });
         }
-        tracing::debug!(dense, dense_needed, "qwen2 weights built");
+        tracing::debug!(copies, copies_bytes, "qwen2 weights built");
         Ok(Qwen2 {
-            embeddings: Embedding::new(embeddings, embedding_length),
+            token_embd,
             layers,
             norm,
             output,
@@ -348,12 +408,12 @@ impl Qwen2 {
             head_dim,
             cos,
             sin,
-            has_dense: dense,
+            has_dense: copies,
         })
     }
 
     /// Whether dense copies for prompt processing were kept.
-    pub fn has_dense_prefill(&self) -> bool {
+    pub fn has_prefill_copies(&self) -> bool {
         self.has_dense
     }
 
@@ -441,7 +501,7 @@ impl Qwen2 {
         let scale = 1.0 / (self.head_dim as f64).sqrt();
         let (n_head, n_kv, hd) = (self.n_head, self.n_kv_head, self.head_dim);
 
-        let mut hidden = self.embeddings.forward(x)?;
+        let mut hidden = self.token_embd.embedding(x)?;
         for layer in &mut self.layers {
             let residual = &hidden;
             let xs = layer.attention_norm.forward(&hidden)?;
@@ -494,6 +554,7 @@ impl Qwen2 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gemv;
     use candle_core::quantized::GgmlDType;
     use candle_core::quantized::gguf_file::Value;
     use candle_transformers::models::quantized_qwen2;
@@ -656,19 +717,20 @@ mod tests {
     }
 
     #[test]
-    fn matches_candles_qwen2_with_and_without_dense_weights() {
+    fn matches_candles_qwen2_with_and_without_prefill_copies() {
         for dtype in [GgmlDType::F32, GgmlDType::Q8_0] {
             let bytes = tiny_gguf(dtype);
             for budget in [0, usize::MAX] {
                 let mut a = ours(&bytes, budget);
-                assert_eq!(a.has_dense_prefill(), budget > 0);
+                assert_eq!(a.has_prefill_copies(), budget > 0);
                 let mut b = theirs(&bytes);
                 let diff = run_both(&mut a, &mut b);
-                // Without dense copies: the same arithmetic as candle's (bit for bit here). With
-                // them, f32 products of the dequantized weights replace candle's products over
-                // Q8_0-quantized activations: a rounding difference (measured 2.9% of the
-                // largest logit through two random layers).
-                let tolerance = if budget > 0 && dtype != GgmlDType::F32 {
+                // Without copies: the same arithmetic as candle's (bit for bit here). With them,
+                // a rounding difference: 8-bit tiles and activations where the CPU has the
+                // kernel (measured 2.6% of the largest logit through two random layers, F32
+                // weights), else f32 products of the dequantized weights in place of candle's
+                // products over 8-bit activations (2.9%, Q8_0 weights).
+                let tolerance = if budget > 0 && (dtype != GgmlDType::F32 || gemv::available()) {
                     0.05
                 } else {
                     1e-4
