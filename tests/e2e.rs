@@ -106,10 +106,9 @@ async fn scenario(ui: &Ui, demo: &Path) {
     // 2. Its citation opens the passage.
     ui.click(&css("citation-marker")).await;
     ui.wait(&css("source-panel")).await;
-    let passage = ui.text(&css("source-passage")).await.to_lowercase();
+    let passage = ui.shown_text(&css("source-passage")).await.to_lowercase();
     assert!(passage.contains("leave"), "{passage}");
-    let title = ui.text(&css("source-title")).await;
-    assert!(!title.is_empty());
+    ui.shown_text(&css("source-title")).await;
     ui.shot("chat-with-citations.png").await;
 
     // 3. "Open source" shows the document with the passage highlighted.

@@ -157,6 +157,23 @@ impl Ui {
         self.wait(selector).await.text().await.unwrap()
     }
 
+    /// The element's rendered text once it has any: WebDriver reads an element that is still
+    /// appearing (a panel sliding in) as empty.
+    pub(crate) async fn shown_text(&self, selector: &str) -> String {
+        let deadline = Instant::now() + wait_limit();
+        loop {
+            let text = self.text(selector).await;
+            if !text.trim().is_empty() {
+                return text;
+            }
+            if Instant::now() > deadline {
+                self.fail(&format!("timed out waiting for text in {selector}"))
+                    .await;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// Evaluates `script` (a function body) until it returns true.
     pub(crate) async fn until(&self, what: &str, script: &str, args: Vec<serde_json::Value>) {
         let deadline = Instant::now() + wait_limit();
