@@ -176,8 +176,8 @@ struct SendPtr(*mut f32);
 unsafe impl Send for SendPtr {}
 unsafe impl Sync for SendPtr {}
 
-/// Quantizes 32 values to 8 bits; returns the scale.
-fn quantize_block(values: &[f32], out: &mut [i8; BLOCK]) -> f32 {
+/// Quantizes `values` to 8 bits with one scale (returned): `values ≈ scale · out`.
+pub(crate) fn quantize_block(values: &[f32], out: &mut [i8]) -> f32 {
     let amax = values.iter().fold(0f32, |m, &v| m.max(v.abs()));
     let d = amax / 127.0;
     let inv = if d > 0.0 { 1.0 / d } else { 0.0 };

@@ -121,16 +121,9 @@ impl QuantizedVector {
             q4k: Vec::new(),
         };
         for chunk in x.chunks_exact(block) {
-            let amax = chunk.iter().fold(0f32, |m, &x| m.max(x.abs()));
-            let d = amax / 127.0;
-            let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
-            v.d.push(d);
             let start = v.qs.len();
-            v.qs.extend(
-                chunk
-                    .iter()
-                    .map(|&x| (x * inv).round().clamp(-127.0, 127.0) as i8),
-            );
+            v.qs.resize(start + block, 0);
+            v.d.push(crate::gemm::quantize_block(chunk, &mut v.qs[start..]));
             for sixteen in v.qs[start..].chunks_exact(16) {
                 v.sums16
                     .push(sixteen.iter().map(|&q| i16::from(q)).sum::<i16>());
