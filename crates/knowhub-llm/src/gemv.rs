@@ -263,30 +263,45 @@ mod x86 {
     }
 
     /// Lane index vectors for `vpermw`: 16 lanes of one value then 16 of another.
-    fn halves(a: i16, b: i16) -> [i16; 32] {
+    const fn halves(a: i16, b: i16) -> [i16; 32] {
         let mut idx = [a; 32];
-        idx[16..].fill(b);
+        let mut i = 16;
+        while i < 32 {
+            idx[i] = b;
+            i += 1;
+        }
         idx
     }
 
     /// Lane index vector for `vpermw`: 8 lanes each of four values.
-    fn quarters(first: i16) -> [i16; 32] {
+    const fn quarters(first: i16) -> [i16; 32] {
         let mut idx = [0i16; 32];
-        for (i, v) in idx.iter_mut().enumerate() {
-            *v = first + (i / 8) as i16;
+        let mut i = 0;
+        while i < 32 {
+            idx[i] = first + (i / 8) as i16;
+            i += 1;
         }
         idx
     }
+
+    // Built at compile time: the kernels run once per row, on the hot path.
+    /// `vpermw` lanes of Q4_K's sub-block scales for its four 64-value products.
+    const Q4K_SCALE_LANES: [[i16; 32]; 4] =
+        [halves(0, 2), halves(1, 3), halves(4, 6), halves(5, 7)];
+    /// `vpermw` lanes of Q6_K's 16 scales for its four 64-value products.
+    const Q6K_SCALE_LANES: [[i16; 32]; 4] = [quarters(0), quarters(4), quarters(8), quarters(12)];
+    /// Shifts of Q6_K's high bits: lanes 0-31 and 32-63 sit 2 bits apart in the same byte.
+    const Q6K_HIGH_SHIFTS: [i16; 32] = halves(0, 2);
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     pub(super) unsafe fn dot_q4k(row: &[u8], act: &QuantizedVector) -> f32 {
         unsafe {
             let mask = _mm512_set1_epi8(0x0F);
             let idx: [__m512i; 4] = [
-                _mm512_loadu_si512(halves(0, 2).as_ptr().cast()),
-                _mm512_loadu_si512(halves(1, 3).as_ptr().cast()),
-                _mm512_loadu_si512(halves(4, 6).as_ptr().cast()),
-                _mm512_loadu_si512(halves(5, 7).as_ptr().cast()),
+                _mm512_loadu_si512(Q4K_SCALE_LANES[0].as_ptr().cast()),
+                _mm512_loadu_si512(Q4K_SCALE_LANES[1].as_ptr().cast()),
+                _mm512_loadu_si512(Q4K_SCALE_LANES[2].as_ptr().cast()),
+                _mm512_loadu_si512(Q4K_SCALE_LANES[3].as_ptr().cast()),
             ];
             let mut acc = _mm512_setzero_ps();
             let mut mins_total = 0f32;
@@ -334,16 +349,13 @@ mod x86 {
         unsafe {
             let low4 = _mm512_set1_epi8(0x0F);
             let two = _mm512_set1_epi8(0x03);
-            // The high bits of lanes 0-31 and 32-63 sit at different shifts of the same qh byte.
-            let mut shifts = [0i16; 32];
-            shifts[16..].fill(2);
-            let shift_lo = _mm512_loadu_si512(shifts.as_ptr().cast());
+            let shift_lo = _mm512_loadu_si512(Q6K_HIGH_SHIFTS.as_ptr().cast());
             let shift_hi = _mm512_add_epi16(shift_lo, _mm512_set1_epi16(4));
             let idx: [__m512i; 4] = [
-                _mm512_loadu_si512(quarters(0).as_ptr().cast()),
-                _mm512_loadu_si512(quarters(4).as_ptr().cast()),
-                _mm512_loadu_si512(quarters(8).as_ptr().cast()),
-                _mm512_loadu_si512(quarters(12).as_ptr().cast()),
+                _mm512_loadu_si512(Q6K_SCALE_LANES[0].as_ptr().cast()),
+                _mm512_loadu_si512(Q6K_SCALE_LANES[1].as_ptr().cast()),
+                _mm512_loadu_si512(Q6K_SCALE_LANES[2].as_ptr().cast()),
+                _mm512_loadu_si512(Q6K_SCALE_LANES[3].as_ptr().cast()),
             ];
             let mut acc = _mm512_setzero_ps();
             let mut offset_total = 0f32;
