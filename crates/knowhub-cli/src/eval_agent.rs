@@ -36,6 +36,11 @@ pub(crate) struct SqlEvalArgs {
     /// Skip the first N questions (with `--limit`, evaluate a slice).
     #[arg(long, default_value_t = 0)]
     offset: usize,
+    /// Rows compared per result. The copilot caps what it shows at 50 rows, but two correct
+    /// statements without an ORDER BY may return different first 50 of the same rows, so the
+    /// evaluation compares whole results (both sides run under the same cap).
+    #[arg(long, default_value_t = 100_000)]
+    max_rows: usize,
 }
 
 #[derive(Debug, clap::Args)]
@@ -86,7 +91,12 @@ pub(crate) fn sql(args: &SqlEvalArgs, llm: &LlmArgs, json: bool) -> Result<ExitC
             .with_context(|| format!("cannot read {}", args.questions.display()))?,
     )?;
     let schema = knowhub_sql::introspect(&args.db, 3)?;
-    let policy = knowhub_sql::Policy::default();
+    let policy = knowhub_sql::Policy {
+        limit: args.max_rows.max(1),
+        timeout: std::time::Duration::from_secs(10),
+        max_result_bytes: 256 * 1024 * 1024,
+        ..knowhub_sql::Policy::default()
+    };
     // The copilot's own retry budget and schema size, so the evaluation measures what users get.
     let options = knowhub_agent::AgentOptions::default();
     let mut rows = Vec::new();
@@ -98,8 +108,7 @@ pub(crate) fn sql(args: &SqlEvalArgs, llm: &LlmArgs, json: bool) -> Result<ExitC
     {
         let question = field(item, "question").to_string();
         let gold_sql = field(item, "gold_sql");
-        // The gold statement runs under the same policy (LIMIT 50), so both sides see the same
-        // row cap.
+        // The gold statement runs under the same policy, so both sides see the same row cap.
         let gold = knowhub_sql::validate(gold_sql, &schema, &policy)
             .and_then(|q| knowhub_sql::execute(&args.db, &q, &policy));
         let Ok(gold) = gold else {
@@ -206,6 +215,7 @@ pub(crate) fn sql(args: &SqlEvalArgs, llm: &LlmArgs, json: bool) -> Result<ExitC
         );
         println!("|---|---|");
         println!("| generator | {model_id} |");
+        println!("| rows compared per result, at most | {} |", policy.limit);
         println!("| questions | {} |", rows.len());
         println!(
             "| execution accuracy, columns in any order (Spider test-suite rule; ≈ marks) | \

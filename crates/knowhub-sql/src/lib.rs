@@ -9,6 +9,7 @@
 //!   tenant (bound as a parameter). The result is the exact SQL that will run.
 //! * [`execute`]: runs a [`SafeQuery`] on a read-only, hardened connection with SQLite's
 //!   authorizer as a second gate, a deadline, and caps on rows and result bytes.
+//! * [`show_ranking_measure`]: a ranking statement also selects the measure it ranks by.
 //! * [`template_sql`]: simple English/Chinese questions without an LLM (count, list, sum,
 //!   average, one filter), `None` when unsure.
 //! * [`results_match`], [`results_match_any_column_order`]: order-insensitive result comparison
@@ -58,6 +59,7 @@ mod execute;
 mod functions;
 mod glossary;
 mod policy;
+mod rewrite;
 mod schema;
 mod template;
 mod validate;
@@ -70,6 +72,7 @@ pub use functions::{ALLOWED_FUNCTIONS, is_allowed_function};
 pub use policy::{
     DEFAULT_LIMIT, DEFAULT_MAX_RESULT_BYTES, DEFAULT_TIMEOUT, Param, Policy, TenantFilter,
 };
+pub use rewrite::show_ranking_measure;
 pub use schema::{ColumnInfo, ForeignKey, Schema, TableInfo, TableKind, introspect};
 pub use template::template_sql;
 pub use validate::{SafeQuery, validate};

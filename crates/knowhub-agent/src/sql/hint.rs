@@ -45,6 +45,15 @@ pub fn for_error(schema: &Schema, failed: &str, error: &str) -> Hint {
             tables: Vec::new(),
         };
     }
+    if let Some(rest) = find_after(&lower, error, "the function `") {
+        let function = rest.split('`').next().unwrap_or("");
+        if let Some(line) = sqlite_equivalent(function) {
+            return Hint {
+                lines: vec![line.to_string()],
+                tables: Vec::new(),
+            };
+        }
+    }
     if lower.contains("misuse of aggregate") {
         return Hint {
             lines: vec![
@@ -56,6 +65,35 @@ pub fn for_error(schema: &Schema, failed: &str, error: &str) -> Hint {
         };
     }
     Hint::default()
+}
+
+/// What SQLite writes instead of a function of another dialect (MySQL, SQL Server, PostgreSQL)
+/// that small models reach for: `YEAR(d)` is `strftime('%Y', d)` here.
+fn sqlite_equivalent(function: &str) -> Option<&'static str> {
+    Some(match function.to_ascii_uppercase().as_str() {
+        "YEAR" => "SQLite has no YEAR(): write strftime('%Y', column) (text, e.g. '2012').",
+        "MONTH" => "SQLite has no MONTH(): write strftime('%m', column) (text, e.g. '03').",
+        "DAY" | "DAYOFMONTH" => {
+            "SQLite has no DAY(): write strftime('%d', column) (text, e.g. '09')."
+        }
+        "DATE_FORMAT" | "TO_CHAR" | "FORMAT" => {
+            "SQLite formats dates with strftime(format, column), e.g. strftime('%Y-%m', column)."
+        }
+        "EXTRACT" | "DATEPART" | "DATE_PART" => {
+            "SQLite takes date parts with strftime: strftime('%Y', column) for the year, \
+             strftime('%m', column) for the month."
+        }
+        "NOW" | "CURDATE" | "GETDATE" | "CURRENT_DATE" | "SYSDATE" => {
+            "SQLite writes today's date as date('now')."
+        }
+        "DATEDIFF" => "SQLite counts days between dates as julianday(a) - julianday(b).",
+        "CONCAT" => "SQLite joins text with ||: first_name || ' ' || last_name.",
+        "LEN" => "SQLite's length of a text is length(column).",
+        "ISNULL" | "NVL" => "SQLite writes IFNULL(column, fallback) or COALESCE(column, fallback).",
+        "IF" => "SQLite writes IIF(condition, a, b) or CASE WHEN condition THEN a ELSE b END.",
+        "TOP" => "SQLite writes ORDER BY … LIMIT n, not TOP n.",
+        _ => return None,
+    })
 }
 
 /// The text of `original` after the first `needle` found in `lower` (its lower-cased copy).
@@ -502,6 +540,26 @@ mod tests {
                      group in a subquery, e.g. SELECT AVG(n) FROM (SELECT COUNT(*) AS n FROM t \
                      GROUP BY g).",
                 ],
+                vec![],
+            ),
+            (
+                "SELECT SUM(Total) FROM Invoice WHERE YEAR(InvoiceDate) = 2012",
+                "the function `YEAR` is not allowed (only pure functions on the allowlist are)",
+                vec!["SQLite has no YEAR(): write strftime('%Y', column) (text, e.g. '2012')."],
+                vec![],
+            ),
+            (
+                "SELECT CONCAT(FirstName, ' ', LastName) FROM Employee",
+                "the function `concat` is not allowed (only pure functions on the allowlist are)",
+                vec!["SQLite joins text with ||: first_name || ' ' || last_name."],
+                vec![],
+            ),
+            // A function with no SQLite counterpart to point at: no hint.
+            (
+                "SELECT load_extension('x') FROM Track",
+                "the function `load_extension` is not allowed (only pure functions on the \
+                 allowlist are)",
+                vec![],
                 vec![],
             ),
             (

@@ -8,8 +8,10 @@
 //! ([`focus`]) as `CREATE TABLE` DDL with keys, foreign keys and sample values
 //! ([`Schema::ddl_text`]), then `-- Using valid SQLite, answer the following questions…` and the
 //! question as a SQL comment, after three worked examples on a made-up schema; the answer is
-//! pre-filled with `SELECT` and stops at `;`. A listing question answered with a plain pick of
-//! columns from one table gets whole rows ([`whole_rows`]).
+//! pre-filled with `SELECT` and stops at `;`. The examples are spelled in the schema's own
+//! naming style ([`Naming`]). A listing question answered with a plain pick of columns from one
+//! table gets whole rows ([`whole_rows`]); a ranking shows the measure it ranks by
+//! ([`knowhub_sql::show_ranking_measure`]).
 
 pub mod hint;
 
@@ -89,7 +91,10 @@ pub fn nl2sql(
         });
         let Some((by, sql)) = generated else { break };
         let sql = match by {
-            "llm" => whole_rows(question, &sql).unwrap_or(sql),
+            "llm" => {
+                let sql = whole_rows(question, &sql).unwrap_or(sql);
+                knowhub_sql::show_ranking_measure(&sql).unwrap_or(sql)
+            }
             _ => sql,
         };
         if out.attempts.iter().any(|a| a.sql == sql) {
@@ -193,6 +198,15 @@ const EXAMPLES: &[(&str, &str)] = &[
         "SELECT * FROM teacher WHERE strftime('%Y', hired) > '2018';",
     ),
     (
+        "List all courses with their teacher names.",
+        "SELECT course.title, teacher.first_name || ' ' || teacher.last_name AS teacher_name \
+         FROM course JOIN teacher ON course.teacher_id = teacher.teacher_id;",
+    ),
+    (
+        "Show the courses nobody has enrolled in.",
+        "SELECT * FROM course WHERE course_id NOT IN (SELECT course_id FROM enrollment);",
+    ),
+    (
         "Show each teacher's name with the number of courses they teach.",
         "SELECT teacher.first_name || ' ' || teacher.last_name AS teacher_name, \
          COUNT(course.course_id) AS course_count FROM teacher LEFT JOIN course ON \
@@ -206,6 +220,103 @@ const EXAMPLES: &[(&str, &str)] = &[
          teacher.teacher_id ORDER BY total_fees DESC LIMIT 1;",
     ),
 ];
+
+/// The identifiers of [`EXAMPLE_SCHEMA`] and [`EXAMPLES`] (tables, columns, aliases), written
+/// in snake_case; [`Naming::restyle`] rewrites them in the real schema's style.
+const EXAMPLE_IDENTIFIERS: &[&str] = &[
+    "teacher",
+    "teacher_id",
+    "first_name",
+    "last_name",
+    "hired",
+    "course",
+    "course_id",
+    "title",
+    "credits",
+    "enrollment",
+    "enrollment_id",
+    "student",
+    "fee",
+    "teacher_name",
+    "course_count",
+    "total_fees",
+];
+
+/// How a schema spells its names. A small model copies the worked examples' style: shown
+/// `teacher_id`, it wrote `Track.track_id` and `album.artist_id` against Chinook's `TrackId`
+/// and `ArtistId`, so the examples are written in the style of the schema the question is
+/// about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Naming {
+    /// `teacher_id`, `first_name`.
+    Snake,
+    /// `TeacherId`, `FirstName` (tables `Teacher`).
+    Pascal,
+}
+
+impl Naming {
+    /// The style most of `schema`'s multi-word names use (snake_case when undecided).
+    fn of(schema: &Schema) -> Naming {
+        let names = schema
+            .tables
+            .iter()
+            .flat_map(|t| std::iter::once(&t.name).chain(t.columns.iter().map(|c| &c.name)));
+        let (mut snake, mut pascal) = (0usize, 0usize);
+        for name in names {
+            let bytes = name.as_bytes();
+            if name.contains('_') {
+                snake += 1;
+            } else if bytes.first().is_some_and(u8::is_ascii_uppercase)
+                && bytes.iter().any(u8::is_ascii_lowercase)
+            {
+                pascal += 1;
+            }
+        }
+        if pascal > snake {
+            Naming::Pascal
+        } else {
+            Naming::Snake
+        }
+    }
+
+    /// `text` (example DDL or SQL) with [`EXAMPLE_IDENTIFIERS`] in this style; quoted text
+    /// (`'Maria'`) and other words are left as they are.
+    fn restyle(self, text: &str) -> String {
+        if self == Naming::Snake {
+            return text.to_string();
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut word = String::new();
+        let mut quoted = false;
+        let flush = |word: &mut String, out: &mut String| {
+            if EXAMPLE_IDENTIFIERS.contains(&word.as_str()) {
+                for part in word.split('_') {
+                    let mut chars = part.chars();
+                    if let Some(first) = chars.next() {
+                        out.extend(first.to_uppercase());
+                        out.push_str(chars.as_str());
+                    }
+                }
+            } else {
+                out.push_str(word);
+            }
+            word.clear();
+        };
+        for c in text.chars() {
+            if !quoted && (c.is_ascii_alphanumeric() || c == '_') {
+                word.push(c);
+                continue;
+            }
+            flush(&mut word, &mut out);
+            if c == '\'' {
+                quoted = !quoted;
+            }
+            out.push(c);
+        }
+        flush(&mut word, &mut out);
+        out
+    }
+}
 
 const SQL_SYSTEM: &str = "You are a SQLite expert. You write one SQLite SELECT statement that \
                           answers the question from the tables provided. Use only the tables \
@@ -248,16 +359,17 @@ fn generate(
     }
     let user = sql_prompt(&focused, question, feedback, schema_chars);
     let prefix = "SELECT";
+    let naming = Naming::of(schema);
     let mut messages = vec![Message::system(SQL_SYSTEM)];
     for (i, (q, a)) in EXAMPLES.iter().enumerate() {
         let mut u = String::new();
         if i == 0 {
-            u.push_str(EXAMPLE_SCHEMA);
+            u.push_str(&naming.restyle(EXAMPLE_SCHEMA));
             u.push_str(ASK);
         }
         u.push_str(&format!("-- {q}\n"));
         messages.push(Message::user(u));
-        messages.push(Message::assistant(*a));
+        messages.push(Message::assistant(naming.restyle(a)));
     }
     messages.push(Message::user(user));
     let req = ChatRequest {
@@ -455,6 +567,13 @@ fn whole_rows(question: &str, sql: &str) -> Option<String> {
         .unwrap_or("")
         .trim_matches(|c| matches!(c, '"' | '`' | '[' | ']'));
     let mut cols = sql.get(6..from)?.trim();
+    // `[DISTINCT] FirstName || ' ' || LastName [AS name]`: a name built from its parts is a
+    // plain pick of those columns (the listing example shows a name built so).
+    let joined_parts;
+    if let Some(parts) = concatenated_columns(cols) {
+        joined_parts = parts;
+        cols = &joined_parts;
+    }
     // `DISTINCT CustomerId FROM Customer`: the table's own id is distinct row by row already,
     // so this is a plain pick of rows.
     if let Some(col) = cols
@@ -518,6 +637,42 @@ fn whole_rows(question: &str, sql: &str) -> Option<String> {
     (!asked).then(|| format!("SELECT * FROM {rest}"))
 }
 
+/// The columns of a pick that is one concatenation of columns and quoted text, with an
+/// optional DISTINCT and alias (`DISTINCT c.FirstName || ' ' || c.LastName AS name` →
+/// `c.FirstName, c.LastName`); `None` for anything else.
+fn concatenated_columns(cols: &str) -> Option<String> {
+    let body = match cols.get(..9) {
+        Some(d) if d.eq_ignore_ascii_case("distinct ") => cols.get(9..)?.trim(),
+        _ => cols,
+    };
+    if !body.contains("||") {
+        return None;
+    }
+    let upper = body.to_ascii_uppercase();
+    let body = match upper.rfind(" AS ") {
+        Some(i) if !body[i + 4..].contains('\'') => &body[..i],
+        _ => body,
+    };
+    let mut columns = Vec::new();
+    for part in body.split("||").map(str::trim) {
+        if part.len() >= 2 && part.starts_with('\'') && part.ends_with('\'') {
+            if part[1..part.len() - 1].contains('\'') {
+                return None;
+            }
+            continue;
+        }
+        if part.is_empty()
+            || !part
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '"'))
+        {
+            return None;
+        }
+        columns.push(part);
+    }
+    (!columns.is_empty()).then(|| columns.join(", "))
+}
+
 /// Whether `col` (maybe qualified) is `table`'s own id by name: `id`, `CustomerId`,
 /// `customer_id`.
 fn is_own_id(col: &str, table: &str) -> bool {
@@ -574,6 +729,45 @@ pub fn extract_sql(reply: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn examples_take_the_schema_naming_style() {
+        let pascal = Naming::Pascal.restyle(
+            "SELECT teacher.first_name || ' ' || teacher.last_name AS teacher_name FROM teacher \
+             WHERE title = 'first_name' -- e.g. 'course_id'",
+        );
+        assert_eq!(
+            pascal,
+            "SELECT Teacher.FirstName || ' ' || Teacher.LastName AS TeacherName FROM Teacher \
+             WHERE Title = 'first_name' -- e.g. 'course_id'"
+        );
+        assert_eq!(
+            Naming::Snake.restyle("SELECT teacher_id"),
+            "SELECT teacher_id"
+        );
+        // Every identifier of the examples is listed, so none keeps snake_case in Pascal style.
+        let all = format!(
+            "{EXAMPLE_SCHEMA}{}",
+            EXAMPLES.iter().map(|e| e.1).collect::<String>()
+        );
+        let restyled = Naming::Pascal.restyle(&all);
+        let unquoted: String = restyled.split('\'').step_by(2).collect();
+        assert!(
+            !unquoted
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .any(|w| w.contains('_') && w.chars().any(|c| c.is_ascii_lowercase())),
+            "{restyled}"
+        );
+        assert_eq!(Naming::of(&shop()), Naming::Snake);
+        // `InvoiceLine`, `TrackId`: Pascal case wins.
+        let mut pascal_schema = shop();
+        for t in &mut pascal_schema.tables {
+            for c in &mut t.columns {
+                c.name = format!("{}Id", c.name.to_uppercase());
+            }
+        }
+        assert_eq!(Naming::of(&pascal_schema), Naming::Pascal);
+    }
 
     #[test]
     fn identifiers_split_into_words() {
@@ -785,6 +979,28 @@ mod tests {
             (
                 "Which employees list books?",
                 "SELECT Name FROM Employee",
+                None,
+            ),
+            // A name built from its parts is a pick of those parts.
+            (
+                "Show all customers from Canada.",
+                "SELECT DISTINCT Customer.FirstName || ' ' || Customer.LastName AS name FROM \
+                 Customer WHERE Country = 'Canada'",
+                star("Customer WHERE Country = 'Canada'"),
+            ),
+            (
+                "Show the employees.",
+                "SELECT FirstName || ' ' || LastName FROM Employee",
+                star("Employee"),
+            ),
+            (
+                "Show the employees.",
+                "SELECT FirstName || ' ' || upper(LastName) FROM Employee",
+                None,
+            ),
+            (
+                "Show the employees' last names.",
+                "SELECT FirstName || ' ' || LastName FROM Employee",
                 None,
             ),
             // Joins, grouping, aggregates, DISTINCT and aliases keep the model's pick.
