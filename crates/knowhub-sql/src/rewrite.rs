@@ -4,7 +4,8 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    Expr, GroupByExpr, OrderByKind, Query, SelectItem, SetExpr, Statement, Visit, Visitor,
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, OrderByKind, Query,
+    SelectItem, SetExpr, Statement, Visit, VisitMut, Visitor, VisitorMut,
 };
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
@@ -97,6 +98,66 @@ pub fn show_ranking_measure(sql: &str) -> Option<String> {
     }
     select.projection.push(SelectItem::UnnamedExpr(order));
     Some(statements[0].to_string())
+}
+
+/// Date-part functions of other dialects in SQLite's words: `YEAR(d)`, `MONTH(d)`, `DAY(d)`
+/// become `CAST(strftime('%Y', d) AS INTEGER)` and so on (integers, as those functions return,
+/// so `YEAR(d) = 2012` keeps its meaning). Small models write MySQL's date functions and,
+/// told they do not exist here, often write them again. `None` when there is nothing to
+/// translate or the text does not parse.
+///
+/// ```
+/// use knowhub_sql::translate_date_functions;
+/// assert_eq!(
+///     translate_date_functions("SELECT SUM(Total) FROM Invoice WHERE YEAR(InvoiceDate) = 2012")
+///         .as_deref(),
+///     Some(
+///         "SELECT SUM(Total) FROM Invoice WHERE CAST(strftime('%Y', InvoiceDate) AS INTEGER) \
+///          = 2012"
+///     )
+/// );
+/// assert_eq!(translate_date_functions("SELECT strftime('%Y', d) FROM t"), None);
+/// ```
+pub fn translate_date_functions(sql: &str) -> Option<String> {
+    struct Translate {
+        changed: bool,
+    }
+    impl VisitorMut for Translate {
+        type Break = ();
+        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            let Expr::Function(f) = e else {
+                return ControlFlow::Continue(());
+            };
+            let format = match f.name.to_string().to_ascii_uppercase().as_str() {
+                "YEAR" => "%Y",
+                "MONTH" => "%m",
+                "DAY" | "DAYOFMONTH" => "%d",
+                _ => return ControlFlow::Continue(()),
+            };
+            let FunctionArguments::List(list) = &f.args else {
+                return ControlFlow::Continue(());
+            };
+            let [FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))] = list.args.as_slice() else {
+                return ControlFlow::Continue(());
+            };
+            let Ok(translated) = Parser::new(&SQLiteDialect {})
+                .try_with_sql(&format!("CAST(strftime('{format}', {arg}) AS INTEGER)"))
+                .and_then(|mut p| p.parse_expr())
+            else {
+                return ControlFlow::Continue(());
+            };
+            *e = translated;
+            self.changed = true;
+            ControlFlow::Continue(())
+        }
+    }
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    let [statement] = statements.as_mut_slice() else {
+        return None;
+    };
+    let mut translate = Translate { changed: false };
+    let _ = statement.visit(&mut translate);
+    translate.changed.then(|| statement.to_string())
 }
 
 /// An integer or other literal (`ORDER BY 2` orders by the second column: shown already).
@@ -213,6 +274,36 @@ mod tests {
             ("not sql at all", None),
         ] {
             assert_eq!(show_ranking_measure(sql).as_deref(), expected, "{sql}");
+        }
+    }
+
+    #[test]
+    fn date_functions_of_other_dialects_are_translated() {
+        for (sql, expected) in [
+            (
+                "SELECT MONTH(i.InvoiceDate) AS m, SUM(Total) FROM Invoice i WHERE \
+                 year(i.InvoiceDate) = 2012 GROUP BY MONTH(i.InvoiceDate)",
+                Some(
+                    "SELECT CAST(strftime('%m', i.InvoiceDate) AS INTEGER) AS m, SUM(Total) FROM \
+                     Invoice i WHERE CAST(strftime('%Y', i.InvoiceDate) AS INTEGER) = 2012 GROUP \
+                     BY CAST(strftime('%m', i.InvoiceDate) AS INTEGER)",
+                ),
+            ),
+            // Inside a subquery too.
+            (
+                "SELECT * FROM t WHERE id IN (SELECT id FROM u WHERE DAY(d) = 1)",
+                Some(
+                    "SELECT * FROM t WHERE id IN (SELECT id FROM u WHERE CAST(strftime('%d', d) \
+                     AS INTEGER) = 1)",
+                ),
+            ),
+            // Two arguments is not the date-part function.
+            ("SELECT YEAR(a, b) FROM t", None),
+            ("SELECT strftime('%Y', d) FROM t", None),
+            ("SELECT YEAR(d) FROM t; SELECT 1", None),
+            ("not sql", None),
+        ] {
+            assert_eq!(translate_date_functions(sql).as_deref(), expected, "{sql}");
         }
     }
 }

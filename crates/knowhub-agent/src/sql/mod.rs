@@ -92,6 +92,7 @@ pub fn nl2sql(
         let Some((by, sql)) = generated else { break };
         let sql = match by {
             "llm" => {
+                let sql = knowhub_sql::translate_date_functions(&sql).unwrap_or(sql);
                 let sql = whole_rows(question, &sql).unwrap_or(sql);
                 knowhub_sql::show_ranking_measure(&sql).unwrap_or(sql)
             }
