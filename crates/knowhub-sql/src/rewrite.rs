@@ -4,11 +4,14 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, OrderByKind, Query,
-    SelectItem, SetExpr, Statement, Visit, VisitMut, Visitor, VisitorMut,
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident,
+    JoinConstraint, JoinOperator, ObjectNamePart, OrderByKind, Query, SelectItem, SetExpr,
+    Statement, TableFactor, Visit, VisitMut, Visitor, VisitorMut,
 };
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
+
+use crate::schema::{Schema, TableInfo};
 
 /// Aggregate functions of SQLite.
 const AGGREGATES: &[&str] = &["count", "sum", "avg", "min", "max", "total", "group_concat"];
@@ -160,6 +163,392 @@ pub fn translate_date_functions(sql: &str) -> Option<String> {
     translate.changed.then(|| statement.to_string())
 }
 
+/// Counts per entity that keep the entities with none, and count per entity rather than per
+/// name. Asked "how many albums does each artist have?", small models write `FROM Artist JOIN
+/// Album … GROUP BY Artist.Name`: the inner join drops the artists with no album (whose answer
+/// is 0) and grouping by name merges two playlists both called "Music". A statement of that
+/// shape — one plain SELECT over two tables joined on one equality, grouped by columns of one
+/// of them (the entity), showing that table's columns and `COUNT` of the other's rows — becomes
+/// a `LEFT JOIN` from the entity's table, `COUNT(*)` counts the joined table's join column (so an
+/// entity with no rows counts 0, not 1), and a group by the entity's own name column (`Name`,
+/// `ArtistName` in `Artist`) becomes a group by its primary key.
+///
+/// Left alone (`None`): other aggregates (a sum over no rows is NULL, not 0), a count of the
+/// entity's own column (`COUNT(DISTINCT c.CustomerId)` counts entities, which the outer join
+/// would change), a WHERE that reads the joined table (it filters on the joined rows), more or
+/// fewer than two tables, outer or self joins, and anything not resolved against `schema`.
+///
+/// ```
+/// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, count_every_group};
+/// let column = |name: &str, primary_key: u32| ColumnInfo {
+///     name: name.into(),
+///     decl_type: "TEXT".into(),
+///     samples: vec![],
+///     primary_key,
+/// };
+/// let table = |name: &str, columns: Vec<ColumnInfo>| TableInfo {
+///     name: name.into(),
+///     kind: TableKind::Table,
+///     columns,
+///     foreign_keys: vec![],
+///     row_count: None,
+/// };
+/// let schema = Schema {
+///     tables: vec![
+///         table("Album", vec![column("AlbumId", 1), column("Title", 0), column("ArtistId", 0)]),
+///         table("Artist", vec![column("ArtistId", 1), column("Name", 0)]),
+///     ],
+/// };
+/// assert_eq!(
+///     count_every_group(
+///         "SELECT ar.Name, COUNT(*) FROM Album al JOIN Artist ar ON al.ArtistId = ar.ArtistId \
+///          GROUP BY ar.Name",
+///         &schema,
+///     )
+///     .as_deref(),
+///     Some(
+///         "SELECT ar.Name, COUNT(al.ArtistId) FROM Artist ar LEFT JOIN Album al ON al.ArtistId = \
+///          ar.ArtistId GROUP BY ar.ArtistId"
+///     )
+/// );
+/// ```
+pub fn count_every_group(sql: &str, schema: &Schema) -> Option<String> {
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    let [Statement::Query(query)] = statements.as_mut_slice() else {
+        return None;
+    };
+    if query.with.is_some() {
+        return None;
+    }
+    let order_by = query.order_by.as_mut();
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return None;
+    };
+    let [from] = select.from.as_mut_slice() else {
+        return None;
+    };
+    let [join] = from.joins.as_mut_slice() else {
+        return None;
+    };
+    let (JoinOperator::Join(JoinConstraint::On(on)) | JoinOperator::Inner(JoinConstraint::On(on))) =
+        &join.join_operator
+    else {
+        return None;
+    };
+    let on = on.clone();
+    let bound = [
+        Binding::of(&from.relation, schema)?,
+        Binding::of(&join.relation, schema)?,
+    ];
+    if bound[0].name.eq_ignore_ascii_case(&bound[1].name) {
+        return None;
+    }
+    let resolve = |e: &Expr| column_of(e, &bound);
+    // The entity: the one table every GROUP BY expression is a column of.
+    let GroupByExpr::Expressions(keys, modifiers) = &select.group_by else {
+        return None;
+    };
+    if keys.is_empty() || !modifiers.is_empty() {
+        return None;
+    }
+    let entity = {
+        let sides: Vec<usize> = keys
+            .iter()
+            .map(|k| resolve(k).map(|(side, _)| side))
+            .collect::<Option<_>>()?;
+        let first = *sides.first()?;
+        sides.iter().all(|&s| s == first).then_some(first)?
+    };
+    let counted = 1 - entity;
+    // The join: one equality between a column of each table.
+    let Expr::BinaryOp {
+        left,
+        op: BinaryOperator::Eq,
+        right,
+    } = &on
+    else {
+        return None;
+    };
+    let (l, r) = (resolve(left)?, resolve(right)?);
+    let join_column = match (l.0 == counted, r.0 == counted) {
+        (true, false) => l.1,
+        (false, true) => r.1,
+        _ => return None,
+    };
+    if let Some(filter) = &select.selection
+        && column_refs(filter)
+            .iter()
+            .any(|e| resolve(e).is_none_or(|(side, _)| side == counted))
+    {
+        return None;
+    }
+    // Shown: the entity's columns and counts of the other table's rows.
+    let mut counts = 0;
+    for item in &select.projection {
+        let e = match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
+            _ => return None,
+        };
+        match count_argument(e) {
+            Some(CountOf::Rows) => counts += 1,
+            Some(CountOf::Column(c)) if resolve(&c).is_some_and(|(side, _)| side == counted) => {
+                counts += 1
+            }
+            Some(_) => return None,
+            None if has_aggregate(e) => return None,
+            None => {
+                if column_refs(e)
+                    .iter()
+                    .any(|c| resolve(c).is_none_or(|(side, _)| side != entity))
+                {
+                    return None;
+                }
+            }
+        }
+    }
+    if counts == 0 {
+        return None;
+    }
+    let counted_column = Expr::CompoundIdentifier(vec![
+        Ident::new(bound[counted].binding.clone()),
+        Ident::new(join_column),
+    ]);
+    // The other places an aggregate may stand: only counts there too.
+    let mut others: Vec<&mut Expr> = Vec::new();
+    if let Some(having) = select.having.as_mut() {
+        others.push(having);
+    }
+    if let Some(order) = order_by {
+        let OrderByKind::Expressions(exprs) = &mut order.kind else {
+            return None;
+        };
+        others.extend(exprs.iter_mut().map(|o| &mut o.expr));
+    }
+    for e in &others {
+        if !only_counts(e, &|c| resolve(c).is_some_and(|(side, _)| side == counted)) {
+            return None;
+        }
+    }
+    for e in others {
+        count_column_not_rows(e, &counted_column);
+    }
+    for item in select.projection.iter_mut() {
+        if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
+            count_column_not_rows(e, &counted_column);
+        }
+    }
+    // Grouped by the entity's name: by its key instead.
+    if let GroupByExpr::Expressions(keys, _) = &mut select.group_by
+        && let [key] = keys.as_mut_slice()
+        && let Some((_, column)) = column_of(key, &bound)
+        && own_name(bound[entity].table, &column)
+        && let Some(pk) = single_primary_key(bound[entity].table)
+    {
+        *key = Expr::CompoundIdentifier(vec![
+            Ident::new(bound[entity].binding.clone()),
+            Ident::new(pk),
+        ]);
+    }
+    let (from_side, join_side) = (&mut from.relation, &mut join.relation);
+    if entity == 1 {
+        std::mem::swap(from_side, join_side);
+    }
+    join.join_operator = JoinOperator::Left(JoinConstraint::On(on));
+    Some(statements[0].to_string())
+}
+
+/// A table of the FROM clause: the schema's table and the name the statement calls it by.
+struct Binding<'s> {
+    table: &'s TableInfo,
+    name: String,
+    binding: String,
+}
+
+impl<'s> Binding<'s> {
+    fn of(factor: &TableFactor, schema: &'s Schema) -> Option<Binding<'s>> {
+        let TableFactor::Table {
+            name, alias, args, ..
+        } = factor
+        else {
+            return None;
+        };
+        if args.is_some() {
+            return None;
+        }
+        let [ObjectNamePart::Identifier(table_name)] = name.0.as_slice() else {
+            return None;
+        };
+        let table = schema.table(&table_name.value)?;
+        Some(Binding {
+            table,
+            name: table_name.value.clone(),
+            binding: alias
+                .as_ref()
+                .map_or_else(|| table_name.value.clone(), |a| a.name.value.clone()),
+        })
+    }
+}
+
+/// Which of the two bound tables `e` is a column of (`t.c`, or a bare `c` only one of them
+/// has), and the column's name as declared.
+fn column_of(e: &Expr, bound: &[Binding<'_>; 2]) -> Option<(usize, String)> {
+    match e {
+        Expr::CompoundIdentifier(parts) => {
+            let [qualifier, column] = parts.as_slice() else {
+                return None;
+            };
+            let side = bound
+                .iter()
+                .position(|b| b.binding.eq_ignore_ascii_case(&qualifier.value))?;
+            let c = bound[side].table.column(&column.value)?;
+            Some((side, c.name.clone()))
+        }
+        Expr::Identifier(column) => {
+            let found: Vec<(usize, String)> = bound
+                .iter()
+                .enumerate()
+                .filter_map(|(i, b)| b.table.column(&column.value).map(|c| (i, c.name.clone())))
+                .collect();
+            match found.as_slice() {
+                [one] => Some(one.clone()),
+                _ => None,
+            }
+        }
+        Expr::Nested(inner) => column_of(inner, bound),
+        _ => None,
+    }
+}
+
+/// The column references of `e` outside subqueries (a subquery may be correlated, so any
+/// subquery makes the caller give up: it is reported as an unresolvable reference).
+fn column_refs(e: &Expr) -> Vec<Expr> {
+    struct Refs(Vec<Expr>);
+    impl Visitor for Refs {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            self.0.push(Expr::Identifier(Ident::new("")));
+            ControlFlow::Break(())
+        }
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+                self.0.push(e.clone());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut refs = Refs(Vec::new());
+    let _ = e.visit(&mut refs);
+    refs.0
+}
+
+/// What a `COUNT(…)` counts.
+enum CountOf {
+    /// `COUNT(*)`.
+    Rows,
+    /// `COUNT(col)` or `COUNT(DISTINCT col)`.
+    Column(Expr),
+    /// Anything else inside COUNT.
+    Other,
+}
+
+/// The argument of `e` when `e` is a `COUNT` call.
+fn count_argument(e: &Expr) -> Option<CountOf> {
+    let Expr::Function(f) = e else {
+        return None;
+    };
+    if !f.name.to_string().eq_ignore_ascii_case("count") || f.filter.is_some() || f.over.is_some() {
+        return None;
+    }
+    let FunctionArguments::List(list) = &f.args else {
+        return Some(CountOf::Other);
+    };
+    Some(match list.args.as_slice() {
+        [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if list.duplicate_treatment.is_none() => {
+            CountOf::Rows
+        }
+        [FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))]
+            if matches!(arg, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) =>
+        {
+            CountOf::Column(arg.clone())
+        }
+        _ => CountOf::Other,
+    })
+}
+
+/// Whether every aggregate in `e` (outside subqueries: there are none allowed) is a count of
+/// rows or of a column `counted` accepts.
+fn only_counts(e: &Expr, counted: &dyn Fn(&Expr) -> bool) -> bool {
+    struct Check<'a> {
+        counted: &'a dyn Fn(&Expr) -> bool,
+    }
+    impl Visitor for Check<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            ControlFlow::Break(())
+        }
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            match count_argument(e) {
+                Some(CountOf::Rows) => ControlFlow::Continue(()),
+                Some(CountOf::Column(c)) if (self.counted)(&c) => ControlFlow::Continue(()),
+                Some(_) => ControlFlow::Break(()),
+                None if matches!(e, Expr::Function(_)) && has_aggregate(e) => {
+                    ControlFlow::Break(())
+                }
+                None => ControlFlow::Continue(()),
+            }
+        }
+    }
+    e.visit(&mut Check { counted }).is_continue()
+}
+
+/// `COUNT(*)` in `e` becomes `COUNT(column)`.
+fn count_column_not_rows(e: &mut Expr, column: &Expr) {
+    struct Replace<'a> {
+        column: &'a Expr,
+    }
+    impl VisitorMut for Replace<'_> {
+        type Break = ();
+        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            if let Some(CountOf::Rows) = count_argument(e)
+                && let Expr::Function(f) = e
+                && let FunctionArguments::List(list) = &mut f.args
+            {
+                list.args = vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(
+                    self.column.clone(),
+                ))];
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = e.visit(&mut Replace { column });
+}
+
+/// Whether `column` is `table`'s own name: `Name`, or the table's name followed by `Name`
+/// (`ArtistName` in `Artist`, `artist_name` in `artists`).
+fn own_name(table: &TableInfo, column: &str) -> bool {
+    let words = crate::template::ident_words(column);
+    let table_words = crate::template::ident_words(&table.name);
+    match words.split_last() {
+        Some((last, [])) => last == "name",
+        Some((last, rest)) => {
+            last == "name"
+                && rest.len() == table_words.len()
+                && rest
+                    .iter()
+                    .zip(&table_words)
+                    .all(|(w, t)| w == t || format!("{w}s") == *t || format!("{w}es") == *t)
+        }
+        None => false,
+    }
+}
+
+/// The column of a one-column primary key.
+fn single_primary_key(table: &TableInfo) -> Option<String> {
+    let mut keys = table.columns.iter().filter(|c| c.primary_key > 0);
+    let key = keys.next()?;
+    keys.next().is_none().then(|| key.name.clone())
+}
+
 /// An integer or other literal (`ORDER BY 2` orders by the second column: shown already).
 fn literal(e: &Expr) -> bool {
     matches!(e, Expr::Value(_))
@@ -274,6 +663,153 @@ mod tests {
             ("not sql at all", None),
         ] {
             assert_eq!(show_ranking_measure(sql).as_deref(), expected, "{sql}");
+        }
+    }
+
+    fn music() -> Schema {
+        use crate::schema::{ColumnInfo, TableKind};
+        let table = |name: &str, columns: &[(&str, u32)]| TableInfo {
+            name: name.into(),
+            kind: TableKind::Table,
+            columns: columns
+                .iter()
+                .map(|(c, pk)| ColumnInfo {
+                    name: (*c).into(),
+                    decl_type: "TEXT".into(),
+                    samples: vec![],
+                    primary_key: *pk,
+                })
+                .collect(),
+            foreign_keys: vec![],
+            row_count: None,
+        };
+        Schema {
+            tables: vec![
+                table("Album", &[("AlbumId", 1), ("Title", 0), ("ArtistId", 0)]),
+                table("Artist", &[("ArtistId", 1), ("Name", 0)]),
+                table("Playlist", &[("PlaylistId", 1), ("Name", 0)]),
+                table("PlaylistTrack", &[("PlaylistId", 1), ("TrackId", 2)]),
+                table(
+                    "Customer",
+                    &[("CustomerId", 1), ("FirstName", 0), ("Country", 0)],
+                ),
+                table(
+                    "Invoice",
+                    &[("InvoiceId", 1), ("CustomerId", 0), ("Total", 0)],
+                ),
+            ],
+        }
+    }
+
+    #[test]
+    fn counts_per_entity_keep_the_entities_with_none() {
+        let schema = music();
+        for (sql, expected) in [
+            // The entity joined second: it leads the outer join; grouped by its name → its key.
+            (
+                "SELECT T2.Name, COUNT(T1.TrackId) AS n FROM PlaylistTrack AS T1 JOIN Playlist \
+                 AS T2 ON T1.PlaylistId = T2.PlaylistId GROUP BY T2.Name",
+                Some(
+                    "SELECT T2.Name, COUNT(T1.TrackId) AS n FROM Playlist AS T2 LEFT JOIN \
+                     PlaylistTrack AS T1 ON T1.PlaylistId = T2.PlaylistId GROUP BY \
+                     T2.PlaylistId",
+                ),
+            ),
+            // Entity first, grouped by key already; COUNT(*) in the order too.
+            (
+                "SELECT Artist.Name, COUNT(*) FROM Artist JOIN Album ON Artist.ArtistId = \
+                 Album.ArtistId GROUP BY Artist.ArtistId ORDER BY COUNT(*) DESC",
+                Some(
+                    "SELECT Artist.Name, COUNT(Album.ArtistId) FROM Artist LEFT JOIN Album ON \
+                     Artist.ArtistId = Album.ArtistId GROUP BY Artist.ArtistId ORDER BY \
+                     COUNT(Album.ArtistId) DESC",
+                ),
+            ),
+            // Bare column names resolved against the schema; a HAVING on the count.
+            (
+                "SELECT Name, COUNT(AlbumId) FROM Artist INNER JOIN Album ON Artist.ArtistId = \
+                 Album.ArtistId GROUP BY Name HAVING COUNT(AlbumId) > 10",
+                Some(
+                    "SELECT Name, COUNT(AlbumId) FROM Artist LEFT JOIN Album ON Artist.ArtistId \
+                     = Album.ArtistId GROUP BY Artist.ArtistId HAVING COUNT(AlbumId) > 10",
+                ),
+            ),
+            // Grouped by an attribute (not the entity's name): the group stays.
+            (
+                "SELECT c.Country, COUNT(i.InvoiceId) FROM Customer c JOIN Invoice i ON \
+                 c.CustomerId = i.CustomerId GROUP BY c.Country",
+                Some(
+                    "SELECT c.Country, COUNT(i.InvoiceId) FROM Customer c LEFT JOIN Invoice i \
+                     ON c.CustomerId = i.CustomerId GROUP BY c.Country",
+                ),
+            ),
+            // A sum over no rows is NULL, not 0.
+            (
+                "SELECT c.FirstName, SUM(i.Total) FROM Customer c JOIN Invoice i ON \
+                 c.CustomerId = i.CustomerId GROUP BY c.CustomerId",
+                None,
+            ),
+            // Counting the entity's own column counts entities.
+            (
+                "SELECT c.Country, COUNT(DISTINCT c.CustomerId) FROM Customer c JOIN Invoice i \
+                 ON c.CustomerId = i.CustomerId GROUP BY c.Country",
+                None,
+            ),
+            // A filter on the joined rows.
+            (
+                "SELECT c.FirstName, COUNT(*) FROM Customer c JOIN Invoice i ON c.CustomerId = \
+                 i.CustomerId WHERE i.Total > 5 GROUP BY c.CustomerId",
+                None,
+            ),
+            // Showing a column of the counted table.
+            (
+                "SELECT c.FirstName, i.Total, COUNT(*) FROM Customer c JOIN Invoice i ON \
+                 c.CustomerId = i.CustomerId GROUP BY c.CustomerId",
+                None,
+            ),
+            // Not two tables, already outer, a self join, unknown tables, no grouping.
+            ("SELECT Name, COUNT(*) FROM Artist GROUP BY Name", None),
+            (
+                "SELECT a.Name, COUNT(*) FROM Artist a LEFT JOIN Album b ON a.ArtistId = \
+                 b.ArtistId GROUP BY a.ArtistId",
+                None,
+            ),
+            (
+                "SELECT a.Name, COUNT(*) FROM Artist a JOIN Artist b ON a.ArtistId = \
+                 b.ArtistId GROUP BY a.ArtistId",
+                None,
+            ),
+            (
+                "SELECT a.Name, COUNT(*) FROM Artist a JOIN Song s ON a.ArtistId = s.ArtistId \
+                 GROUP BY a.ArtistId",
+                None,
+            ),
+            (
+                "SELECT COUNT(*) FROM Artist a JOIN Album b ON a.ArtistId = b.ArtistId",
+                None,
+            ),
+            ("not sql", None),
+        ] {
+            assert_eq!(
+                count_every_group(sql, &schema).as_deref(),
+                expected,
+                "{sql}"
+            );
+        }
+    }
+
+    #[test]
+    fn own_name_columns() {
+        let schema = music();
+        let artist = schema.table("Artist").unwrap();
+        for (column, expected) in [
+            ("Name", true),
+            ("ArtistName", true),
+            ("artist_name", true),
+            ("FirstName", false),
+            ("Title", false),
+        ] {
+            assert_eq!(own_name(artist, column), expected, "{column}");
         }
     }
 

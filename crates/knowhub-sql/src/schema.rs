@@ -292,6 +292,36 @@ fn ident(name: &str) -> String {
     }
 }
 
+/// The unit a column's name says its numbers are in, with the conversions a question in other
+/// units needs: asked for "tracks longer than 5 minutes", a small model compared
+/// `Milliseconds > 5000` until the DDL said what a minute is in that column.
+fn unit_note(column: &str) -> Option<&'static str> {
+    let words = crate::template::ident_words(column);
+    let has = |names: &[&str]| {
+        words.iter().any(|w| {
+            names.contains(&w.as_str()) || names.iter().any(|n| !n.is_ascii() && w.contains(n))
+        })
+    };
+    if has(&[
+        "milliseconds",
+        "millisecond",
+        "millis",
+        "msec",
+        "ms",
+        "毫秒",
+    ]) {
+        Some("in milliseconds: 1 second = 1000, 1 minute = 60000")
+    } else if has(&["seconds", "secs", "秒数"]) {
+        Some("in seconds: 1 minute = 60, 1 hour = 3600")
+    } else if has(&["minutes", "mins", "分钟"]) {
+        Some("in minutes: 1 hour = 60")
+    } else if has(&["bytes", "字节"]) {
+        Some("in bytes: 1 KB = 1024, 1 MB = 1048576")
+    } else {
+        None
+    }
+}
+
 fn render_sample(v: &Value) -> String {
     let s = match v {
         Value::Text(t) => format!("'{}'", t.replace('\'', "''")),
@@ -369,7 +399,12 @@ fn render_ddl(schema: &Schema, t: &TableInfo, samples: usize) -> String {
                     samples.min(1)
                 };
                 let shown: Vec<String> = c.samples.iter().take(n).map(render_sample).collect();
-                (!shown.is_empty()).then(|| format!("e.g. {}", shown.join(", ")))
+                let samples = (!shown.is_empty()).then(|| format!("e.g. {}", shown.join(", ")));
+                match (unit_note(&c.name), samples) {
+                    (Some(unit), Some(samples)) => Some(format!("{unit}; {samples}")),
+                    (Some(unit), None) => Some(unit.to_string()),
+                    (None, samples) => samples,
+                }
             };
             (s, comment)
         })
@@ -728,6 +763,31 @@ mod tests {
         )
         .unwrap();
         (dir, path)
+    }
+
+    #[test]
+    fn units_are_read_from_column_names() {
+        let cases = [
+            ("Milliseconds", Some("milliseconds")),
+            ("duration_ms", Some("milliseconds")),
+            ("LengthSeconds", Some("seconds")),
+            ("run_mins", Some("minutes")),
+            ("FileBytes", Some("bytes")),
+            ("时长毫秒", Some("milliseconds")),
+            ("Messages", None),
+            ("Items", None),
+            ("Total", None),
+        ];
+        for (column, want) in cases {
+            let got = unit_note(column);
+            match want {
+                Some(unit) => assert!(
+                    got.is_some_and(|n| n.starts_with(&format!("in {unit}:"))),
+                    "{column}: {got:?}"
+                ),
+                None => assert_eq!(got, None, "{column}"),
+            }
+        }
     }
 
     #[test]

@@ -177,7 +177,7 @@ fn tokenize(text: &str) -> Vec<Tok> {
 }
 
 /// Splits an identifier into words: `_`, spaces and camelCase boundaries; CJK runs stay whole.
-fn ident_words(name: &str) -> Vec<String> {
+pub(crate) fn ident_words(name: &str) -> Vec<String> {
     let mut spaced = String::new();
     let mut prev: Option<char> = None;
     for c in name.chars() {

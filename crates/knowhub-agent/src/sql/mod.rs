@@ -10,8 +10,9 @@
 //! question as a SQL comment, after three worked examples on a made-up schema; the answer is
 //! pre-filled with `SELECT` and stops at `;`. The examples are spelled in the schema's own
 //! naming style ([`Naming`]). A listing question answered with a plain pick of columns from one
-//! table gets whole rows ([`whole_rows`]); a ranking shows the measure it ranks by
-//! ([`knowhub_sql::show_ranking_measure`]).
+//! table gets whole rows ([`whole_rows`]); a count per entity keeps the entities with none and
+//! counts per entity, not per name ([`knowhub_sql::count_every_group`]); a ranking shows the
+//! measure it ranks by ([`knowhub_sql::show_ranking_measure`]).
 
 pub mod hint;
 
@@ -94,6 +95,7 @@ pub fn nl2sql(
             "llm" => {
                 let sql = knowhub_sql::translate_date_functions(&sql).unwrap_or(sql);
                 let sql = whole_rows(question, &sql).unwrap_or(sql);
+                let sql = knowhub_sql::count_every_group(&sql, schema).unwrap_or(sql);
                 knowhub_sql::show_ranking_measure(&sql).unwrap_or(sql)
             }
             _ => sql,
