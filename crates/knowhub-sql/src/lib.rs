@@ -11,7 +11,10 @@
 //!   authorizer as a second gate, a deadline, and caps on rows and result bytes.
 //! * [`show_ranking_measure`]: a ranking statement also selects the measure it ranks by;
 //!   [`translate_date_functions`]: MySQL's `YEAR(d)`/`MONTH(d)`/`DAY(d)` in SQLite's words;
-//!   [`count_every_group`]: a count per entity over an inner join keeps the entities with none.
+//!   [`count_every_group`]: a count per entity over an inner join keeps the entities with none;
+//!   [`split_fused_names`]: `PlaylistPlaylistId` is `Playlist.PlaylistId`;
+//!   [`name_the_listed_rows`]: a listing over a join shows which row each line belongs to;
+//!   [`mend_join_conditions`]: `ON a.x = a.x` meant the joined table's `x`.
 //! * [`template_sql`]: simple English/Chinese questions without an LLM (count, list, sum,
 //!   average, one filter), `None` when unsure.
 //! * [`results_match`], [`results_match_any_column_order`]: order-insensitive result comparison
@@ -74,7 +77,10 @@ pub use functions::{ALLOWED_FUNCTIONS, is_allowed_function};
 pub use policy::{
     DEFAULT_LIMIT, DEFAULT_MAX_RESULT_BYTES, DEFAULT_TIMEOUT, Param, Policy, TenantFilter,
 };
-pub use rewrite::{count_every_group, show_ranking_measure, translate_date_functions};
+pub use rewrite::{
+    count_every_group, mend_join_conditions, name_the_listed_rows, show_ranking_measure,
+    split_fused_names, translate_date_functions,
+};
 pub use schema::{ColumnInfo, ForeignKey, Schema, TableInfo, TableKind, introspect};
 pub use template::template_sql;
 pub use validate::{SafeQuery, validate};

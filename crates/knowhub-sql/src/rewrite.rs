@@ -357,7 +357,371 @@ pub fn count_every_group(sql: &str, schema: &Schema) -> Option<String> {
     Some(statements[0].to_string())
 }
 
+/// A join condition that compares a column with itself (`JOIN PlaylistTrack ON
+/// Playlist.PlaylistId = Playlist.PlaylistId`) is always true: the join becomes a cross join
+/// and every count is multiplied. When the joined table has that column too, the condition
+/// meant it: one side becomes the joined table's column. `None` when there is no such
+/// condition.
+///
+/// ```
+/// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, mend_join_conditions};
+/// let column = |name: &str| ColumnInfo {
+///     name: name.into(),
+///     decl_type: "INTEGER".into(),
+///     samples: vec![],
+///     primary_key: 0,
+/// };
+/// let table = |name: &str, columns: &[&str]| TableInfo {
+///     name: name.into(),
+///     kind: TableKind::Table,
+///     columns: columns.iter().map(|c| column(c)).collect(),
+///     foreign_keys: vec![],
+///     row_count: None,
+/// };
+/// let schema = Schema {
+///     tables: vec![
+///         table("Playlist", &["PlaylistId", "Name"]),
+///         table("PlaylistTrack", &["PlaylistId", "TrackId"]),
+///     ],
+/// };
+/// assert_eq!(
+///     mend_join_conditions(
+///         "SELECT COUNT(*) FROM Playlist p JOIN PlaylistTrack pt ON p.PlaylistId = p.PlaylistId",
+///         &schema,
+///     )
+///     .as_deref(),
+///     Some("SELECT COUNT(*) FROM Playlist p JOIN PlaylistTrack pt ON p.PlaylistId = pt.PlaylistId")
+/// );
+/// ```
+pub fn mend_join_conditions(sql: &str, schema: &Schema) -> Option<String> {
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    let [Statement::Query(query)] = statements.as_mut_slice() else {
+        return None;
+    };
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return None;
+    };
+    let mut changed = false;
+    for from in select.from.iter_mut() {
+        let mut bound = vec![Binding::of(&from.relation, schema)];
+        for join in from.joins.iter_mut() {
+            let joined = Binding::of(&join.relation, schema);
+            bound.push(Binding::of(&join.relation, schema));
+            let Some(joined) = joined else { continue };
+            let (JoinOperator::Join(JoinConstraint::On(on))
+            | JoinOperator::Inner(JoinConstraint::On(on))
+            | JoinOperator::Left(JoinConstraint::On(on))
+            | JoinOperator::LeftOuter(JoinConstraint::On(on))) = &mut join.join_operator
+            else {
+                continue;
+            };
+            let known: Vec<Binding<'_>> = bound.iter().flatten().cloned().collect();
+            for condition in conjuncts(on) {
+                let Expr::BinaryOp {
+                    left,
+                    op: BinaryOperator::Eq,
+                    right,
+                } = condition
+                else {
+                    continue;
+                };
+                let (Some(l), Some(r)) = (column_of(left, &known), column_of(right, &known)) else {
+                    continue;
+                };
+                let joined_side = known.len() - 1;
+                if l != r || l.0 == joined_side {
+                    continue;
+                }
+                let Some(c) = joined.table.column(&l.1) else {
+                    continue;
+                };
+                **right = Expr::CompoundIdentifier(vec![
+                    Ident::new(joined.binding.clone()),
+                    Ident::new(c.name.clone()),
+                ]);
+                changed = true;
+            }
+        }
+    }
+    changed.then(|| statements[0].to_string())
+}
+
+/// The `AND`-ed parts of a condition.
+fn conjuncts(e: &mut Expr) -> Vec<&mut Expr> {
+    match e {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            let mut out = conjuncts(left);
+            out.extend(conjuncts(right));
+            out
+        }
+        Expr::Nested(inner) => conjuncts(inner),
+        other => vec![other],
+    }
+}
+
+/// A listing over a join that shows only the joined tables' columns also shows which row of
+/// the main table each line belongs to. Asked "show all tracks with their genre names", a small
+/// model writes `SELECT g.Name FROM Track t JOIN Genre g …`: a column of "Rock, Rock, Metal…"
+/// that names no track. When a plain SELECT (no DISTINCT, grouping or aggregate) over tables
+/// joined on conditions shows no column of its first table, and does not filter on that table
+/// (then it is only the filter: "the albums of AC/DC" from `Artist JOIN Album`), the first
+/// table's own name column (`Name`, `TrackName` in `Track`, else `Title`) is shown first — or
+/// all its columns when it has none. A link table (only keys) is left alone, as is anything
+/// not resolved against `schema`.
+///
+/// ```
+/// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, name_the_listed_rows};
+/// let column = |name: &str, primary_key: u32| ColumnInfo {
+///     name: name.into(),
+///     decl_type: "TEXT".into(),
+///     samples: vec![],
+///     primary_key,
+/// };
+/// let table = |name: &str, columns: Vec<ColumnInfo>| TableInfo {
+///     name: name.into(),
+///     kind: TableKind::Table,
+///     columns,
+///     foreign_keys: vec![],
+///     row_count: None,
+/// };
+/// let schema = Schema {
+///     tables: vec![
+///         table("Genre", vec![column("GenreId", 1), column("Name", 0)]),
+///         table("Track", vec![column("TrackId", 1), column("Name", 0), column("GenreId", 0)]),
+///     ],
+/// };
+/// assert_eq!(
+///     name_the_listed_rows(
+///         "SELECT g.Name FROM Track t JOIN Genre g ON t.GenreId = g.GenreId",
+///         &schema,
+///     )
+///     .as_deref(),
+///     Some("SELECT t.Name, g.Name FROM Track t JOIN Genre g ON t.GenreId = g.GenreId")
+/// );
+/// ```
+pub fn name_the_listed_rows(sql: &str, schema: &Schema) -> Option<String> {
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    let [Statement::Query(query)] = statements.as_mut_slice() else {
+        return None;
+    };
+    if query.with.is_some() {
+        return None;
+    }
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return None;
+    };
+    let grouped = match &select.group_by {
+        GroupByExpr::Expressions(exprs, _) => !exprs.is_empty(),
+        GroupByExpr::All(_) => true,
+    };
+    if select.distinct.is_some() || grouped || select.having.is_some() {
+        return None;
+    }
+    let [from] = select.from.as_slice() else {
+        return None;
+    };
+    if from.joins.is_empty() {
+        return None;
+    }
+    let mut bound = vec![Binding::of(&from.relation, schema)?];
+    for join in &from.joins {
+        match &join.join_operator {
+            JoinOperator::Join(JoinConstraint::On(_))
+            | JoinOperator::Inner(JoinConstraint::On(_))
+            | JoinOperator::Left(JoinConstraint::On(_))
+            | JoinOperator::LeftOuter(JoinConstraint::On(_)) => {}
+            _ => return None,
+        }
+        bound.push(Binding::of(&join.relation, schema)?);
+    }
+    let mut names: Vec<String> = bound.iter().map(|b| b.name.to_ascii_lowercase()).collect();
+    names.sort();
+    names.dedup();
+    if names.len() != bound.len() {
+        return None;
+    }
+    let joined_only = |e: &Expr| {
+        column_refs(e)
+            .iter()
+            .all(|c| column_of(c, &bound).is_some_and(|(side, _)| side != 0))
+    };
+    for item in &select.projection {
+        match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }
+                if !has_aggregate(e) && joined_only(e) => {}
+            _ => return None,
+        }
+    }
+    if select.projection.is_empty() || select.selection.as_ref().is_some_and(|w| !joined_only(w)) {
+        return None;
+    }
+    let main = &bound[0];
+    let keyed = |c: &str| {
+        main.table
+            .foreign_keys
+            .iter()
+            .any(|fk| fk.columns.iter().any(|k| k.eq_ignore_ascii_case(c)))
+    };
+    let has_data = main.table.columns.iter().any(|c| {
+        c.primary_key == 0
+            && !keyed(&c.name)
+            && crate::template::ident_words(&c.name)
+                .last()
+                .is_none_or(|w| w != "id")
+    });
+    if !has_data {
+        return None;
+    }
+    let qualifier = Ident::new(main.binding.clone());
+    let name = main
+        .table
+        .columns
+        .iter()
+        .find(|c| own_name(main.table, &c.name))
+        .or_else(|| main.table.column("title"));
+    let shown = match name {
+        Some(c) => SelectItem::UnnamedExpr(Expr::CompoundIdentifier(vec![
+            qualifier,
+            Ident::new(c.name.clone()),
+        ])),
+        None => SelectItem::QualifiedWildcard(
+            sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(
+                sqlparser::ast::ObjectName::from(vec![qualifier]),
+            ),
+            sqlparser::ast::WildcardAdditionalOptions::default(),
+        ),
+    };
+    select.projection.insert(0, shown);
+    Some(statements[0].to_string())
+}
+
+/// A table's name run into one of its columns, written apart: small models write
+/// `PlaylistPlaylistId` for `Playlist.PlaylistId` and `TrackName` for `Track.Name` when the
+/// statement joins `Playlist` or `Track`. A bare name that is no column of the statement's
+/// tables nor an alias it defines, but is a joined table's name followed by one of that table's
+/// columns, becomes the qualified column. `None` when nothing is changed.
+///
+/// ```
+/// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, split_fused_names};
+/// let column = |name: &str| ColumnInfo {
+///     name: name.into(),
+///     decl_type: "INTEGER".into(),
+///     samples: vec![],
+///     primary_key: 0,
+/// };
+/// let schema = Schema {
+///     tables: vec![TableInfo {
+///         name: "Playlist".into(),
+///         kind: TableKind::Table,
+///         columns: vec![column("PlaylistId"), column("Name")],
+///         foreign_keys: vec![],
+///         row_count: None,
+///     }],
+/// };
+/// assert_eq!(
+///     split_fused_names("SELECT p.Name FROM Playlist p ORDER BY PlaylistPlaylistId", &schema)
+///         .as_deref(),
+///     Some("SELECT p.Name FROM Playlist p ORDER BY p.PlaylistId")
+/// );
+/// ```
+pub fn split_fused_names(sql: &str, schema: &Schema) -> Option<String> {
+    struct Names<'s> {
+        schema: &'s Schema,
+        bound: Vec<(String, &'s TableInfo)>,
+        aliases: Vec<String>,
+    }
+    impl<'s> Visitor for Names<'s> {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+            if let Some(b) = Binding::of(factor, self.schema) {
+                self.bound.push((b.binding, b.table));
+            } else if let TableFactor::Derived {
+                alias: Some(alias), ..
+            } = factor
+            {
+                self.aliases.push(alias.name.value.to_ascii_lowercase());
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_select(&mut self, select: &sqlparser::ast::Select) -> ControlFlow<()> {
+            for item in &select.projection {
+                if let SelectItem::ExprWithAlias { alias, .. } = item {
+                    self.aliases.push(alias.value.to_ascii_lowercase());
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    struct Split<'a, 's> {
+        names: &'a Names<'s>,
+        changed: bool,
+    }
+    impl Split<'_, '_> {
+        fn qualified(&self, name: &str) -> Option<(String, String)> {
+            let lower = name.to_ascii_lowercase();
+            let bound = &self.names.bound;
+            if self.names.aliases.contains(&lower)
+                || bound.iter().any(|(_, t)| t.column(name).is_some())
+            {
+                return None;
+            }
+            let mut found = bound.iter().filter_map(|(binding, t)| {
+                let rest = lower.strip_prefix(&t.name.to_ascii_lowercase())?;
+                let rest = rest.strip_prefix('_').unwrap_or(rest);
+                t.column(rest).map(|c| (binding.clone(), c.name.clone()))
+            });
+            let first = found.next()?;
+            found.next().is_none().then_some(first)
+        }
+    }
+    impl VisitorMut for Split<'_, '_> {
+        type Break = ();
+        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            if let Expr::Identifier(ident) = e
+                && ident.quote_style.is_none()
+                && let Some((binding, column)) = self.qualified(&ident.value)
+            {
+                *e = Expr::CompoundIdentifier(vec![Ident::new(binding), Ident::new(column)]);
+                self.changed = true;
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    let [statement] = statements.as_mut_slice() else {
+        return None;
+    };
+    let mut names = Names {
+        schema,
+        bound: Vec::new(),
+        aliases: Vec::new(),
+    };
+    let _ = Visit::visit(&*statement, &mut names);
+    // A table joined twice: which of its bindings was meant is unknown.
+    let mut tables: Vec<String> = names
+        .bound
+        .iter()
+        .map(|(_, t)| t.name.to_ascii_lowercase())
+        .collect();
+    tables.sort();
+    tables.dedup();
+    if tables.len() != names.bound.len() {
+        return None;
+    }
+    let mut split = Split {
+        names: &names,
+        changed: false,
+    };
+    let _ = statement.visit(&mut split);
+    split.changed.then(|| statement.to_string())
+}
+
 /// A table of the FROM clause: the schema's table and the name the statement calls it by.
+#[derive(Clone)]
 struct Binding<'s> {
     table: &'s TableInfo,
     name: String,
@@ -391,7 +755,7 @@ impl<'s> Binding<'s> {
 
 /// Which of the two bound tables `e` is a column of (`t.c`, or a bare `c` only one of them
 /// has), and the column's name as declared.
-fn column_of(e: &Expr, bound: &[Binding<'_>; 2]) -> Option<(usize, String)> {
+fn column_of(e: &Expr, bound: &[Binding<'_>]) -> Option<(usize, String)> {
     match e {
         Expr::CompoundIdentifier(parts) => {
             let [qualifier, column] = parts.as_slice() else {
@@ -792,6 +1156,179 @@ mod tests {
         ] {
             assert_eq!(
                 count_every_group(sql, &schema).as_deref(),
+                expected,
+                "{sql}"
+            );
+        }
+    }
+
+    #[test]
+    fn fused_table_and_column_names_are_split() {
+        let schema = music();
+        for (sql, expected) in [
+            (
+                "SELECT Playlist.Name, COUNT(*) FROM Playlist JOIN PlaylistTrack ON \
+                 PlaylistPlaylistId = PlaylistTrack.PlaylistId GROUP BY PlaylistPlaylistId",
+                Some(
+                    "SELECT Playlist.Name, COUNT(*) FROM Playlist JOIN PlaylistTrack ON \
+                     Playlist.PlaylistId = PlaylistTrack.PlaylistId GROUP BY Playlist.PlaylistId",
+                ),
+            ),
+            // An alias binding, and a snake_case join of the two names.
+            (
+                "SELECT artist_name FROM Artist a",
+                Some("SELECT a.Name FROM Artist a"),
+            ),
+            // Real columns and aliases the statement defines stay.
+            (
+                "SELECT Name AS ArtistName FROM Artist ORDER BY ArtistName",
+                None,
+            ),
+            ("SELECT PlaylistId FROM PlaylistTrack", None),
+            (
+                "SELECT n.ArtistName FROM (SELECT Name AS ArtistName FROM Artist) AS n",
+                None,
+            ),
+            // A table joined twice: which one is unknown.
+            (
+                "SELECT ArtistName FROM Artist a JOIN Artist b ON a.ArtistId = b.ArtistId",
+                None,
+            ),
+            // The table is not in the statement.
+            ("SELECT AlbumTitle FROM Artist", None),
+            ("not sql", None),
+        ] {
+            assert_eq!(
+                split_fused_names(sql, &schema).as_deref(),
+                expected,
+                "{sql}"
+            );
+        }
+    }
+
+    #[test]
+    fn listings_over_joins_name_their_rows() {
+        let mut schema = music();
+        schema.tables.push(TableInfo {
+            name: "InvoiceLine".into(),
+            kind: crate::schema::TableKind::Table,
+            columns: ["InvoiceLineId", "InvoiceId", "TrackId", "UnitPrice"]
+                .iter()
+                .enumerate()
+                .map(|(i, c)| crate::schema::ColumnInfo {
+                    name: (*c).into(),
+                    decl_type: "INTEGER".into(),
+                    samples: vec![],
+                    primary_key: u32::from(i == 0),
+                })
+                .collect(),
+            foreign_keys: vec![],
+            row_count: None,
+        });
+        schema.tables.push(TableInfo {
+            name: "Track".into(),
+            kind: crate::schema::TableKind::Table,
+            columns: ["TrackId", "Name", "AlbumId"]
+                .iter()
+                .enumerate()
+                .map(|(i, c)| crate::schema::ColumnInfo {
+                    name: (*c).into(),
+                    decl_type: "INTEGER".into(),
+                    samples: vec![],
+                    primary_key: u32::from(i == 0),
+                })
+                .collect(),
+            foreign_keys: vec![],
+            row_count: None,
+        });
+        for (sql, expected) in [
+            // The main table has a title, not a name.
+            (
+                "SELECT Artist.Name FROM Album JOIN Artist ON Album.ArtistId = Artist.ArtistId",
+                Some(
+                    "SELECT Album.Title, Artist.Name FROM Album JOIN Artist ON Album.ArtistId = \
+                     Artist.ArtistId",
+                ),
+            ),
+            // No name at all: its columns.
+            (
+                "SELECT t.Name FROM InvoiceLine il JOIN Track t ON il.TrackId = t.TrackId \
+                 WHERE t.Name LIKE 'A%'",
+                Some(
+                    "SELECT il.*, t.Name FROM InvoiceLine il JOIN Track t ON il.TrackId = \
+                     t.TrackId WHERE t.Name LIKE 'A%'",
+                ),
+            ),
+            // The main table is the filter.
+            (
+                "SELECT b.Title FROM Artist a JOIN Album b ON a.ArtistId = b.ArtistId WHERE \
+                 a.Name = 'AC/DC'",
+                None,
+            ),
+            // A link table has nothing to show.
+            (
+                "SELECT t.Name FROM PlaylistTrack pt JOIN Track t ON pt.TrackId = t.TrackId",
+                None,
+            ),
+            // The main table is shown already, or the rows are distinct or counted.
+            (
+                "SELECT t.Name, al.Title FROM Track t JOIN Album al ON t.AlbumId = al.AlbumId",
+                None,
+            ),
+            (
+                "SELECT DISTINCT a.Name FROM Album b JOIN Artist a ON a.ArtistId = b.ArtistId",
+                None,
+            ),
+            (
+                "SELECT COUNT(a.Name) FROM Album b JOIN Artist a ON a.ArtistId = b.ArtistId",
+                None,
+            ),
+            ("SELECT Name FROM Artist", None),
+            ("not sql", None),
+        ] {
+            assert_eq!(
+                name_the_listed_rows(sql, &schema).as_deref(),
+                expected,
+                "{sql}"
+            );
+        }
+    }
+
+    #[test]
+    fn join_conditions_comparing_a_column_with_itself_are_mended() {
+        let schema = music();
+        for (sql, expected) in [
+            (
+                "SELECT Playlist.Name, COUNT(TrackId) FROM Playlist JOIN PlaylistTrack ON \
+                 Playlist.PlaylistId = Playlist.PlaylistId GROUP BY Playlist.Name",
+                Some(
+                    "SELECT Playlist.Name, COUNT(TrackId) FROM Playlist JOIN PlaylistTrack ON \
+                     Playlist.PlaylistId = PlaylistTrack.PlaylistId GROUP BY Playlist.Name",
+                ),
+            ),
+            // Inside an AND, with bare names resolved.
+            (
+                "SELECT * FROM Customer c JOIN Invoice i ON (c.CustomerId = c.CustomerId AND \
+                 i.Total > 1)",
+                Some(
+                    "SELECT * FROM Customer c JOIN Invoice i ON (c.CustomerId = i.CustomerId AND \
+                     i.Total > 1)",
+                ),
+            ),
+            // The joined table lacks the column: nothing to mean.
+            (
+                "SELECT * FROM Artist a JOIN Playlist p ON a.ArtistId = a.ArtistId",
+                None,
+            ),
+            // A proper condition.
+            (
+                "SELECT * FROM Customer c JOIN Invoice i ON c.CustomerId = i.CustomerId",
+                None,
+            ),
+            ("not sql", None),
+        ] {
+            assert_eq!(
+                mend_join_conditions(sql, &schema).as_deref(),
                 expected,
                 "{sql}"
             );

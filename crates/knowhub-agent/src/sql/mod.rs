@@ -11,8 +11,11 @@
 //! pre-filled with `SELECT` and stops at `;`. The examples are spelled in the schema's own
 //! naming style ([`Naming`]). A listing question answered with a plain pick of columns from one
 //! table gets whole rows ([`whole_rows`]); a count per entity keeps the entities with none and
-//! counts per entity, not per name ([`knowhub_sql::count_every_group`]); a ranking shows the
-//! measure it ranks by ([`knowhub_sql::show_ranking_measure`]).
+//! counts per entity, not per name ([`knowhub_sql::count_every_group`]); a listing over a join
+//! names the rows it lists ([`knowhub_sql::name_the_listed_rows`]); a ranking shows the measure
+//! it ranks by ([`knowhub_sql::show_ranking_measure`]). A table's name run into a column's
+//! (`PlaylistPlaylistId`) is read apart first ([`knowhub_sql::split_fused_names`]), and a join
+//! condition comparing a column with itself is mended ([`knowhub_sql::mend_join_conditions`]).
 
 pub mod hint;
 
@@ -93,9 +96,12 @@ pub fn nl2sql(
         let Some((by, sql)) = generated else { break };
         let sql = match by {
             "llm" => {
+                let sql = knowhub_sql::split_fused_names(&sql, schema).unwrap_or(sql);
+                let sql = knowhub_sql::mend_join_conditions(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::translate_date_functions(&sql).unwrap_or(sql);
                 let sql = whole_rows(question, &sql).unwrap_or(sql);
                 let sql = knowhub_sql::count_every_group(&sql, schema).unwrap_or(sql);
+                let sql = knowhub_sql::name_the_listed_rows(&sql, schema).unwrap_or(sql);
                 knowhub_sql::show_ranking_measure(&sql).unwrap_or(sql)
             }
             _ => sql,
