@@ -14,7 +14,8 @@
 //!   [`count_every_group`]: a count per entity over an inner join keeps the entities with none;
 //!   [`split_fused_names`]: `PlaylistPlaylistId` is `Playlist.PlaylistId`;
 //!   [`name_the_listed_rows`]: a listing over a join shows which row each line belongs to;
-//!   [`mend_join_conditions`]: `ON a.x = a.x` meant the joined table's `x`.
+//!   [`mend_join_conditions`]: `ON a.x = a.x` meant the joined table's `x`;
+//!   [`mend_column_references`]: `T1.Name` meant the one joined table that has `Name`.
 //! * [`template_sql`]: simple English/Chinese questions without an LLM (count, list, sum,
 //!   average, one filter), `None` when unsure.
 //! * [`results_match`], [`results_match_any_column_order`]: order-insensitive result comparison
@@ -78,8 +79,8 @@ pub use policy::{
     DEFAULT_LIMIT, DEFAULT_MAX_RESULT_BYTES, DEFAULT_TIMEOUT, Param, Policy, TenantFilter,
 };
 pub use rewrite::{
-    count_every_group, mend_join_conditions, name_the_listed_rows, show_ranking_measure,
-    split_fused_names, translate_date_functions,
+    count_every_group, mend_column_references, mend_join_conditions, name_the_listed_rows,
+    show_ranking_measure, split_fused_names, translate_date_functions,
 };
 pub use schema::{ColumnInfo, ForeignKey, Schema, TableInfo, TableKind, introspect};
 pub use template::template_sql;

@@ -463,6 +463,175 @@ fn conjuncts(e: &mut Expr) -> Vec<&mut Expr> {
     }
 }
 
+/// Column references a small model qualified with the wrong table, mended where the schema
+/// leaves one reading: `T1.Name` when `T1` (`PlaylistTrack`) has no `Name` but exactly one
+/// other table of the same FROM clause has, becomes that table's `Name`; and a group by an
+/// entity's name column it does not have (`GROUP BY Customer.Name`, where a customer's name is
+/// `FirstName` and `LastName`) groups by the entity's primary key. Only references that would
+/// fail are touched. `None` when nothing is changed.
+///
+/// ```
+/// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, mend_column_references};
+/// let column = |name: &str, primary_key: u32| ColumnInfo {
+///     name: name.into(),
+///     decl_type: "TEXT".into(),
+///     samples: vec![],
+///     primary_key,
+/// };
+/// let table = |name: &str, columns: Vec<ColumnInfo>| TableInfo {
+///     name: name.into(),
+///     kind: TableKind::Table,
+///     columns,
+///     foreign_keys: vec![],
+///     row_count: None,
+/// };
+/// let schema = Schema {
+///     tables: vec![
+///         table("Customer", vec![column("CustomerId", 1), column("FirstName", 0)]),
+///         table("Invoice", vec![column("InvoiceId", 1), column("CustomerId", 0), column("Total", 0)]),
+///     ],
+/// };
+/// assert_eq!(
+///     mend_column_references(
+///         "SELECT c.FirstName, SUM(c.Total) FROM Customer c JOIN Invoice i \
+///          ON c.CustomerId = i.CustomerId GROUP BY c.Name",
+///         &schema,
+///     )
+///     .as_deref(),
+///     Some(
+///         "SELECT c.FirstName, SUM(i.Total) FROM Customer c JOIN Invoice i \
+///          ON c.CustomerId = i.CustomerId GROUP BY c.CustomerId"
+///     )
+/// );
+/// ```
+pub fn mend_column_references(sql: &str, schema: &Schema) -> Option<String> {
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    let [Statement::Query(query)] = statements.as_mut_slice() else {
+        return None;
+    };
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return None;
+    };
+    let [from] = select.from.as_slice() else {
+        return None;
+    };
+    let mut bound = vec![Binding::of(&from.relation, schema)?];
+    for join in &from.joins {
+        bound.push(Binding::of(&join.relation, schema)?);
+    }
+    let mut names: Vec<String> = bound.iter().map(|b| b.name.to_ascii_lowercase()).collect();
+    names.sort();
+    names.dedup();
+    if names.len() != bound.len() {
+        return None;
+    }
+    let mut changed = false;
+    // A group by a name the entity does not have: by its key.
+    if let GroupByExpr::Expressions(keys, _) = &mut select.group_by {
+        for key in keys.iter_mut() {
+            let Expr::CompoundIdentifier(parts) = key else {
+                continue;
+            };
+            let [qualifier, column] = parts.as_slice() else {
+                continue;
+            };
+            let Some(b) = bound
+                .iter()
+                .find(|b| b.binding.eq_ignore_ascii_case(&qualifier.value))
+            else {
+                continue;
+            };
+            if b.table.column(&column.value).is_none()
+                && own_name(b.table, &column.value)
+                && let Some(pk) = single_primary_key(b.table)
+            {
+                *key =
+                    Expr::CompoundIdentifier(vec![Ident::new(b.binding.clone()), Ident::new(pk)]);
+                changed = true;
+            }
+        }
+    }
+    struct Requalify<'a, 's> {
+        bound: &'a [Binding<'s>],
+        changed: bool,
+    }
+    impl VisitorMut for Requalify<'_, '_> {
+        type Break = ();
+        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            let Expr::CompoundIdentifier(parts) = e else {
+                return ControlFlow::Continue(());
+            };
+            let [qualifier, column] = parts.as_slice() else {
+                return ControlFlow::Continue(());
+            };
+            let Some(named) = self
+                .bound
+                .iter()
+                .find(|b| b.binding.eq_ignore_ascii_case(&qualifier.value))
+            else {
+                return ControlFlow::Continue(());
+            };
+            if named.table.column(&column.value).is_some() {
+                return ControlFlow::Continue(());
+            }
+            let holders: Vec<&Binding<'_>> = self
+                .bound
+                .iter()
+                .filter(|b| b.table.column(&column.value).is_some())
+                .collect();
+            if let [holder] = holders.as_slice()
+                && let Some(c) = holder.table.column(&column.value)
+            {
+                *e = Expr::CompoundIdentifier(vec![
+                    Ident::new(holder.binding.clone()),
+                    Ident::new(c.name.clone()),
+                ]);
+                self.changed = true;
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut requalify = Requalify {
+        bound: &bound,
+        changed: false,
+    };
+    // Only this SELECT's own clauses: a subquery's qualifiers may name its own tables.
+    let mut own: Vec<&mut Expr> = Vec::new();
+    for item in select.projection.iter_mut() {
+        if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
+            own.push(e);
+        }
+    }
+    if let Some(w) = select.selection.as_mut() {
+        own.push(w);
+    }
+    if let GroupByExpr::Expressions(keys, _) = &mut select.group_by {
+        own.extend(keys.iter_mut());
+    }
+    if let Some(h) = select.having.as_mut() {
+        own.push(h);
+    }
+    for e in own {
+        if !has_subquery(e) {
+            let _ = e.visit(&mut requalify);
+        }
+    }
+    changed |= requalify.changed;
+    changed.then(|| statements[0].to_string())
+}
+
+/// Whether `e` contains a subquery.
+fn has_subquery(e: &Expr) -> bool {
+    struct Finder;
+    impl Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            ControlFlow::Break(())
+        }
+    }
+    e.visit(&mut Finder).is_break()
+}
+
 /// A listing over a join that shows only the joined tables' columns also shows which row of
 /// the main table each line belongs to. Asked "show all tracks with their genre names", a small
 /// model writes `SELECT g.Name FROM Track t JOIN Genre g …`: a column of "Rock, Rock, Metal…"
@@ -1329,6 +1498,60 @@ mod tests {
         ] {
             assert_eq!(
                 mend_join_conditions(sql, &schema).as_deref(),
+                expected,
+                "{sql}"
+            );
+        }
+    }
+
+    #[test]
+    fn misqualified_columns_are_mended() {
+        let schema = music();
+        for (sql, expected) in [
+            // The one other table with the column.
+            (
+                "SELECT T2.Country, SUM(T1.Total) FROM Invoice AS T1 JOIN Customer AS T2 ON \
+                 T1.CustomerId = T2.CustomerId WHERE T1.Country = 'Brazil' GROUP BY T2.Country",
+                Some(
+                    "SELECT T2.Country, SUM(T1.Total) FROM Invoice AS T1 JOIN Customer AS T2 ON \
+                     T1.CustomerId = T2.CustomerId WHERE T2.Country = 'Brazil' GROUP BY \
+                     T2.Country",
+                ),
+            ),
+            // Grouped by a name the entity does not have.
+            (
+                "SELECT Customer.FirstName, SUM(Invoice.Total) FROM Invoice JOIN Customer ON \
+                 Invoice.CustomerId = Customer.CustomerId GROUP BY Customer.Name",
+                Some(
+                    "SELECT Customer.FirstName, SUM(Invoice.Total) FROM Invoice JOIN Customer ON \
+                     Invoice.CustomerId = Customer.CustomerId GROUP BY Customer.CustomerId",
+                ),
+            ),
+            // Both tables have it, or neither: left for the retry's hint.
+            (
+                "SELECT a.Title FROM Artist a JOIN Playlist p ON a.ArtistId = p.PlaylistId",
+                None,
+            ),
+            (
+                "SELECT pt.Name FROM PlaylistTrack pt JOIN Playlist p ON pt.PlaylistId = \
+                 p.PlaylistId JOIN Artist a ON a.ArtistId = pt.TrackId",
+                None,
+            ),
+            // Correct references, and expressions with subqueries, stay.
+            (
+                "SELECT c.FirstName FROM Customer c JOIN Invoice i ON c.CustomerId = \
+                 i.CustomerId",
+                None,
+            ),
+            (
+                "SELECT c.FirstName FROM Customer c JOIN Invoice i ON c.CustomerId = \
+                 i.CustomerId WHERE c.Total > (SELECT AVG(x.Total) FROM Invoice x)",
+                None,
+            ),
+            ("not sql", None),
+        ] {
+            assert_eq!(
+                mend_column_references(sql, &schema).as_deref(),
                 expected,
                 "{sql}"
             );

@@ -15,7 +15,9 @@
 //! names the rows it lists ([`knowhub_sql::name_the_listed_rows`]); a ranking shows the measure
 //! it ranks by ([`knowhub_sql::show_ranking_measure`]). A table's name run into a column's
 //! (`PlaylistPlaylistId`) is read apart first ([`knowhub_sql::split_fused_names`]), and a join
-//! condition comparing a column with itself is mended ([`knowhub_sql::mend_join_conditions`]).
+//! condition comparing a column with itself is mended ([`knowhub_sql::mend_join_conditions`]),
+//! as is a column qualified with a table that lacks it when one joined table has it
+//! ([`knowhub_sql::mend_column_references`]).
 
 pub mod hint;
 
@@ -98,6 +100,7 @@ pub fn nl2sql(
             "llm" => {
                 let sql = knowhub_sql::split_fused_names(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::mend_join_conditions(&sql, schema).unwrap_or(sql);
+                let sql = knowhub_sql::mend_column_references(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::translate_date_functions(&sql).unwrap_or(sql);
                 let sql = whole_rows(question, &sql).unwrap_or(sql);
                 let sql = knowhub_sql::count_every_group(&sql, schema).unwrap_or(sql);
