@@ -639,7 +639,8 @@ fn has_subquery(e: &Expr) -> bool {
 /// joined on conditions shows no column of its first table, and does not filter on that table
 /// (then it is only the filter: "the albums of AC/DC" from `Artist JOIN Album`), the first
 /// table's own name column (`Name`, `TrackName` in `Track`, else `Title`) is shown first — or
-/// all its columns when it has none. A link table (only keys) is left alone, as is anything
+/// all its columns when it has none. Ids of the first table shown beside the looked-up values
+/// (`InvoiceLine.TrackId, Track.Name`) name no row either and give way to it. A link table (only keys) is left alone, as is anything
 /// not resolved against `schema`.
 ///
 /// ```
@@ -718,16 +719,6 @@ pub fn name_the_listed_rows(sql: &str, schema: &Schema) -> Option<String> {
             .iter()
             .all(|c| column_of(c, &bound).is_some_and(|(side, _)| side != 0))
     };
-    for item in &select.projection {
-        match item {
-            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }
-                if !has_aggregate(e) && joined_only(e) => {}
-            _ => return None,
-        }
-    }
-    if select.projection.is_empty() || select.selection.as_ref().is_some_and(|w| !joined_only(w)) {
-        return None;
-    }
     let main = &bound[0];
     let keyed = |c: &str| {
         main.table
@@ -735,15 +726,40 @@ pub fn name_the_listed_rows(sql: &str, schema: &Schema) -> Option<String> {
             .iter()
             .any(|fk| fk.columns.iter().any(|k| k.eq_ignore_ascii_case(c)))
     };
-    let has_data = main.table.columns.iter().any(|c| {
-        c.primary_key == 0
-            && !keyed(&c.name)
-            && crate::template::ident_words(&c.name)
+    let is_key = |c: &crate::schema::ColumnInfo| {
+        c.primary_key > 0
+            || keyed(&c.name)
+            || crate::template::ident_words(&c.name)
                 .last()
-                .is_none_or(|w| w != "id")
-    });
-    if !has_data {
+                .is_some_and(|w| w == "id")
+    };
+    if !main.table.columns.iter().any(|c| !is_key(c)) {
         return None;
+    }
+    // The main table's ids shown beside the looked-up values (`InvoiceLine.TrackId, Track.Name`)
+    // name no row either: they give way to what does.
+    let mut ids = Vec::new();
+    for (i, item) in select.projection.iter().enumerate() {
+        match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }
+                if !has_aggregate(e) && joined_only(e) => {}
+            SelectItem::UnnamedExpr(e)
+                if column_of(e, &bound).is_some_and(|(side, c)| {
+                    side == 0 && main.table.column(&c).is_some_and(is_key)
+                }) =>
+            {
+                ids.push(i)
+            }
+            _ => return None,
+        }
+    }
+    if select.projection.len() == ids.len()
+        || select.selection.as_ref().is_some_and(|w| !joined_only(w))
+    {
+        return None;
+    }
+    for i in ids.into_iter().rev() {
+        select.projection.remove(i);
     }
     let qualifier = Ident::new(main.binding.clone());
     let name = main
@@ -1427,6 +1443,20 @@ mod tests {
                     "SELECT il.*, t.Name FROM InvoiceLine il JOIN Track t ON il.TrackId = \
                      t.TrackId WHERE t.Name LIKE 'A%'",
                 ),
+            ),
+            // Its id beside the looked-up name gives way.
+            (
+                "SELECT InvoiceLine.TrackId, Track.Name FROM InvoiceLine JOIN Track ON \
+                 InvoiceLine.TrackId = Track.TrackId",
+                Some(
+                    "SELECT InvoiceLine.*, Track.Name FROM InvoiceLine JOIN Track ON \
+                     InvoiceLine.TrackId = Track.TrackId",
+                ),
+            ),
+            // Only ids of the main table: nothing looked up.
+            (
+                "SELECT il.TrackId FROM InvoiceLine il JOIN Track t ON il.TrackId = t.TrackId",
+                None,
             ),
             // The main table is the filter.
             (
