@@ -6,7 +6,7 @@ use std::ops::ControlFlow;
 use sqlparser::ast::{
     BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident,
     JoinConstraint, JoinOperator, ObjectNamePart, OrderByKind, Query, SelectItem, SetExpr,
-    Statement, TableFactor, Visit, VisitMut, Visitor, VisitorMut,
+    Statement, TableFactor, TableWithJoins, Visit, VisitMut, Visitor, VisitorMut,
 };
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
@@ -515,16 +515,7 @@ pub fn mend_column_references(sql: &str, schema: &Schema) -> Option<String> {
     let [from] = select.from.as_slice() else {
         return None;
     };
-    let mut bound = vec![Binding::of(&from.relation, schema)?];
-    for join in &from.joins {
-        bound.push(Binding::of(&join.relation, schema)?);
-    }
-    let mut names: Vec<String> = bound.iter().map(|b| b.name.to_ascii_lowercase()).collect();
-    names.sort();
-    names.dedup();
-    if names.len() != bound.len() {
-        return None;
-    }
+    let bound = bind_all(from, schema)?;
     let mut changed = false;
     // A group by a name the entity does not have: by its key.
     if let GroupByExpr::Expressions(keys, _) = &mut select.group_by {
@@ -697,7 +688,6 @@ pub fn name_the_listed_rows(sql: &str, schema: &Schema) -> Option<String> {
     if from.joins.is_empty() {
         return None;
     }
-    let mut bound = vec![Binding::of(&from.relation, schema)?];
     for join in &from.joins {
         match &join.join_operator {
             JoinOperator::Join(JoinConstraint::On(_))
@@ -706,14 +696,8 @@ pub fn name_the_listed_rows(sql: &str, schema: &Schema) -> Option<String> {
             | JoinOperator::LeftOuter(JoinConstraint::On(_)) => {}
             _ => return None,
         }
-        bound.push(Binding::of(&join.relation, schema)?);
     }
-    let mut names: Vec<String> = bound.iter().map(|b| b.name.to_ascii_lowercase()).collect();
-    names.sort();
-    names.dedup();
-    if names.len() != bound.len() {
-        return None;
-    }
+    let bound = bind_all(from, schema)?;
     let joined_only = |e: &Expr| {
         column_refs(e)
             .iter()
@@ -903,6 +887,20 @@ pub fn split_fused_names(sql: &str, schema: &Schema) -> Option<String> {
     };
     let _ = statement.visit(&mut split);
     split.changed.then(|| statement.to_string())
+}
+
+/// The tables of one FROM item (`a JOIN b … JOIN c`), each a different table of `schema`;
+/// `None` when one is not a table of the schema (a subquery, a function) or one is joined
+/// twice (which binding a name meant is then unknown).
+fn bind_all<'s>(from: &TableWithJoins, schema: &'s Schema) -> Option<Vec<Binding<'s>>> {
+    let mut bound = vec![Binding::of(&from.relation, schema)?];
+    for join in &from.joins {
+        bound.push(Binding::of(&join.relation, schema)?);
+    }
+    let mut names: Vec<String> = bound.iter().map(|b| b.name.to_ascii_lowercase()).collect();
+    names.sort();
+    names.dedup();
+    (names.len() == bound.len()).then_some(bound)
 }
 
 /// A table of the FROM clause: the schema's table and the name the statement calls it by.
@@ -1246,6 +1244,16 @@ mod tests {
                     "Invoice",
                     &[("InvoiceId", 1), ("CustomerId", 0), ("Total", 0)],
                 ),
+                table(
+                    "InvoiceLine",
+                    &[
+                        ("InvoiceLineId", 1),
+                        ("InvoiceId", 0),
+                        ("TrackId", 0),
+                        ("UnitPrice", 0),
+                    ],
+                ),
+                table("Track", &[("TrackId", 1), ("Name", 0), ("AlbumId", 0)]),
             ],
         }
     }
@@ -1393,39 +1401,7 @@ mod tests {
 
     #[test]
     fn listings_over_joins_name_their_rows() {
-        let mut schema = music();
-        schema.tables.push(TableInfo {
-            name: "InvoiceLine".into(),
-            kind: crate::schema::TableKind::Table,
-            columns: ["InvoiceLineId", "InvoiceId", "TrackId", "UnitPrice"]
-                .iter()
-                .enumerate()
-                .map(|(i, c)| crate::schema::ColumnInfo {
-                    name: (*c).into(),
-                    decl_type: "INTEGER".into(),
-                    samples: vec![],
-                    primary_key: u32::from(i == 0),
-                })
-                .collect(),
-            foreign_keys: vec![],
-            row_count: None,
-        });
-        schema.tables.push(TableInfo {
-            name: "Track".into(),
-            kind: crate::schema::TableKind::Table,
-            columns: ["TrackId", "Name", "AlbumId"]
-                .iter()
-                .enumerate()
-                .map(|(i, c)| crate::schema::ColumnInfo {
-                    name: (*c).into(),
-                    decl_type: "INTEGER".into(),
-                    samples: vec![],
-                    primary_key: u32::from(i == 0),
-                })
-                .collect(),
-            foreign_keys: vec![],
-            row_count: None,
-        });
+        let schema = music();
         for (sql, expected) in [
             // The main table has a title, not a name.
             (
