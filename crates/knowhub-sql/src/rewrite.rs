@@ -171,12 +171,15 @@ pub fn translate_date_functions(sql: &str) -> Option<String> {
 /// of them (the entity), showing that table's columns and `COUNT` of the other's rows — becomes
 /// a `LEFT JOIN` from the entity's table, `COUNT(*)` counts the joined table's join column (so an
 /// entity with no rows counts 0, not 1), and a group by the entity's own name column (`Name`,
-/// `ArtistName` in `Artist`) becomes a group by its primary key.
+/// `ArtistName` in `Artist`) becomes a group by its primary key. Through a chain of more
+/// tables (`Playlist JOIN PlaylistTrack … JOIN Track`, counting `Track.TrackId`) every join
+/// becomes a `LEFT JOIN` when the entity leads the chain and the counts name their column.
 ///
 /// Left alone (`None`): other aggregates (a sum over no rows is NULL, not 0), a count of the
 /// entity's own column (`COUNT(DISTINCT c.CustomerId)` counts entities, which the outer join
-/// would change), a WHERE that reads the joined table (it filters on the joined rows), more or
-/// fewer than two tables, outer or self joins, and anything not resolved against `schema`.
+/// would change), a WHERE that reads a joined table (it filters on the joined rows), a chain
+/// the entity does not lead or that counts `*`, outer or self joins, and anything not resolved
+/// against `schema`.
 ///
 /// ```
 /// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, count_every_group};
@@ -227,20 +230,16 @@ pub fn count_every_group(sql: &str, schema: &Schema) -> Option<String> {
     let [from] = select.from.as_mut_slice() else {
         return None;
     };
-    let [join] = from.joins.as_mut_slice() else {
-        return None;
-    };
-    let (JoinOperator::Join(JoinConstraint::On(on)) | JoinOperator::Inner(JoinConstraint::On(on))) =
-        &join.join_operator
-    else {
-        return None;
-    };
-    let on = on.clone();
-    let bound = [
-        Binding::of(&from.relation, schema)?,
-        Binding::of(&join.relation, schema)?,
-    ];
-    if bound[0].name.eq_ignore_ascii_case(&bound[1].name) {
+    let mut conditions = Vec::new();
+    for join in &from.joins {
+        match &join.join_operator {
+            JoinOperator::Join(JoinConstraint::On(on))
+            | JoinOperator::Inner(JoinConstraint::On(on)) => conditions.push(on.clone()),
+            _ => return None,
+        }
+    }
+    let bound = bind_all(from, schema)?;
+    if bound.len() < 2 {
         return None;
     }
     let resolve = |e: &Expr| column_of(e, &bound);
@@ -259,30 +258,45 @@ pub fn count_every_group(sql: &str, schema: &Schema) -> Option<String> {
         let first = *sides.first()?;
         sides.iter().all(|&s| s == first).then_some(first)?
     };
-    let counted = 1 - entity;
-    // The join: one equality between a column of each table.
-    let Expr::BinaryOp {
-        left,
-        op: BinaryOperator::Eq,
-        right,
-    } = &on
-    else {
+    // Through more than two tables the entity must lead the chain already (reordering a
+    // chain of joins is not attempted).
+    if bound.len() > 2 && entity != 0 {
         return None;
-    };
-    let (l, r) = (resolve(left)?, resolve(right)?);
-    let join_column = match (l.0 == counted, r.0 == counted) {
-        (true, false) => l.1,
-        (false, true) => r.1,
-        _ => return None,
+    }
+    let counted = |e: &Expr| resolve(e).is_some_and(|(side, _)| side != entity);
+    // What `COUNT(*)` becomes: the joined table's join column. Two tables joined on one
+    // equality only; through a chain, `COUNT(*)` is left alone (which table's rows it meant is
+    // not clear).
+    let rows_column = match conditions.as_slice() {
+        [
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            },
+        ] => {
+            let (l, r) = (resolve(left)?, resolve(right)?);
+            let column = match (l.0 == entity, r.0 == entity) {
+                (false, true) => l.1,
+                (true, false) => r.1,
+                _ => return None,
+            };
+            Some(Expr::CompoundIdentifier(vec![
+                Ident::new(bound[1 - entity].binding.clone()),
+                Ident::new(column),
+            ]))
+        }
+        [_] => return None,
+        _ => None,
     };
     if let Some(filter) = &select.selection
         && column_refs(filter)
             .iter()
-            .any(|e| resolve(e).is_none_or(|(side, _)| side == counted))
+            .any(|e| resolve(e).is_none_or(|(side, _)| side != entity))
     {
         return None;
     }
-    // Shown: the entity's columns and counts of the other table's rows.
+    // Shown: the entity's columns and counts of the other tables' rows.
     let mut counts = 0;
     for item in &select.projection {
         let e = match item {
@@ -290,10 +304,8 @@ pub fn count_every_group(sql: &str, schema: &Schema) -> Option<String> {
             _ => return None,
         };
         match count_argument(e) {
-            Some(CountOf::Rows) => counts += 1,
-            Some(CountOf::Column(c)) if resolve(&c).is_some_and(|(side, _)| side == counted) => {
-                counts += 1
-            }
+            Some(CountOf::Rows) if rows_column.is_some() => counts += 1,
+            Some(CountOf::Column(c)) if counted(&c) => counts += 1,
             Some(_) => return None,
             None if has_aggregate(e) => return None,
             None => {
@@ -309,10 +321,6 @@ pub fn count_every_group(sql: &str, schema: &Schema) -> Option<String> {
     if counts == 0 {
         return None;
     }
-    let counted_column = Expr::CompoundIdentifier(vec![
-        Ident::new(bound[counted].binding.clone()),
-        Ident::new(join_column),
-    ]);
     // The other places an aggregate may stand: only counts there too.
     let mut others: Vec<&mut Expr> = Vec::new();
     if let Some(having) = select.having.as_mut() {
@@ -325,16 +333,18 @@ pub fn count_every_group(sql: &str, schema: &Schema) -> Option<String> {
         others.extend(exprs.iter_mut().map(|o| &mut o.expr));
     }
     for e in &others {
-        if !only_counts(e, &|c| resolve(c).is_some_and(|(side, _)| side == counted)) {
+        if !only_counts(e, rows_column.is_some(), &counted) {
             return None;
         }
     }
-    for e in others {
-        count_column_not_rows(e, &counted_column);
-    }
-    for item in select.projection.iter_mut() {
-        if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
-            count_column_not_rows(e, &counted_column);
+    if let Some(rows_column) = &rows_column {
+        for e in others {
+            count_column_not_rows(e, rows_column);
+        }
+        for item in select.projection.iter_mut() {
+            if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
+                count_column_not_rows(e, rows_column);
+            }
         }
     }
     // Grouped by the entity's name: by its key instead.
@@ -349,11 +359,14 @@ pub fn count_every_group(sql: &str, schema: &Schema) -> Option<String> {
             Ident::new(pk),
         ]);
     }
-    let (from_side, join_side) = (&mut from.relation, &mut join.relation);
-    if entity == 1 {
-        std::mem::swap(from_side, join_side);
+    if entity == 1
+        && let [join] = from.joins.as_mut_slice()
+    {
+        std::mem::swap(&mut from.relation, &mut join.relation);
     }
-    join.join_operator = JoinOperator::Left(JoinConstraint::On(on));
+    for (join, on) in from.joins.iter_mut().zip(conditions) {
+        join.join_operator = JoinOperator::Left(JoinConstraint::On(on));
+    }
     Some(statements[0].to_string())
 }
 
@@ -1023,9 +1036,10 @@ fn count_argument(e: &Expr) -> Option<CountOf> {
 }
 
 /// Whether every aggregate in `e` (outside subqueries: there are none allowed) is a count of
-/// rows or of a column `counted` accepts.
-fn only_counts(e: &Expr, counted: &dyn Fn(&Expr) -> bool) -> bool {
+/// rows (when `rows` allows it) or of a column `counted` accepts.
+fn only_counts(e: &Expr, rows: bool, counted: &dyn Fn(&Expr) -> bool) -> bool {
     struct Check<'a> {
+        rows: bool,
         counted: &'a dyn Fn(&Expr) -> bool,
     }
     impl Visitor for Check<'_> {
@@ -1035,7 +1049,7 @@ fn only_counts(e: &Expr, counted: &dyn Fn(&Expr) -> bool) -> bool {
         }
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
             match count_argument(e) {
-                Some(CountOf::Rows) => ControlFlow::Continue(()),
+                Some(CountOf::Rows) if self.rows => ControlFlow::Continue(()),
                 Some(CountOf::Column(c)) if (self.counted)(&c) => ControlFlow::Continue(()),
                 Some(_) => ControlFlow::Break(()),
                 None if matches!(e, Expr::Function(_)) && has_aggregate(e) => {
@@ -1045,7 +1059,7 @@ fn only_counts(e: &Expr, counted: &dyn Fn(&Expr) -> bool) -> bool {
             }
         }
     }
-    e.visit(&mut Check { counted }).is_continue()
+    e.visit(&mut Check { rows, counted }).is_continue()
 }
 
 /// `COUNT(*)` in `e` becomes `COUNT(column)`.
@@ -1290,6 +1304,30 @@ mod tests {
                     "SELECT Name, COUNT(AlbumId) FROM Artist LEFT JOIN Album ON Artist.ArtistId \
                      = Album.ArtistId GROUP BY Artist.ArtistId HAVING COUNT(AlbumId) > 10",
                 ),
+            ),
+            // Through a link table, the entity leading: every join outer.
+            (
+                "SELECT p.Name, COUNT(t.TrackId) FROM Playlist p JOIN PlaylistTrack pt ON \
+                 pt.PlaylistId = p.PlaylistId JOIN Track t ON t.TrackId = pt.TrackId GROUP BY \
+                 p.Name ORDER BY COUNT(t.TrackId) DESC",
+                Some(
+                    "SELECT p.Name, COUNT(t.TrackId) FROM Playlist p LEFT JOIN PlaylistTrack pt \
+                     ON pt.PlaylistId = p.PlaylistId LEFT JOIN Track t ON t.TrackId = \
+                     pt.TrackId GROUP BY p.PlaylistId ORDER BY COUNT(t.TrackId) DESC",
+                ),
+            ),
+            // A chain the entity does not lead, or counting rows of which table is unclear.
+            (
+                "SELECT p.Name, COUNT(t.TrackId) FROM Track t JOIN PlaylistTrack pt ON \
+                 t.TrackId = pt.TrackId JOIN Playlist p ON pt.PlaylistId = p.PlaylistId \
+                 GROUP BY p.PlaylistId",
+                None,
+            ),
+            (
+                "SELECT p.Name, COUNT(*) FROM Playlist p JOIN PlaylistTrack pt ON \
+                 pt.PlaylistId = p.PlaylistId JOIN Track t ON t.TrackId = pt.TrackId GROUP BY \
+                 p.PlaylistId",
+                None,
             ),
             // Grouped by an attribute (not the entity's name): the group stays.
             (
