@@ -290,9 +290,7 @@ pub fn count_every_group(sql: &str, schema: &Schema) -> Option<String> {
         _ => None,
     };
     if let Some(filter) = &select.selection
-        && column_refs(filter)
-            .iter()
-            .any(|e| resolve(e).is_none_or(|(side, _)| side != entity))
+        && !reads_only(filter, &bound, |side| side == entity)
     {
         return None;
     }
@@ -308,14 +306,8 @@ pub fn count_every_group(sql: &str, schema: &Schema) -> Option<String> {
             Some(CountOf::Column(c)) if counted(&c) => counts += 1,
             Some(_) => return None,
             None if has_aggregate(e) => return None,
-            None => {
-                if column_refs(e)
-                    .iter()
-                    .any(|c| resolve(c).is_none_or(|(side, _)| side != entity))
-                {
-                    return None;
-                }
-            }
+            None if !reads_only(e, &bound, |side| side == entity) => return None,
+            None => {}
         }
     }
     if counts == 0 {
@@ -419,7 +411,7 @@ pub fn mend_join_conditions(sql: &str, schema: &Schema) -> Option<String> {
         let mut bound = vec![Binding::of(&from.relation, schema)];
         for join in from.joins.iter_mut() {
             let joined = Binding::of(&join.relation, schema);
-            bound.push(Binding::of(&join.relation, schema));
+            bound.push(joined.clone());
             let Some(joined) = joined else { continue };
             let (JoinOperator::Join(JoinConstraint::On(on))
             | JoinOperator::Inner(JoinConstraint::On(on))
@@ -539,10 +531,7 @@ pub fn mend_column_references(sql: &str, schema: &Schema) -> Option<String> {
             let [qualifier, column] = parts.as_slice() else {
                 continue;
             };
-            let Some(b) = bound
-                .iter()
-                .find(|b| b.binding.eq_ignore_ascii_case(&qualifier.value))
-            else {
+            let Some(b) = bound_as(&bound, &qualifier.value) else {
                 continue;
             };
             if b.table.column(&column.value).is_none()
@@ -568,11 +557,7 @@ pub fn mend_column_references(sql: &str, schema: &Schema) -> Option<String> {
             let [qualifier, column] = parts.as_slice() else {
                 return ControlFlow::Continue(());
             };
-            let Some(named) = self
-                .bound
-                .iter()
-                .find(|b| b.binding.eq_ignore_ascii_case(&qualifier.value))
-            else {
+            let Some(named) = bound_as(self.bound, &qualifier.value) else {
                 return ControlFlow::Continue(());
             };
             if named.table.column(&column.value).is_some() {
@@ -711,11 +696,7 @@ pub fn name_the_listed_rows(sql: &str, schema: &Schema) -> Option<String> {
         }
     }
     let bound = bind_all(from, schema)?;
-    let joined_only = |e: &Expr| {
-        column_refs(e)
-            .iter()
-            .all(|c| column_of(c, &bound).is_some_and(|(side, _)| side != 0))
-    };
+    let joined_only = |e: &Expr| reads_only(e, &bound, |side| side != 0);
     let main = &bound[0];
     let keyed = |c: &str| {
         main.table
@@ -949,8 +930,15 @@ impl<'s> Binding<'s> {
     }
 }
 
-/// Which of the two bound tables `e` is a column of (`t.c`, or a bare `c` only one of them
-/// has), and the column's name as declared.
+/// The bound table a statement calls `qualifier` (alias or name, ASCII-case-insensitive).
+fn bound_as<'a, 's>(bound: &'a [Binding<'s>], qualifier: &str) -> Option<&'a Binding<'s>> {
+    bound
+        .iter()
+        .find(|b| b.binding.eq_ignore_ascii_case(qualifier))
+}
+
+/// Which bound table (its position) `e` is a column of (`t.c`, or a bare `c` only one of
+/// them has), and the column's name as declared.
 fn column_of(e: &Expr, bound: &[Binding<'_>]) -> Option<(usize, String)> {
     match e {
         Expr::CompoundIdentifier(parts) => {
@@ -979,14 +967,14 @@ fn column_of(e: &Expr, bound: &[Binding<'_>]) -> Option<(usize, String)> {
     }
 }
 
-/// The column references of `e` outside subqueries (a subquery may be correlated, so any
-/// subquery makes the caller give up: it is reported as an unresolvable reference).
-fn column_refs(e: &Expr) -> Vec<Expr> {
+/// Whether every column `e` reads is a column of a bound table whose position `side_ok`
+/// accepts. An expression with a subquery does not qualify (a subquery may be correlated:
+/// what it reads is not resolved here), nor does a name no bound table resolves.
+fn reads_only(e: &Expr, bound: &[Binding<'_>], side_ok: impl Fn(usize) -> bool) -> bool {
     struct Refs(Vec<Expr>);
     impl Visitor for Refs {
         type Break = ();
         fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
-            self.0.push(Expr::Identifier(Ident::new("")));
             ControlFlow::Break(())
         }
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
@@ -997,8 +985,12 @@ fn column_refs(e: &Expr) -> Vec<Expr> {
         }
     }
     let mut refs = Refs(Vec::new());
-    let _ = e.visit(&mut refs);
+    if e.visit(&mut refs).is_break() {
+        return false;
+    }
     refs.0
+        .iter()
+        .all(|c| column_of(c, bound).is_some_and(|(side, _)| side_ok(side)))
 }
 
 /// What a `COUNT(…)` counts.

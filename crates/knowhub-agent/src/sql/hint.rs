@@ -68,14 +68,11 @@ pub fn for_error(schema: &Schema, failed: &str, error: &str) -> Hint {
 }
 
 /// What SQLite writes instead of a function of another dialect (MySQL, SQL Server, PostgreSQL)
-/// that small models reach for: `YEAR(d)` is `strftime('%Y', d)` here.
+/// that small models reach for: `DATE_FORMAT(d, …)` is `strftime(…, d)` here. (`YEAR(d)`,
+/// `MONTH(d)`, `DAY(d)` never get this far: `knowhub_sql::translate_date_functions` rewrites
+/// them before validation.)
 fn sqlite_equivalent(function: &str) -> Option<&'static str> {
     Some(match function.to_ascii_uppercase().as_str() {
-        "YEAR" => "SQLite has no YEAR(): write strftime('%Y', column) (text, e.g. '2012').",
-        "MONTH" => "SQLite has no MONTH(): write strftime('%m', column) (text, e.g. '03').",
-        "DAY" | "DAYOFMONTH" => {
-            "SQLite has no DAY(): write strftime('%d', column) (text, e.g. '09')."
-        }
         "DATE_FORMAT" | "TO_CHAR" | "FORMAT" => {
             "SQLite formats dates with strftime(format, column), e.g. strftime('%Y-%m', column)."
         }
@@ -543,9 +540,13 @@ mod tests {
                 vec![],
             ),
             (
-                "SELECT SUM(Total) FROM Invoice WHERE YEAR(InvoiceDate) = 2012",
-                "the function `YEAR` is not allowed (only pure functions on the allowlist are)",
-                vec!["SQLite has no YEAR(): write strftime('%Y', column) (text, e.g. '2012')."],
+                "SELECT DATE_FORMAT(InvoiceDate, '%Y-%m') FROM Invoice",
+                "the function `DATE_FORMAT` is not allowed (only pure functions on the allowlist \
+                 are)",
+                vec![
+                    "SQLite formats dates with strftime(format, column), e.g. \
+                     strftime('%Y-%m', column).",
+                ],
                 vec![],
             ),
             (
