@@ -14,7 +14,8 @@ use sqlparser::parser::Parser;
 use crate::schema::{Schema, TableInfo};
 
 /// Aggregate functions of SQLite.
-const AGGREGATES: &[&str] = &["count", "sum", "avg", "min", "max", "total", "group_concat"];
+pub(crate) const AGGREGATES: &[&str] =
+    &["count", "sum", "avg", "min", "max", "total", "group_concat"];
 
 /// The measure a ranking is by, shown beside the answer: `SELECT name FROM genre … ORDER BY
 /// COUNT(*) DESC LIMIT 1` answers "which genre has the most tracks?" with a name and hides the

@@ -59,9 +59,10 @@ pub struct SafeQuery {
 }
 
 impl SafeQuery {
-    /// Whether the query reads anything of the data (a column, `*`, `COUNT(*)`): `SELECT
-    /// 1 + 1 FROM t` or `SELECT strftime('%d', '2019-04-30') FROM t` is safe but answers nothing
-    /// from the data, which callers asking a question of the data should treat as a failure.
+    /// Whether the query reads anything of the data (a column, `*`, `COUNT(*)`) and returns
+    /// more than computed constants: `SELECT 1 + 1 FROM t`, `SELECT strftime('%d', '2019-04-30')
+    /// FROM t` — even with a WHERE that reads columns — are safe but answer nothing from the
+    /// data, which callers asking a question of the data should treat as a failure.
     pub fn reads_data(&self) -> bool {
         self.reads_data
     }
@@ -154,6 +155,7 @@ pub fn validate(sql: &str, schema: &Schema, policy: &Policy) -> Result<SafeQuery
         return Err(SqlError::NotAQuery(statement_kind(&stmt)));
     };
     let limit_forced = force_limit(query, policy.limit)?;
+    let constant = computes_constants(query);
 
     let text = stmt.to_string();
     // The tenant rewrite nests each filtered table one level deeper: allow for that.
@@ -178,8 +180,51 @@ pub fn validate(sql: &str, schema: &Schema, policy: &Policy) -> Result<SafeQuery
         tables: checker.tables.into_iter().collect(),
         ctes: checker.ctes.into_iter().collect(),
         limit_forced,
-        reads_data: checker.reads_data,
+        reads_data: checker.reads_data && !constant,
     })
+}
+
+/// Whether the values a query returns are computed from constants alone, whatever its WHERE
+/// reads: `SELECT strftime('%d', '2024-12-31') - strftime('%d', '2024-01-01') AS days FROM
+/// staff WHERE hired > '2019-03-04'` printed "days = 30" once per matching row, an answer from
+/// nowhere. Every selected value must be free of columns, `*`, aggregates and subqueries, and
+/// at least one must be computed (a call or an operator): a bare `SELECT 1 … WHERE …` is an
+/// existence check, which the rows it returns do answer.
+fn computes_constants(query: &Query) -> bool {
+    struct Reads;
+    impl sqlparser::ast::Visitor for Reads {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            ControlFlow::Break(())
+        }
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            match e {
+                Expr::Identifier(_) | Expr::CompoundIdentifier(_) => ControlFlow::Break(()),
+                Expr::Function(f)
+                    if crate::rewrite::AGGREGATES
+                        .iter()
+                        .any(|a| f.name.to_string().eq_ignore_ascii_case(a)) =>
+                {
+                    ControlFlow::Break(())
+                }
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return false;
+    };
+    let mut computed = false;
+    for item in &select.projection {
+        let (SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }) = item else {
+            return false;
+        };
+        if sqlparser::ast::Visit::visit(e, &mut Reads).is_break() {
+            return false;
+        }
+        computed |= !matches!(e, Expr::Value(_));
+    }
+    computed
 }
 
 /// Counts statements on the token stream and checks the leading keyword, so that refusals

@@ -273,6 +273,19 @@ fn queries_that_read_no_data_are_told_apart() {
             false,
         ),
         ("SELECT 'yes' AS answer", false),
+        // Constants computed per row the filter keeps: the filter reads data, the answer not.
+        (
+            "SELECT strftime('%d', '2024-12-31') - strftime('%d', '2024-01-01') AS days FROM \
+             products WHERE name > 'a'",
+            false,
+        ),
+        ("SELECT -1 FROM products WHERE name = 'x'", false),
+        ("SELECT COUNT(1) FROM products WHERE name = 'x'", true),
+        ("SELECT 1, upper('x') FROM products WHERE name = 'x'", false),
+        (
+            "SELECT (SELECT COUNT(*) FROM products) + 1 FROM products WHERE name = 'x'",
+            true,
+        ),
     ] {
         let q = validate(sql, &s, &plain).unwrap();
         assert_eq!(q.reads_data(), reads, "{sql}");
