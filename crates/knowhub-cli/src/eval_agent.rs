@@ -252,6 +252,9 @@ struct QaTotals {
     contains: usize,
     answered: usize,
     cited_gold: usize,
+    /// Brief answers: a gold span stood in the sentences the model was shown (so a miss was
+    /// the reader's, not the choice of sentences).
+    gold_shown: usize,
 }
 
 pub(crate) fn qa(
@@ -322,6 +325,11 @@ pub(crate) fn qa(
         )?;
         let out = &outcome.state.output;
         t.questions += 1;
+        let shown = shown_lines(&outcome.state);
+        let gold_shown = golds
+            .iter()
+            .any(|g| shown.iter().any(|l| normalize(l).contains(&normalize(g))));
+        t.gold_shown += usize::from(gold_shown);
         if out.stop_reason != StopReason::Ok {
             continue;
         }
@@ -363,7 +371,8 @@ pub(crate) fn qa(
         t.cited_gold += usize::from(cited_gold);
         if !json {
             eprintln!(
-                "{qid}\tF1 {best_f1:.2}\t{}\t| gold: {}",
+                "{qid}\tF1 {best_f1:.2}\t{}\t{}\t| gold: {}",
+                if gold_shown { "shown" } else { "-" },
                 answer.replace('\n', " "),
                 golds.first().map_or("", String::as_str)
             );
@@ -406,6 +415,12 @@ pub(crate) fn qa(
             "| a citation points at the gold passage | {:.1}% |",
             100.0 * t.cited_gold as f64 / n
         );
+        if args.brief {
+            println!(
+                "| a gold span stands in the sentences the model was shown | {:.1}% |",
+                100.0 * t.gold_shown as f64 / n
+            );
+        }
         println!(
             "| time | {:.0} s ({:.2} s/question) |",
             started.elapsed().as_secs_f64(),
@@ -705,6 +720,17 @@ fn columns_within(ours: &knowhub_sql::QueryResult, gold: &knowhub_sql::QueryResu
     };
     let gold_cols: Vec<Vec<String>> = (0..gold.columns.len()).map(|k| column(gold, k)).collect();
     (0..ours.columns.len()).all(|j| gold_cols.contains(&column(ours, j)))
+}
+
+/// The sentences the brief path showed the model (from the synthesis step's trace).
+fn shown_lines(state: &knowhub_agent::AgentState) -> Vec<String> {
+    state
+        .trace_steps
+        .iter()
+        .filter_map(|s| s.out.get("shown_lines")?.as_array())
+        .flatten()
+        .filter_map(|l| Some(l.get("text")?.as_str()?.to_string()))
+        .collect()
 }
 
 fn strip_citations(s: &str) -> String {

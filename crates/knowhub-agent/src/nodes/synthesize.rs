@@ -156,8 +156,11 @@ fn run_brief(
             attempts += 1;
             let messages = brief::prompt(&question, &shown, lang, strict);
             // Not streamed: a phrase arrives at once, and the words shown are the evidence's
-            // own text rather than the model's spelling of it.
-            let Ok(reply) = deps.ask_llm(state, messages, BRIEF_TOKENS, false) else {
+            // own text rather than the model's spelling of it. A local model can only copy
+            // (the lines, or the word for "no answer"); a server's reply is checked below.
+            let Ok(reply) =
+                deps.ask_llm_copying(state, messages, BRIEF_TOKENS, brief::copy_sources(&shown))
+            else {
                 break;
             };
             match brief::ground(&reply, &shown) {
@@ -168,7 +171,7 @@ fn run_brief(
                     state.draft.confidence = if strict { 0.7 } else { 0.8 };
                     (deps.events)(&AgentEvent::Replace(answer.clone()));
                     finish(state, answer, vec![k], StopReason::Ok, "llm", deps);
-                    return Ok(report(state, attempts, cut.len()));
+                    return Ok(brief_report(state, attempts, cut.len(), &shown));
                 }
                 Err(Rejected::NoAnswer) => break,
                 Err(Rejected::NotInEvidence) => cut.push(clip_chars(&reply, 200)),
@@ -184,7 +187,23 @@ fn run_brief(
         true,
         lang,
     );
-    Ok(report(state, attempts, cut.len()))
+    Ok(brief_report(state, attempts, cut.len(), &shown))
+}
+
+/// The brief path's report also names the sentences the model was shown, so a trace tells a
+/// wrong pick of sentences from a wrong reading of the right ones.
+fn brief_report(
+    state: &AgentState,
+    attempts: usize,
+    cut: usize,
+    shown: &[brief::Line],
+) -> StepReport {
+    let mut step = report(state, attempts, cut);
+    step.out["shown_lines"] = shown
+        .iter()
+        .map(|l| json!({ "evidence": l.evidence, "text": l.text }))
+        .collect();
+    step
 }
 
 fn report(state: &AgentState, attempts: usize, cut: usize) -> StepReport {
