@@ -107,15 +107,6 @@ pub(crate) fn lines(question: &str, evidence: &[&EvidenceItem]) -> Vec<Line> {
     out.into_iter().map(|(_, _, line)| line).collect()
 }
 
-/// What a brief reply may quote: the lines shown, or the word for "no answer".
-pub(crate) fn copy_sources(lines: &[Line]) -> Vec<String> {
-    lines
-        .iter()
-        .map(|l| l.text.clone())
-        .chain([NO_ANSWER.to_string()])
-        .collect()
-}
-
 /// Whether sentence `s` is the heading `h` (possibly with its Markdown marks or numbering).
 fn is_heading_line(s: &str, h: &str) -> bool {
     s.contains(h) && s.chars().count() <= h.chars().count() + 6

@@ -324,11 +324,6 @@ impl TokenTable {
     pub(crate) fn bytes(&self, id: u32) -> &[u8] {
         self.bytes.get(id as usize).map_or(&[], |b| b)
     }
-
-    /// How many ids the table has.
-    pub(crate) fn len(&self) -> usize {
-        self.bytes.len()
-    }
 }
 
 #[cfg(test)]

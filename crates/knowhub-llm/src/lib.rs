@@ -57,7 +57,6 @@
 //! ```
 
 mod chat;
-mod copy;
 mod error;
 mod gemm;
 mod gemv;
@@ -196,11 +195,6 @@ pub struct ChatRequest {
     /// response's `text` is what follows it. Servers get the request without it (the OpenAI
     /// API has no portable way to pre-fill an answer), so their text starts from scratch.
     pub assistant_prefix: Option<String>,
-    /// Copy-only answers: when not empty, a local model writes only a verbatim piece of one of
-    /// these texts (each token it may pick continues the answer so far in one of them; see
-    /// `copy.rs`), so a reply meant to quote the evidence always does. Servers get the
-    /// request without it (the OpenAI API cannot express it): callers still check the reply.
-    pub copy_from: Vec<String>,
 }
 
 impl Default for ChatRequest {
@@ -213,7 +207,6 @@ impl Default for ChatRequest {
             stop: Vec::new(),
             seed: None,
             assistant_prefix: None,
-            copy_from: Vec::new(),
         }
     }
 }

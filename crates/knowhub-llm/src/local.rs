@@ -58,7 +58,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use candle_core::quantized::gguf_file::Content;
@@ -71,7 +71,6 @@ use crate::qwen2::{KvSnapshot, Qwen2};
 use tokenizers::Tokenizer;
 
 use crate::chat::{self, IM_END, IM_START};
-use crate::copy::{CopyConstraint, TokenIndex, mask};
 use crate::error::{LlmError, Result};
 use crate::gguf_tokenizer::{GgufVocab, TokenTable, meta_str, meta_u64};
 use crate::requant;
@@ -245,8 +244,6 @@ pub struct LocalGguf {
     /// Encodes message text; special-token strings in it stay plain text.
     tokenizer: Tokenizer,
     table: TokenTable,
-    /// Built on the first copy-only request (`ChatRequest::copy_from`).
-    copy_index: OnceLock<TokenIndex>,
     im_start: u32,
     im_end: u32,
     /// Ids that end the answer.
@@ -412,7 +409,6 @@ impl LocalGguf {
             device: device.clone(),
             tokenizer,
             table,
-            copy_index: OnceLock::new(),
             im_start,
             im_end,
             stop_ids,
@@ -743,10 +739,6 @@ impl LocalGguf {
         let mut stops = StopFilter::new(&req.stop);
         let mut generated: Vec<u32> = Vec::new();
         let mut pos = ids.len();
-        let mut copy = (!req.copy_from.is_empty()).then(|| {
-            let index = self.copy_index.get_or_init(|| TokenIndex::new(&self.table));
-            CopyConstraint::new(&req.copy_from, index)
-        });
         let mut logits = self.prefill(state, ids)?;
 
         let finish = loop {
@@ -763,17 +755,6 @@ impl LocalGguf {
                 )
                 .map_err(inference)?;
             }
-            if let Some(copy) = &copy {
-                // Only what continues a source, and the end once something was copied.
-                let ends: &[u32] = if copy.may_end() { &self.stop_ids } else { &[] };
-                let allowed = copy.allowed();
-                if allowed.is_empty() && ends.is_empty() {
-                    break Finish::Eos;
-                }
-                let values = step.to_vec1::<f32>().map_err(inference)?;
-                step = Tensor::from_vec(mask(&values, &allowed, ends), values.len(), &self.device)
-                    .map_err(inference)?;
-            }
             let next = sampler.sample(&step).map_err(inference)?;
             if generated.is_empty() {
                 response.time_to_first_token = started.elapsed();
@@ -783,9 +764,6 @@ impl LocalGguf {
             }
             generated.push(next);
             response.completion_tokens = generated.len();
-            if let Some(copy) = &mut copy {
-                copy.advance(self.table.bytes(next));
-            }
 
             let piece = decoder.push(self.table.bytes(next));
             if !piece.is_empty() {

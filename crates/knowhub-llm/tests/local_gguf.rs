@@ -152,43 +152,6 @@ fn smollm_rebuilt_weights_answer_the_same() {
 }
 
 #[test]
-fn smollm_copy_only_answers_are_pieces_of_the_sources() {
-    let Some(llm) = smollm() else { return };
-    let sources = vec![
-        "The bridge is 1.2 km long and opened in 1998.".to_string(),
-        "Employees get 15 days of paid leave.".to_string(),
-    ];
-    for (prompt, temperature) in [
-        ("Write a poem about the sea.", 0.0),
-        ("How long is the bridge? Answer in one word.", 0.0),
-        ("Tell me about yourself.", 0.9),
-    ] {
-        let free = llm
-            .complete(&ChatRequest {
-                temperature,
-                seed: Some(7),
-                ..question(prompt, 16)
-            })
-            .unwrap();
-        let req = ChatRequest {
-            temperature,
-            seed: Some(7),
-            copy_from: sources.clone(),
-            ..question(prompt, 16)
-        };
-        let (copied, pieces) = run(llm, &req);
-        assert_eq!(pieces.concat(), copied.text);
-        let text = copied.text.as_str();
-        assert!(!text.is_empty(), "{prompt}: {copied:?}");
-        assert!(
-            sources.iter().any(|s| s.contains(text)),
-            "{prompt}: {text:?} is in no source (free answer: {:?})",
-            free.text
-        );
-    }
-}
-
-#[test]
 fn chatml_prompt_matches_the_reference_tokenization() {
     let Some(llm) = smollm() else { return };
     let messages = vec![

@@ -39,24 +39,6 @@ impl Deps<'_> {
         llm_call(self.llm, state, self.events, messages, max_tokens, stream)
     }
 
-    /// [`Deps::ask_llm`] for a reply that may only quote `sources` verbatim (a local model is
-    /// held to it while decoding; a server is not, so the caller still checks the reply).
-    pub(crate) fn ask_llm_copying(
-        &mut self,
-        state: &mut AgentState,
-        messages: Vec<Message>,
-        max_tokens: usize,
-        sources: Vec<String>,
-    ) -> Result<String, String> {
-        let req = ChatRequest {
-            messages,
-            max_tokens,
-            copy_from: sources,
-            ..ChatRequest::default()
-        };
-        llm_request(self.llm, state, self.events, &req, false, &|_| false)
-    }
-
     /// [`Deps::ask_llm`] that stops generating as soon as `give_up` holds for the text so far
     /// (a draft already known to be unusable is not worth finishing, nor streaming further).
     pub(crate) fn ask_llm_until(
@@ -102,30 +84,18 @@ fn llm_call_until(
     stream: bool,
     give_up: &dyn Fn(&str) -> bool,
 ) -> Result<String, String> {
+    let Some(llm) = llm else {
+        return Err("no language model configured".into());
+    };
     let req = ChatRequest {
         messages,
         max_tokens,
         ..ChatRequest::default()
     };
-    llm_request(llm, state, events, &req, stream, give_up)
-}
-
-/// One request to the model, accounted in the state.
-fn llm_request(
-    llm: Option<&dyn Llm>,
-    state: &mut AgentState,
-    events: &mut dyn FnMut(&AgentEvent),
-    req: &ChatRequest,
-    stream: bool,
-    give_up: &dyn Fn(&str) -> bool,
-) -> Result<String, String> {
-    let Some(llm) = llm else {
-        return Err("no language model configured".into());
-    };
     let cancel = state.cancel.clone();
     let mut so_far = String::new();
     let response = llm
-        .chat(req, &mut |piece| {
+        .chat(&req, &mut |piece| {
             if stream {
                 events(&AgentEvent::Token(piece.to_string()));
             }

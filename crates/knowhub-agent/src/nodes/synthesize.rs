@@ -156,11 +156,8 @@ fn run_brief(
             attempts += 1;
             let messages = brief::prompt(&question, &shown, lang, strict);
             // Not streamed: a phrase arrives at once, and the words shown are the evidence's
-            // own text rather than the model's spelling of it. A local model can only copy
-            // (the lines, or the word for "no answer"); a server's reply is checked below.
-            let Ok(reply) =
-                deps.ask_llm_copying(state, messages, BRIEF_TOKENS, brief::copy_sources(&shown))
-            else {
+            // own text rather than the model's spelling of it.
+            let Ok(reply) = deps.ask_llm(state, messages, BRIEF_TOKENS, false) else {
                 break;
             };
             match brief::ground(&reply, &shown) {
