@@ -328,7 +328,9 @@ pub(crate) fn qa(
         let shown = shown_lines(&outcome.state);
         let gold_shown = golds
             .iter()
-            .any(|g| shown.iter().any(|l| normalize(l).contains(&normalize(g))));
+            .map(String::as_str)
+            .map(normalize)
+            .any(|g| !g.is_empty() && shown.iter().any(|l| normalize(l).contains(&g)));
         t.gold_shown += usize::from(gold_shown);
         if out.stop_reason != StopReason::Ok {
             continue;
