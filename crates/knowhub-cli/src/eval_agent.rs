@@ -374,7 +374,11 @@ pub(crate) fn qa(
         if !json {
             eprintln!(
                 "{qid}\tF1 {best_f1:.2}\t{}\t{}\t| gold: {}",
-                if gold_shown { "shown" } else { "-" },
+                match (args.brief, gold_shown) {
+                    (false, _) => "",
+                    (true, true) => "shown",
+                    (true, false) => "-",
+                },
                 answer.replace('\n', " "),
                 golds.first().map_or("", String::as_str)
             );
