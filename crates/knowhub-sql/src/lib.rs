@@ -15,7 +15,12 @@
 //!   [`split_fused_names`]: `PlaylistPlaylistId` is `Playlist.PlaylistId`;
 //!   [`name_the_listed_rows`]: a listing over a join shows which row each line belongs to;
 //!   [`mend_join_conditions`]: `ON a.x = a.x` meant the joined table's `x`;
-//!   [`mend_column_references`]: `T1.Name` meant the one joined table that has `Name`.
+//!   [`mend_column_references`]: `T1.Name` meant the one joined table that has `Name`;
+//!   [`show_filter_measure`]: a `HAVING` test's aggregate is shown beside the groups;
+//!   [`show_the_unpinned_column`]: a listed column the filter pins to one value gives way;
+//!   [`name_the_group_keys`]: groups by a foreign key show the referenced row's name;
+//!   [`join_name_parts`]: first and last name selected side by side become one name;
+//!   [`convert_duration_units`]: "5 minutes" against a `Milliseconds` column is 300000.
 //! * [`template_sql`]: simple English/Chinese questions without an LLM (count, list, sum,
 //!   average, one filter), `None` when unsure.
 //! * [`results_match`], [`results_match_any_column_order`]: order-insensitive result comparison
@@ -68,6 +73,7 @@ mod policy;
 mod rewrite;
 mod schema;
 mod template;
+mod units;
 mod validate;
 mod value;
 
@@ -79,10 +85,12 @@ pub use policy::{
     DEFAULT_LIMIT, DEFAULT_MAX_RESULT_BYTES, DEFAULT_TIMEOUT, Param, Policy, TenantFilter,
 };
 pub use rewrite::{
-    count_every_group, mend_column_references, mend_join_conditions, name_the_listed_rows,
-    show_ranking_measure, split_fused_names, translate_date_functions,
+    count_every_group, join_name_parts, mend_column_references, mend_join_conditions,
+    name_the_group_keys, name_the_listed_rows, show_filter_measure, show_ranking_measure,
+    show_the_unpinned_column, split_fused_names, translate_date_functions,
 };
 pub use schema::{ColumnInfo, ForeignKey, Schema, TableInfo, TableKind, introspect};
 pub use template::template_sql;
+pub use units::convert_duration_units;
 pub use validate::{SafeQuery, validate};
 pub use value::{MAX_TEXT_BYTES, QueryResult, Value};

@@ -104,6 +104,463 @@ pub fn show_ranking_measure(sql: &str) -> Option<String> {
     Some(statements[0].to_string())
 }
 
+/// The measure a group filter tests, shown beside the groups that pass it: `SELECT t.Name …
+/// GROUP BY t.TrackId HAVING COUNT(pt.PlaylistId) > 1` answers "tracks in more than one
+/// playlist" with names only, and the reader cannot see that one is in five playlists. Each
+/// aggregate a `HAVING` comparison tests (its aggregate side, not a subquery it is compared
+/// with) is added to the selected columns when it is not shown yet, by expression or alias.
+///
+/// Left alone (`None`): anything but one plain grouped SELECT with a `HAVING`, `SELECT
+/// DISTINCT` (a new column would change which rows are distinct), and a `HAVING` that is not
+/// comparisons joined by `AND`.
+///
+/// ```
+/// use knowhub_sql::show_filter_measure;
+/// assert_eq!(
+///     show_filter_measure(
+///         "SELECT a.Title FROM Album a JOIN Track t ON t.AlbumId = a.AlbumId \
+///          GROUP BY a.AlbumId HAVING COUNT(t.TrackId) > 20"
+///     )
+///     .as_deref(),
+///     Some(
+///         "SELECT a.Title, COUNT(t.TrackId) FROM Album a JOIN Track t ON t.AlbumId = a.AlbumId \
+///          GROUP BY a.AlbumId HAVING COUNT(t.TrackId) > 20"
+///     )
+/// );
+/// assert_eq!(show_filter_measure("SELECT Name FROM Track WHERE Milliseconds > 1000"), None);
+/// ```
+pub fn show_filter_measure(sql: &str) -> Option<String> {
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    if statements.len() != 1 {
+        return None;
+    }
+    let Statement::Query(query) = &mut statements[0] else {
+        return None;
+    };
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return None;
+    };
+    if select.distinct.is_some() {
+        return None;
+    }
+    let mut measures = Vec::new();
+    tested_aggregates(select.having.as_ref()?, &mut measures)?;
+    let key = |e: &Expr| e.to_string().to_ascii_lowercase();
+    let mut shown: Vec<String> = Vec::new();
+    for item in &select.projection {
+        match item {
+            SelectItem::UnnamedExpr(e) => shown.push(key(e)),
+            SelectItem::ExprWithAlias { expr, alias } => {
+                shown.push(key(expr));
+                shown.push(alias.value.to_ascii_lowercase());
+            }
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {}
+            SelectItem::ExprWithAliases { .. } => return None,
+        }
+    }
+    let mut added = false;
+    for measure in measures {
+        let k = key(&measure);
+        if !shown.contains(&k) {
+            shown.push(k);
+            select.projection.push(SelectItem::UnnamedExpr(measure));
+            added = true;
+        }
+    }
+    added.then(|| statements[0].to_string())
+}
+
+/// The aggregate sides of the comparisons in `having` (comparisons joined by `AND`), into
+/// `out`; `None` for any other shape.
+fn tested_aggregates(having: &Expr, out: &mut Vec<Expr>) -> Option<()> {
+    match having {
+        Expr::Nested(inner) => tested_aggregates(inner, out),
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            tested_aggregates(left, out)?;
+            tested_aggregates(right, out)
+        }
+        Expr::BinaryOp {
+            left,
+            op:
+                BinaryOperator::Gt
+                | BinaryOperator::GtEq
+                | BinaryOperator::Lt
+                | BinaryOperator::LtEq
+                | BinaryOperator::Eq
+                | BinaryOperator::NotEq,
+            right,
+        } => {
+            for side in [left, right] {
+                if has_aggregate(side) {
+                    out.push(side.as_ref().clone());
+                }
+            }
+            Some(())
+        }
+        Expr::Between { expr, .. } if has_aggregate(expr) => {
+            out.push(expr.as_ref().clone());
+            Some(())
+        }
+        _ => None,
+    }
+}
+
+/// A person's name shown as one column: `SELECT c.FirstName, c.LastName, SUM(i.Total) …`
+/// becomes `SELECT c.FirstName || ' ' || c.LastName AS CustomerName, SUM(i.Total) …`, the way
+/// a person's name is read (and written in the prompt's worked examples). Two selected
+/// columns side by side, of the same table, named first and last (or given and family) name,
+/// become one; the alias is the table's name and "name" in the schema's style.
+///
+/// Left alone (`None`): anything but one plain SELECT, `SELECT DISTINCT` with other columns,
+/// parts in the other order or apart, and names not resolved against `schema`. The caller
+/// decides whether the question asked for the parts ("first and last names").
+///
+/// ```
+/// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, join_name_parts};
+/// let column = |name: &str| ColumnInfo {
+///     name: name.into(),
+///     decl_type: "TEXT".into(),
+///     samples: vec![],
+///     primary_key: 0,
+/// };
+/// let schema = Schema {
+///     tables: vec![TableInfo {
+///         name: "Customer".into(),
+///         kind: TableKind::Table,
+///         columns: vec![column("FirstName"), column("LastName"), column("Country")],
+///         foreign_keys: vec![],
+///         row_count: None,
+///     }],
+/// };
+/// assert_eq!(
+///     join_name_parts("SELECT FirstName, LastName, Country FROM Customer", &schema).as_deref(),
+///     Some("SELECT FirstName || ' ' || LastName AS CustomerName, Country FROM Customer")
+/// );
+/// ```
+pub fn join_name_parts(sql: &str, schema: &Schema) -> Option<String> {
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    if statements.len() != 1 {
+        return None;
+    }
+    let Statement::Query(query) = &mut statements[0] else {
+        return None;
+    };
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return None;
+    };
+    let [from] = select.from.as_slice() else {
+        return None;
+    };
+    let bound = bind_all(from, schema)?;
+    let flat = |c: &str| c.replace('_', "").to_ascii_lowercase();
+    let part = |item: &SelectItem| match item {
+        SelectItem::UnnamedExpr(e) => column_of(e, &bound).map(|(side, c)| (side, c, e.clone())),
+        _ => None,
+    };
+    let mut changed = false;
+    let mut i = 0;
+    while i + 1 < select.projection.len() {
+        let (Some((a_side, a_col, a)), Some((b_side, b_col, b))) =
+            (part(&select.projection[i]), part(&select.projection[i + 1]))
+        else {
+            i += 1;
+            continue;
+        };
+        let pair = (flat(&a_col), flat(&b_col));
+        let is_name = matches!(
+            (pair.0.as_str(), pair.1.as_str()),
+            ("firstname", "lastname")
+                | ("givenname", "familyname")
+                | ("givenname", "surname")
+                | ("firstname", "surname")
+        );
+        if a_side != b_side || !is_name {
+            i += 1;
+            continue;
+        }
+        let table = &bound[a_side].name;
+        let alias = if a_col.contains('_') {
+            format!("{}_name", table.to_ascii_lowercase())
+        } else {
+            format!("{table}Name")
+        };
+        let joined = Expr::BinaryOp {
+            left: Box::new(Expr::BinaryOp {
+                left: Box::new(a),
+                op: BinaryOperator::StringConcat,
+                right: Box::new(Expr::Value(
+                    sqlparser::ast::Value::SingleQuotedString(" ".into()).into(),
+                )),
+            }),
+            op: BinaryOperator::StringConcat,
+            right: Box::new(b),
+        };
+        select.projection[i] = SelectItem::ExprWithAlias {
+            expr: joined,
+            alias: Ident::new(alias),
+        };
+        select.projection.remove(i + 1);
+        changed = true;
+        i += 1;
+    }
+    if changed && select.distinct.is_some() && select.projection.len() > 1 {
+        return None;
+    }
+    changed.then(|| statements[0].to_string())
+}
+
+/// A listed column the statement's own filter pins to one value says nothing: "Show all
+/// tracks in the 'Music' playlist" answered with `SELECT p.Name FROM Playlist p JOIN … Track t
+/// … WHERE p.Name = 'Music'` lists "Music" once per track. When the one selected column is
+/// compared for equality with a constant in the `WHERE` (at its top level, under `AND`), and
+/// exactly one other joined table among `asked` (the tables the question names, by name) has a
+/// column of the same name, that table's column is shown instead.
+///
+/// Left alone (`None`): anything but one plain SELECT over joined tables resolved against
+/// `schema`, more than one selected column, and no single table to show instead.
+///
+/// ```
+/// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, show_the_unpinned_column};
+/// let column = |name: &str| ColumnInfo {
+///     name: name.into(),
+///     decl_type: "TEXT".into(),
+///     samples: vec![],
+///     primary_key: 0,
+/// };
+/// let table = |name: &str, columns: &[&str]| TableInfo {
+///     name: name.into(),
+///     kind: TableKind::Table,
+///     columns: columns.iter().map(|c| column(c)).collect(),
+///     foreign_keys: vec![],
+///     row_count: None,
+/// };
+/// let schema = Schema {
+///     tables: vec![
+///         table("Playlist", &["PlaylistId", "Name"]),
+///         table("Track", &["TrackId", "PlaylistId", "Name"]),
+///     ],
+/// };
+/// assert_eq!(
+///     show_the_unpinned_column(
+///         "SELECT p.Name FROM Playlist p JOIN Track t ON t.PlaylistId = p.PlaylistId \
+///          WHERE p.Name = 'Music'",
+///         &schema,
+///         &["Track", "Playlist"],
+///     )
+///     .as_deref(),
+///     Some(
+///         "SELECT t.Name FROM Playlist p JOIN Track t ON t.PlaylistId = p.PlaylistId \
+///          WHERE p.Name = 'Music'"
+///     )
+/// );
+/// ```
+pub fn show_the_unpinned_column(sql: &str, schema: &Schema, asked: &[&str]) -> Option<String> {
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    if statements.len() != 1 {
+        return None;
+    }
+    let Statement::Query(query) = &mut statements[0] else {
+        return None;
+    };
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return None;
+    };
+    let [from] = select.from.as_slice() else {
+        return None;
+    };
+    if from.joins.is_empty() {
+        return None;
+    }
+    let bound = bind_all(from, schema)?;
+    let [SelectItem::UnnamedExpr(shown) | SelectItem::ExprWithAlias { expr: shown, .. }] =
+        select.projection.as_slice()
+    else {
+        return None;
+    };
+    let (side, column) = column_of(shown, &bound)?;
+    let mut filter = select.selection.clone()?;
+    let pinned = conjuncts(&mut filter).into_iter().any(|c| match c {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } => {
+            let is_shown = |e: &Expr| column_of(e, &bound) == Some((side, column.clone()));
+            (is_shown(left) && literal(right)) || (is_shown(right) && literal(left))
+        }
+        _ => false,
+    });
+    if !pinned {
+        return None;
+    }
+    let others: Vec<&Binding<'_>> = bound
+        .iter()
+        .enumerate()
+        .filter(|(i, b)| {
+            *i != side
+                && asked.iter().any(|a| a.eq_ignore_ascii_case(&b.name))
+                && b.table.column(&column).is_some()
+        })
+        .map(|(_, b)| b)
+        .collect();
+    let [other] = others.as_slice() else {
+        return None;
+    };
+    let replacement =
+        Expr::CompoundIdentifier(vec![Ident::new(other.binding.clone()), Ident::new(column)]);
+    match &mut select.projection[0] {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+            *e = replacement;
+        }
+        _ => return None,
+    }
+    Some(statements[0].to_string())
+}
+
+/// Groups labelled by what they are, not by a key: "total sales made by each sales agent"
+/// answered with `SELECT c.SupportRepId, SUM(i.Total) … GROUP BY c.SupportRepId` shows 3, 4, 5
+/// where the reader wants the agents' names. When a statement groups by one column that is a
+/// declared foreign key and shows it, the referenced table is joined (outer, so a group with
+/// no reference stays) and its name is shown instead: its own name column (`Name`,
+/// `ArtistName`), else its first and last name joined. The grouping stays by the key, so two
+/// agents of the same name stay apart.
+///
+/// Left alone (`None`): anything but one plain SELECT resolved against `schema`, `DISTINCT`,
+/// other groupings, a referenced table joined already, and a table without a name column.
+///
+/// ```
+/// use knowhub_sql::{ColumnInfo, ForeignKey, Schema, TableInfo, TableKind, name_the_group_keys};
+/// let column = |name: &str, primary_key: u32| ColumnInfo {
+///     name: name.into(),
+///     decl_type: "TEXT".into(),
+///     samples: vec![],
+///     primary_key,
+/// };
+/// let schema = Schema {
+///     tables: vec![
+///         TableInfo {
+///             name: "Artist".into(),
+///             kind: TableKind::Table,
+///             columns: vec![column("ArtistId", 1), column("Name", 0)],
+///             foreign_keys: vec![],
+///             row_count: None,
+///         },
+///         TableInfo {
+///             name: "Album".into(),
+///             kind: TableKind::Table,
+///             columns: vec![column("AlbumId", 1), column("ArtistId", 0)],
+///             foreign_keys: vec![ForeignKey {
+///                 columns: vec!["ArtistId".into()],
+///                 ref_table: "Artist".into(),
+///                 ref_columns: vec!["ArtistId".into()],
+///             }],
+///             row_count: None,
+///         },
+///     ],
+/// };
+/// assert_eq!(
+///     name_the_group_keys(
+///         "SELECT ArtistId, COUNT(*) FROM Album GROUP BY ArtistId",
+///         &schema
+///     )
+///     .as_deref(),
+///     Some(
+///         "SELECT Artist.Name AS ArtistName, COUNT(*) FROM Album LEFT JOIN Artist ON \
+///          Album.ArtistId = Artist.ArtistId GROUP BY ArtistId"
+///     )
+/// );
+/// ```
+pub fn name_the_group_keys(sql: &str, schema: &Schema) -> Option<String> {
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    if statements.len() != 1 {
+        return None;
+    }
+    let Statement::Query(query) = &mut statements[0] else {
+        return None;
+    };
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return None;
+    };
+    if select.distinct.is_some() {
+        return None;
+    }
+    let [from] = select.from.as_slice() else {
+        return None;
+    };
+    let bound = bind_all(from, schema)?;
+    let GroupByExpr::Expressions(groups, _) = &select.group_by else {
+        return None;
+    };
+    let [group] = groups.as_slice() else {
+        return None;
+    };
+    let (side, column) = column_of(group, &bound)?;
+    let holder = &bound[side];
+    let fk = holder
+        .table
+        .foreign_keys
+        .iter()
+        .find(|fk| fk.columns.len() == 1 && fk.columns[0].eq_ignore_ascii_case(&column))?;
+    let target = schema.table(&fk.ref_table)?;
+    if bound.iter().any(|b| {
+        b.name.eq_ignore_ascii_case(&target.name) || b.binding.eq_ignore_ascii_case(&target.name)
+    }) {
+        return None;
+    }
+    let target_key = match fk.ref_columns.as_slice() {
+        [one] => one.clone(),
+        _ => single_primary_key(target)?,
+    };
+    let position = select.projection.iter().position(|item| match item {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+            column_of(e, &bound) == Some((side, column.clone()))
+        }
+        _ => false,
+    })?;
+    let t = &target.name;
+    let snake = target.columns.iter().any(|c| c.name.contains('_'));
+    let name_sql = if let Some(c) = target.columns.iter().find(|c| own_name(target, &c.name)) {
+        format!("{t}.{}", c.name)
+    } else {
+        let flat = |c: &str| c.replace('_', "").to_ascii_lowercase();
+        let first = target
+            .columns
+            .iter()
+            .find(|c| flat(&c.name) == "firstname")?;
+        let last = target
+            .columns
+            .iter()
+            .find(|c| flat(&c.name) == "lastname")?;
+        format!("{t}.{} || ' ' || {t}.{}", first.name, last.name)
+    };
+    let alias = if snake {
+        format!("{}_name", t.to_ascii_lowercase())
+    } else {
+        format!("{t}Name")
+    };
+    // Parse the new pieces rather than build sqlparser's structs field by field.
+    let holder_ref = format!("{}.{}", holder.binding, column);
+    let piece = format!(
+        "SELECT {name_sql} AS {alias} FROM x LEFT JOIN {t} ON {holder_ref} = {t}.{target_key}"
+    );
+    let mut parsed = Parser::parse_sql(&SQLiteDialect {}, &piece).ok()?;
+    let Some(Statement::Query(piece)) = parsed.pop() else {
+        return None;
+    };
+    let SetExpr::Select(piece) = *piece.body else {
+        return None;
+    };
+    let item = piece.projection.into_iter().next()?;
+    let join = piece.from.into_iter().next()?.joins.into_iter().next()?;
+    select.projection[position] = item;
+    select.from[0].joins.push(join);
+    Some(statements[0].to_string())
+}
+
 /// Date-part functions of other dialects in SQLite's words: `YEAR(d)`, `MONTH(d)`, `DAY(d)`
 /// become `CAST(strftime('%Y', d) AS INTEGER)` and so on (integers, as those functions return,
 /// so `YEAR(d) = 2012` keeps its meaning). Small models write MySQL's date functions and,
@@ -1220,6 +1677,194 @@ mod tests {
         }
     }
 
+    #[test]
+    fn group_filters_show_their_measure() {
+        for (sql, expected) in [
+            // Tracks in more than one playlist: how many beside each.
+            (
+                "SELECT T1.Name FROM Track AS T1 JOIN PlaylistTrack AS T2 ON T1.TrackId = \
+                 T2.TrackId GROUP BY T1.TrackId HAVING COUNT(T2.PlaylistId) > 1",
+                Some(
+                    "SELECT T1.Name, COUNT(T2.PlaylistId) FROM Track AS T1 JOIN PlaylistTrack \
+                     AS T2 ON T1.TrackId = T2.TrackId GROUP BY T1.TrackId HAVING \
+                     COUNT(T2.PlaylistId) > 1",
+                ),
+            ),
+            // Compared with a subquery: the group's side only.
+            (
+                "SELECT Album.Title FROM Album JOIN Track ON Album.AlbumId = Track.AlbumId \
+                 GROUP BY Album.AlbumId HAVING COUNT(Track.TrackId) > (SELECT AVG(c) FROM \
+                 (SELECT COUNT(*) AS c FROM Track GROUP BY AlbumId))",
+                Some(
+                    "SELECT Album.Title, COUNT(Track.TrackId) FROM Album JOIN Track ON \
+                     Album.AlbumId = Track.AlbumId GROUP BY Album.AlbumId HAVING \
+                     COUNT(Track.TrackId) > (SELECT AVG(c) FROM (SELECT COUNT(*) AS c FROM \
+                     Track GROUP BY AlbumId))",
+                ),
+            ),
+            // Two tests, one shown already by alias.
+            (
+                "SELECT Country, COUNT(*) AS n FROM Customer GROUP BY Country HAVING n > 2 AND \
+                 (SUM(Total) >= 10)",
+                Some(
+                    "SELECT Country, COUNT(*) AS n, SUM(Total) FROM Customer GROUP BY Country \
+                     HAVING n > 2 AND (SUM(Total) >= 10)",
+                ),
+            ),
+            // Shown already (any case).
+            (
+                "SELECT Country, count(*) FROM Customer GROUP BY Country HAVING COUNT(*) > 2",
+                None,
+            ),
+            // No group filter; DISTINCT; other shapes.
+            ("SELECT Country FROM Customer GROUP BY Country", None),
+            (
+                "SELECT DISTINCT Country FROM Customer GROUP BY Country HAVING COUNT(*) > 2",
+                None,
+            ),
+            (
+                "SELECT Country FROM Customer GROUP BY Country HAVING COUNT(*) > 2 OR \
+                 MAX(Total) > 5",
+                None,
+            ),
+            ("not sql at all", None),
+        ] {
+            assert_eq!(show_filter_measure(sql).as_deref(), expected, "{sql}");
+        }
+    }
+
+    #[test]
+    fn name_parts_become_one_name() {
+        let schema = music();
+        for (sql, expected) in [
+            (
+                "SELECT Customer.FirstName, Customer.LastName, SUM(Invoice.Total) AS TotalSpent \
+                 FROM Invoice JOIN Customer ON Invoice.CustomerId = Customer.CustomerId GROUP BY \
+                 Customer.CustomerId",
+                Some(
+                    "SELECT Customer.FirstName || ' ' || Customer.LastName AS CustomerName, \
+                     SUM(Invoice.Total) AS TotalSpent FROM Invoice JOIN Customer ON \
+                     Invoice.CustomerId = Customer.CustomerId GROUP BY Customer.CustomerId",
+                ),
+            ),
+            // Aliases; two people in one row.
+            (
+                "SELECT c.FirstName, c.LastName, e.FirstName, e.LastName FROM Customer c JOIN \
+                 Employee e ON c.SupportRepId = e.EmployeeId",
+                Some(
+                    "SELECT c.FirstName || ' ' || c.LastName AS CustomerName, e.FirstName || ' ' \
+                     || e.LastName AS EmployeeName FROM Customer c JOIN Employee e ON \
+                     c.SupportRepId = e.EmployeeId",
+                ),
+            ),
+            // Parts of two people, the other order, apart: left alone.
+            (
+                "SELECT c.FirstName, e.LastName FROM Customer c JOIN Employee e ON \
+                 c.SupportRepId = e.EmployeeId",
+                None,
+            ),
+            ("SELECT LastName, FirstName FROM Customer", None),
+            ("SELECT FirstName, Country, LastName FROM Customer", None),
+            ("SELECT * FROM Customer", None),
+            ("SELECT FirstName, LastName FROM Nowhere", None),
+        ] {
+            assert_eq!(join_name_parts(sql, &schema).as_deref(), expected, "{sql}");
+        }
+    }
+
+    #[test]
+    fn pinned_columns_give_way() {
+        let schema = music();
+        let asked = ["Track", "Playlist"];
+        for (sql, expected) in [
+            (
+                "SELECT T1.Name FROM Playlist AS T1 JOIN PlaylistTrack AS T2 ON T1.PlaylistId = \
+                 T2.PlaylistId JOIN Track AS T3 ON T2.TrackId = T3.TrackId WHERE T1.Name = \
+                 'Music' AND T3.AlbumId > 2",
+                Some(
+                    "SELECT T3.Name FROM Playlist AS T1 JOIN PlaylistTrack AS T2 ON \
+                     T1.PlaylistId = T2.PlaylistId JOIN Track AS T3 ON T2.TrackId = T3.TrackId \
+                     WHERE T1.Name = 'Music' AND T3.AlbumId > 2",
+                ),
+            ),
+            // Not pinned: compared otherwise, or not in the filter.
+            (
+                "SELECT T1.Name FROM Playlist AS T1 JOIN PlaylistTrack AS T2 ON T1.PlaylistId = \
+                 T2.PlaylistId JOIN Track AS T3 ON T2.TrackId = T3.TrackId WHERE T1.Name LIKE \
+                 'M%'",
+                None,
+            ),
+            (
+                "SELECT T1.Name FROM Playlist AS T1 JOIN PlaylistTrack AS T2 ON T1.PlaylistId = \
+                 T2.PlaylistId JOIN Track AS T3 ON T2.TrackId = T3.TrackId WHERE T3.Name = 'x'",
+                None,
+            ),
+            // Pinned, but no table the question names has the column.
+            (
+                "SELECT a.Title FROM Album a JOIN Track t ON t.AlbumId = a.AlbumId WHERE \
+                 a.Title = 'Out'",
+                None,
+            ),
+            // One table: nothing else to show.
+            ("SELECT Name FROM Playlist WHERE Name = 'Music'", None),
+        ] {
+            assert_eq!(
+                show_the_unpinned_column(sql, &schema, &asked).as_deref(),
+                expected,
+                "{sql}"
+            );
+        }
+    }
+
+    #[test]
+    fn group_keys_show_names() {
+        let mut schema = music();
+        for t in &mut schema.tables {
+            if t.name == "Customer" {
+                t.foreign_keys.push(crate::schema::ForeignKey {
+                    columns: vec!["SupportRepId".into()],
+                    ref_table: "Employee".into(),
+                    ref_columns: vec!["EmployeeId".into()],
+                });
+            }
+        }
+        for (sql, expected) in [
+            (
+                "SELECT T2.SupportRepId, SUM(T1.Total) AS TotalSales FROM Invoice AS T1 JOIN \
+                 Customer AS T2 ON T1.CustomerId = T2.CustomerId GROUP BY T2.SupportRepId",
+                Some(
+                    "SELECT Employee.FirstName || ' ' || Employee.LastName AS EmployeeName, \
+                     SUM(T1.Total) AS TotalSales FROM Invoice AS T1 JOIN Customer AS T2 ON \
+                     T1.CustomerId = T2.CustomerId LEFT JOIN Employee ON T2.SupportRepId = \
+                     Employee.EmployeeId GROUP BY T2.SupportRepId",
+                ),
+            ),
+            // The referenced table joined already: the model chose what to show.
+            (
+                "SELECT c.SupportRepId, COUNT(*) FROM Customer c JOIN Employee e ON \
+                 c.SupportRepId = e.EmployeeId GROUP BY c.SupportRepId",
+                None,
+            ),
+            // Not a foreign key; not shown; two groupings.
+            (
+                "SELECT Country, COUNT(*) FROM Customer GROUP BY Country",
+                None,
+            ),
+            ("SELECT COUNT(*) FROM Customer GROUP BY SupportRepId", None),
+            (
+                "SELECT SupportRepId, Country, COUNT(*) FROM Customer GROUP BY SupportRepId, \
+                 Country",
+                None,
+            ),
+        ] {
+            assert_eq!(
+                name_the_group_keys(sql, &schema).as_deref(),
+                expected,
+                "{sql}"
+            );
+        }
+    }
+
     fn music() -> Schema {
         use crate::schema::{ColumnInfo, TableKind};
         let table = |name: &str, columns: &[(&str, u32)]| TableInfo {
@@ -1245,7 +1890,17 @@ mod tests {
                 table("PlaylistTrack", &[("PlaylistId", 1), ("TrackId", 2)]),
                 table(
                     "Customer",
-                    &[("CustomerId", 1), ("FirstName", 0), ("Country", 0)],
+                    &[
+                        ("CustomerId", 1),
+                        ("FirstName", 0),
+                        ("LastName", 0),
+                        ("Country", 0),
+                        ("SupportRepId", 0),
+                    ],
+                ),
+                table(
+                    "Employee",
+                    &[("EmployeeId", 1), ("FirstName", 0), ("LastName", 0)],
                 ),
                 table(
                     "Invoice",
