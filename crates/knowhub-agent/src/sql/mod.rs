@@ -102,10 +102,25 @@ pub fn nl2sql(
                 let sql = knowhub_sql::mend_join_conditions(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::mend_column_references(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::translate_date_functions(&sql).unwrap_or(sql);
+                let sql = knowhub_sql::convert_duration_units(&sql, question).unwrap_or(sql);
                 let sql = whole_rows(question, &sql).unwrap_or(sql);
+                let sql = rows_behind_ids(question, &sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::count_every_group(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::name_the_listed_rows(&sql, schema).unwrap_or(sql);
-                knowhub_sql::show_ranking_measure(&sql).unwrap_or(sql)
+                let sql = knowhub_sql::name_the_group_keys(&sql, schema).unwrap_or(sql);
+                let sql = knowhub_sql::show_the_unpinned_column(
+                    &sql,
+                    schema,
+                    &tables_named(question, schema),
+                )
+                .unwrap_or(sql);
+                let sql = if asks_for_name_parts(question) {
+                    sql
+                } else {
+                    knowhub_sql::join_name_parts(&sql, schema).unwrap_or(sql)
+                };
+                let sql = knowhub_sql::show_ranking_measure(&sql).unwrap_or(sql);
+                knowhub_sql::show_filter_measure(&sql).unwrap_or(sql)
             }
             _ => sql,
         };
@@ -159,6 +174,42 @@ pub fn nl2sql(
         }
     }
     out
+}
+
+/// The tables whose whole name the question uses ("tracks" names `Track`, "playlist"
+/// `Playlist`, "invoice lines" `InvoiceLine`).
+fn tables_named<'s>(question: &str, schema: &'s Schema) -> Vec<&'s str> {
+    let q_terms = crate::text::terms(question);
+    schema
+        .tables
+        .iter()
+        .filter(|t| {
+            let words = crate::text::terms(&split_ident(&t.name));
+            !words.is_empty() && words.iter().all(|w| q_terms.contains(w))
+        })
+        .map(|t| t.name.as_str())
+        .collect()
+}
+
+/// Whether the question asks for a name's parts ("first and last names", "姓和名"), which
+/// then stay apart.
+fn asks_for_name_parts(question: &str) -> bool {
+    let q = question.to_lowercase();
+    [
+        "first name",
+        "last name",
+        "first and last",
+        "surname",
+        "given name",
+        "family name",
+        "firstname",
+        "lastname",
+        "姓和名",
+        "名和姓",
+        "姓氏",
+    ]
+    .iter()
+    .any(|w| q.contains(w))
 }
 
 /// Tables the prompt describes (the best matches for the question, before the tables they
@@ -547,13 +598,9 @@ const LISTING_WORDS: &[&str] = &[
 ];
 const WH_WORDS: &[&str] = &["what", "which", "who", "how", "when", "where", "why"];
 
-/// `SELECT *` instead of the model's column pick when the question asks to list or show rows
-/// without naming what to show, and the statement is a plain read of one table (no join,
-/// grouping, aggregate or DISTINCT). Small models pick a "name" column or two where a person
-/// asking to "show the customers from Brazil" wants the rows; columns the question names (other
-/// than those it filters or sorts by) keep the model's pick. `None` leaves the statement as it
-/// is. The result still goes through validation like any statement.
-fn whole_rows(question: &str, sql: &str) -> Option<String> {
+/// Whether the question asks to list or show rows ("List all customers…", "列出…"), rather
+/// than asking a wh-question.
+fn asks_to_list(question: &str) -> bool {
     let q_lower = question.to_lowercase();
     let q_words: Vec<&str> = q_lower
         .split(|c: char| !c.is_alphanumeric())
@@ -563,7 +610,78 @@ fn whole_rows(question: &str, sql: &str) -> Option<String> {
         || LISTING_WORDS
             .iter()
             .any(|w| !w.is_ascii() && q_lower.contains(w));
-    if !listing || q_words.first().is_some_and(|w| WH_WORDS.contains(w)) {
+    listing && !q_words.first().is_some_and(|w| WH_WORDS.contains(w))
+}
+
+/// The rows of the entity a listing asks for, where the model listed only their ids from
+/// another table: "List all customers who have made at least one purchase" answered with
+/// `SELECT DISTINCT CustomerId FROM Invoice` becomes `SELECT * FROM Customer WHERE CustomerId
+/// IN (SELECT CustomerId FROM Invoice)` — a list of ids is not a list of customers. Only when
+/// the one selected column is named as another table's single primary key, that table's name
+/// is in the question, and the statement reads from another table first.
+fn rows_behind_ids(question: &str, sql: &str, schema: &Schema) -> Option<String> {
+    if !asks_to_list(question) {
+        return None;
+    }
+    let sql = sql.trim();
+    let upper = sql.to_ascii_uppercase();
+    let from = upper.find(" FROM ")?;
+    let mut col = sql.get(..from)?.strip_prefix("SELECT ").or_else(|| {
+        upper
+            .starts_with("SELECT ")
+            .then(|| sql.get(7..from))
+            .flatten()
+    })?;
+    col = col.trim();
+    if col.len() > 9 && col[..9].eq_ignore_ascii_case("distinct ") {
+        col = col[9..].trim();
+    }
+    if col.is_empty()
+        || !col
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '"'))
+    {
+        return None;
+    }
+    let rest = sql.get(from + 6..)?;
+    let source = rest
+        .split_whitespace()
+        .next()?
+        .trim_matches(|c| matches!(c, '"' | '`' | '[' | ']'));
+    let name = col.rsplit('.').next()?.trim_matches('"');
+    let q_terms = crate::text::terms(question);
+    let entity = schema.tables.iter().find(|t| {
+        let keys: Vec<&str> = t
+            .columns
+            .iter()
+            .filter(|c| c.primary_key > 0)
+            .map(|c| c.name.as_str())
+            .collect();
+        keys.len() == 1
+            && keys[0].eq_ignore_ascii_case(name)
+            // `CustomerId`, `customer_id`: a bare `id` is every table's and names none.
+            && !name.eq_ignore_ascii_case("id")
+            && is_own_id(name, &t.name)
+            && !t.name.eq_ignore_ascii_case(source)
+            && crate::text::terms(&split_ident(&t.name))
+                .iter()
+                .all(|w| q_terms.contains(w))
+    })?;
+    Some(format!(
+        "SELECT * FROM {table} WHERE {key} IN (SELECT {col} FROM {rest})",
+        table = entity.name,
+        key = name,
+    ))
+}
+
+/// `SELECT *` instead of the model's column pick when the question asks to list or show rows
+/// without naming what to show, and the statement is a plain read of one table (no join,
+/// grouping, aggregate or DISTINCT). Small models pick a "name" column or two where a person
+/// asking to "show the customers from Brazil" wants the rows; columns the question names (other
+/// than those it filters or sorts by) keep the model's pick. `None` leaves the statement as it
+/// is. The result still goes through validation like any statement.
+fn whole_rows(question: &str, sql: &str) -> Option<String> {
+    if !asks_to_list(question) {
         return None;
     }
     let sql = sql.trim();
@@ -925,6 +1043,108 @@ mod tests {
                 "{p}"
             );
             assert!(p.ends_with(&tail), "{p}");
+        }
+    }
+
+    #[test]
+    fn listed_ids_become_the_rows_they_name() {
+        use knowhub_sql::{ColumnInfo, TableInfo, TableKind};
+        let table = |name: &str, columns: &[(&str, u32)]| TableInfo {
+            name: name.into(),
+            kind: TableKind::Table,
+            columns: columns
+                .iter()
+                .map(|(c, pk)| ColumnInfo {
+                    name: (*c).into(),
+                    decl_type: "INTEGER".into(),
+                    samples: vec![],
+                    primary_key: *pk,
+                })
+                .collect(),
+            foreign_keys: vec![],
+            row_count: None,
+        };
+        let schema = Schema {
+            tables: vec![
+                table("Customer", &[("CustomerId", 1), ("Name", 0)]),
+                table(
+                    "Invoice",
+                    &[("InvoiceId", 1), ("CustomerId", 0), ("Total", 0)],
+                ),
+            ],
+        };
+        for (question, sql, expected) in [
+            (
+                "List all customers who have made at least one purchase.",
+                "SELECT DISTINCT CustomerId FROM Invoice",
+                Some(
+                    "SELECT * FROM Customer WHERE CustomerId IN (SELECT CustomerId FROM \
+                     Invoice)",
+                ),
+            ),
+            (
+                "Show the customers with an invoice over 10",
+                "SELECT Invoice.CustomerId FROM Invoice WHERE Total > 10",
+                Some(
+                    "SELECT * FROM Customer WHERE CustomerId IN (SELECT Invoice.CustomerId \
+                     FROM Invoice WHERE Total > 10)",
+                ),
+            ),
+            // Ids of the table read: whole_rows' business, not this one's.
+            (
+                "List all customers",
+                "SELECT CustomerId FROM Customer",
+                None,
+            ),
+            // The question does not name the entity, or does not ask to list.
+            (
+                "List the invoices over 10",
+                "SELECT CustomerId FROM Invoice",
+                None,
+            ),
+            (
+                "Which customers bought something?",
+                "SELECT CustomerId FROM Invoice",
+                None,
+            ),
+            // More than one column.
+            (
+                "List all customers who bought",
+                "SELECT CustomerId, Total FROM Invoice",
+                None,
+            ),
+        ] {
+            let expected = expected.map(|e| e.split_whitespace().collect::<Vec<_>>().join(" "));
+            assert_eq!(
+                rows_behind_ids(question, sql, &schema),
+                expected,
+                "{question} / {sql}"
+            );
+        }
+        // A bare `id` names no table.
+        assert_eq!(
+            rows_behind_ids("List all authors", "SELECT id FROM book", &shop()),
+            None
+        );
+    }
+
+    #[test]
+    fn questions_asking_for_name_parts_keep_them() {
+        for (question, parts) in [
+            ("List the first and last names of all employees", true),
+            ("Show each customer's last name", true),
+            ("员工的姓氏是什么", true),
+            (
+                "Who are the top 5 customers by total purchase amount?",
+                false,
+            ),
+            (
+                "Show all customers with their support representative name.",
+                false,
+            ),
+            ("哪位客户消费最多", false),
+        ] {
+            assert_eq!(asks_for_name_parts(question), parts, "{question}");
         }
     }
 
