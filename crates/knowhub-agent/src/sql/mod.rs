@@ -633,8 +633,12 @@ fn rows_behind_ids(question: &str, sql: &str, schema: &Schema) -> Option<String>
             .flatten()
     })?;
     col = col.trim();
-    if col.len() > 9 && col[..9].eq_ignore_ascii_case("distinct ") {
-        col = col[9..].trim();
+    if let Some(rest) = col
+        .get(..9)
+        .filter(|d| d.eq_ignore_ascii_case("distinct "))
+        .and_then(|_| col.get(9..))
+    {
+        col = rest.trim();
     }
     if col.is_empty()
         || !col
