@@ -131,15 +131,7 @@ pub fn show_ranking_measure(sql: &str) -> Option<String> {
 /// ```
 pub fn show_filter_measure(sql: &str) -> Option<String> {
     let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
-    if statements.len() != 1 {
-        return None;
-    }
-    let Statement::Query(query) = &mut statements[0] else {
-        return None;
-    };
-    let SetExpr::Select(select) = query.body.as_mut() else {
-        return None;
-    };
+    let select = only_select(&mut statements)?;
     if select.distinct.is_some() {
         return None;
     }
@@ -243,15 +235,7 @@ fn tested_aggregates(having: &Expr, out: &mut Vec<Expr>) -> Option<()> {
 /// ```
 pub fn join_name_parts(sql: &str, schema: &Schema) -> Option<String> {
     let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
-    if statements.len() != 1 {
-        return None;
-    }
-    let Statement::Query(query) = &mut statements[0] else {
-        return None;
-    };
-    let SetExpr::Select(select) = query.body.as_mut() else {
-        return None;
-    };
+    let select = only_select(&mut statements)?;
     let [from] = select.from.as_slice() else {
         return None;
     };
@@ -360,15 +344,7 @@ pub fn join_name_parts(sql: &str, schema: &Schema) -> Option<String> {
 /// ```
 pub fn show_the_unpinned_column(sql: &str, schema: &Schema, asked: &[&str]) -> Option<String> {
     let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
-    if statements.len() != 1 {
-        return None;
-    }
-    let Statement::Query(query) = &mut statements[0] else {
-        return None;
-    };
-    let SetExpr::Select(select) = query.body.as_mut() else {
-        return None;
-    };
+    let select = only_select(&mut statements)?;
     let [from] = select.from.as_slice() else {
         return None;
     };
@@ -476,15 +452,7 @@ pub fn show_the_unpinned_column(sql: &str, schema: &Schema, asked: &[&str]) -> O
 /// ```
 pub fn name_the_group_keys(sql: &str, schema: &Schema) -> Option<String> {
     let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
-    if statements.len() != 1 {
-        return None;
-    }
-    let Statement::Query(query) = &mut statements[0] else {
-        return None;
-    };
-    let SetExpr::Select(select) = query.body.as_mut() else {
-        return None;
-    };
+    let select = only_select(&mut statements)?;
     if select.distinct.is_some() {
         return None;
     }
@@ -1558,6 +1526,17 @@ fn single_primary_key(table: &TableInfo) -> Option<String> {
     let mut keys = table.columns.iter().filter(|c| c.primary_key > 0);
     let key = keys.next()?;
     keys.next().is_none().then(|| key.name.clone())
+}
+
+/// The one plain SELECT of a single-statement query (not a set operation); `None` otherwise.
+fn only_select(statements: &mut [Statement]) -> Option<&mut sqlparser::ast::Select> {
+    let [Statement::Query(query)] = statements else {
+        return None;
+    };
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return None;
+    };
+    Some(select)
 }
 
 /// An integer or other literal (`ORDER BY 2` orders by the second column: shown already).
