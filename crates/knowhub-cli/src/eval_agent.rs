@@ -73,6 +73,9 @@ struct SqlRow {
     by: Option<String>,
     sql: Option<String>,
     error: Option<String>,
+    /// Every statement tried and why it was turned down, when none answered (what to fix next).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tried: Vec<String>,
     ms: u64,
 }
 
@@ -183,6 +186,21 @@ pub(crate) fn sql(args: &SqlEvalArgs, llm: &LlmArgs, json: bool) -> Result<ExitC
             by,
             sql,
             error,
+            tried: if out.answer.is_some() {
+                Vec::new()
+            } else {
+                out.attempts
+                    .iter()
+                    .map(|a| {
+                        format!(
+                            "[{}] {} — {}",
+                            a.by,
+                            a.sql,
+                            a.error.as_deref().unwrap_or("no error")
+                        )
+                    })
+                    .collect()
+            },
             ms,
         });
     }

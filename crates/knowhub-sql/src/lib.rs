@@ -69,6 +69,7 @@ mod error;
 mod execute;
 mod functions;
 mod glossary;
+mod joins;
 mod policy;
 mod rewrite;
 mod schema;
@@ -81,13 +82,15 @@ pub use compare::{TOLERANCE, results_match, results_match_any_column_order};
 pub use error::{Result, SqlError};
 pub use execute::execute;
 pub use functions::{ALLOWED_FUNCTIONS, is_allowed_function};
+pub use joins::{drop_imagined_lookups, rejoin_by_foreign_keys};
 pub use policy::{
     DEFAULT_LIMIT, DEFAULT_MAX_RESULT_BYTES, DEFAULT_TIMEOUT, Param, Policy, TenantFilter,
 };
 pub use rewrite::{
-    count_every_group, join_name_parts, mend_column_references, mend_join_conditions,
-    name_the_group_keys, name_the_listed_rows, show_filter_measure, show_ranking_measure,
-    show_the_unpinned_column, split_fused_names, translate_date_functions,
+    count_every_group, group_by_row_key, join_name_parts, mend_column_references,
+    mend_join_conditions, name_the_group_keys, name_the_listed_rows, show_filter_measure,
+    show_ranking_measure, show_the_named_name, show_the_unpinned_column, split_fused_names,
+    translate_date_functions,
 };
 pub use schema::{ColumnInfo, ForeignKey, Schema, TableInfo, TableKind, introspect};
 pub use template::template_sql;

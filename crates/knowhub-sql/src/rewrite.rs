@@ -491,20 +491,7 @@ pub fn name_the_group_keys(sql: &str, schema: &Schema) -> Option<String> {
     })?;
     let t = &target.name;
     let snake = target.columns.iter().any(|c| c.name.contains('_'));
-    let name_sql = if let Some(c) = target.columns.iter().find(|c| own_name(target, &c.name)) {
-        format!("{t}.{}", c.name)
-    } else {
-        let flat = |c: &str| c.replace('_', "").to_ascii_lowercase();
-        let first = target
-            .columns
-            .iter()
-            .find(|c| flat(&c.name) == "firstname")?;
-        let last = target
-            .columns
-            .iter()
-            .find(|c| flat(&c.name) == "lastname")?;
-        format!("{t}.{} || ' ' || {t}.{}", first.name, last.name)
-    };
+    let name_sql = name_expression(target, t)?;
     let alias = if snake {
         format!("{}_name", t.to_ascii_lowercase())
     } else {
@@ -527,6 +514,219 @@ pub fn name_the_group_keys(sql: &str, schema: &Schema) -> Option<String> {
     select.projection[position] = item;
     select.from[0].joins.push(join);
     Some(statements[0].to_string())
+}
+
+/// Groups by the rows' key, not their name: `GROUP BY t.Name` of a joined table puts different
+/// rows that share a name (two tracks called "Untitled", two albums called "Greatest Hits")
+/// into one group, so "the 5 most purchased tracks" adds up the sales of every track with the
+/// same title. The name (`Name`, `<Table>Name` or `Title`) of a table with a one-column primary
+/// key gives way to that key in the GROUP BY; the name stays shown (SQLite takes a grouped
+/// row's column as it is). Only over joins: grouping one table's own rows by their name is a
+/// question about the names.
+///
+/// `None` when nothing changes: the key is grouped already, the name is an alias of the
+/// selected columns, or the statement is not one plain SELECT over tables of `schema`.
+///
+/// ```
+/// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, group_by_row_key};
+/// let table = |name: &str, columns: &[(&str, u32)]| TableInfo {
+///     name: name.into(),
+///     kind: TableKind::Table,
+///     columns: columns
+///         .iter()
+///         .map(|(c, pk)| ColumnInfo {
+///             name: (*c).into(),
+///             decl_type: "TEXT".into(),
+///             samples: vec![],
+///             primary_key: *pk,
+///         })
+///         .collect(),
+///     foreign_keys: vec![],
+///     row_count: None,
+/// };
+/// let schema = Schema {
+///     tables: vec![
+///         table("Track", &[("TrackId", 1), ("Name", 0)]),
+///         table("Sale", &[("SaleId", 1), ("TrackId", 0), ("Quantity", 0)]),
+///     ],
+/// };
+/// assert_eq!(
+///     group_by_row_key(
+///         "SELECT t.Name, SUM(s.Quantity) FROM Track t JOIN Sale s ON s.TrackId = t.TrackId \
+///          GROUP BY t.Name ORDER BY 2 DESC LIMIT 5",
+///         &schema
+///     )
+///     .as_deref(),
+///     Some(
+///         "SELECT t.Name, SUM(s.Quantity) FROM Track t JOIN Sale s ON s.TrackId = t.TrackId \
+///          GROUP BY t.TrackId ORDER BY 2 DESC LIMIT 5"
+///     )
+/// );
+/// ```
+pub fn group_by_row_key(sql: &str, schema: &Schema) -> Option<String> {
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    let select = only_select(&mut statements)?;
+    let [from] = select.from.as_slice() else {
+        return None;
+    };
+    let bound = bind_all(from, schema)?;
+    if bound.len() < 2 {
+        return None;
+    }
+    let aliases: Vec<String> = select
+        .projection
+        .iter()
+        .filter_map(|item| match item {
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.to_ascii_lowercase()),
+            _ => None,
+        })
+        .collect();
+    let GroupByExpr::Expressions(groups, _) = &mut select.group_by else {
+        return None;
+    };
+    let grouped: Vec<Option<(usize, String)>> =
+        groups.iter().map(|g| column_of(g, &bound)).collect();
+    let mut changed = false;
+    for (group, resolved) in groups.iter_mut().zip(&grouped) {
+        let Some((side, column)) = resolved else {
+            continue;
+        };
+        if let Expr::Identifier(id) = &*group
+            && aliases.contains(&id.value.to_ascii_lowercase())
+        {
+            continue;
+        }
+        let table = bound[*side].table;
+        if !(own_name(table, column) || is_title(table, column)) {
+            continue;
+        }
+        let Some(key) = single_primary_key(table) else {
+            continue;
+        };
+        if grouped
+            .iter()
+            .flatten()
+            .any(|(s, c)| s == side && c.eq_ignore_ascii_case(&key))
+        {
+            continue;
+        }
+        *group = Expr::CompoundIdentifier(vec![
+            Ident::new(bound[*side].binding.clone()),
+            Ident::new(key),
+        ]);
+        changed = true;
+    }
+    changed.then(|| statements[0].to_string())
+}
+
+/// Whether `column` is `table`'s title: `Title`, or the table's name followed by `Title`.
+fn is_title(table: &TableInfo, column: &str) -> bool {
+    let words = crate::template::ident_words(column);
+    let table_words = crate::template::ident_words(&table.name);
+    match words.split_last() {
+        Some((last, [])) => last == "title",
+        Some((last, rest)) => last == "title" && rest == table_words.as_slice(),
+        None => false,
+    }
+}
+
+/// A name shown under an alias that says so, read from a column that is not one: `SELECT
+/// c.Company AS CustomerName` (the customer's company for the customer's name). When the alias
+/// is the table's own name (`Name`, `CustomerName` for `Customer`) and the column is none of
+/// the table's names, the table's name is shown instead: its own `Name`/`<Table>Name` column,
+/// or its first and last names joined. `None` when nothing changes or the statement is not
+/// one plain SELECT over tables of `schema`.
+///
+/// ```
+/// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, show_the_named_name};
+/// let table = |name: &str, columns: &[&str]| TableInfo {
+///     name: name.into(),
+///     kind: TableKind::Table,
+///     columns: columns
+///         .iter()
+///         .map(|c| ColumnInfo {
+///             name: (*c).into(),
+///             decl_type: "TEXT".into(),
+///             samples: vec![],
+///             primary_key: u32::from(c.ends_with("Id")),
+///         })
+///         .collect(),
+///     foreign_keys: vec![],
+///     row_count: None,
+/// };
+/// let schema = Schema {
+///     tables: vec![table(
+///         "Customer",
+///         &["CustomerId", "FirstName", "LastName", "Company"],
+///     )],
+/// };
+/// assert_eq!(
+///     show_the_named_name("SELECT c.Company AS CustomerName FROM Customer c", &schema)
+///         .as_deref(),
+///     Some("SELECT c.FirstName || ' ' || c.LastName AS CustomerName FROM Customer c")
+/// );
+/// assert_eq!(
+///     show_the_named_name("SELECT c.Company AS Employer FROM Customer c", &schema),
+///     None
+/// );
+/// ```
+pub fn show_the_named_name(sql: &str, schema: &Schema) -> Option<String> {
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    let select = only_select(&mut statements)?;
+    let [from] = select.from.as_slice() else {
+        return None;
+    };
+    let bound = bind_all(from, schema)?;
+    let mut changed = false;
+    for item in &mut select.projection {
+        let SelectItem::ExprWithAlias { expr, alias } = item else {
+            continue;
+        };
+        let Some((side, column)) = column_of(expr, &bound) else {
+            continue;
+        };
+        let b = &bound[side];
+        if !own_name(b.table, &alias.value) || is_a_name(&column) {
+            continue;
+        }
+        let Some(name) = name_expression(b.table, &b.binding) else {
+            continue;
+        };
+        let mut parsed = Parser::new(&SQLiteDialect {})
+            .try_with_sql(&name)
+            .ok()?
+            .parse_expr()
+            .ok()?;
+        std::mem::swap(expr, &mut parsed);
+        changed = true;
+    }
+    changed.then(|| statements[0].to_string())
+}
+
+/// Whether a column's name says it holds a name or part of one (`Name`, `FirstName`,
+/// `last_name`, `Title`).
+fn is_a_name(column: &str) -> bool {
+    crate::template::ident_words(column)
+        .last()
+        .is_some_and(|w| w == "name" || w == "title")
+}
+
+/// The SQL that shows a row of `table` (called `binding`) by name: its own name column, or
+/// its first and last names joined with a space.
+fn name_expression(table: &TableInfo, binding: &str) -> Option<String> {
+    if let Some(c) = table.columns.iter().find(|c| own_name(table, &c.name)) {
+        return Some(format!("{binding}.{}", c.name));
+    }
+    let flat = |c: &str| c.replace('_', "").to_ascii_lowercase();
+    let first = table
+        .columns
+        .iter()
+        .find(|c| flat(&c.name) == "firstname")?;
+    let last = table.columns.iter().find(|c| flat(&c.name) == "lastname")?;
+    Some(format!(
+        "{binding}.{} || ' ' || {binding}.{}",
+        first.name, last.name
+    ))
 }
 
 /// Date-part functions of other dialects in SQLite's words: `YEAR(d)`, `MONTH(d)`, `DAY(d)`
@@ -896,10 +1096,11 @@ fn conjuncts(e: &mut Expr) -> Vec<&mut Expr> {
 
 /// Column references a small model qualified with the wrong table, mended where the schema
 /// leaves one reading: `T1.Name` when `T1` (`PlaylistTrack`) has no `Name` but exactly one
-/// other table of the same FROM clause has, becomes that table's `Name`; and a group by an
-/// entity's name column it does not have (`GROUP BY Customer.Name`, where a customer's name is
-/// `FirstName` and `LastName`) groups by the entity's primary key. Only references that would
-/// fail are touched. `None` when nothing is changed.
+/// other table of the same FROM clause has (or `T1` is no table of the clause at all), becomes
+/// that table's `Name`; and a group by an entity's name column it does not have (`GROUP BY
+/// Customer.Name`, where a customer's name is `FirstName` and `LastName`) groups by the
+/// entity's primary key. Only references that would fail are touched. `None` when nothing is
+/// changed.
 ///
 /// ```
 /// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, mend_column_references};
@@ -983,10 +1184,11 @@ pub fn mend_column_references(sql: &str, schema: &Schema) -> Option<String> {
             let [qualifier, column] = parts.as_slice() else {
                 return ControlFlow::Continue(());
             };
-            let Some(named) = bound_as(self.bound, &qualifier.value) else {
-                return ControlFlow::Continue(());
-            };
-            if named.table.column(&column.value).is_some() {
+            // A qualifier that is no table of the FROM clause (`T1.FirstName` in `FROM Invoice
+            // I JOIN Customer C`) fails as surely as a table without the column.
+            if bound_as(self.bound, &qualifier.value)
+                .is_some_and(|named| named.table.column(&column.value).is_some())
+            {
                 return ControlFlow::Continue(());
             }
             let holders: Vec<&Binding<'_>> = self
@@ -1312,7 +1514,7 @@ pub fn split_fused_names(sql: &str, schema: &Schema) -> Option<String> {
 /// The tables of one FROM item (`a JOIN b … JOIN c`), each a different table of `schema`;
 /// `None` when one is not a table of the schema (a subquery, a function) or one is joined
 /// twice (which binding a name meant is then unknown).
-fn bind_all<'s>(from: &TableWithJoins, schema: &'s Schema) -> Option<Vec<Binding<'s>>> {
+pub(crate) fn bind_all<'s>(from: &TableWithJoins, schema: &'s Schema) -> Option<Vec<Binding<'s>>> {
     let mut bound = vec![Binding::of(&from.relation, schema)?];
     for join in &from.joins {
         bound.push(Binding::of(&join.relation, schema)?);
@@ -1325,14 +1527,14 @@ fn bind_all<'s>(from: &TableWithJoins, schema: &'s Schema) -> Option<Vec<Binding
 
 /// A table of the FROM clause: the schema's table and the name the statement calls it by.
 #[derive(Clone)]
-struct Binding<'s> {
-    table: &'s TableInfo,
-    name: String,
-    binding: String,
+pub(crate) struct Binding<'s> {
+    pub(crate) table: &'s TableInfo,
+    pub(crate) name: String,
+    pub(crate) binding: String,
 }
 
 impl<'s> Binding<'s> {
-    fn of(factor: &TableFactor, schema: &'s Schema) -> Option<Binding<'s>> {
+    pub(crate) fn of(factor: &TableFactor, schema: &'s Schema) -> Option<Binding<'s>> {
         let TableFactor::Table {
             name, alias, args, ..
         } = factor
@@ -1365,7 +1567,7 @@ fn bound_as<'a, 's>(bound: &'a [Binding<'s>], qualifier: &str) -> Option<&'a Bin
 
 /// Which bound table (its position) `e` is a column of (`t.c`, or a bare `c` only one of
 /// them has), and the column's name as declared.
-fn column_of(e: &Expr, bound: &[Binding<'_>]) -> Option<(usize, String)> {
+pub(crate) fn column_of(e: &Expr, bound: &[Binding<'_>]) -> Option<(usize, String)> {
     match e {
         Expr::CompoundIdentifier(parts) => {
             let [qualifier, column] = parts.as_slice() else {
@@ -1522,14 +1724,14 @@ fn own_name(table: &TableInfo, column: &str) -> bool {
 }
 
 /// The column of a one-column primary key.
-fn single_primary_key(table: &TableInfo) -> Option<String> {
+pub(crate) fn single_primary_key(table: &TableInfo) -> Option<String> {
     let mut keys = table.columns.iter().filter(|c| c.primary_key > 0);
     let key = keys.next()?;
     keys.next().is_none().then(|| key.name.clone())
 }
 
 /// The one plain SELECT of a single-statement query (not a set operation); `None` otherwise.
-fn only_select(statements: &mut [Statement]) -> Option<&mut sqlparser::ast::Select> {
+pub(crate) fn only_select(statements: &mut [Statement]) -> Option<&mut sqlparser::ast::Select> {
     let [Statement::Query(query)] = statements else {
         return None;
     };
@@ -2198,6 +2400,19 @@ mod tests {
                      Invoice.CustomerId = Customer.CustomerId GROUP BY Customer.CustomerId",
                 ),
             ),
+            // A qualifier that is no table of the FROM clause.
+            (
+                "SELECT T1.FirstName, SUM(I.Total) FROM Invoice I JOIN Customer C ON \
+                 I.CustomerId = C.CustomerId GROUP BY C.CustomerId",
+                Some(
+                    "SELECT C.FirstName, SUM(I.Total) FROM Invoice I JOIN Customer C ON \
+                     I.CustomerId = C.CustomerId GROUP BY C.CustomerId",
+                ),
+            ),
+            (
+                "SELECT Customer.FirstName FROM Customer c",
+                Some("SELECT c.FirstName FROM Customer c"),
+            ),
             // Both tables have it, or neither: left for the retry's hint.
             (
                 "SELECT a.Title FROM Artist a JOIN Playlist p ON a.ArtistId = p.PlaylistId",
@@ -2271,6 +2486,93 @@ mod tests {
             ("not sql", None),
         ] {
             assert_eq!(translate_date_functions(sql).as_deref(), expected, "{sql}");
+        }
+    }
+
+    #[test]
+    fn groups_are_by_row_key_not_name() {
+        let schema = music();
+        for (sql, expected) in [
+            // Same-named tracks are different tracks.
+            (
+                "SELECT T1.Name, SUM(T2.UnitPrice) FROM Track AS T1 JOIN InvoiceLine AS T2 ON \
+                 T1.TrackId = T2.TrackId GROUP BY T1.Name ORDER BY SUM(T2.UnitPrice) DESC LIMIT 5",
+                Some(
+                    "SELECT T1.Name, SUM(T2.UnitPrice) FROM Track AS T1 JOIN InvoiceLine AS T2 \
+                     ON T1.TrackId = T2.TrackId GROUP BY T1.TrackId ORDER BY SUM(T2.UnitPrice) \
+                     DESC LIMIT 5",
+                ),
+            ),
+            // A title, bare or qualified; other groups stay.
+            (
+                "SELECT Title, COUNT(*) FROM Album JOIN Track ON Album.AlbumId = Track.AlbumId \
+                 GROUP BY Title",
+                Some(
+                    "SELECT Title, COUNT(*) FROM Album JOIN Track ON Album.AlbumId = \
+                     Track.AlbumId GROUP BY Album.AlbumId",
+                ),
+            ),
+            // The key is grouped already.
+            (
+                "SELECT a.Name, COUNT(*) FROM Artist a JOIN Album b ON a.ArtistId = b.ArtistId \
+                 GROUP BY a.ArtistId, a.Name",
+                None,
+            ),
+            // One table: a question about the names themselves.
+            ("SELECT Name, COUNT(*) FROM Track GROUP BY Name", None),
+            // Not a name; an alias of a selected column; not one plain SELECT.
+            (
+                "SELECT c.Country, SUM(i.Total) FROM Customer c JOIN Invoice i ON c.CustomerId \
+                 = i.CustomerId GROUP BY c.Country",
+                None,
+            ),
+            (
+                "SELECT a.Title AS Name, COUNT(*) FROM Album a JOIN Artist r ON a.ArtistId = \
+                 r.ArtistId GROUP BY Name",
+                None,
+            ),
+            ("SELECT 1; SELECT 2", None),
+            ("not sql", None),
+        ] {
+            assert_eq!(group_by_row_key(sql, &schema).as_deref(), expected, "{sql}");
+        }
+    }
+
+    #[test]
+    fn names_come_from_name_columns() {
+        let schema = music();
+        for (sql, expected) in [
+            // A person's name from the first and last names.
+            (
+                "SELECT i.Total, c.Country AS CustomerName FROM Invoice i JOIN Customer c ON \
+                 i.CustomerId = c.CustomerId",
+                Some(
+                    "SELECT i.Total, c.FirstName || ' ' || c.LastName AS CustomerName FROM \
+                     Invoice i JOIN Customer c ON i.CustomerId = c.CustomerId",
+                ),
+            ),
+            // A thing's name from its Name column.
+            (
+                "SELECT ArtistId AS ArtistName FROM Artist",
+                Some("SELECT Artist.Name AS ArtistName FROM Artist"),
+            ),
+            // Already a name, or part of one; an alias that is another table's name.
+            ("SELECT c.FirstName AS CustomerName FROM Customer c", None),
+            ("SELECT Title AS AlbumName FROM Album", None),
+            (
+                "SELECT t.AlbumId AS ArtistName FROM Track t JOIN Album a ON t.AlbumId = \
+                 a.AlbumId",
+                None,
+            ),
+            // No name to show instead.
+            ("SELECT pt.TrackId AS Name FROM PlaylistTrack pt", None),
+            ("not sql", None),
+        ] {
+            assert_eq!(
+                show_the_named_name(sql, &schema).as_deref(),
+                expected,
+                "{sql}"
+            );
         }
     }
 }

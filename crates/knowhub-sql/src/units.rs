@@ -126,12 +126,29 @@ fn asked(question: &str) -> Asked {
     out
 }
 
-/// The unit column `e` reads: the column itself, or one aggregate of it (`SUM(Milliseconds)`).
+/// The unit column `e` reads: the column itself, one aggregate of it (`SUM(Milliseconds)`),
+/// either cast to a number, or either divided by a count (`CAST(SUM(Milliseconds) AS REAL) /
+/// COUNT(TrackId)`, an average written out: a duration per item is still a duration).
 fn unit_column(e: &Expr) -> Option<TimeUnit> {
     match e {
         Expr::Identifier(id) => TimeUnit::of_column(&id.value),
         Expr::CompoundIdentifier(parts) => TimeUnit::of_column(&parts.last()?.value),
         Expr::Nested(inner) => unit_column(inner),
+        Expr::Cast {
+            expr, data_type, ..
+        } => {
+            let target = data_type.to_string().to_ascii_uppercase();
+            ["REAL", "FLOAT", "DOUBLE", "NUMERIC", "DECIMAL", "INT"]
+                .iter()
+                .any(|t| target.starts_with(t))
+                .then(|| unit_column(expr))
+                .flatten()
+        }
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Divide,
+            right,
+        } if is_count(right) => unit_column(left),
         Expr::Function(f) => {
             let name = f.name.to_string().to_ascii_lowercase();
             if !matches!(name.as_str(), "sum" | "avg" | "min" | "max") {
@@ -146,6 +163,15 @@ fn unit_column(e: &Expr) -> Option<TimeUnit> {
             }
         }
         _ => None,
+    }
+}
+
+/// Whether `e` is a `COUNT(…)` call: a number of items, without a unit.
+fn is_count(e: &Expr) -> bool {
+    match e {
+        Expr::Nested(inner) => is_count(inner),
+        Expr::Function(f) => f.name.to_string().eq_ignore_ascii_case("count"),
+        _ => false,
     }
 }
 
@@ -388,6 +414,35 @@ mod tests {
             (
                 "SELECT AVG(Milliseconds) / 60000.0 FROM Track",
                 "average track length in minutes",
+                None,
+            ),
+            // An average written out as a ratio of aggregates, shown and compared.
+            (
+                "SELECT CAST(SUM(T1.Milliseconds) AS REAL) / COUNT(T1.TrackId) FROM Track AS T1",
+                "What is the average track length in minutes?",
+                Some(
+                    "SELECT CAST(SUM(T1.Milliseconds) AS REAL) / COUNT(T1.TrackId) / 60000.0 \
+                     FROM Track AS T1",
+                ),
+            ),
+            (
+                "SELECT AlbumId FROM Track GROUP BY AlbumId HAVING SUM(Milliseconds) / \
+                 COUNT(*) > 4",
+                "albums whose tracks average more than 4 minutes",
+                Some(
+                    "SELECT AlbumId FROM Track GROUP BY AlbumId HAVING SUM(Milliseconds) / \
+                     COUNT(*) > 240000",
+                ),
+            ),
+            // A duration divided by something other than a count, or cast to text: no unit.
+            (
+                "SELECT SUM(Milliseconds) / SUM(Bytes) FROM Track",
+                "speed in minutes",
+                None,
+            ),
+            (
+                "SELECT CAST(Milliseconds AS TEXT) FROM Track",
+                "length in minutes",
                 None,
             ),
             // No durations in the question.

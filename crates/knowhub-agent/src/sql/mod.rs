@@ -98,8 +98,10 @@ pub fn nl2sql(
         let Some((by, sql)) = generated else { break };
         let sql = match by {
             "llm" => {
+                let sql = knowhub_sql::drop_imagined_lookups(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::split_fused_names(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::mend_join_conditions(&sql, schema).unwrap_or(sql);
+                let sql = knowhub_sql::rejoin_by_foreign_keys(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::mend_column_references(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::translate_date_functions(&sql).unwrap_or(sql);
                 let sql = knowhub_sql::convert_duration_units(&sql, question).unwrap_or(sql);
@@ -108,6 +110,8 @@ pub fn nl2sql(
                 let sql = knowhub_sql::count_every_group(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::name_the_listed_rows(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::name_the_group_keys(&sql, schema).unwrap_or(sql);
+                let sql = knowhub_sql::group_by_row_key(&sql, schema).unwrap_or(sql);
+                let sql = knowhub_sql::show_the_named_name(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::show_the_unpinned_column(
                     &sql,
                     schema,
@@ -709,15 +713,19 @@ fn whole_rows(question: &str, sql: &str) -> Option<String> {
         cols = &joined_parts;
     }
     // `DISTINCT CustomerId FROM Customer`: the table's own id is distinct row by row already,
-    // so this is a plain pick of rows.
-    if let Some(col) = cols
+    // and `DISTINCT Name FROM MediaType` or `DISTINCT FirstName, LastName FROM Customer` picks
+    // the rows by what names them ("all the different media types" are the table's rows):
+    // a plain pick of rows.
+    if let Some(picked) = cols
         .get(..9)
         .filter(|d| d.eq_ignore_ascii_case("distinct "))
         .and_then(|_| cols.get(9..))
         .map(str::trim)
-        && is_own_id(col, table)
+        && picked
+            .split(',')
+            .all(|c| is_own_id(c.trim(), table) || is_own_name(c.trim(), table))
     {
-        cols = col;
+        cols = picked;
     }
     let plain_list = !cols.is_empty()
         && cols
@@ -813,6 +821,18 @@ fn is_own_id(col: &str, table: &str) -> bool {
     let name = col.rsplit('.').next().unwrap_or("").trim_matches('"');
     let flat = |s: &str| s.replace('_', "").to_ascii_lowercase();
     !table.is_empty() && (flat(name) == "id" || flat(name) == format!("{}id", flat(table)))
+}
+
+/// Whether `col` (maybe qualified) names the rows of `table`: `Name`, `<Table>Name`, `Title`,
+/// or a first or last name.
+fn is_own_name(col: &str, table: &str) -> bool {
+    let name = col.rsplit('.').next().unwrap_or("").trim_matches('"');
+    let flat = |s: &str| s.replace('_', "").to_ascii_lowercase();
+    let (name, table) = (flat(name), flat(table));
+    !table.is_empty()
+        && ["name", "title", "firstname", "lastname"]
+            .iter()
+            .any(|n| name == *n || name == format!("{table}{n}"))
 }
 
 /// `InvoiceLine` → `Invoice Line`, `order_items` → `order items`.
@@ -1192,6 +1212,23 @@ mod tests {
                 "Show the customers.",
                 "SELECT DISTINCT c.customer_id FROM customer c",
                 star("customer c"),
+            ),
+            // DISTINCT over what names the rows: the different rows.
+            (
+                "Give me a list of all the different media types.",
+                "SELECT DISTINCT Name FROM MediaType",
+                star("MediaType"),
+            ),
+            (
+                "Show all customers from Canada.",
+                "SELECT DISTINCT Customer.FirstName, Customer.LastName FROM Customer WHERE \
+                 Country = 'Canada'",
+                star("Customer WHERE Country = 'Canada'"),
+            ),
+            (
+                "Show the countries and names.",
+                "SELECT DISTINCT Country, Name FROM Customer",
+                None,
             ),
             // The table's name inside a column's name does not ask for that column.
             (
