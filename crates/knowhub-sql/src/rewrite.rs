@@ -619,6 +619,105 @@ pub fn group_by_row_key(sql: &str, schema: &Schema) -> Option<String> {
     changed.then(|| statements[0].to_string())
 }
 
+/// Rows ranked by an aggregate but never grouped: `SELECT p.Name FROM Playlist p JOIN … JOIN
+/// Track t … ORDER BY SUM(t.Milliseconds) DESC LIMIT 1` fails ("misuse of aggregate"), since
+/// there are no groups to sum over. When every selected column is one joined table's, that
+/// table's rows are what is ranked: the statement groups by its one-column primary key.
+/// `None` when the statement is grouped or aggregated already, selects from several tables,
+/// orders by no aggregate, or is not one plain SELECT over joined tables of `schema`.
+///
+/// ```
+/// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, group_the_ranked_rows};
+/// let table = |name: &str, columns: &[&str]| TableInfo {
+///     name: name.into(),
+///     kind: TableKind::Table,
+///     columns: columns
+///         .iter()
+///         .enumerate()
+///         .map(|(i, c)| ColumnInfo {
+///             name: (*c).into(),
+///             decl_type: "TEXT".into(),
+///             samples: vec![],
+///             primary_key: u32::from(i == 0),
+///         })
+///         .collect(),
+///     foreign_keys: vec![],
+///     row_count: None,
+/// };
+/// let schema = Schema {
+///     tables: vec![
+///         table("Playlist", &["PlaylistId", "Name"]),
+///         table("Song", &["SongId", "PlaylistId", "Milliseconds"]),
+///     ],
+/// };
+/// assert_eq!(
+///     group_the_ranked_rows(
+///         "SELECT p.Name FROM Playlist p JOIN Song s ON s.PlaylistId = p.PlaylistId \
+///          ORDER BY SUM(s.Milliseconds) DESC LIMIT 1",
+///         &schema
+///     )
+///     .as_deref(),
+///     Some(
+///         "SELECT p.Name FROM Playlist p JOIN Song s ON s.PlaylistId = p.PlaylistId \
+///          GROUP BY p.PlaylistId ORDER BY SUM(s.Milliseconds) DESC LIMIT 1"
+///     )
+/// );
+/// ```
+pub fn group_the_ranked_rows(sql: &str, schema: &Schema) -> Option<String> {
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    let [Statement::Query(query)] = statements.as_mut_slice() else {
+        return None;
+    };
+    let OrderByKind::Expressions(order) = &query.order_by.as_ref()?.kind else {
+        return None;
+    };
+    if !order.iter().any(|o| has_aggregate(&o.expr)) {
+        return None;
+    }
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return None;
+    };
+    if select.distinct.is_some() || select.having.is_some() {
+        return None;
+    }
+    match &select.group_by {
+        GroupByExpr::Expressions(groups, modifiers)
+            if groups.is_empty() && modifiers.is_empty() => {}
+        _ => return None,
+    }
+    let [from] = select.from.as_slice() else {
+        return None;
+    };
+    let bound = bind_all(from, schema)?;
+    if bound.len() < 2 {
+        return None;
+    }
+    let mut sides = Vec::new();
+    for item in &select.projection {
+        let (SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }) = item else {
+            return None;
+        };
+        if has_aggregate(e) {
+            return None;
+        }
+        let side = (0..bound.len()).find(|&s| reads_only(e, &bound, |x| x == s))?;
+        sides.push(side);
+    }
+    sides.dedup();
+    let [side] = sides.as_slice() else {
+        return None;
+    };
+    let key = single_primary_key(bound[*side].table)?;
+    select.group_by = GroupByExpr::Expressions(
+        vec![Expr::CompoundIdentifier(vec![
+            Ident::new(bound[*side].binding.clone()),
+            Ident::new(key),
+        ])],
+        vec![],
+    );
+    Some(statements[0].to_string())
+}
+
 /// Whether `column` is `table`'s title: `Title`, or the table's name followed by `Title`.
 fn is_title(table: &TableInfo, column: &str) -> bool {
     let words = crate::template::ident_words(column);
@@ -991,8 +1090,9 @@ pub fn count_every_group(sql: &str, schema: &Schema) -> Option<String> {
 /// A join condition that compares a column with itself (`JOIN PlaylistTrack ON
 /// Playlist.PlaylistId = Playlist.PlaylistId`) is always true: the join becomes a cross join
 /// and every count is multiplied. When the joined table has that column too, the condition
-/// meant it: one side becomes the joined table's column. `None` when there is no such
-/// condition.
+/// meant it: one side becomes the joined table's column. A side that is a bound table's name
+/// rather than a column (`ON PlaylistTrack.TrackId = Track`) means that table's column of the
+/// same name. `None` when there is no such condition.
 ///
 /// ```
 /// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, mend_join_conditions};
@@ -1056,6 +1156,29 @@ pub fn mend_join_conditions(sql: &str, schema: &Schema) -> Option<String> {
                 else {
                     continue;
                 };
+                // `= Track`: a table where a column belongs, the other side's column of it.
+                let as_column = |table_side: &Expr, column_side: &Expr| {
+                    let Expr::Identifier(id) = table_side else {
+                        return None;
+                    };
+                    if column_of(table_side, &known).is_some() {
+                        return None;
+                    }
+                    let named = bound_as(&known, &id.value)?;
+                    let (_, column) = column_of(column_side, &known)?;
+                    let c = named.table.column(&column)?;
+                    Some(Expr::CompoundIdentifier(vec![
+                        Ident::new(named.binding.clone()),
+                        Ident::new(c.name.clone()),
+                    ]))
+                };
+                if let Some(e) = as_column(left, right) {
+                    **left = e;
+                    changed = true;
+                } else if let Some(e) = as_column(right, left) {
+                    **right = e;
+                    changed = true;
+                }
                 let (Some(l), Some(r)) = (column_of(left, &known), column_of(right, &known)) else {
                     continue;
                 };
@@ -2357,6 +2480,16 @@ mod tests {
                      i.Total > 1)",
                 ),
             ),
+            // A table's name where its column belongs.
+            (
+                "SELECT p.Name FROM Playlist p JOIN PlaylistTrack ON p.PlaylistId = \
+                 PlaylistTrack.PlaylistId JOIN Track ON PlaylistTrack.TrackId = Track",
+                Some(
+                    "SELECT p.Name FROM Playlist p JOIN PlaylistTrack ON p.PlaylistId = \
+                     PlaylistTrack.PlaylistId JOIN Track ON PlaylistTrack.TrackId = \
+                     Track.TrackId",
+                ),
+            ),
             // The joined table lacks the column: nothing to mean.
             (
                 "SELECT * FROM Artist a JOIN Playlist p ON a.ArtistId = a.ArtistId",
@@ -2570,6 +2703,52 @@ mod tests {
         ] {
             assert_eq!(
                 show_the_named_name(sql, &schema).as_deref(),
+                expected,
+                "{sql}"
+            );
+        }
+    }
+
+    #[test]
+    fn ranked_rows_are_grouped() {
+        let schema = music();
+        for (sql, expected) in [
+            (
+                "SELECT Playlist.Name FROM Playlist JOIN PlaylistTrack ON Playlist.PlaylistId = \
+                 PlaylistTrack.PlaylistId ORDER BY COUNT(PlaylistTrack.TrackId) DESC LIMIT 1",
+                Some(
+                    "SELECT Playlist.Name FROM Playlist JOIN PlaylistTrack ON \
+                     Playlist.PlaylistId = PlaylistTrack.PlaylistId GROUP BY \
+                     Playlist.PlaylistId ORDER BY COUNT(PlaylistTrack.TrackId) DESC LIMIT 1",
+                ),
+            ),
+            // Grouped or aggregated already; columns of two tables; no aggregate order.
+            (
+                "SELECT a.Name FROM Artist a JOIN Album b ON a.ArtistId = b.ArtistId GROUP BY \
+                 a.ArtistId ORDER BY COUNT(*) DESC",
+                None,
+            ),
+            (
+                "SELECT COUNT(*) FROM Artist a JOIN Album b ON a.ArtistId = b.ArtistId ORDER BY \
+                 COUNT(*) DESC",
+                None,
+            ),
+            (
+                "SELECT a.Name, b.Title FROM Artist a JOIN Album b ON a.ArtistId = b.ArtistId \
+                 ORDER BY COUNT(*) DESC",
+                None,
+            ),
+            (
+                "SELECT a.Name FROM Artist a JOIN Album b ON a.ArtistId = b.ArtistId ORDER BY \
+                 a.Name",
+                None,
+            ),
+            // One table: nothing joined to aggregate over.
+            ("SELECT Name FROM Artist ORDER BY COUNT(*) DESC", None),
+            ("not sql", None),
+        ] {
+            assert_eq!(
+                group_the_ranked_rows(sql, &schema).as_deref(),
                 expected,
                 "{sql}"
             );
