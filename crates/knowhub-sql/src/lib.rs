@@ -87,10 +87,10 @@ pub use policy::{
     DEFAULT_LIMIT, DEFAULT_MAX_RESULT_BYTES, DEFAULT_TIMEOUT, Param, Policy, TenantFilter,
 };
 pub use rewrite::{
-    count_every_group, group_by_row_key, group_the_ranked_rows, join_name_parts,
-    mend_column_references, mend_join_conditions, name_the_group_keys, name_the_listed_rows,
-    show_filter_measure, show_ranking_measure, show_the_named_name, show_the_unpinned_column,
-    split_fused_names, translate_date_functions,
+    compare_with_every_match, count_every_group, group_by_row_key, group_the_ranked_rows,
+    join_name_parts, mend_column_references, mend_join_conditions, name_the_group_keys,
+    name_the_listed_rows, show_filter_measure, show_ranking_measure, show_the_named_name,
+    show_the_unpinned_column, split_fused_names, translate_date_functions,
 };
 pub use schema::{ColumnInfo, ForeignKey, Schema, TableInfo, TableKind, introspect};
 pub use template::template_sql;

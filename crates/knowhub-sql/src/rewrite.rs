@@ -718,6 +718,78 @@ pub fn group_the_ranked_rows(sql: &str, schema: &Schema) -> Option<String> {
     Some(statements[0].to_string())
 }
 
+/// A comparison with a subquery's rows, not its first row: `WHERE PlaylistId = (SELECT
+/// PlaylistId FROM Playlist WHERE Name = 'Music')` keeps the tracks of one of the two "Music"
+/// playlists, since SQLite takes the first row of a scalar subquery and drops the rest. `=`
+/// becomes `IN` and `<>` `NOT IN`, which mean the same for a subquery of one row or none and
+/// keep every match otherwise. Left alone: a subquery that keeps one row itself (`LIMIT 1`),
+/// or one that aggregates without grouping (one row always). `None` when nothing changes.
+///
+/// ```
+/// use knowhub_sql::compare_with_every_match;
+/// assert_eq!(
+///     compare_with_every_match(
+///         "SELECT * FROM PlaylistTrack WHERE PlaylistId = \
+///          (SELECT PlaylistId FROM Playlist WHERE Name = 'Music')"
+///     )
+///     .as_deref(),
+///     Some(
+///         "SELECT * FROM PlaylistTrack WHERE PlaylistId IN \
+///          (SELECT PlaylistId FROM Playlist WHERE Name = 'Music')"
+///     )
+/// );
+/// assert_eq!(
+///     compare_with_every_match("SELECT * FROM Track WHERE Milliseconds = (SELECT MAX(Milliseconds) FROM Track)"),
+///     None
+/// );
+/// ```
+pub fn compare_with_every_match(sql: &str) -> Option<String> {
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    if statements.len() != 1 {
+        return None;
+    }
+    /// Whether the subquery can return more than one row.
+    fn many_rows(q: &Query) -> bool {
+        if q.limit_clause.is_some() {
+            return false;
+        }
+        let SetExpr::Select(select) = q.body.as_ref() else {
+            return true;
+        };
+        let grouped = !matches!(&select.group_by, GroupByExpr::Expressions(g, _) if g.is_empty());
+        let aggregated = select.projection.iter().any(|item| match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                has_aggregate(e)
+            }
+            _ => false,
+        });
+        grouped || !aggregated
+    }
+    let mut changed = false;
+    let _ = sqlparser::ast::visit_expressions_mut(&mut statements, |e| {
+        if let Expr::BinaryOp { left, op, right } = e
+            && matches!(op, BinaryOperator::Eq | BinaryOperator::NotEq)
+        {
+            let negated = matches!(op, BinaryOperator::NotEq);
+            let (value, query) = match (left.as_ref(), right.as_ref()) {
+                (v, Expr::Subquery(q)) if !matches!(v, Expr::Subquery(_)) => (v.clone(), q.clone()),
+                (Expr::Subquery(q), v) if !matches!(v, Expr::Subquery(_)) => (v.clone(), q.clone()),
+                _ => return ControlFlow::<()>::Continue(()),
+            };
+            if many_rows(&query) {
+                *e = Expr::InSubquery {
+                    expr: Box::new(value),
+                    subquery: query,
+                    negated,
+                };
+                changed = true;
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    changed.then(|| statements[0].to_string())
+}
+
 /// Whether `column` is `table`'s title: `Title`, or the table's name followed by `Title`.
 fn is_title(table: &TableInfo, column: &str) -> bool {
     let words = crate::template::ident_words(column);
@@ -2752,6 +2824,46 @@ mod tests {
                 expected,
                 "{sql}"
             );
+        }
+    }
+
+    #[test]
+    fn subquery_comparisons_keep_every_match() {
+        for (sql, expected) in [
+            (
+                "SELECT Name FROM Track WHERE AlbumId = (SELECT AlbumId FROM Album WHERE Title \
+                 = 'Greatest Hits')",
+                Some(
+                    "SELECT Name FROM Track WHERE AlbumId IN (SELECT AlbumId FROM Album WHERE \
+                     Title = 'Greatest Hits')",
+                ),
+            ),
+            // On the left, negated, and inside a subquery.
+            (
+                "SELECT * FROM t WHERE (SELECT id FROM u WHERE n = 'x') <> t.id",
+                Some("SELECT * FROM t WHERE t.id NOT IN (SELECT id FROM u WHERE n = 'x')"),
+            ),
+            (
+                "SELECT * FROM t WHERE id IN (SELECT a FROM u WHERE b = (SELECT b FROM v))",
+                Some("SELECT * FROM t WHERE id IN (SELECT a FROM u WHERE b IN (SELECT b FROM v))"),
+            ),
+            // A grouped subquery can return several rows.
+            (
+                "SELECT * FROM t WHERE n = (SELECT COUNT(*) FROM u GROUP BY k)",
+                Some("SELECT * FROM t WHERE n IN (SELECT COUNT(*) FROM u GROUP BY k)"),
+            ),
+            // One row by construction: an aggregate, or LIMIT 1.
+            ("SELECT * FROM t WHERE n = (SELECT MAX(n) FROM t)", None),
+            (
+                "SELECT * FROM t WHERE id = (SELECT id FROM u ORDER BY d DESC LIMIT 1)",
+                None,
+            ),
+            // Other comparisons, and no subquery.
+            ("SELECT * FROM t WHERE n > (SELECT n FROM u)", None),
+            ("SELECT * FROM t WHERE n = 3", None),
+            ("not sql", None),
+        ] {
+            assert_eq!(compare_with_every_match(sql).as_deref(), expected, "{sql}");
         }
     }
 }

@@ -105,6 +105,7 @@ pub fn nl2sql(
                 let sql = knowhub_sql::mend_column_references(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::group_the_ranked_rows(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::translate_date_functions(&sql).unwrap_or(sql);
+                let sql = knowhub_sql::compare_with_every_match(&sql).unwrap_or(sql);
                 let sql = knowhub_sql::convert_duration_units(&sql, question).unwrap_or(sql);
                 let sql = whole_rows(question, &sql).unwrap_or(sql);
                 let sql = rows_behind_ids(question, &sql, schema).unwrap_or(sql);
