@@ -1294,8 +1294,9 @@ fn conjuncts(e: &mut Expr) -> Vec<&mut Expr> {
 /// other table of the same FROM clause has (or `T1` is no table of the clause at all), becomes
 /// that table's `Name`; and a group by an entity's name column it does not have (`GROUP BY
 /// Customer.Name`, where a customer's name is `FirstName` and `LastName`) groups by the
-/// entity's primary key. Only references that would fail are touched. `None` when nothing is
-/// changed.
+/// entity's primary key; a bare column two joined tables have (ambiguous to SQLite) that the
+/// join conditions equate is read from the leftmost of them. Only references that would fail
+/// are touched. `None` when nothing is changed.
 ///
 /// ```
 /// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, mend_column_references};
@@ -1366,13 +1367,75 @@ pub fn mend_column_references(sql: &str, schema: &Schema) -> Option<String> {
             }
         }
     }
+    // The columns the join conditions equate (`t.MediaTypeId = m.MediaTypeId`): a bare
+    // `MediaTypeId` is ambiguous to SQLite, but has one value on every joined row.
+    let mut equated: Vec<(usize, String)> = Vec::new();
+    for join in &from.joins {
+        let (JoinOperator::Join(JoinConstraint::On(on))
+        | JoinOperator::Inner(JoinConstraint::On(on))
+        | JoinOperator::Left(JoinConstraint::On(on))
+        | JoinOperator::LeftOuter(JoinConstraint::On(on))) = &join.join_operator
+        else {
+            continue;
+        };
+        let mut on = on.clone();
+        for condition in conjuncts(&mut on) {
+            if let Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            } = condition
+                && let (Some(l), Some(r)) = (column_of(left, &bound), column_of(right, &bound))
+                && l.1.eq_ignore_ascii_case(&r.1)
+            {
+                equated.push(l);
+                equated.push(r);
+            }
+        }
+    }
+    let aliases: Vec<String> = select
+        .projection
+        .iter()
+        .filter_map(|item| match item {
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.to_ascii_lowercase()),
+            _ => None,
+        })
+        .collect();
     struct Requalify<'a, 's> {
         bound: &'a [Binding<'s>],
+        equated: &'a [(usize, String)],
+        aliases: &'a [String],
         changed: bool,
     }
     impl VisitorMut for Requalify<'_, '_> {
         type Break = ();
         fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            if let Expr::Identifier(id) = e {
+                // Ambiguous, but equal on every row: the leftmost table's (the kept side of a
+                // LEFT JOIN).
+                let holders: Vec<(usize, String)> = self
+                    .bound
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, b)| b.table.column(&id.value).map(|c| (i, c.name.clone())))
+                    .collect();
+                if holders.len() > 1
+                    && !self.aliases.contains(&id.value.to_ascii_lowercase())
+                    && holders.iter().all(|h| {
+                        self.equated
+                            .iter()
+                            .any(|q| q.0 == h.0 && q.1.eq_ignore_ascii_case(&h.1))
+                    })
+                {
+                    let (side, column) = &holders[0];
+                    *e = Expr::CompoundIdentifier(vec![
+                        Ident::new(self.bound[*side].binding.clone()),
+                        Ident::new(column.clone()),
+                    ]);
+                    self.changed = true;
+                }
+                return ControlFlow::Continue(());
+            }
             let Expr::CompoundIdentifier(parts) = e else {
                 return ControlFlow::Continue(());
             };
@@ -1405,6 +1468,8 @@ pub fn mend_column_references(sql: &str, schema: &Schema) -> Option<String> {
     }
     let mut requalify = Requalify {
         bound: &bound,
+        equated: &equated,
+        aliases: &aliases,
         changed: false,
     };
     // Only this SELECT's own clauses: a subquery's qualifiers may name its own tables.
@@ -2617,6 +2682,25 @@ mod tests {
             (
                 "SELECT Customer.FirstName FROM Customer c",
                 Some("SELECT c.FirstName FROM Customer c"),
+            ),
+            // A bare column two joined tables have, equal on every row by the join.
+            (
+                "SELECT a.Name, COUNT(*) FROM Album b LEFT JOIN Artist a ON b.ArtistId = \
+                 a.ArtistId GROUP BY ArtistId",
+                Some(
+                    "SELECT a.Name, COUNT(*) FROM Album b LEFT JOIN Artist a ON b.ArtistId = \
+                     a.ArtistId GROUP BY b.ArtistId",
+                ),
+            ),
+            // … but not when the join does not equate them, or the name is an alias.
+            (
+                "SELECT Name FROM Artist a JOIN Playlist p ON a.ArtistId = p.PlaylistId",
+                None,
+            ),
+            (
+                "SELECT b.ArtistId AS ArtistId, COUNT(*) FROM Album b JOIN Artist a ON \
+                 b.ArtistId = a.ArtistId GROUP BY ArtistId",
+                None,
             ),
             // Both tables have it, or neither: left for the retry's hint.
             (
