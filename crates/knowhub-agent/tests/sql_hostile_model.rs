@@ -130,15 +130,8 @@ fn hostile_model_statements_run_nothing_unsafe() {
     for reply in replies {
         let llm = Scripted(reply.to_string());
         for question in questions {
-            let out = knowhub_agent::sql::nl2sql(
-                Some(&llm),
-                &schema,
-                &db,
-                &policy,
-                question,
-                1,
-                6_000,
-            );
+            let out =
+                knowhub_agent::sql::nl2sql(Some(&llm), &schema, &db, &policy, question, 1, 6_000);
             assert_eq!(
                 std::fs::read(&db).unwrap(),
                 before,
