@@ -13,7 +13,7 @@ use sqlparser::ast::{
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
-use crate::rewrite::{Binding, bind_all, column_of, only_select, single_primary_key};
+use crate::rewrite::{Binding, bind_all, column_of, has_subquery, only_select, single_primary_key};
 use crate::schema::{Schema, TableInfo};
 
 /// One declared single-column foreign key: `child.child_column` references
@@ -182,6 +182,10 @@ pub fn rejoin_by_foreign_keys(sql: &str, schema: &Schema) -> Option<String> {
         else {
             return None;
         };
+        // A subquery's names are its own tables': what it reads is not checked here.
+        if has_subquery(on) {
+            return None;
+        }
         broken.push(!resolves(on, &bound));
     }
     if !broken.contains(&true) {
@@ -317,6 +321,16 @@ pub fn rejoin_by_foreign_keys(sql: &str, schema: &Schema) -> Option<String> {
 /// ```
 pub fn drop_imagined_lookups(sql: &str, schema: &Schema) -> Option<String> {
     let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    // Tables the statement defines itself (`WITH Country AS (…)`) are not made up.
+    let defined: Vec<String> = match statements.as_slice() {
+        [Statement::Query(q)] => q
+            .with
+            .iter()
+            .flat_map(|w| &w.cte_tables)
+            .map(|cte| cte.alias.name.value.to_ascii_lowercase())
+            .collect(),
+        _ => return None,
+    };
     let mut changed = false;
     loop {
         let select = only_select(&mut statements)?;
@@ -339,7 +353,10 @@ pub fn drop_imagined_lookups(sql: &str, schema: &Schema) -> Option<String> {
             let [ObjectNamePart::Identifier(table)] = name.0.as_slice() else {
                 continue;
             };
-            if args.is_some() || schema.table(&table.value).is_some() {
+            if args.is_some()
+                || schema.table(&table.value).is_some()
+                || defined.contains(&table.value.to_ascii_lowercase())
+            {
                 continue;
             }
             let binding = alias
@@ -528,6 +545,12 @@ mod tests {
                 "SELECT * FROM Customer c JOIN Invoice i ON c.SupportRepId = i.CustomerId",
                 None,
             ),
+            // A condition with a subquery is not second-guessed.
+            (
+                "SELECT * FROM Customer c JOIN Invoice i ON i.Total = (SELECT MAX(x.Total) FROM \
+                 Invoice x)",
+                None,
+            ),
             // The only table that would link them is joined later: no guess.
             (
                 "SELECT g.Name FROM Genre g JOIN Album a ON g.GenreId = a.GenreId JOIN Track t \
@@ -586,6 +609,12 @@ mod tests {
             ),
             (
                 "SELECT c.Name FROM Customer c JOIN Country k ON c.Planet = k.Name",
+                None,
+            ),
+            // A table the statement defines itself.
+            (
+                "WITH Country AS (SELECT 'Brazil' AS Name) SELECT c.Name FROM Customer c JOIN \
+                 Country k ON c.Country = k.Name",
                 None,
             ),
             // Every table is real.

@@ -1498,7 +1498,7 @@ pub fn mend_column_references(sql: &str, schema: &Schema) -> Option<String> {
 }
 
 /// Whether `e` contains a subquery.
-fn has_subquery(e: &Expr) -> bool {
+pub(crate) fn has_subquery(e: &Expr) -> bool {
     struct Finder;
     impl Visitor for Finder {
         type Break = ();
