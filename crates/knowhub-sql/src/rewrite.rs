@@ -519,8 +519,8 @@ pub fn name_the_group_keys(sql: &str, schema: &Schema) -> Option<String> {
 /// Groups by the rows' key, not their name: `GROUP BY t.Name` of a joined table puts different
 /// rows that share a name (two tracks called "Untitled", two albums called "Greatest Hits")
 /// into one group, so "the 5 most purchased tracks" adds up the sales of every track with the
-/// same title. The name (`Name`, `<Table>Name` or `Title`) of a table with a one-column primary
-/// key gives way to that key in the GROUP BY; the name stays shown (SQLite takes a grouped
+/// same title. The name (`Name` or `<Table>Name`) of a table with a one-column primary key
+/// gives way to that key in the GROUP BY; the name stays shown (SQLite takes a grouped
 /// row's column as it is). Only over joins: grouping one table's own rows by their name is a
 /// question about the names.
 ///
@@ -597,7 +597,8 @@ pub fn group_by_row_key(sql: &str, schema: &Schema) -> Option<String> {
             continue;
         }
         let table = bound[*side].table;
-        if !(own_name(table, column) || is_title(table, column)) {
+        // Not a bare `Title`: an employee's title is a job title, shared on purpose.
+        if !own_name(table, column) {
             continue;
         }
         let Some(key) = single_primary_key(table) else {
@@ -790,21 +791,10 @@ pub fn compare_with_every_match(sql: &str) -> Option<String> {
     changed.then(|| statements[0].to_string())
 }
 
-/// Whether `column` is `table`'s title: `Title`, or the table's name followed by `Title`.
-fn is_title(table: &TableInfo, column: &str) -> bool {
-    let words = crate::template::ident_words(column);
-    let table_words = crate::template::ident_words(&table.name);
-    match words.split_last() {
-        Some((last, [])) => last == "title",
-        Some((last, rest)) => last == "title" && rest == table_words.as_slice(),
-        None => false,
-    }
-}
-
 /// A name shown under an alias that says so, read from a column that is not one: `SELECT
 /// c.Company AS CustomerName` (the customer's company for the customer's name). When the alias
-/// is the table's own name (`Name`, `CustomerName` for `Customer`) and the column is none of
-/// the table's names, the table's name is shown instead: its own `Name`/`<Table>Name` column,
+/// is the table's name followed by `Name` (`CustomerName` for `Customer`; a bare `Name` may
+/// mean the column's own: `Composer AS Name`) and the column is none of the table's names, the table's name is shown instead: its own `Name`/`<Table>Name` column,
 /// or its first and last names joined. `None` when nothing changes or the statement is not
 /// one plain SELECT over tables of `schema`.
 ///
@@ -857,7 +847,11 @@ pub fn show_the_named_name(sql: &str, schema: &Schema) -> Option<String> {
             continue;
         };
         let b = &bound[side];
-        if !own_name(b.table, &alias.value) || is_a_name(&column) {
+        // `<Table>Name`, not a bare `Name`: `Composer AS Name` may well mean the composer's.
+        if !own_name(b.table, &alias.value)
+            || crate::template::ident_words(&alias.value).len() < 2
+            || is_a_name(&column)
+        {
             continue;
         }
         let Some(name) = name_expression(b.table, &b.binding) else {
@@ -2792,14 +2786,19 @@ mod tests {
                      DESC LIMIT 5",
                 ),
             ),
-            // A title, bare or qualified; other groups stay.
+            // A bare name; a title is left alone (it may be a job title, shared on purpose).
+            (
+                "SELECT Name, COUNT(*) FROM Artist JOIN Album ON Artist.ArtistId = \
+                 Album.ArtistId GROUP BY Name",
+                Some(
+                    "SELECT Name, COUNT(*) FROM Artist JOIN Album ON Artist.ArtistId = \
+                     Album.ArtistId GROUP BY Artist.ArtistId",
+                ),
+            ),
             (
                 "SELECT Title, COUNT(*) FROM Album JOIN Track ON Album.AlbumId = Track.AlbumId \
                  GROUP BY Title",
-                Some(
-                    "SELECT Title, COUNT(*) FROM Album JOIN Track ON Album.AlbumId = \
-                     Track.AlbumId GROUP BY Album.AlbumId",
-                ),
+                None,
             ),
             // The key is grouped already.
             (
@@ -2845,6 +2844,8 @@ mod tests {
                 "SELECT ArtistId AS ArtistName FROM Artist",
                 Some("SELECT Artist.Name AS ArtistName FROM Artist"),
             ),
+            // A bare `Name` alias may name the column's own value.
+            ("SELECT Country AS Name FROM Customer", None),
             // Already a name, or part of one; an alias that is another table's name.
             ("SELECT c.FirstName AS CustomerName FROM Customer c", None),
             ("SELECT Title AS AlbumName FROM Album", None),

@@ -825,16 +825,16 @@ fn is_own_id(col: &str, table: &str) -> bool {
     !table.is_empty() && (flat(name) == "id" || flat(name) == format!("{}id", flat(table)))
 }
 
-/// Whether `col` (maybe qualified) names the rows of `table`: `Name`, `<Table>Name`, `Title`,
-/// or a first or last name.
+/// Whether `col` (maybe qualified) names the rows of `table`: `Name`, `<Table>Name`,
+/// `<Table>Title`, or a first or last name (not a bare `Title`: an employee's is a job title).
 fn is_own_name(col: &str, table: &str) -> bool {
     let name = col.rsplit('.').next().unwrap_or("").trim_matches('"');
     let flat = |s: &str| s.replace('_', "").to_ascii_lowercase();
     let (name, table) = (flat(name), flat(table));
     !table.is_empty()
-        && ["name", "title", "firstname", "lastname"]
-            .iter()
-            .any(|n| name == *n || name == format!("{table}{n}"))
+        && (["name", "firstname", "lastname"].contains(&name.as_str())
+            || name == format!("{table}name")
+            || name == format!("{table}title"))
 }
 
 /// `InvoiceLine` → `Invoice Line`, `order_items` → `order items`.
@@ -1230,6 +1230,12 @@ mod tests {
             (
                 "Show the countries and names.",
                 "SELECT DISTINCT Country, Name FROM Customer",
+                None,
+            ),
+            // A bare title may be a job title: the different titles, not the rows.
+            (
+                "Show the different positions.",
+                "SELECT DISTINCT Title FROM Employee",
                 None,
             ),
             // The table's name inside a column's name does not ask for that column.
