@@ -13,7 +13,9 @@ use sqlparser::ast::{
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
-use crate::rewrite::{Binding, bind_all, column_of, has_subquery, only_select, single_primary_key};
+use crate::rewrite::{
+    Binding, bind_all, column_of, has_subquery, on_condition, only_select, single_primary_key,
+};
 use crate::schema::{Schema, TableInfo};
 
 /// One declared single-column foreign key: `child.child_column` references
@@ -362,13 +364,7 @@ pub fn drop_imagined_lookups(sql: &str, schema: &Schema) -> Option<String> {
             let binding = alias
                 .as_ref()
                 .map_or_else(|| table.value.clone(), |a| a.name.value.clone());
-            let (JoinOperator::Join(JoinConstraint::On(on))
-            | JoinOperator::Inner(JoinConstraint::On(on))
-            | JoinOperator::Left(JoinConstraint::On(on))
-            | JoinOperator::LeftOuter(JoinConstraint::On(on))) = &join.join_operator
-            else {
-                return None;
-            };
+            let on = on_condition(&join.join_operator)?;
             let Expr::BinaryOp {
                 left,
                 op: sqlparser::ast::BinaryOperator::Eq,

@@ -1365,11 +1365,7 @@ pub fn mend_column_references(sql: &str, schema: &Schema) -> Option<String> {
     // `MediaTypeId` is ambiguous to SQLite, but has one value on every joined row.
     let mut equated: Vec<(usize, String)> = Vec::new();
     for join in &from.joins {
-        let (JoinOperator::Join(JoinConstraint::On(on))
-        | JoinOperator::Inner(JoinConstraint::On(on))
-        | JoinOperator::Left(JoinConstraint::On(on))
-        | JoinOperator::LeftOuter(JoinConstraint::On(on))) = &join.join_operator
-        else {
+        let Some(on) = on_condition(&join.join_operator) else {
             continue;
         };
         let mut on = on.clone();
@@ -1489,6 +1485,17 @@ pub fn mend_column_references(sql: &str, schema: &Schema) -> Option<String> {
     }
     changed |= requalify.changed;
     changed.then(|| statements[0].to_string())
+}
+
+/// The ON condition of an inner or left join (`None` for other joins and `USING`).
+pub(crate) fn on_condition(op: &JoinOperator) -> Option<&Expr> {
+    match op {
+        JoinOperator::Join(JoinConstraint::On(on))
+        | JoinOperator::Inner(JoinConstraint::On(on))
+        | JoinOperator::Left(JoinConstraint::On(on))
+        | JoinOperator::LeftOuter(JoinConstraint::On(on)) => Some(on),
+        _ => None,
+    }
 }
 
 /// Whether `e` contains a subquery.
