@@ -7,6 +7,7 @@
 //! evidence's own text, cited to the item it was found in, whatever number the model wrote.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 
 use knowhub_llm::Message;
 
@@ -277,11 +278,23 @@ pub(crate) enum Rejected {
     NotInEvidence,
 }
 
+/// A reply found in the evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Grounded {
+    /// The evidence's own text for the reply's words.
+    pub words: String,
+    /// The 1-based number of the evidence item holding them.
+    pub evidence: usize,
+    /// The shown line they stand in (an index into the lines) and where (bytes).
+    pub line: usize,
+    pub range: Range<usize>,
+}
+
 /// The reply as a grounded brief answer: the evidence's own text for the reply's words and the
 /// 1-based number of the item holding them. The words must stand in a line the model was shown
 /// (a digit or a common word found somewhere else in a long passage proves nothing); lines of
 /// the item the model cited are looked at first.
-pub(crate) fn ground(reply: &str, lines: &[Line]) -> Result<(String, usize), Rejected> {
+pub(crate) fn ground(reply: &str, lines: &[Line]) -> Result<Grounded, Rejected> {
     if reply.contains(NO_ANSWER) {
         return Err(Rejected::NoAnswer);
     }
@@ -299,18 +312,32 @@ pub(crate) fn ground(reply: &str, lines: &[Line]) -> Result<(String, usize), Rej
     if words.chars().count() > MAX_ANSWER_CHARS {
         return Err(Rejected::NotInEvidence);
     }
-    let (first, rest): (Vec<&Line>, Vec<&Line>) =
-        lines.iter().partition(|l| cited.contains(&l.evidence));
-    first
-        .into_iter()
-        .chain(rest)
-        .find_map(|line| find_loosely(&line.text, words).map(|found| (found, line.evidence)))
+    // Lines of the cited item first, then the rest, each with its index.
+    let cited_first = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| cited.contains(&l.evidence))
+        .chain(
+            lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| !cited.contains(&l.evidence)),
+        );
+    cited_first
+        .find_map(|(k, line)| {
+            find_loosely(&line.text, words).map(|range| Grounded {
+                words: line.text[range.clone()].to_string(),
+                evidence: line.evidence,
+                line: k,
+                range,
+            })
+        })
         .ok_or(Rejected::NotInEvidence)
 }
 
 /// Where `needle` stands in `haystack` ignoring whitespace and ASCII case (a model drops the
-/// space in "4 分钟" or capitalises a word), returned as the haystack's own text.
-fn find_loosely(haystack: &str, needle: &str) -> Option<String> {
+/// space in "4 分钟" or capitalises a word), as a byte range of the haystack.
+fn find_loosely(haystack: &str, needle: &str) -> Option<Range<usize>> {
     let fold = |c: char| c.to_ascii_lowercase();
     let hay: Vec<(usize, char)> = haystack
         .char_indices()
@@ -329,7 +356,99 @@ fn find_loosely(haystack: &str, needle: &str) -> Option<String> {
         .position(|w| w.iter().zip(&pin).all(|((_, h), p)| fold(*h) == *p))?;
     let (from, _) = hay[start];
     let (last, c) = hay[start + pin.len() - 1];
-    Some(haystack[from..last + c.len_utf8()].to_string())
+    Some(from..last + c.len_utf8())
+}
+
+/// Ends of a clause: a Chinese brief answer does not reach past them.
+const CLAUSE_ENDS: &[char] = &['，', '。', '；', '！', '？', '\n', ';', '!', '?'];
+const OPENING: &[char] = &['（', '(', '[', '「', '『', '“', '《', '【'];
+const CLOSING: &[char] = &['）', ')', ']', '」', '』', '”', '》', '】'];
+
+/// A Chinese brief answer widened to the words around it, in its clause, that the question
+/// does not already say: "55米" in "树高可达55米" answers "有多高" as "树高可达55米", "2010年" in
+/// "佩内塔在2010年法国网球公开赛后首度跻身前十" answers "什么时候跻身前十" as
+/// "在2010年法国网球公开赛后首度". Small models copy the bare number or name and drop what
+/// qualifies it (约, 可达, 以后, 原生于); the words the question repeats mark where the answer
+/// stops. Widening stops at a word found in the question, at the clause's end, at a list's
+/// "、" unless the answer is itself a list, and never leaves a bracket half-open.
+///
+/// Measured on CMRC 2018 (character F1 of the same model answers before and after: 1.5B
+/// 0.634 → 0.674, 0.5B 0.529 → 0.558); English answers are not widened (SQuAD-style answers
+/// are the shortest span, and no English set was measured).
+pub(crate) fn widen(line: &str, range: Range<usize>, question: &str) -> String {
+    let found = &line[range.clone()];
+    // The clause holding the answer.
+    let start = line[..range.start].rfind(CLAUSE_ENDS).map_or(0, |i| {
+        i + line[i..].chars().next().map_or(1, char::len_utf8)
+    });
+    let end = line[range.end..]
+        .find(CLAUSE_ENDS)
+        .map_or(line.len(), |i| range.end + i);
+    let clause = &line[start..end];
+    let (s, e) = (range.start - start, range.end - start);
+    // Words of the clause with their byte ranges.
+    let mut spans = Vec::new();
+    let mut at = 0;
+    for w in knowhub_index::words(clause) {
+        spans.push((at, at + w.len(), w));
+        at += w.len();
+    }
+    let inside: Vec<usize> = (0..spans.len())
+        .filter(|&k| spans[k].1 > s && spans[k].0 < e)
+        .collect();
+    let (Some(&lo), Some(&hi)) = (inside.first(), inside.last()) else {
+        return found.to_string();
+    };
+    let is_list = found.contains('、');
+    let may_add =
+        |w: &str| w.trim().is_empty() || (!question.contains(w) && (is_list || !w.contains('、')));
+    let mut from = s.min(spans[lo].0);
+    let mut to = e.max(spans[hi].1);
+    for &(a, _, w) in spans[..lo].iter().rev() {
+        if !may_add(w) {
+            break;
+        }
+        from = a;
+    }
+    for &(_, b, w) in &spans[hi + 1..] {
+        if !may_add(w) {
+            break;
+        }
+        to = b;
+    }
+    // A bracket opened or closed in the added words but not matched cuts them there.
+    let mut open: Vec<usize> = Vec::new();
+    let mut unmatched = Vec::new();
+    for (i, c) in clause[from..to].char_indices() {
+        let i = from + i;
+        if OPENING.contains(&c) {
+            open.push(i);
+        } else if let Some(k) = CLOSING.iter().position(|&x| x == c) {
+            match open.last() {
+                Some(&o) if clause[o..].starts_with(OPENING[k]) => {
+                    open.pop();
+                }
+                _ => unmatched.push((i, c.len_utf8())),
+            }
+        }
+    }
+    for &o in &open {
+        let len = clause[o..].chars().next().map_or(1, char::len_utf8);
+        unmatched.push((o, len));
+    }
+    for (i, len) in unmatched {
+        if i < s {
+            from = from.max(i + len);
+        } else if i >= e {
+            to = to.min(i);
+        }
+    }
+    let widened = clause[from..to.max(from)].trim_matches([' ', '\t', '：', ':', '、']);
+    if widened.contains(found.trim()) {
+        widened.to_string()
+    } else {
+        found.to_string()
+    }
 }
 
 #[cfg(test)]
@@ -434,8 +553,83 @@ mod tests {
         ];
         for (reply, want) in cases {
             let got = ground(reply, &shown);
-            let got = got.as_ref().map(|(s, k)| (s.as_str(), *k)).map_err(|e| *e);
+            let got = got
+                .as_ref()
+                .map(|g| (g.words.as_str(), g.evidence))
+                .map_err(|e| *e);
             assert_eq!(got, *want, "reply {reply:?}");
+        }
+    }
+
+    #[test]
+    fn chinese_answers_take_the_words_of_their_clause_the_question_does_not_say() {
+        // (line, the model's words, question, the answer shown)
+        let cases: &[(&str, &str, &str, &str)] = &[
+            // Qualifiers the model dropped come back.
+            (
+                "树高可达55米，树干笔直。",
+                "55米",
+                "纽西兰鸡毛松有多高？",
+                "树高可达55米",
+            ),
+            (
+                "公园面积约为0.304平方公里。",
+                "0.304平方公里",
+                "公园的面积有多大？",
+                "约为0.304平方公里",
+            ),
+            // The question's own words mark where the answer stops, on both sides.
+            (
+                "佩内塔在2010年法国网球公开赛后首度跻身单打世界排名前十。",
+                "2010年",
+                "佩内塔什么时候跻身单打世界排名前十？",
+                "在2010年法国网球公开赛后首度",
+            ),
+            // Nothing to add: the clause around the answer is the question's.
+            (
+                "员工每年享有15天带薪年假。",
+                "15天",
+                "员工每年享有多少天带薪年假？",
+                "15天",
+            ),
+            // One item of a list stays one item; a list answer may grow along its list.
+            (
+                "分布于越南、老挝、台湾岛、泰国。",
+                "台湾",
+                "草蓬是哪个地区的称呼？",
+                "台湾岛",
+            ),
+            (
+                "分布于越南、老挝、台湾岛。",
+                "越南、老挝",
+                "它分布在哪里？",
+                "于越南、老挝、台湾岛",
+            ),
+            // A bracket is taken whole or not at all.
+            (
+                "近清一直辅助康忠直至天正16年（1588年）死去。",
+                "1588年",
+                "辅助康忠的近清什么时候死去？",
+                "直至天正16年（1588年）",
+            ),
+            (
+                "海梅·雷耶斯（）是DC漫画公司的一个虚拟人物。",
+                "DC",
+                "海梅·雷耶斯是哪家公司的虚拟人物？",
+                "DC漫画",
+            ),
+            // Never past the clause.
+            (
+                "他生于1980年，是一位赛车手。",
+                "1980年",
+                "他是哪一年出生的？",
+                "生于1980年",
+            ),
+        ];
+        for (line, words, question, want) in cases {
+            let at = line.find(words).expect("the words stand in the line");
+            let got = widen(line, at..at + words.len(), question);
+            assert_eq!(got, *want, "{words} in {line}");
         }
     }
 

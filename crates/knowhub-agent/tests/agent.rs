@@ -672,10 +672,11 @@ fn brief_answers_are_the_evidences_own_words_or_its_best_sentence() {
             "llm",
             1,
         ),
+        // A Chinese answer takes the words of its clause the question does not say.
         (
             Some("三个月"),
             "新员工的试用期多长？",
-            "三个月 [1]",
+            "均有三个月 [1]",
             "llm",
             1,
         ),

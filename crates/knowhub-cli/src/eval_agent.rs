@@ -51,6 +51,9 @@ pub(crate) struct QaEvalArgs {
     /// Evaluate only the first N questions.
     #[arg(long, default_value_t = 100)]
     limit: usize,
+    /// Skip the first N questions (with `--limit`, evaluate a slice: a held-out set).
+    #[arg(long, default_value_t = 0)]
+    offset: usize,
     /// Keep the ingested corpus here between runs.
     #[arg(long)]
     work_dir: Option<PathBuf>,
@@ -273,6 +276,9 @@ struct QaTotals {
     /// Brief answers: a gold span stood in the sentences the model was shown (so a miss was
     /// the reader's, not the choice of sentences).
     gold_shown: usize,
+    /// Brief answers: character F1 of the model's own words before they were widened to their
+    /// clause (the same answers, so the two F1s compare the widening alone).
+    f1_unwidened_sum: f64,
 }
 
 pub(crate) fn qa(
@@ -316,7 +322,7 @@ pub(crate) fn qa(
     let agent = Agent::new(Arc::clone(&engine), model, options);
     let mut t = QaTotals::default();
     let started = Instant::now();
-    for a in answers.iter().take(args.limit) {
+    for a in answers.iter().skip(args.offset).take(args.limit) {
         let Some(qid) = id_of(a) else { continue };
         let Some(question) = queries.get(&qid) else {
             continue;
@@ -360,6 +366,8 @@ pub(crate) fn qa(
             .map(|g| char_f1(&answer, g))
             .fold(0.0, f64::max);
         t.f1_sum += best_f1;
+        let own = model_words(&outcome.state).unwrap_or_else(|| answer.clone());
+        t.f1_unwidened_sum += golds.iter().map(|g| char_f1(&own, g)).fold(0.0, f64::max);
         if golds.iter().any(|g| normalize(&answer) == normalize(g)) {
             t.exact += 1;
         }
@@ -391,13 +399,14 @@ pub(crate) fn qa(
         t.cited_gold += usize::from(cited_gold);
         if !json {
             eprintln!(
-                "{qid}\tF1 {best_f1:.2}\t{}\t{}\t| gold: {}",
+                "{qid}\tF1 {best_f1:.2}\t{}\t{}\t| model: {}\t| gold: {}",
                 match (args.brief, gold_shown) {
                     (false, _) => "",
                     (true, true) => "shown",
                     (true, false) => "-",
                 },
                 answer.replace('\n', " "),
+                own.replace('\n', " "),
                 golds.first().map_or("", String::as_str)
             );
         }
@@ -440,6 +449,10 @@ pub(crate) fn qa(
             100.0 * t.cited_gold as f64 / n
         );
         if args.brief {
+            println!(
+                "| character F1 of the model's own words (before widening to their clause) | {:.1}% |",
+                100.0 * t.f1_unwidened_sum / n
+            );
             println!(
                 "| a gold span stands in the sentences the model was shown | {:.1}% |",
                 100.0 * t.gold_shown as f64 / n
@@ -755,6 +768,14 @@ fn shown_lines(state: &knowhub_agent::AgentState) -> Vec<String> {
         .flatten()
         .filter_map(|l| Some(l.get("text")?.as_str()?.to_string()))
         .collect()
+}
+
+/// The brief answer's words as the model wrote them, before widening (from the trace).
+fn model_words(state: &knowhub_agent::AgentState) -> Option<String> {
+    state
+        .trace_steps
+        .iter()
+        .find_map(|s| s.out.get("model_words")?.as_str().map(str::to_owned))
 }
 
 fn strip_citations(s: &str) -> String {

@@ -66,4 +66,6 @@ mod tests;
 
 pub use error::{IndexError, Result};
 pub use index::{ChunkEntry, DocFilter, SearchRequest, Snippet, TantivyIndex, TextHit, TextIndex};
-pub use tokenizer::{KnowhubTokenStream, KnowhubTokenizer, TOKENIZER_NAME, analyze, analyzer};
+pub use tokenizer::{
+    KnowhubTokenStream, KnowhubTokenizer, TOKENIZER_NAME, analyze, analyzer, words,
+};

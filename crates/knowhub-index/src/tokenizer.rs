@@ -75,6 +75,19 @@ pub fn analyzer() -> TextAnalyzer {
         .build()
 }
 
+/// Splits `text` into jieba's words (accurate mode, with its HMM for unknown words), every
+/// character kept, so the pieces concatenate back to `text`. For callers that need word
+/// boundaries in Chinese text rather than index terms (e.g. where a phrase can end).
+///
+/// ```
+/// let words = knowhub_index::words("树高可达55米");
+/// assert_eq!(words.concat(), "树高可达55米");
+/// assert!(words.contains(&"可达"));
+/// ```
+pub fn words(text: &str) -> Vec<&str> {
+    JIEBA.cut(text, true).into_iter().map(|t| t.word).collect()
+}
+
 /// Analyzes `text` exactly as the index does and returns the terms in token
 /// order (duplicates kept).
 ///

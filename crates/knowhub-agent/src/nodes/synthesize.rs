@@ -161,14 +161,24 @@ fn run_brief(
                 break;
             };
             match brief::ground(&reply, &shown) {
-                Ok((words, k)) => {
+                Ok(found) => {
+                    let k = found.evidence;
+                    let words = match (lang, shown.get(found.line)) {
+                        (Lang::Zh, Some(line)) => {
+                            brief::widen(&line.text, found.range.clone(), &question)
+                        }
+                        _ => found.words.clone(),
+                    };
                     let answer = format!("{words} [{k}]");
                     state.draft.written_by = "llm".into();
                     state.draft.cut_sentences = cut.clone();
                     state.draft.confidence = if strict { 0.7 } else { 0.8 };
                     (deps.events)(&AgentEvent::Replace(answer.clone()));
                     finish(state, answer, vec![k], StopReason::Ok, "llm", deps);
-                    return Ok(brief_report(state, attempts, cut.len(), &shown));
+                    let mut step = brief_report(state, attempts, cut.len(), &shown);
+                    // The model's own words, before widening (the trace tells the two apart).
+                    step.out["model_words"] = json!(found.words);
+                    return Ok(step);
                 }
                 Err(Rejected::NoAnswer) => break,
                 Err(Rejected::NotInEvidence) => cut.push(clip_chars(&reply, 200)),
