@@ -313,7 +313,7 @@ pub(crate) fn ground(reply: &str, lines: &[Line]) -> Result<Grounded, Rejected> 
         return Err(Rejected::NotInEvidence);
     }
     // Lines of the cited item first, then the rest, each with its index.
-    let cited_first = lines
+    let mut cited_first = lines
         .iter()
         .enumerate()
         .filter(|(_, l)| cited.contains(&l.evidence))

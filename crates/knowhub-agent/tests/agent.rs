@@ -777,7 +777,10 @@ impl knowhub_llm::Llm for Copier {
             "[1] (Handbook) Employees get fifteen days of annual leave per year. ".repeat(20);
         let words: Vec<&str> = listing.split_inclusive(' ').collect();
         let response = respond_in_pieces(&words, on_token)?;
-        *self.streamed.lock().unwrap() += response.text.split_inclusive(' ').count();
+        // Only the written answer is streamed (a copied phrase, asked for after it, is not).
+        if system.contains("KnowHub") {
+            *self.streamed.lock().unwrap() += response.text.split_inclusive(' ').count();
+        }
         Ok(response)
     }
 }
@@ -804,4 +807,88 @@ fn a_draft_that_copies_the_evidence_listing_is_stopped_early() {
         "{}",
         o.state.output.final_answer
     );
+}
+
+/// A model lost in the long evidence listing (it writes a heading's numbers) that still copies
+/// the phrase that answers when shown a few sentences.
+#[derive(Debug)]
+struct Lost {
+    phrase: &'static str,
+}
+
+impl knowhub_llm::Llm for Lost {
+    fn model_id(&self) -> &str {
+        "scripted-lost"
+    }
+    fn context_tokens(&self) -> usize {
+        4096
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        text.chars().count().div_ceil(4)
+    }
+    fn chat(
+        &self,
+        req: &knowhub_llm::ChatRequest,
+        on_token: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<knowhub_llm::ChatResponse, knowhub_llm::LlmError> {
+        let system = req.messages.first().map_or("", |m| m.content.as_str());
+        let text = if system.contains("route questions") {
+            "DOC"
+        } else if system.contains("KnowHub") {
+            "1.31.3"
+        } else {
+            self.phrase
+        };
+        respond(text.to_string(), on_token)
+    }
+}
+
+#[test]
+fn a_withdrawn_draft_is_replaced_by_the_copied_phrase_and_the_evidence_sentences() {
+    let f = fixture();
+    let bob = user(&f, "bob");
+    // (phrase the model copies, question, the answer's first line or None for no lead)
+    let table: &[(&'static str, &str, Option<&str>)] = &[
+        ("三个月", "新员工的试用期多长？", Some("均有三个月 [1]")),
+        (
+            "fifteen days",
+            "How many days of annual leave do employees get?",
+            Some("fifteen days [1]"),
+        ),
+        // Words the evidence does not hold lead nothing: the evidence sentences alone.
+        ("ninety days", "新员工的试用期多长？", None),
+        (
+            "NO_ANSWER",
+            "How many days of annual leave do employees get?",
+            None,
+        ),
+    ];
+    for (phrase, question, lead) in table {
+        let a = Agent::new(
+            Arc::clone(&f.engine),
+            Some(Arc::new(Lost { phrase }) as Arc<dyn knowhub_llm::Llm>),
+            AgentOptions::default(),
+        );
+        let o = ask(&a, &bob, question);
+        let out = &o.state.output;
+        assert_eq!(out.stop_reason, StopReason::Ok, "{question}");
+        assert!(!out.final_answer.contains("1.31.3"), "{}", out.final_answer);
+        let first = out.final_answer.lines().next().unwrap_or_default();
+        match lead {
+            Some(lead) => assert_eq!(first, *lead, "{}", out.final_answer),
+            // The extractive answer's introduction comes first.
+            None => assert!(!first.contains("[1]"), "{}", out.final_answer),
+        }
+        // The evidence sentences follow, cited.
+        assert!(
+            out.final_answer
+                .contains("- 所有新入职的正式员工均有三个月的试用期。 [1]")
+                || out
+                    .final_answer
+                    .contains("fifteen days of annual leave per year. [1]"),
+            "{}",
+            out.final_answer
+        );
+        assert_eq!(out.rendered_sources.len(), 1, "{question}");
+    }
 }

@@ -1,6 +1,7 @@
 //! SynthesizeNode (seed 004 §4.3.8): answers only from the evidence, citing it as [1], [2]…;
 //! then checks every citation and every claim (`citations.rs`), regenerates once if nothing
-//! survives, and falls back to the extractive answer. Insufficient evidence → a plain
+//! survives, and falls back to the extractive answer, led by the phrase the model copies from
+//! a few evidence sentences when it can. Insufficient evidence → a plain
 //! "cannot confirm from the authorised material" in the user's language, `no_evidence`.
 //! Brief answers (`AgentOptions::brief_answers`) take their own path (`brief.rs`): the
 //! evidence's own words, checked to stand in the cited item.
@@ -97,16 +98,25 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             }
         }
     }
+    let mut found = extractive::answer(&question, &refs, lang);
+    // No written answer survived, but the evidence has sentences that answer. A small model
+    // lost in the long evidence listing (the 0.5B wrote "1.31.3" for "试用期多长？" from six
+    // handbook passages) still copies the phrase that answers from a few of them: it leads
+    // the evidence sentences, so the user reads an answer first, every word of it cited.
+    if let Some((text, cited)) = found.as_mut() {
+        let shown = brief::lines(&question, &refs);
+        if let Some(phrase) = copy_phrase(state, deps, &shown, lang, false, &mut attempts, &mut cut)
+        {
+            *text = format!("{}\n\n{text}", phrase.answer);
+            if !cited.contains(&phrase.evidence) {
+                cited.insert(0, phrase.evidence);
+            }
+        }
+    }
     state.draft.cut_sentences = cut.clone();
     // A streamed draft was withdrawn: the window replaces it.
     let replace = deps.llm.is_some();
-    extractive_or_abstain(
-        state,
-        deps,
-        extractive::answer(&question, &refs, lang),
-        replace,
-        lang,
-    );
+    extractive_or_abstain(state, deps, found, replace, lang);
     Ok(report(state, attempts, cut.len()))
 }
 
@@ -138,6 +148,63 @@ fn extractive_or_abstain(
     }
 }
 
+/// A phrase the model copied from the lines shown, as the answer shows it.
+struct Phrase {
+    /// The evidence's words (a Chinese answer widened to its clause), cited: "3 个月 [1]".
+    answer: String,
+    /// The 1-based number of the evidence item holding them.
+    evidence: usize,
+    /// The model's own words, before widening.
+    model_words: String,
+    /// Whether the second, strict prompt gave it.
+    strict: bool,
+}
+
+/// Asks the model to copy the phrase that answers from `shown` (once more, strictly, when
+/// `retry` and the first reply's words are not in the evidence). Replies that were not the
+/// evidence's words go to `cut`.
+fn copy_phrase(
+    state: &mut AgentState,
+    deps: &mut Deps<'_>,
+    shown: &[brief::Line],
+    lang: Lang,
+    retry: bool,
+    attempts: &mut usize,
+    cut: &mut Vec<String>,
+) -> Option<Phrase> {
+    if deps.llm.is_none() || shown.is_empty() {
+        return None;
+    }
+    let question = state.input.normalized_query.clone();
+    let tries: &[bool] = if retry { &[false, true] } else { &[false] };
+    for &strict in tries {
+        *attempts += 1;
+        let messages = brief::prompt(&question, shown, lang, strict);
+        // Not streamed: a phrase arrives at once, and the words shown are the evidence's own
+        // text rather than the model's spelling of it.
+        let reply = deps.ask_llm(state, messages, BRIEF_TOKENS, false).ok()?;
+        match brief::ground(&reply, shown) {
+            Ok(found) => {
+                let words = match (lang, shown.get(found.line)) {
+                    (Lang::Zh, Some(line)) => {
+                        brief::widen(&line.text, found.range.clone(), &question)
+                    }
+                    _ => found.words.clone(),
+                };
+                return Some(Phrase {
+                    answer: format!("{words} [{}]", found.evidence),
+                    evidence: found.evidence,
+                    model_words: found.words,
+                    strict,
+                });
+            }
+            Err(Rejected::NoAnswer) => return None,
+            Err(Rejected::NotInEvidence) => cut.push(clip_chars(&reply, 200)),
+        }
+    }
+    None
+}
+
 /// The brief path: the model copies the phrase that answers from the few sentences that share
 /// most with the question; a reply whose words are not in the evidence is asked for once more,
 /// strictly, then replaced by the single best evidence sentence.
@@ -151,39 +218,23 @@ fn run_brief(
     let shown = brief::lines(&question, evidence);
     let mut cut = Vec::new();
     let mut attempts = 0;
-    if deps.llm.is_some() && !shown.is_empty() {
-        for strict in [false, true] {
-            attempts += 1;
-            let messages = brief::prompt(&question, &shown, lang, strict);
-            // Not streamed: a phrase arrives at once, and the words shown are the evidence's
-            // own text rather than the model's spelling of it.
-            let Ok(reply) = deps.ask_llm(state, messages, BRIEF_TOKENS, false) else {
-                break;
-            };
-            match brief::ground(&reply, &shown) {
-                Ok(found) => {
-                    let k = found.evidence;
-                    let words = match (lang, shown.get(found.line)) {
-                        (Lang::Zh, Some(line)) => {
-                            brief::widen(&line.text, found.range.clone(), &question)
-                        }
-                        _ => found.words.clone(),
-                    };
-                    let answer = format!("{words} [{k}]");
-                    state.draft.written_by = "llm".into();
-                    state.draft.cut_sentences = cut.clone();
-                    state.draft.confidence = if strict { 0.7 } else { 0.8 };
-                    (deps.events)(&AgentEvent::Replace(answer.clone()));
-                    finish(state, answer, vec![k], StopReason::Ok, "llm", deps);
-                    let mut step = brief_report(state, attempts, cut.len(), &shown);
-                    // The model's own words, before widening (the trace tells the two apart).
-                    step.out["model_words"] = json!(found.words);
-                    return Ok(step);
-                }
-                Err(Rejected::NoAnswer) => break,
-                Err(Rejected::NotInEvidence) => cut.push(clip_chars(&reply, 200)),
-            }
-        }
+    if let Some(phrase) = copy_phrase(state, deps, &shown, lang, true, &mut attempts, &mut cut) {
+        state.draft.written_by = "llm".into();
+        state.draft.cut_sentences = cut.clone();
+        state.draft.confidence = if phrase.strict { 0.7 } else { 0.8 };
+        (deps.events)(&AgentEvent::Replace(phrase.answer.clone()));
+        finish(
+            state,
+            phrase.answer,
+            vec![phrase.evidence],
+            StopReason::Ok,
+            "llm",
+            deps,
+        );
+        let mut step = brief_report(state, attempts, cut.len(), &shown);
+        // The model's own words, before widening (the trace tells the two apart).
+        step.out["model_words"] = json!(phrase.model_words);
+        return Ok(step);
     }
     state.draft.cut_sentences = cut.clone();
     // Brief answers are not streamed: the window always takes the answer as a replacement.
