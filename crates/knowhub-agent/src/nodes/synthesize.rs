@@ -105,7 +105,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     // the evidence sentences, so the user reads an answer first, every word of it cited.
     if let Some((text, cited)) = found.as_mut() {
         let shown = brief::lines(&question, &refs);
-        if let Some(phrase) = copy_phrase(state, deps, &shown, lang, false, &mut attempts, &mut cut)
+        if let Some(phrase) = copy_phrase(state, deps, &shown, lang, true, &mut attempts, &mut cut)
         {
             *text = format!("{}\n\n{text}", phrase.answer);
             if !cited.contains(&phrase.evidence) {
