@@ -105,8 +105,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     // the evidence sentences, so the user reads an answer first, every word of it cited.
     if let Some((text, cited)) = found.as_mut() {
         let shown = brief::lines(&question, &refs);
-        if let Some(phrase) = copy_phrase(state, deps, &shown, lang, true, &mut attempts, &mut cut)
-        {
+        if let Some(phrase) = copy_phrase(state, deps, &shown, lang, &mut attempts, &mut cut) {
             *text = format!("{}\n\n{text}", phrase.answer);
             if !cited.contains(&phrase.evidence) {
                 cited.insert(0, phrase.evidence);
@@ -160,15 +159,14 @@ struct Phrase {
     strict: bool,
 }
 
-/// Asks the model to copy the phrase that answers from `shown` (once more, strictly, when
-/// `retry` and the first reply's words are not in the evidence). Replies that were not the
-/// evidence's words go to `cut`.
+/// Asks the model to copy the phrase that answers from `shown` (once more, strictly, when the
+/// first reply's words are not in the evidence). Replies that were not the evidence's words go
+/// to `cut`.
 fn copy_phrase(
     state: &mut AgentState,
     deps: &mut Deps<'_>,
     shown: &[brief::Line],
     lang: Lang,
-    retry: bool,
     attempts: &mut usize,
     cut: &mut Vec<String>,
 ) -> Option<Phrase> {
@@ -176,8 +174,7 @@ fn copy_phrase(
         return None;
     }
     let question = state.input.normalized_query.clone();
-    let tries: &[bool] = if retry { &[false, true] } else { &[false] };
-    for &strict in tries {
+    for strict in [false, true] {
         *attempts += 1;
         let messages = brief::prompt(&question, shown, lang, strict);
         // Not streamed: a phrase arrives at once, and the words shown are the evidence's own
@@ -218,7 +215,7 @@ fn run_brief(
     let shown = brief::lines(&question, evidence);
     let mut cut = Vec::new();
     let mut attempts = 0;
-    if let Some(phrase) = copy_phrase(state, deps, &shown, lang, true, &mut attempts, &mut cut) {
+    if let Some(phrase) = copy_phrase(state, deps, &shown, lang, &mut attempts, &mut cut) {
         state.draft.written_by = "llm".into();
         state.draft.cut_sentences = cut.clone();
         state.draft.confidence = if phrase.strict { 0.7 } else { 0.8 };
