@@ -621,12 +621,11 @@ fn long_conversations_keep_recent_turns_and_summarise_older_ones() {
     assert!(f.engine.session_summary(&bob, &id).is_err());
 }
 
-/// A scripted reader: DOC for routing, a fixed reply to every other prompt (or, with `draft`,
-/// that reply to the written-answer prompt only), and counts the prompts it answered.
+/// A scripted reader: DOC for routing, a fixed reply to a brief-answer prompt, and counts the
+/// brief prompts it was given.
 #[derive(Debug, Default)]
 struct Reader {
     reply: &'static str,
-    draft: Option<&'static str>,
     asked: std::sync::Mutex<usize>,
 }
 
@@ -650,10 +649,7 @@ impl knowhub_llm::Llm for Reader {
             "DOC"
         } else {
             *self.asked.lock().unwrap() += 1;
-            match self.draft {
-                Some(draft) if system.contains("KnowHub") => draft,
-                _ => self.reply,
-            }
+            self.reply
         };
         respond(text.to_string(), on_token)
     }
@@ -781,10 +777,7 @@ impl knowhub_llm::Llm for Copier {
             "[1] (Handbook) Employees get fifteen days of annual leave per year. ".repeat(20);
         let words: Vec<&str> = listing.split_inclusive(' ').collect();
         let response = respond_in_pieces(&words, on_token)?;
-        // Only the written answer is streamed (a copied phrase, asked for after it, is not).
-        if system.contains("KnowHub") {
-            *self.streamed.lock().unwrap() += response.text.split_inclusive(' ').count();
-        }
+        *self.streamed.lock().unwrap() += response.text.split_inclusive(' ').count();
         Ok(response)
     }
 }
@@ -811,61 +804,4 @@ fn a_draft_that_copies_the_evidence_listing_is_stopped_early() {
         "{}",
         o.state.output.final_answer
     );
-}
-
-#[test]
-fn a_withdrawn_draft_is_replaced_by_the_copied_phrase_and_the_evidence_sentences() {
-    let f = fixture();
-    let bob = user(&f, "bob");
-    // (phrase the model copies, question, the answer's first line or None for no lead)
-    let table: &[(&'static str, &str, Option<&str>)] = &[
-        ("三个月", "新员工的试用期多长？", Some("均有三个月 [1]")),
-        (
-            "fifteen days",
-            "How many days of annual leave do employees get?",
-            Some("fifteen days [1]"),
-        ),
-        // Words the evidence does not hold lead nothing: the evidence sentences alone.
-        ("ninety days", "新员工的试用期多长？", None),
-        (
-            "NO_ANSWER",
-            "How many days of annual leave do employees get?",
-            None,
-        ),
-    ];
-    for (phrase, question, lead) in table {
-        // Lost in the long evidence listing (it writes a heading's numbers), the model still
-        // copies the phrase that answers when shown a few sentences.
-        let reader = Reader {
-            reply: phrase,
-            draft: Some("1.31.3"),
-            ..Reader::default()
-        };
-        let a = Agent::new(
-            Arc::clone(&f.engine),
-            Some(Arc::new(reader) as Arc<dyn knowhub_llm::Llm>),
-            AgentOptions::default(),
-        );
-        let o = ask(&a, &bob, question);
-        let out = &o.state.output;
-        assert_eq!(out.stop_reason, StopReason::Ok, "{question}");
-        assert!(!out.final_answer.contains("1.31.3"), "{}", out.final_answer);
-        let first = out.final_answer.lines().next().unwrap_or_default();
-        match lead {
-            Some(lead) => assert_eq!(first, *lead, "{}", out.final_answer),
-            // The extractive answer's introduction comes first.
-            None => assert!(!first.contains("[1]"), "{}", out.final_answer),
-        }
-        // The evidence sentences follow, cited.
-        assert!(
-            out.final_answer
-                .contains("- 所有新入职的正式员工均有三个月的试用期。 [1]")
-                || out
-                    .final_answer
-                    .contains("fifteen days of annual leave per year. [1]"),
-            "{}",
-            out.final_answer
-        );
-        assert_eq!(out.rendered_sources.len(), 1, "{question}");
-    }
 }

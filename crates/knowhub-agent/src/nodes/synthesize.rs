@@ -1,7 +1,6 @@
 //! SynthesizeNode (seed 004 §4.3.8): answers only from the evidence, citing it as [1], [2]…;
 //! then checks every citation and every claim (`citations.rs`), regenerates once if nothing
-//! survives, and falls back to the extractive answer, led by the phrase the model copies from
-//! a few evidence sentences when it can. Insufficient evidence → a plain
+//! survives, and falls back to the extractive answer. Insufficient evidence → a plain
 //! "cannot confirm from the authorised material" in the user's language, `no_evidence`.
 //! Brief answers (`AgentOptions::brief_answers`) take their own path (`brief.rs`): the
 //! evidence's own words, checked to stand in the cited item.
@@ -98,24 +97,16 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             }
         }
     }
-    let mut found = extractive::answer(&question, &refs, lang);
-    // No written answer survived, but the evidence has sentences that answer. A small model
-    // lost in the long evidence listing (the 0.5B wrote "1.31.3" for "试用期多长？" from six
-    // handbook passages) still copies the phrase that answers from a few of them: it leads
-    // the evidence sentences, so the user reads an answer first, every word of it cited.
-    if let Some((text, cited)) = found.as_mut() {
-        let shown = brief::lines(&question, &refs);
-        if let Some(phrase) = copy_phrase(state, deps, &shown, lang, &mut attempts, &mut cut) {
-            *text = format!("{}\n\n{text}", phrase.answer);
-            if !cited.contains(&phrase.evidence) {
-                cited.insert(0, phrase.evidence);
-            }
-        }
-    }
     state.draft.cut_sentences = cut.clone();
     // A streamed draft was withdrawn: the window replaces it.
     let replace = deps.llm.is_some();
-    extractive_or_abstain(state, deps, found, replace, lang);
+    extractive_or_abstain(
+        state,
+        deps,
+        extractive::answer(&question, &refs, lang),
+        replace,
+        lang,
+    );
     Ok(report(state, attempts, cut.len()))
 }
 
@@ -147,7 +138,7 @@ fn extractive_or_abstain(
     }
 }
 
-/// A phrase the model copied from the lines shown, as the answer shows it.
+/// A phrase the model copied from the lines shown, as the brief answer shows it.
 struct Phrase {
     /// The evidence's words (a Chinese answer widened to its clause), cited: "3 个月 [1]".
     answer: String,
