@@ -48,7 +48,7 @@ pub(crate) struct QaEvalArgs {
     /// A folder with corpus.jsonl, queries.jsonl and answers.jsonl (CMRC 2018 in BEIR form).
     #[arg(long, default_value = "../shared/corpora/cmrc2018_zh")]
     dataset: PathBuf,
-    /// Evaluate only the first N questions.
+    /// Evaluate N questions (the first N, or the N after `--offset`).
     #[arg(long, default_value_t = 100)]
     limit: usize,
     /// Skip the first N questions (with `--limit`, evaluate a slice: a held-out set).
