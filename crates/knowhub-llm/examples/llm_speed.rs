@@ -6,7 +6,8 @@
 //!
 //! `--no-requant` loads the weights as stored (no Q8_0 conversion of Q4_1/Q5_0/Q5_1 tensors),
 //! `--no-copies` keeps no copies of the layers for prompt processing (8-bit tiles or dense f32), to
-//! compare; `KNOWHUB_NO_GEMV=1` turns the AVX-512 VNNI kernels off (dense f32 copies instead).
+//! compare; `KNOWHUB_NO_GEMV=1` turns our one-token kernels (AVX-512 or AVX2) and the AVX-512 VNNI tiles
+//! off (candle's products, dense f32 copies for prompts).
 //!
 //! Prompts are timed cold (the prefix cache is emptied before each run); one more line shows a
 //! prompt that shares its beginning with the previous one (the cache's case).

@@ -63,7 +63,7 @@ pub(crate) fn packed_bytes(rows: usize, cols: usize) -> usize {
 
 /// Whether weights of this shape can be packed (and the CPU runs the kernel).
 pub(crate) fn packable(rows: usize, cols: usize) -> bool {
-    crate::gemv::available()
+    crate::gemv::avx512_available()
         && rows > 0
         && rows.is_multiple_of(2 * TILE_ROWS)
         && cols > 0
@@ -300,7 +300,7 @@ mod tests {
 
     #[test]
     fn products_match_the_dequantized_weights() {
-        if !crate::gemv::available() {
+        if !crate::gemv::avx512_available() {
             eprintln!("skipped: this CPU has no AVX-512 VNNI (the kernel's requirement)");
             return;
         }

@@ -1,5 +1,5 @@
-//! Matrix × vector products for generation (one token at a time) on x86-64 CPUs with
-//! AVX-512 VNNI, reading the GGUF's own Q4_K and Q6_K blocks.
+//! Matrix × vector products for generation (one token at a time) on x86-64 CPUs with AVX-512
+//! (BW, VNNI) or AVX2, reading the GGUF's own Q4_K and Q6_K blocks.
 //!
 //! Why: generating a token reads every weight once, so its speed is the speed at which the CPU
 //! streams the weights from memory. candle 0.11 computes one-token products over Q4_K weights
@@ -8,8 +8,11 @@
 //! the compact blocks as stored, 64 bytes per instruction, the 1.5B model's output layer
 //! (151,936 × 1,536 Q4_K) took 3.0 ms instead of 5.5 ms and a Q6_K feed-forward layer
 //! 1536 × 8960 0.15 ms instead of 0.21 ms (`gemv::speed`, below); generation went from about
-//! 18 to about 25 tokens/s (docs/measurements.md). Q8_0 (most of the 0.5B model) stays with
-//! candle: a kernel for it here measured no faster.
+//! 18 to about 25 tokens/s (docs/measurements.md). On AVX2-only CPUs (no AVX-512: AMD Zen 2/3,
+//! Intel client chips) the same products on 256-bit registers took the 1.5B model from 9.4–10.4
+//! to 13.3–14.4 tokens/s on a 2-core AMD EPYC (`llm_speed`, three rounds against
+//! `KNOWHUB_NO_GEMV=1`): the output layer alone 15.1 → 8.1 ms. Q8_0 (most of the 0.5B model)
+//! stays with candle: a kernel for it here measured no faster.
 //!
 //! How: the activation vector is quantized once per product to 8 bits ([`QuantizedVector`]:
 //! one scale per 256 values, with the sums of its values per 16 and 32 for the formats'
@@ -17,10 +20,11 @@
 //! the unsigned 4/6-bit weights, `vpmaddwd` with the row's sub-block scales), and the rows are
 //! split across candle's worker pool. [`gemv`] answers `None` where it does not apply (other
 //! formats or CPUs, rows that are not whole blocks), and the caller keeps candle's path.
+//! `KNOWHUB_NO_GEMV=1` turns the kernels off (to compare).
 //!
 //! The results equal the dequantized weights' f32 product up to the activation's 8-bit rounding
 //! (as in candle and llama.cpp, which quantize the activation the same way): the tests compare
-//! against candle's own dequantization.
+//! every kernel the CPU runs against candle's own dequantization.
 
 // The only unsafe code of the crate: SIMD intrinsics behind a runtime CPU-feature check. Every
 // pointer read stays inside slices whose lengths are checked in `gemv` before any kernel runs.
@@ -39,21 +43,68 @@ const Q6K_BYTES: usize = 210;
 /// small enough that two threads finish together.
 const ROWS_PER_TASK: usize = 32;
 
-/// Whether this CPU runs the kernels (checked once).
-pub(crate) fn available() -> bool {
+/// Which kernels this CPU runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kernel {
+    /// 512-bit: 64 weights per instruction.
+    Avx512,
+    /// 256-bit (AVX2 CPUs without AVX-512, e.g. AMD Zen 2/3, Intel client chips): the same
+    /// integer products, 32 weights per instruction. candle's own AVX2 path reads a repacked
+    /// copy of Q4_K of 6 bits per weight; these read the 4.5 bits as stored.
+    Avx2,
+}
+
+/// The kernels for this CPU (checked once); `None`: candle's products everywhere.
+fn kernel() -> Option<Kernel> {
     #[cfg(target_arch = "x86_64")]
     {
         use std::sync::OnceLock;
-        static AVAILABLE: OnceLock<bool> = OnceLock::new();
-        *AVAILABLE.get_or_init(|| {
-            std::env::var_os("KNOWHUB_NO_GEMV").is_none()
-                && is_x86_feature_detected!("avx512f")
-                && is_x86_feature_detected!("avx512bw")
-                && is_x86_feature_detected!("avx512vnni")
+        static KERNEL: OnceLock<Option<Kernel>> = OnceLock::new();
+        *KERNEL.get_or_init(|| {
+            if std::env::var_os("KNOWHUB_NO_GEMV").is_some() {
+                None
+            } else if runs_here(Kernel::Avx512) {
+                Some(Kernel::Avx512)
+            } else if runs_here(Kernel::Avx2) {
+                Some(Kernel::Avx2)
+            } else {
+                None
+            }
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
+        None
+    }
+}
+
+/// Whether this CPU runs the kernels (checked once).
+pub(crate) fn available() -> bool {
+    kernel().is_some()
+}
+
+/// Whether this CPU runs the 512-bit kernels (AVX-512 BW and VNNI: also what the 8-bit tiles
+/// of [`crate::gemm`] need). `KNOWHUB_NO_GEMV` turns them off too.
+pub(crate) fn avx512_available() -> bool {
+    kernel() == Some(Kernel::Avx512)
+}
+
+/// Whether this CPU has the features `kernel` needs (a CPU with AVX-512 runs both).
+fn runs_here(kernel: Kernel) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match kernel {
+            Kernel::Avx512 => {
+                is_x86_feature_detected!("avx512f")
+                    && is_x86_feature_detected!("avx512bw")
+                    && is_x86_feature_detected!("avx512vnni")
+            }
+            Kernel::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = kernel;
         false
     }
 }
@@ -101,8 +152,8 @@ struct QuantizedVector {
     d: Vec<f32>,
     /// The values, in their own order.
     qs: Vec<i8>,
-    /// Per 256 values, the order of Q4_K's nibbles: [0..32, 64..96], [32..64, 96..128], then
-    /// the same for the second half.
+    /// Per 256 values, the order of Q4_K's nibbles in 64-byte loads (the 512-bit kernel
+    /// only): [0..32, 64..96], [32..64, 96..128], then the same for the second half.
     q4k: Vec<i8>,
     /// Sums of the values per 16 (k-quants: Q6_K's sub-blocks).
     sums16: Vec<i16>,
@@ -151,7 +202,12 @@ impl QuantizedVector {
 /// `out` untouched) when this module has no kernel for them here ([`supports`]) or the lengths
 /// do not fit.
 pub(crate) fn gemv(weights: &QTensor, x: &[f32], out: &mut [f32]) -> Option<()> {
-    if !supports(weights) {
+    gemv_on(kernel()?, weights, x, out)
+}
+
+/// [`gemv`] with the given kernels (which the CPU must run: [`runs_here`]).
+fn gemv_on(kernel: Kernel, weights: &QTensor, x: &[f32], out: &mut [f32]) -> Option<()> {
+    if !supports(weights) || !runs_here(kernel) {
         return None;
     }
     let format = Format::of(weights.dtype())?;
@@ -162,7 +218,11 @@ pub(crate) fn gemv(weights: &QTensor, x: &[f32], out: &mut [f32]) -> Option<()> 
     if x.len() != k || out.len() != rows || data.len() != rows * row_bytes {
         return None;
     }
-    let act = QuantizedVector::new(x, per_block, format == Format::Q4K);
+    let act = QuantizedVector::new(
+        x,
+        per_block,
+        format == Format::Q4K && kernel == Kernel::Avx512,
+    );
     // candle's own worker pool (its threads spin between candle's operations): a second pool
     // would compete with them for the same cores. Each task owns one chunk of `out`; the
     // mutexes are never contended.
@@ -175,7 +235,7 @@ pub(crate) fn gemv(weights: &QTensor, x: &[f32], out: &mut [f32]) -> Option<()> 
             let first = task * ROWS_PER_TASK;
             for (i, o) in outs.iter_mut().enumerate() {
                 let start = (first + i) * row_bytes;
-                *o = dot(format, &data[start..start + row_bytes], &act);
+                *o = dot(kernel, format, &data[start..start + row_bytes], &act);
             }
         }
     });
@@ -211,20 +271,22 @@ pub(crate) fn forward_one_row(
 
 /// One row's dot product. The row holds whole blocks and `act` the matching quantized values
 /// (checked by `gemv`).
-fn dot(format: Format, row: &[u8], act: &QuantizedVector) -> f32 {
+fn dot(kernel: Kernel, format: Format, row: &[u8], act: &QuantizedVector) -> f32 {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: `gemv` runs only when `available()` found the CPU features these functions enable,
+    // SAFETY: `gemv` runs only when `kernel()` found the CPU features these functions enable,
     // and checked that `row` holds k/block whole blocks and `act` k quantized values (with their
-    // per-16/32 sums and, for Q4_K, the reordered copy).
+    // per-16/32 sums and, for Q4_K with the 512-bit kernel, the reordered copy).
     unsafe {
-        match format {
-            Format::Q4K => x86::dot_q4k(row, act),
-            Format::Q6K => x86::dot_q6k(row, act),
+        match (kernel, format) {
+            (Kernel::Avx512, Format::Q4K) => x86::dot_q4k(row, act),
+            (Kernel::Avx512, Format::Q6K) => x86::dot_q6k(row, act),
+            (Kernel::Avx2, Format::Q4K) => x86::dot_q4k_avx2(row, act),
+            (Kernel::Avx2, Format::Q6K) => x86::dot_q6k_avx2(row, act),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (format, row, act);
+        let _ = (kernel, format, row, act);
         0.0
     }
 }
@@ -401,6 +463,119 @@ mod x86 {
             _mm512_reduce_add_ps(acc) - offset_total
         }
     }
+
+    /// Sum of the eight 32-bit lanes as f32.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn hsum256(v: __m256) -> f32 {
+        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+        _mm_cvtss_f32(s)
+    }
+
+    /// Q4_K on 256-bit registers: each 32-byte load holds a 64-value chunk, its low nibbles
+    /// values 0..32 (one sub-block) and its high nibbles 32..64 (the next), so the activation
+    /// is read in its own order.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn dot_q4k_avx2(row: &[u8], act: &QuantizedVector) -> f32 {
+        unsafe {
+            let mask = _mm256_set1_epi8(0x0F);
+            let mut acc = _mm256_setzero_ps();
+            let mut mins_total = 0f32;
+            for (b, block) in row.chunks_exact(Q4K_BYTES).enumerate() {
+                let da = act.d[b];
+                let d = f16_at(block, 0) * da;
+                let dmin = f16_at(block, 2) * da;
+                let (scales, mins) = q4k_scales_mins(&block[4..16]);
+                let min_dot = _mm_madd_epi16(
+                    _mm_cvtepu8_epi16(_mm_loadl_epi64(mins.as_ptr().cast())),
+                    _mm_loadu_si128(act.sums32.as_ptr().add(b * 8).cast()),
+                );
+                let min_dot = _mm_add_epi32(min_dot, _mm_shuffle_epi32(min_dot, 0b01_00_11_10));
+                let min_dot = _mm_add_epi32(min_dot, _mm_shuffle_epi32(min_dot, 0b10_11_00_01));
+                mins_total += dmin * _mm_cvtsi128_si32(min_dot) as f32;
+
+                let qs = block.as_ptr().add(16);
+                let a = act.qs.as_ptr().add(b * QK_K);
+                let mut isum = _mm256_setzero_si256();
+                for j in 0..4 {
+                    let w = _mm256_loadu_si256(qs.add(32 * j).cast());
+                    let lo = _mm256_and_si256(w, mask);
+                    let hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), mask);
+                    let p_lo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256(a.add(64 * j).cast()));
+                    let p_hi =
+                        _mm256_maddubs_epi16(hi, _mm256_loadu_si256(a.add(64 * j + 32).cast()));
+                    let s_lo = _mm256_set1_epi16(i16::from(scales[2 * j]));
+                    let s_hi = _mm256_set1_epi16(i16::from(scales[2 * j + 1]));
+                    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p_lo, s_lo));
+                    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p_hi, s_hi));
+                }
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d), acc);
+            }
+            hsum256(acc) - mins_total
+        }
+    }
+
+    /// Q6_K on 256-bit registers: per 128-value half, 32 bytes of low bits at 0 and 32 and 32
+    /// bytes of high bits give four 32-value products, each two 16-value sub-blocks (the lower
+    /// and upper 128-bit lane of the scale vector).
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn dot_q6k_avx2(row: &[u8], act: &QuantizedVector) -> f32 {
+        unsafe {
+            let low4 = _mm256_set1_epi8(0x0F);
+            let two = _mm256_set1_epi8(0x03);
+            let mut acc = _mm256_setzero_ps();
+            let mut offset_total = 0f32;
+            for (b, block) in row.chunks_exact(Q6K_BYTES).enumerate() {
+                let ql = block.as_ptr();
+                let qh = block.as_ptr().add(128);
+                let scales: &[u8] = &block[192..208];
+                let d = f16_at(block, 208) * act.d[b];
+                // Values are stored +32: subtract 32 · scale · (sum of the 16 activations).
+                let sums = &act.sums16[b * 16..b * 16 + 16];
+                let offset: i32 = scales
+                    .iter()
+                    .zip(sums)
+                    .map(|(&s, &a)| i32::from(s as i8) * i32::from(a))
+                    .sum();
+                offset_total += d * 32.0 * offset as f32;
+
+                let a = act.qs.as_ptr().add(b * QK_K);
+                let mut isum = _mm256_setzero_si256();
+                for half in 0..2 {
+                    let l0 = _mm256_loadu_si256(ql.add(64 * half).cast());
+                    let l1 = _mm256_loadu_si256(ql.add(64 * half + 32).cast());
+                    let h = _mm256_loadu_si256(qh.add(32 * half).cast());
+                    let high = |shift: i32| match shift {
+                        0 => _mm256_slli_epi16(_mm256_and_si256(h, two), 4),
+                        2 => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), two), 4),
+                        4 => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), two), 4),
+                        _ => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), two), 4),
+                    };
+                    let weights = [
+                        _mm256_or_si256(_mm256_and_si256(l0, low4), high(0)),
+                        _mm256_or_si256(_mm256_and_si256(l1, low4), high(2)),
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), high(4)),
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4), high(6)),
+                    ];
+                    for (q, w) in weights.into_iter().enumerate() {
+                        let av = _mm256_loadu_si256(a.add(128 * half + 32 * q).cast());
+                        let prod = _mm256_maddubs_epi16(w, av);
+                        // Values 128·half + 32·q + [0..16) and [16..32): scales 8·half + 2·q
+                        // and the next.
+                        let first = 8 * half + 2 * q;
+                        let scale = _mm256_set_m128i(
+                            _mm_set1_epi16(i16::from(scales[first + 1] as i8)),
+                            _mm_set1_epi16(i16::from(scales[first] as i8)),
+                        );
+                        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, scale));
+                    }
+                }
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d), acc);
+            }
+            hsum256(acc) - offset_total
+        }
+    }
 }
 
 #[cfg(test)]
@@ -425,13 +600,20 @@ mod tests {
 
     #[test]
     fn products_match_the_dequantized_weights() {
-        if !available() {
-            eprintln!("skipped: this CPU has no AVX-512 VNNI (the kernels' requirement)");
+        let kernels: Vec<Kernel> = [Kernel::Avx512, Kernel::Avx2]
+            .into_iter()
+            .filter(|&k| runs_here(k))
+            .collect();
+        if kernels.is_empty() {
+            eprintln!("skipped: this CPU has neither AVX2 nor AVX-512 (the kernels' requirement)");
             return;
         }
         // 70 rows: two whole tasks of 32 and a short one.
         let rows = 70;
-        for dtype in [GgmlDType::Q4K, GgmlDType::Q6K] {
+        for (kernel, dtype) in kernels
+            .iter()
+            .flat_map(|&k| [(k, GgmlDType::Q4K), (k, GgmlDType::Q6K)])
+        {
             for (seed, k) in [(1u64, 256usize), (2, 1024), (3, 1536)] {
                 // Magnitudes and offsets that change every 16 columns, so that every
                 // sub-block has its own scale (and Q4_K its own minimum).
@@ -447,13 +629,18 @@ mod tests {
                     .and_then(|t| QTensor::quantize(&t, dtype))
                     .expect("quantize");
                 let x = values(k, seed + 100);
-                // As the model calls it: one row of a [batch, seq, k] tensor.
-                let xs = Tensor::from_vec(x.clone(), (1, 1, k), &Device::Cpu).expect("x");
-                let ys = forward_one_row(&w, &xs)
-                    .expect("product")
-                    .expect("kernel applies");
-                assert_eq!(ys.dims(), &[1, 1, rows]);
-                let out: Vec<f32> = ys.flatten_all().and_then(|t| t.to_vec1()).expect("out");
+                let mut out = vec![0f32; rows];
+                gemv_on(kernel, &w, &x, &mut out).expect("kernel applies");
+                if Some(kernel) == super::kernel() {
+                    // As the model calls it: one row of a [batch, seq, k] tensor.
+                    let xs = Tensor::from_vec(x.clone(), (1, 1, k), &Device::Cpu).expect("x");
+                    let ys = forward_one_row(&w, &xs)
+                        .expect("product")
+                        .expect("kernel applies");
+                    assert_eq!(ys.dims(), &[1, 1, rows]);
+                    let ys: Vec<f32> = ys.flatten_all().and_then(|t| t.to_vec1()).expect("out");
+                    assert_eq!(ys, out);
+                }
 
                 let dense = w.dequantize(&Device::Cpu).expect("dequantize");
                 let dense: Vec<Vec<f32>> = dense.to_vec2().expect("rows");
@@ -464,7 +651,7 @@ mod tests {
                     // by the wrong factor is not).
                     assert!(
                         (out[r] - want).abs() <= 0.002 * scale,
-                        "{dtype:?} k={k} row {r}: {} vs {want} (Σ|w·x| {scale})",
+                        "{kernel:?} {dtype:?} k={k} row {r}: {} vs {want} (Σ|w·x| {scale})",
                         out[r]
                     );
                 }
