@@ -70,7 +70,8 @@ impl Signed {
 /// The loaded answer model, for the choice it was loaded from.
 #[derive(Debug, Default)]
 struct LlmSlot {
-    choice: Option<LlmChoice>,
+    /// The setting and the search models' GPU switch the model was loaded for.
+    choice: Option<(LlmChoice, bool)>,
     llm: Option<Arc<dyn Llm>>,
     note: Option<String>,
 }
@@ -220,10 +221,17 @@ impl AppState {
     /// The answer model of the current settings, loaded on first use (seconds for a local
     /// model) and kept; `None` = extractive answers. Call from a worker thread.
     pub(crate) fn llm(&self) -> CmdResult<Option<Arc<dyn Llm>>> {
-        let choice = self.settings().llm;
+        let settings = self.settings();
+        let choice = (settings.llm, settings.search.gpu);
         let mut slot = self.llm.lock().unwrap_or_else(|p| p.into_inner());
         if slot.choice.as_ref() != Some(&choice) {
-            let loaded = choice.load()?;
+            // A local model shares the search models' device setting: one switch for the GPU.
+            let device = if choice.1 {
+                DeviceChoice::Auto
+            } else {
+                DeviceChoice::Cpu
+            };
+            let loaded = choice.0.load(&device.device())?;
             *slot = LlmSlot {
                 choice: Some(choice),
                 llm: loaded.llm,
@@ -236,7 +244,8 @@ impl AppState {
     /// The answer model when it is already loaded for the current settings; never loads one
     /// (nor waits for one that is loading).
     pub(crate) fn loaded_llm(&self) -> Option<Arc<dyn Llm>> {
-        let choice = self.settings().llm;
+        let settings = self.settings();
+        let choice = (settings.llm, settings.search.gpu);
         let slot = match self.llm.try_lock() {
             Ok(slot) => slot,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use candle_core::Device;
 use knowhub_llm::{Llm, LocalGguf, OpenAiCompatible};
 use serde::{Deserialize, Serialize};
 
@@ -80,14 +81,18 @@ impl LlmChoice {
     }
 
     /// Loads the model (`llm: None`: extractive mode), with a note for the user when the
-    /// default model is missing and answers will be extractive.
-    pub fn load(&self) -> Result<LoadedLlm, ProviderError> {
-        let (llm, note) = self.load_parts()?;
+    /// default model is missing and answers will be extractive. A local model runs on
+    /// `device` (the CPU, or the GPU the search models use); a server model ignores it.
+    pub fn load(&self, device: &Device) -> Result<LoadedLlm, ProviderError> {
+        let (llm, note) = self.load_parts(device)?;
         Ok(LoadedLlm { llm, note })
     }
 
     #[allow(clippy::type_complexity)] // private: the two halves of `LoadedLlm`
-    fn load_parts(&self) -> Result<(Option<Arc<dyn Llm>>, Option<String>), ProviderError> {
+    fn load_parts(
+        &self,
+        device: &Device,
+    ) -> Result<(Option<Arc<dyn Llm>>, Option<String>), ProviderError> {
         match self {
             LlmChoice::Off => Ok((None, None)),
             LlmChoice::OpenAi {
@@ -103,7 +108,7 @@ impl LlmChoice {
                 None,
             )),
             LlmChoice::Default => match installed_model_path(DEFAULT_LOCAL_LLM) {
-                Some(path) => Ok((Some(load_gguf(&path)?), None)),
+                Some(path) => Ok((Some(load_gguf(&path, device)?), None)),
                 None => Ok((
                     None,
                     Some(format!(
@@ -112,21 +117,20 @@ impl LlmChoice {
                     )),
                 )),
             },
-            LlmChoice::File { path } => Ok((Some(load_gguf(path)?), None)),
+            LlmChoice::File { path } => Ok((Some(load_gguf(path, device)?), None)),
             LlmChoice::Named { name } => match installed_model_path(name) {
-                Some(path) => Ok((Some(load_gguf(&path)?), None)),
+                Some(path) => Ok((Some(load_gguf(&path, device)?), None)),
                 None => Err(ProviderError::NotInstalled(name.clone())),
             },
         }
     }
 }
 
-fn load_gguf(path: &Path) -> Result<Arc<dyn Llm>, ProviderError> {
-    let llm =
-        LocalGguf::load(path, &candle_core::Device::Cpu).map_err(|e| ProviderError::Load {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
+fn load_gguf(path: &Path, device: &Device) -> Result<Arc<dyn Llm>, ProviderError> {
+    let llm = LocalGguf::load(path, device).map_err(|e| ProviderError::Load {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
     Ok(Arc::new(llm))
 }
 
@@ -186,7 +190,7 @@ mod tests {
         let err = LlmChoice::Named {
             name: "no-such-model".into(),
         }
-        .load()
+        .load(&Device::Cpu)
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();

@@ -27,6 +27,10 @@ pub(crate) struct LlmArgs {
     /// Model name on that server.
     #[arg(long, global = true, env = "KNOWHUB_LLM_MODEL")]
     pub llm_model: Option<String>,
+    /// Where a local model runs: the global `--device` (copied in by `main`, so both flags
+    /// cannot disagree); empty is the CPU.
+    #[arg(skip)]
+    pub device: String,
 }
 
 impl LlmArgs {
@@ -39,7 +43,11 @@ impl LlmArgs {
             self.llm_model.clone(),
             std::env::var("KNOWHUB_LLM_API_KEY").ok(),
         )?;
-        let loaded = choice.load()?;
+        let device = match self.device.as_str() {
+            "" => knowhub_engine::DeviceChoice::Cpu,
+            text => text.parse::<knowhub_engine::DeviceChoice>()?,
+        };
+        let loaded = choice.load(&device.device())?;
         if let Some(note) = loaded.note {
             eprintln!("note: {note}");
         }

@@ -45,6 +45,9 @@ pub(crate) enum BenchCommand {
     /// Watched-folder scale: generate small mixed files, then time to fully indexed, peak
     /// memory, one edit → searchable with the watcher running, and a restart's reconcile.
     Watch(crate::bench_watch::WatchBenchArgs),
+    /// The models on the GPU against the CPU (builds with `--features cuda` or `metal`): do
+    /// embeddings and greedy answers agree, and how fast is each device.
+    Device(crate::bench_device::DeviceArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -80,7 +83,11 @@ pub(crate) struct RetrievalArgs {
     json: bool,
 }
 
-pub(crate) fn run(cmd: BenchCommand) -> Result<ExitCode> {
+pub(crate) fn run(
+    cmd: BenchCommand,
+    models: &crate::ModelArgs,
+    llm: &crate::ask::LlmArgs,
+) -> Result<ExitCode> {
     match cmd {
         BenchCommand::Ingest { folder } => ingest(&folder),
         BenchCommand::Search {
@@ -90,6 +97,7 @@ pub(crate) fn run(cmd: BenchCommand) -> Result<ExitCode> {
         } => search(&folder, &queries, rounds),
         BenchCommand::Retrieval(args) => retrieval(&args),
         BenchCommand::Watch(args) => crate::bench_watch::run(&args),
+        BenchCommand::Device(args) => crate::bench_device::run(&args, models, llm),
     }
 }
 
@@ -610,15 +618,7 @@ fn embedding_texts(scifact: &Path, root: &Path, n: usize) -> Option<(Vec<String>
             return Some((texts, source));
         }
     }
-    let mut paragraphs = Vec::new();
-    for (_, text) in demo_texts(&root.join("assets/demo")) {
-        paragraphs.extend(
-            text.split("\n\n")
-                .map(str::trim)
-                .filter(|p| p.chars().count() >= 40)
-                .map(str::to_owned),
-        );
-    }
+    let paragraphs = demo_paragraphs(&root.join("assets/demo"));
     if paragraphs.is_empty() {
         return None;
     }
@@ -628,6 +628,20 @@ fn embedding_texts(scifact: &Path, root: &Path, n: usize) -> Option<(Vec<String>
         texts,
         format!("assets/demo paragraphs ({distinct} distinct, repeated; SciFact not found)"),
     ))
+}
+
+/// The paragraphs (40 characters or more) of the demo documents in `dir`.
+pub(crate) fn demo_paragraphs(dir: &Path) -> Vec<String> {
+    let mut paragraphs = Vec::new();
+    for (_, text) in demo_texts(dir) {
+        paragraphs.extend(
+            text.split("\n\n")
+                .map(str::trim)
+                .filter(|p| p.chars().count() >= 40)
+                .map(str::to_owned),
+        );
+    }
+    paragraphs
 }
 
 /// tokens/s of `model` in the JSON written by `scripts/bench_embed_pytorch.py`, when present.

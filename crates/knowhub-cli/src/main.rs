@@ -9,6 +9,7 @@
 mod access;
 mod ask;
 mod bench;
+mod bench_device;
 mod bench_watch;
 mod eval;
 mod eval_agent;
@@ -277,7 +278,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    cli.llm.device = cli.models.device.clone();
     if let Command::ParseWorker { memory_bytes } = cli.command {
         return match knowhub_engine::run_worker(memory_bytes) {
             Ok(()) => ExitCode::SUCCESS,
@@ -613,7 +615,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             return access::audit(&s.engine, &s.ctx, limit, json);
         }
         Command::Eval(cmd) => return eval::run(cmd, &cli.models, &cli.llm, json),
-        Command::Bench(cmd) => return bench::run(cmd),
+        Command::Bench(cmd) => return bench::run(cmd, &cli.models, &cli.llm),
         Command::Models(cmd) => return models::run(cmd, json, show_progress),
         Command::ParseWorker { .. } => {}
     }
