@@ -233,3 +233,71 @@ fn chat_keeps_one_conversation_and_answers_commands() {
     assert_eq!(sessions[0], sessions[1], "{err}");
     assert!(!text.contains("never asked"));
 }
+
+/// `--device` reaches the answer model too: a GPU asked for where none is built in (or found)
+/// is the CPU, never an error; a misspelled device is a clear error; `bench device` says why
+/// it has nothing to compare.
+#[test]
+fn the_device_flag_covers_the_answer_model_and_falls_back_to_the_cpu() {
+    let data = tempfile::tempdir().unwrap();
+    let demo = repo().join("assets/demo");
+    let report = json(&knowhub(
+        data.path(),
+        &[
+            "--json",
+            "--embedder",
+            "off",
+            "--device",
+            "auto",
+            "ingest",
+            demo.to_str().unwrap(),
+        ],
+    ));
+    assert!(report["added"].as_u64().unwrap() >= 5, "{report}");
+
+    let smollm = repo().join("models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let llm = if smollm.exists() {
+        smollm.to_str().unwrap().to_owned()
+    } else {
+        eprintln!("(SmolLM2 not installed: the extractive mode answers instead)");
+        "off".to_owned()
+    };
+    let ask = knowhub(
+        data.path(),
+        &[
+            "--embedder",
+            "off",
+            "--device",
+            "auto",
+            "--llm",
+            &llm,
+            "ask",
+            "How many days of annual leave do new employees get?",
+        ],
+    );
+    assert!(
+        ask.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ask.stderr)
+    );
+    assert!(
+        stdout(&ask).contains("[1]"),
+        "a cited answer: {}",
+        stdout(&ask)
+    );
+
+    let bad = knowhub(
+        data.path(),
+        &["--device", "gpu9", "--llm", "off", "ask", "anything"],
+    );
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("unknown device"), "{err}");
+
+    if !cfg!(any(feature = "cuda", feature = "metal")) {
+        let bench = knowhub(data.path(), &["bench", "device"]);
+        assert_eq!(bench.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&bench.stderr);
+        assert!(err.contains("no GPU support"), "{err}");
+    }
+}
