@@ -324,6 +324,33 @@ mod x86 {
         (join(scales_lo, scales_hi), join(mins_lo, mins_hi))
     }
 
+    /// Σ min · (sum of the sub-block's activations) over a Q4_K block's 8 sub-blocks: what
+    /// the minimums take away, shared by both kernels.
+    #[target_feature(enable = "sse4.1")]
+    fn q4k_min_dot(mins: &[u8; 8], sums32: &[i16]) -> i32 {
+        let sums32 = &sums32[..8];
+        // SAFETY: 8 bytes of `mins` and the 8 values (16 bytes) of `sums32` are read.
+        unsafe {
+            let v = _mm_madd_epi16(
+                _mm_cvtepu8_epi16(_mm_loadl_epi64(mins.as_ptr().cast())),
+                _mm_loadu_si128(sums32.as_ptr().cast()),
+            );
+            let v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0b01_00_11_10));
+            let v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0b10_11_00_01));
+            _mm_cvtsi128_si32(v)
+        }
+    }
+
+    /// Σ scale · (sum of the 16 activations) over a Q6_K block's 16 sub-blocks: its values are
+    /// stored +32, so 32 times this is taken away.
+    fn q6k_offset(scales: &[u8], sums16: &[i16]) -> i32 {
+        scales
+            .iter()
+            .zip(sums16)
+            .map(|(&s, &a)| i32::from(s as i8) * i32::from(a))
+            .sum()
+    }
+
     /// Lane index vectors for `vpermw`: 16 lanes of one value then 16 of another.
     const fn halves(a: i16, b: i16) -> [i16; 32] {
         let mut idx = [a; 32];
@@ -372,13 +399,7 @@ mod x86 {
                 let d = f16_at(block, 0) * da;
                 let dmin = f16_at(block, 2) * da;
                 let (scales, mins) = q4k_scales_mins(&block[4..16]);
-                let min_dot = _mm_madd_epi16(
-                    _mm_cvtepu8_epi16(_mm_loadl_epi64(mins.as_ptr().cast())),
-                    _mm_loadu_si128(act.sums32.as_ptr().add(b * 8).cast()),
-                );
-                let min_dot = _mm_add_epi32(min_dot, _mm_shuffle_epi32(min_dot, 0b01_00_11_10));
-                let min_dot = _mm_add_epi32(min_dot, _mm_shuffle_epi32(min_dot, 0b10_11_00_01));
-                mins_total += dmin * _mm_cvtsi128_si32(min_dot) as f32;
+                mins_total += dmin * q4k_min_dot(&mins, &act.sums32[b * 8..b * 8 + 8]) as f32;
 
                 let s16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(_mm_loadl_epi64(
                     scales.as_ptr().cast(),
@@ -426,14 +447,8 @@ mod x86 {
                 let qh = block.as_ptr().add(128);
                 let scales: &[u8] = &block[192..208];
                 let d = f16_at(block, 208) * act.d[b];
-                // Values are stored +32: subtract 32 · scale · (sum of the 16 activations).
-                let sums = &act.sums16[b * 16..b * 16 + 16];
-                let offset: i32 = scales
-                    .iter()
-                    .zip(sums)
-                    .map(|(&s, &a)| i32::from(s as i8) * i32::from(a))
-                    .sum();
-                offset_total += d * 32.0 * offset as f32;
+                offset_total +=
+                    d * 32.0 * q6k_offset(scales, &act.sums16[b * 16..b * 16 + 16]) as f32;
 
                 let s16 = _mm512_broadcast_i64x4(_mm256_cvtepi8_epi16(_mm_loadu_si128(
                     scales.as_ptr().cast(),
@@ -487,13 +502,7 @@ mod x86 {
                 let d = f16_at(block, 0) * da;
                 let dmin = f16_at(block, 2) * da;
                 let (scales, mins) = q4k_scales_mins(&block[4..16]);
-                let min_dot = _mm_madd_epi16(
-                    _mm_cvtepu8_epi16(_mm_loadl_epi64(mins.as_ptr().cast())),
-                    _mm_loadu_si128(act.sums32.as_ptr().add(b * 8).cast()),
-                );
-                let min_dot = _mm_add_epi32(min_dot, _mm_shuffle_epi32(min_dot, 0b01_00_11_10));
-                let min_dot = _mm_add_epi32(min_dot, _mm_shuffle_epi32(min_dot, 0b10_11_00_01));
-                mins_total += dmin * _mm_cvtsi128_si32(min_dot) as f32;
+                mins_total += dmin * q4k_min_dot(&mins, &act.sums32[b * 8..b * 8 + 8]) as f32;
 
                 let qs = block.as_ptr().add(16);
                 let a = act.qs.as_ptr().add(b * QK_K);
@@ -531,14 +540,8 @@ mod x86 {
                 let qh = block.as_ptr().add(128);
                 let scales: &[u8] = &block[192..208];
                 let d = f16_at(block, 208) * act.d[b];
-                // Values are stored +32: subtract 32 · scale · (sum of the 16 activations).
-                let sums = &act.sums16[b * 16..b * 16 + 16];
-                let offset: i32 = scales
-                    .iter()
-                    .zip(sums)
-                    .map(|(&s, &a)| i32::from(s as i8) * i32::from(a))
-                    .sum();
-                offset_total += d * 32.0 * offset as f32;
+                offset_total +=
+                    d * 32.0 * q6k_offset(scales, &act.sums16[b * 16..b * 16 + 16]) as f32;
 
                 let a = act.qs.as_ptr().add(b * QK_K);
                 let mut isum = _mm256_setzero_si256();
