@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use knowhub_agent::providers::LlmChoice;
+use knowhub_engine::DeviceChoice;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CmdResult, CommandError};
@@ -41,6 +42,17 @@ pub(crate) struct SearchModels {
     pub reranker: Option<PathBuf>,
     /// Use CUDA/Metal when compiled in and present (else the CPU).
     pub gpu: bool,
+}
+
+impl SearchModels {
+    /// Where local models run under this setting (the answer model too: one GPU switch).
+    pub(crate) fn device(&self) -> DeviceChoice {
+        if self.gpu {
+            DeviceChoice::Auto
+        } else {
+            DeviceChoice::Cpu
+        }
+    }
 }
 
 impl Default for SearchModels {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, RwLock, TryLockError};
 use knowhub_agent::CancelFlag;
 use knowhub_agent::providers::LlmChoice;
 use knowhub_engine::{
-    Credentials, DeviceChoice, EmbedderSpec, Engine, EngineConfig, Hub, ModelConfig, ParserBackend,
+    Credentials, EmbedderSpec, Engine, EngineConfig, Hub, ModelConfig, ParserBackend,
     RequestContext, Role, WatchOptions, WatchService,
 };
 use knowhub_llm::Llm;
@@ -133,11 +133,7 @@ impl AppState {
                 .parse::<EmbedderSpec>()
                 .map_err(|e| CommandError::invalid(format!("embedder {}: {e}", search.embedder)))?,
             reranker: search.reranker.clone(),
-            device: if search.gpu {
-                DeviceChoice::Auto
-            } else {
-                DeviceChoice::Cpu
-            },
+            device: search.device(),
             require_embedder: false,
         };
         if config.sandbox_parsers {
@@ -226,12 +222,7 @@ impl AppState {
         let mut slot = self.llm.lock().unwrap_or_else(|p| p.into_inner());
         if slot.choice.as_ref() != Some(&choice) {
             // A local model shares the search models' device setting: one switch for the GPU.
-            let device = if choice.1 {
-                DeviceChoice::Auto
-            } else {
-                DeviceChoice::Cpu
-            };
-            let loaded = choice.0.load(&device.device())?;
+            let loaded = choice.0.load(&settings.search.device().device())?;
             *slot = LlmSlot {
                 choice: Some(choice),
                 llm: loaded.llm,
