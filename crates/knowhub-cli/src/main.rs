@@ -278,6 +278,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // SAFETY: first thing in `main`, before any thread exists.
+    #[allow(unsafe_code)]
+    unsafe {
+        knowhub_llm::threads::settle_thread_count();
+    }
     let mut cli = Cli::parse();
     cli.llm.device = cli.models.device.clone();
     if let Command::ParseWorker { memory_bytes } = cli.command {

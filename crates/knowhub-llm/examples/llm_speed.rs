@@ -1,9 +1,11 @@
 //! Prompt-processing and generation speed of the local models on the CPU.
 //!
 //! ```text
-//! cargo run --release -p knowhub-llm --example llm_speed [-- [--no-requant] [--no-copies] MODEL.gguf ...]
+//! cargo run --release -p knowhub-llm --example llm_speed [-- [--no-requant] [--no-copies] [--unsettled-threads] MODEL.gguf ...]
 //! ```
 //!
+//! `--unsettled-threads` skips `knowhub_llm::threads::settle_thread_count` (candle then counts
+//! the cores on every matrix product, as before the CLI and the app settled it), to compare.
 //! `--no-requant` loads the weights as stored (no Q8_0 conversion of Q4_1/Q5_0/Q5_1 tensors),
 //! `--no-copies` keeps no copies of the layers for prompt processing (8-bit tiles or dense f32), to
 //! compare; `KNOWHUB_NO_GEMV=1` turns our one-token kernels (AVX-512 or AVX2) and the AVX-512 VNNI tiles
@@ -127,10 +129,20 @@ fn measure(path: &Path, options: &LoadOptions) {
 }
 
 fn main() {
+    // As the CLI and the desktop app do, unless `--unsettled-threads` (candle counting the cores
+    // on every product, to compare). SAFETY: first thing in `main`, no other thread yet.
+    if !std::env::args_os().any(|a| a == "--unsettled-threads") {
+        #[allow(unsafe_code)]
+        unsafe {
+            knowhub_llm::threads::settle_thread_count();
+        }
+    }
     let mut options = LoadOptions::default();
     let mut args: Vec<PathBuf> = Vec::new();
     for a in std::env::args_os().skip(1) {
-        if a == "--no-requant" {
+        if a == "--unsettled-threads" {
+            continue;
+        } else if a == "--no-requant" {
             options.cpu_q8_requantize = false;
         } else if a == "--no-copies" {
             options.prefill_copy_bytes = 0;

@@ -66,6 +66,7 @@ pub mod openai;
 pub mod qwen2;
 mod requant;
 mod stream;
+pub mod threads;
 
 use std::fmt::Debug;
 use std::time::Duration;
