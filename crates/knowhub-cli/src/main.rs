@@ -362,13 +362,30 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let show_progress = !cli.quiet && !json && std::io::stderr().is_terminal();
     match cli.command {
         Command::Ingest { paths, force } => {
+            // A path given on the command line that does not exist is the user's mistake (a
+            // typo), not a file that failed to parse: the others are still ingested, and the
+            // command then fails, naming it.
+            let missing: Vec<String> = paths
+                .iter()
+                .filter(|p| {
+                    p.symlink_metadata()
+                        .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+                })
+                .map(|p| p.display().to_string())
+                .collect();
+            let not_found = || anyhow::anyhow!("not found: {}", missing.join(", "));
             let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
             if s.engine.is_read_only() {
                 // The app or `knowhub daemon` holds the index: hand the work to its queue.
-                let n = s.engine.enqueue(&s.ctx, &paths)?;
+                let present: Vec<_> = paths.iter().filter(|p| p.exists()).cloned().collect();
+                let n = s.engine.enqueue(&s.ctx, &present)?;
                 println!(
-                    "queued {n} path(s): another KnowHub process (the app or the daemon) is                      writing this knowledge base and processes them; see `knowhub jobs`"
+                    "queued {n} path(s): another KnowHub process (the app or the daemon) is \
+                     writing this knowledge base and processes them; see `knowhub jobs`"
                 );
+                if !missing.is_empty() {
+                    return Err(not_found());
+                }
                 return Ok(ExitCode::SUCCESS);
             }
             let report = ingest_with_progress(
@@ -385,6 +402,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 render::ingest_report(&report);
+            }
+            if !missing.is_empty() {
+                return Err(not_found());
             }
         }
         Command::Ask(args) => {

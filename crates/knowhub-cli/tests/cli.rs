@@ -117,6 +117,7 @@ fn errors_are_one_line_with_nonzero_exit() {
     for args in [
         vec!["search", "   "],
         vec!["remove", "/definitely/not/stored.txt"],
+        vec!["ingest", "/definitely/not/a/folder"],
     ] {
         let out = knowhub(data.path(), &args);
         assert!(!out.status.success(), "{args:?}");
