@@ -28,7 +28,7 @@ const MAX_HOPS: usize = 3;
 pub fn for_error(schema: &Schema, failed: &str, error: &str) -> Hint {
     let lower = error.to_lowercase();
     if let Some(rest) = find_after(&lower, error, "no such column: ") {
-        return missing_column(schema, failed, first_word(rest), failing_scope(rest));
+        return missing_column(schema, failed, first_word(rest));
     }
     if let Some(rest) = find_after(&lower, error, "unknown table or view `") {
         return missing_table(schema, rest.split('`').next().unwrap_or(""));
@@ -111,61 +111,7 @@ fn unquote(s: &str) -> &str {
     s.trim_matches(|c| matches!(c, '"' | '`' | '[' | ']'))
 }
 
-/// SQLite's "no such column: X in <statement> at offset N" points into the statement as it
-/// ran: the text of the innermost `SELECT` around offset N, nested subqueries left out — the
-/// tables an unqualified column was looked for in, and whether that `SELECT` is a subquery.
-/// `None` when the error does not say where.
-fn failing_scope(after_column: &str) -> Option<(String, bool)> {
-    let (_, rest) = after_column.split_once(" in ")?;
-    let (sql, offset) = rest.rsplit_once(" at offset ")?;
-    let offset: usize = offset.trim().trim_end_matches('.').parse().ok()?;
-    if offset >= sql.len() {
-        return None;
-    }
-    // Parenthesised spans, outside string literals.
-    let bytes = sql.as_bytes();
-    let mut open = Vec::new();
-    let mut spans = Vec::new();
-    let mut in_string = false;
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            b'\'' => in_string = !in_string,
-            b'(' if !in_string => open.push(i),
-            b')' if !in_string => {
-                if let Some(start) = open.pop() {
-                    spans.push((start + 1, i));
-                }
-            }
-            _ => {}
-        }
-    }
-    let is_query = |&(start, end): &(usize, usize)| {
-        let head = sql[start..end].trim_start().get(..6).unwrap_or("");
-        head.eq_ignore_ascii_case("select")
-    };
-    let innermost = spans
-        .iter()
-        .copied()
-        .filter(|&(s, e)| s <= offset && offset < e)
-        .filter(is_query)
-        .min_by_key(|&(s, e)| e - s);
-    let (start, end) = innermost.unwrap_or((0, sql.len()));
-    // Blank out the subqueries nested inside the scope.
-    let mut text: Vec<u8> = bytes[start..end].to_vec();
-    for &(s, e) in spans.iter().filter(|sp| is_query(sp)) {
-        if start <= s && e <= end && (s, e) != (start, end) {
-            text[s - start..e - start].fill(b' ');
-        }
-    }
-    Some((String::from_utf8(text).ok()?, innermost.is_some()))
-}
-
-fn missing_column(
-    schema: &Schema,
-    failed: &str,
-    written: &str,
-    scope: Option<(String, bool)>,
-) -> Hint {
+fn missing_column(schema: &Schema, failed: &str, written: &str) -> Hint {
     let (qualifier, column) = match written.rsplit_once('.') {
         Some((q, c)) => (Some(unquote(q)), unquote(c)),
         None => (None, unquote(written)),
@@ -173,24 +119,8 @@ fn missing_column(
     if column.is_empty() {
         return Hint::default();
     }
-    // An unqualified column was looked for in the tables of its own SELECT: when that is a
-    // subquery (`(SELECT AlbumId … FROM PlaylistTrack …)`), those are the tables to reason
-    // about, not every table the statement names.
-    let scope = scope.filter(|_| qualifier.is_none());
-    let in_subquery = scope.as_ref().is_some_and(|(_, sub)| *sub);
-    let scope_tables = scope
-        .map(|(text, _)| tables_in(schema, &text))
-        .filter(|t| !t.is_empty());
-    let used = scope_tables
-        .clone()
-        .unwrap_or_else(|| tables_in(schema, failed));
-    let named = match qualifier {
-        Some(q) => resolve(schema, failed, q),
-        // One table searched in vain: say it lacks the column.
-        None => scope_tables
-            .filter(|t| t.len() == 1)
-            .and_then(|t| t.into_iter().next()),
-    };
+    let used = tables_in(schema, failed);
+    let named = qualifier.and_then(|q| resolve(schema, failed, q));
     let mut holders: Vec<&str> = schema
         .tables
         .iter()
@@ -200,15 +130,6 @@ fn missing_column(
     // A common name (`Name`, `id`) is in many tables: name those the statement joins.
     if holders.iter().any(|h| used.iter().any(|u| u == h)) {
         holders.retain(|h| used.iter().any(|u| u == h));
-    } else {
-        // None is at hand: the nearest by joins first.
-        holders.sort_by_key(|h| {
-            used.iter()
-                .filter_map(|u| join_path(schema, u, h))
-                .map(|p| p.len())
-                .min()
-                .unwrap_or(usize::MAX)
-        });
     }
     let mut hint = Hint::default();
     if holders.is_empty() {
@@ -238,11 +159,9 @@ fn missing_column(
         "{column} is a column of {}{not_of}.",
         holders.join(" and ")
     ));
-    // How to reach the holder from what the statement already joins. Not inside a subquery:
-    // there the column's table is to be read instead (`AlbumId` per album is Track's, and
-    // joining PlaylistTrack to reach it counts playlist entries, not tracks).
+    // How to reach the holder from what the statement already joins.
     let holder = holders[0];
-    if !in_subquery && !used.iter().any(|u| u.eq_ignore_ascii_case(holder)) {
+    if !used.iter().any(|u| u.eq_ignore_ascii_case(holder)) {
         let best = used
             .iter()
             .filter_map(|u| join_path(schema, u, holder))
@@ -588,29 +507,6 @@ mod tests {
                 "no such column: T1.Name",
                 vec!["Name is a column of Artist and Track, not of InvoiceLine."],
                 vec!["Artist", "Track"],
-            ),
-            // The unqualified column failed inside a subquery: its table is the one that
-            // lacks it, whatever the outer query joins; the nearest holder comes first.
-            (
-                "SELECT AVG(T2.n) FROM Album AS T1 JOIN (SELECT AlbumId, COUNT(*) AS n FROM \
-                 PlaylistTrack GROUP BY AlbumId) AS T2 ON T1.AlbumId = T2.AlbumId",
-                "the database reported an error: no such column: AlbumId in SELECT AVG(T2.n) \
-                 FROM Album AS T1 JOIN (SELECT AlbumId, COUNT(*) AS n FROM PlaylistTrack GROUP \
-                 BY AlbumId) AS T2 ON T1.AlbumId = T2.AlbumId LIMIT 50 at offset 47",
-                vec!["AlbumId is a column of Track and Album, not of PlaylistTrack."],
-                vec!["Track", "Album"],
-            ),
-            // The same column failing in the outer query: the subquery's tables do not count.
-            (
-                "SELECT SupportRepId FROM Invoice WHERE CustomerId IN (SELECT CustomerId FROM \
-                 Customer)",
-                "no such column: SupportRepId in SELECT SupportRepId FROM Invoice WHERE \
-                 CustomerId IN (SELECT CustomerId FROM Customer) LIMIT 50 at offset 7",
-                vec![
-                    "SupportRepId is a column of Customer, not of Invoice.",
-                    "Join Customer with Invoice.CustomerId = Customer.CustomerId.",
-                ],
-                vec!["Invoice", "Customer"],
             ),
             (
                 "SELECT * FROM playlist_track",
