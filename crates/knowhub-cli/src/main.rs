@@ -365,19 +365,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             // A path given on the command line that does not exist is the user's mistake (a
             // typo), not a file that failed to parse: the others are still ingested, and the
             // command then fails, naming it.
-            let missing: Vec<String> = paths
-                .iter()
-                .filter(|p| {
-                    p.symlink_metadata()
-                        .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
-                })
-                .map(|p| p.display().to_string())
-                .collect();
+            let (missing, present): (Vec<_>, Vec<_>) = paths.iter().cloned().partition(|p| {
+                p.symlink_metadata()
+                    .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+            });
+            let missing: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
             let not_found = || anyhow::anyhow!("not found: {}", missing.join(", "));
             let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
             if s.engine.is_read_only() {
                 // The app or `knowhub daemon` holds the index: hand the work to its queue.
-                let present: Vec<_> = paths.iter().filter(|p| p.exists()).cloned().collect();
                 let n = s.engine.enqueue(&s.ctx, &present)?;
                 println!(
                     "queued {n} path(s): another KnowHub process (the app or the daemon) is \

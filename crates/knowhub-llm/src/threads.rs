@@ -24,11 +24,10 @@ pub const THREADS_VAR: &str = "RAYON_NUM_THREADS";
 /// It sets an environment variable, so no other thread may exist yet: call it first thing in
 /// `main` (the contract of [`std::env::set_var`]).
 pub unsafe fn settle_thread_count() -> usize {
-    if std::env::var_os(THREADS_VAR).is_some() {
-        return candle_core::utils::get_num_threads();
-    }
     let threads = candle_core::utils::get_num_threads();
-    // SAFETY: the caller guarantees that this thread is the only one.
-    unsafe { std::env::set_var(THREADS_VAR, threads.to_string()) };
+    if std::env::var_os(THREADS_VAR).is_none() {
+        // SAFETY: the caller guarantees that this thread is the only one.
+        unsafe { std::env::set_var(THREADS_VAR, threads.to_string()) };
+    }
     threads
 }
