@@ -279,6 +279,9 @@ struct QaTotals {
     /// Brief answers: character F1 of the model's own words before they were widened to their
     /// clause (the same answers, so the two F1s compare the widening alone).
     f1_unwidened_sum: f64,
+    /// Answers the model wrote that passed the citation check (the rest are the extractive
+    /// sentences, or an abstention).
+    written_by_model: usize,
 }
 
 pub(crate) fn qa(
@@ -360,6 +363,7 @@ pub(crate) fn qa(
             continue;
         }
         t.answered += 1;
+        t.written_by_model += usize::from(outcome.state.draft.written_by == "llm");
         let answer = strip_citations(&out.final_answer);
         let best_f1 = golds
             .iter()
@@ -447,6 +451,10 @@ pub(crate) fn qa(
         println!(
             "| a citation points at the gold passage | {:.1}% |",
             100.0 * t.cited_gold as f64 / n
+        );
+        println!(
+            "| answers the model wrote that passed the citation check | {:.1}% |",
+            100.0 * t.written_by_model as f64 / n
         );
         if args.brief {
             println!(

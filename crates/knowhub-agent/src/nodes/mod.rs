@@ -5,6 +5,7 @@ use knowhub_engine::{Engine, RequestContext};
 use knowhub_llm::{ChatRequest, Llm, Message};
 use serde_json::{Value, json};
 
+use crate::brief::NO_ANSWER;
 use crate::state::AgentState;
 use crate::{AgentEvent, AgentOptions};
 
@@ -92,24 +93,43 @@ fn llm_call_until(
         max_tokens,
         ..ChatRequest::default()
     };
+    tracing::debug!(
+        messages = %serde_json::to_string(&req.messages).unwrap_or_default(),
+        "LLM request"
+    );
     let cancel = state.cancel.clone();
     let mut so_far = String::new();
+    // Bytes of `so_far` already shown. The model's "no answer" word is held back while the
+    // reply could still be it: it is a signal to the caller, not text for the user.
+    let mut shown = 0;
     let response = llm
         .chat(&req, &mut |piece| {
-            if stream {
-                events(&AgentEvent::Token(piece.to_string()));
-            }
             so_far.push_str(piece);
+            if stream && !may_be_no_answer(&so_far) {
+                events(&AgentEvent::Token(so_far[shown..].to_string()));
+                shown = so_far.len();
+            }
             !cancel.is_cancelled() && !give_up(&so_far)
         })
         .map_err(|e| e.to_string())?;
+    if stream && shown < so_far.len() && !so_far.trim_start().starts_with(NO_ANSWER) {
+        // A reply that stopped while it still looked like the start of the word.
+        events(&AgentEvent::Token(so_far[shown..].to_string()));
+    }
     if cancel.is_cancelled() {
         return Err("cancelled".into());
     }
+    tracing::debug!(reply = %response.text, "LLM reply");
     state.prompt_tokens += response.prompt_tokens as u64;
     state.completion_tokens += response.completion_tokens as u64;
     state.llm = Some(llm.model_id().to_string());
     Ok(response.text)
+}
+
+/// Whether `text` (a reply so far) is, or may still become, the model's "no answer" word.
+fn may_be_no_answer(text: &str) -> bool {
+    let t = text.trim_start();
+    t.starts_with(NO_ANSWER) || NO_ANSWER.starts_with(t)
 }
 
 /// A node's trace step, before the graph adds ids and timing.
@@ -166,5 +186,85 @@ pub(crate) fn clip(s: &str, max: usize) -> String {
         let mut out: String = s.chars().take(max).collect();
         out.push('…');
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use knowhub_llm::{ChatResponse, Finish, LlmError};
+
+    use super::*;
+
+    /// Streams its reply in the pieces given.
+    #[derive(Debug)]
+    struct Pieces(Vec<&'static str>);
+
+    impl Llm for Pieces {
+        fn model_id(&self) -> &str {
+            "pieces"
+        }
+        fn context_tokens(&self) -> usize {
+            4096
+        }
+        fn count_tokens(&self, text: &str) -> usize {
+            text.len()
+        }
+        fn chat(
+            &self,
+            _req: &ChatRequest,
+            on_token: &mut dyn FnMut(&str) -> bool,
+        ) -> Result<ChatResponse, LlmError> {
+            let mut text = String::new();
+            for p in &self.0 {
+                text.push_str(p);
+                if !on_token(p) {
+                    break;
+                }
+            }
+            Ok(ChatResponse {
+                text,
+                prompt_tokens: 1,
+                completion_tokens: self.0.len(),
+                finish: Finish::Eos,
+                elapsed: Duration::ZERO,
+                time_to_first_token: Duration::ZERO,
+            })
+        }
+    }
+
+    #[test]
+    fn the_no_answer_word_is_never_streamed() {
+        let table: &[(&[&str], &str)] = &[
+            // (pieces, what the user sees streamed)
+            (&["NO", "_ANS", "WER"], ""),
+            (&[" NO_", "ANSWER", "."], ""),
+            (
+                &["No", "ne of the evidence", " says so [1]."],
+                "None of the evidence says so [1].",
+            ),
+            (&["10 ", "days [1]."], "10 days [1]."),
+            (&["NO"], "NO"),
+        ];
+        for (pieces, want) in table {
+            let llm = Pieces(pieces.to_vec());
+            let mut state = AgentState::default();
+            let mut seen = String::new();
+            let reply = llm_call(
+                Some(&llm),
+                &mut state,
+                &mut |e| {
+                    if let AgentEvent::Token(t) = e {
+                        seen.push_str(t);
+                    }
+                },
+                vec![Message::user("q")],
+                16,
+                true,
+            );
+            assert_eq!(reply.as_deref(), Ok(pieces.concat().as_str()));
+            assert_eq!(seen, *want, "{pieces:?}");
+        }
     }
 }

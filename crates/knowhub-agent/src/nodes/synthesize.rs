@@ -56,6 +56,10 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         let headers = listing_headers(&refs);
         let copying = |draft: &str| copies_the_evidence_listing(draft, &headers);
         for strict in [false, true] {
+            if strict {
+                // The first draft was shown as it streamed; the second takes its place.
+                (deps.events)(&AgentEvent::Replace(String::new()));
+            }
             attempts += 1;
             let messages = prompt(state, &refs, lang, strict);
             let Ok(text) = deps.ask_llm_until(
@@ -78,7 +82,9 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                 cut.push(clip_chars(&text, 200));
                 break;
             }
-            let checked = citations::check(&text, refs.len());
+            let shown: Vec<String> = refs.iter().map(|e| evidence_text(e)).collect();
+            let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
+            let checked = citations::check(&text, &shown, &question);
             cut.extend(checked.cut.clone());
             if !checked.cited.is_empty() && checked.substantive {
                 state.draft.written_by = "llm".into();
@@ -290,6 +296,20 @@ fn copies_the_evidence_listing(draft: &str, headers: &[String]) -> bool {
     headers.iter().any(|h| draft.contains(h.as_str()))
 }
 
+/// An evidence item as the writer reads it. A SQL result comes with the statement that produced
+/// it: "COUNT(*)=6" alone does not say what was counted, and small models answered "How many
+/// projects run in prod?" with NO_ANSWER from it.
+fn evidence_text(e: &EvidenceItem) -> String {
+    match e.source.sql.as_deref() {
+        Some(sql) if e.kind == "sql_result" => format!(
+            "The query `{}` returned: {}",
+            sql.split_whitespace().collect::<Vec<_>>().join(" "),
+            e.text.trim()
+        ),
+        _ => e.text.trim().to_string(),
+    }
+}
+
 fn clip_chars(text: &str, n: usize) -> String {
     let mut out: String = text.chars().take(n).collect();
     if text.chars().count() > n {
@@ -344,7 +364,7 @@ fn prompt(
     user.push_str("Evidence:\n");
     for (i, e) in evidence.iter().enumerate() {
         let title = listing_title(e);
-        user.push_str(&format!("[{}] ({title}) {}\n", i + 1, e.text.trim()));
+        user.push_str(&format!("[{}] ({title}) {}\n", i + 1, evidence_text(e)));
     }
     user.push_str(&format!(
         "\nQuestion: {}\nAnswer:",
@@ -416,6 +436,20 @@ mod tests {
             },
             ..EvidenceItem::default()
         }
+    }
+
+    #[test]
+    fn a_sql_result_is_shown_with_its_statement() {
+        let mut e = item("SQL: sales");
+        e.kind = "sql_result".into();
+        e.text = "COUNT(*)=6".into();
+        e.source.sql = Some("SELECT COUNT(*)\nFROM projects WHERE env = 'prod'".into());
+        assert_eq!(
+            evidence_text(&e),
+            "The query `SELECT COUNT(*) FROM projects WHERE env = 'prod'` returned: COUNT(*)=6"
+        );
+        let doc = item("Handbook");
+        assert_eq!(evidence_text(&doc), doc.text.trim());
     }
 
     #[test]
