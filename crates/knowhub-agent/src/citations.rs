@@ -176,7 +176,7 @@ pub(crate) fn markers(sentence: &str, n: usize) -> (String, Vec<usize>) {
 
 /// A number as written: its value and how many decimals it was given with.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Figure {
+struct Figure {
     value: f64,
     decimals: i32,
 }
@@ -197,7 +197,7 @@ impl Figure {
 /// The numbers written in digits in `text` ("1,200,000" is one number, "2024-05-06" three;
 /// full-width digits count). A list's own numbering ("1. ", "2) ") is not a figure. Numbers
 /// in words ("three", "三") are not read.
-pub(crate) fn figures(text: &str) -> Vec<Figure> {
+fn figures(text: &str) -> Vec<Figure> {
     let chars: Vec<char> = text
         .chars()
         .map(|c| match c {
