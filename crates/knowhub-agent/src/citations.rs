@@ -27,6 +27,9 @@ pub(crate) fn check(answer: &str, evidence: &[&str], question: &str) -> Checked 
     let mut kept = Vec::new();
     let mut seen = BTreeSet::new();
     let mut said = BTreeSet::new();
+    // Read once: each sentence checks its figures against the items it cites.
+    let question_figures = figures(question);
+    let evidence_figures: Vec<Vec<Figure>> = evidence.iter().map(|e| figures(e)).collect();
     for (sentence, clean, numbers) in attach_trailing_markers(answer, n) {
         let claim = states_something(&clean);
         if claim && numbers.is_empty() {
@@ -37,9 +40,9 @@ pub(crate) fn check(answer: &str, evidence: &[&str], question: &str) -> Checked 
         // evidence says 10, a citation to the wrong item): the sentence goes.
         let stated = figures(&unmarked(&clean));
         if !stated.is_empty() {
-            let mut known = figures(question);
+            let mut known = question_figures.clone();
             for k in &numbers {
-                known.extend(figures(evidence[k - 1]));
+                known.extend_from_slice(&evidence_figures[k - 1]);
             }
             if !stated.iter().all(|f| f.stands_in(&known)) {
                 out.cut.push(sentence.clone());
@@ -218,18 +221,20 @@ fn figures(text: &str) -> Vec<Figure> {
         let mut decimals: Option<i32> = None;
         while i < chars.len() {
             let c = chars[i];
-            let next_digits = chars[i + 1..]
-                .iter()
-                .take_while(|c| c.is_ascii_digit())
-                .count();
+            let next_digits = || {
+                chars[i + 1..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_digit())
+                    .count()
+            };
             if c.is_ascii_digit() {
                 digits.push(c);
                 if let Some(d) = decimals.as_mut() {
                     *d += 1;
                 }
-            } else if c == ',' && decimals.is_none() && next_digits == 3 {
+            } else if c == ',' && decimals.is_none() && next_digits() == 3 {
                 // A thousands separator: "1,200".
-            } else if c == '.' && decimals.is_none() && next_digits > 0 {
+            } else if c == '.' && decimals.is_none() && next_digits() > 0 {
                 digits.push('.');
                 decimals = Some(0);
             } else {

@@ -55,13 +55,16 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         // Checked on every streamed token: the headers are written once.
         let headers = listing_headers(&refs);
         let copying = |draft: &str| copies_the_evidence_listing(draft, &headers);
+        // The evidence as the writer reads it, which the check holds the draft to.
+        let shown: Vec<String> = refs.iter().map(|e| evidence_text(e)).collect();
+        let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
         for strict in [false, true] {
             if strict {
                 // The first draft was shown as it streamed; the second takes its place.
                 (deps.events)(&AgentEvent::Replace(String::new()));
             }
             attempts += 1;
-            let messages = prompt(state, &refs, lang, strict);
+            let messages = prompt(state, &refs, &shown, lang, strict);
             let Ok(text) = deps.ask_llm_until(
                 state,
                 messages,
@@ -82,8 +85,6 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                 cut.push(clip_chars(&text, 200));
                 break;
             }
-            let shown: Vec<String> = refs.iter().map(|e| evidence_text(e)).collect();
-            let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
             let checked = citations::check(&text, &shown, &question);
             cut.extend(checked.cut.clone());
             if !checked.cited.is_empty() && checked.substantive {
@@ -318,9 +319,12 @@ fn clip_chars(text: &str, n: usize) -> String {
     out
 }
 
+/// The writer's messages: `evidence` listed under their titles with the texts in `shown`
+/// (`evidence_text` of each).
 fn prompt(
     state: &AgentState,
     evidence: &[&EvidenceItem],
+    shown: &[&str],
     lang: Lang,
     strict: bool,
 ) -> Vec<Message> {
@@ -362,9 +366,9 @@ fn prompt(
         user.push('\n');
     }
     user.push_str("Evidence:\n");
-    for (i, e) in evidence.iter().enumerate() {
+    for (i, (e, text)) in evidence.iter().zip(shown).enumerate() {
         let title = listing_title(e);
-        user.push_str(&format!("[{}] ({title}) {}\n", i + 1, evidence_text(e)));
+        user.push_str(&format!("[{}] ({title}) {text}\n", i + 1));
     }
     user.push_str(&format!(
         "\nQuestion: {}\nAnswer:",
