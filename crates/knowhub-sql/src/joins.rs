@@ -14,7 +14,8 @@ use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
 use crate::rewrite::{
-    Binding, bind_all, column_of, has_subquery, on_condition, only_select, single_primary_key,
+    Binding, bind_all, column_of, conjuncts, has_subquery, on_condition, only_select,
+    single_primary_key,
 };
 use crate::schema::{Schema, TableInfo};
 
@@ -280,6 +281,154 @@ pub fn rejoin_by_foreign_keys(sql: &str, schema: &Schema) -> Option<String> {
     }
     from.joins = joins;
     Some(statements[0].to_string())
+}
+
+/// Join conditions that compare the ids of two different things: `JOIN InvoiceLine ON
+/// Album.AlbumId = InvoiceLine.TrackId` matches album numbers against track numbers, and runs,
+/// and every figure after it is wrong. When one side is a foreign key (`InvoiceLine.TrackId`
+/// references `Track`), the other side is the key of another table (`Album`'s own key, or a
+/// reference to a third table), and the referenced table is joined before (`Track`), the
+/// condition meant that table: `ON Track.TrackId = InvoiceLine.TrackId`. When the other side is
+/// the referenced table's own reference elsewhere (`il.TrackId = t.GenreId`), it meant that
+/// table's key (`t.TrackId`).
+///
+/// This is the one case where a condition that runs is changed: the two columns can only be
+/// equal by accident. Two references to the same table (`InvoiceLine.TrackId =
+/// PlaylistTrack.TrackId`) are left alone. `None` when nothing changes.
+///
+/// ```
+/// use knowhub_sql::{ColumnInfo, ForeignKey, Schema, TableInfo, TableKind};
+/// use knowhub_sql::mend_crossed_keys;
+/// let table = |name: &str, columns: &[&str], fks: &[(&str, &str)]| TableInfo {
+///     name: name.into(),
+///     kind: TableKind::Table,
+///     columns: columns
+///         .iter()
+///         .enumerate()
+///         .map(|(i, c)| ColumnInfo {
+///             name: (*c).into(),
+///             decl_type: "INTEGER".into(),
+///             samples: vec![],
+///             primary_key: u32::from(i == 0),
+///         })
+///         .collect(),
+///     foreign_keys: fks
+///         .iter()
+///         .map(|(column, parent)| ForeignKey {
+///             columns: vec![(*column).into()],
+///             ref_table: (*parent).into(),
+///             ref_columns: vec![(*column).into()],
+///         })
+///         .collect(),
+///     row_count: None,
+/// };
+/// let schema = Schema {
+///     tables: vec![
+///         table("Album", &["AlbumId", "Title"], &[]),
+///         table("Track", &["TrackId", "AlbumId"], &[("AlbumId", "Album")]),
+///         table("InvoiceLine", &["InvoiceLineId", "TrackId"], &[("TrackId", "Track")]),
+///     ],
+/// };
+/// assert_eq!(
+///     mend_crossed_keys(
+///         "SELECT COUNT(*) FROM Track JOIN Album ON Track.AlbumId = Album.AlbumId \
+///          JOIN InvoiceLine ON Album.AlbumId = InvoiceLine.TrackId",
+///         &schema
+///     )
+///     .as_deref(),
+///     Some(
+///         "SELECT COUNT(*) FROM Track JOIN Album ON Track.AlbumId = Album.AlbumId \
+///          JOIN InvoiceLine ON Track.TrackId = InvoiceLine.TrackId"
+///     )
+/// );
+/// ```
+pub fn mend_crossed_keys(sql: &str, schema: &Schema) -> Option<String> {
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    let select = only_select(&mut statements)?;
+    let [from] = select.from.as_mut_slice() else {
+        return None;
+    };
+    let bound = bind_all(from, schema)?;
+    let links = links(schema);
+    let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+    // The link `table.column` is the child side of.
+    let reference = |table: &TableInfo, column: &str| {
+        links
+            .iter()
+            .find(|l| same(&l.child.name, &table.name) && same(&l.child_column, column))
+    };
+    let mut changed = false;
+    for (j, join) in from.joins.iter_mut().enumerate() {
+        let (JoinOperator::Join(JoinConstraint::On(on))
+        | JoinOperator::Inner(JoinConstraint::On(on))
+        | JoinOperator::Left(JoinConstraint::On(on))
+        | JoinOperator::LeftOuter(JoinConstraint::On(on))) = &mut join.join_operator
+        else {
+            continue;
+        };
+        // Tables joined so far, this one included: what the condition may read.
+        let known = &bound[..j + 2];
+        for condition in conjuncts(on) {
+            let Expr::BinaryOp {
+                left,
+                op: sqlparser::ast::BinaryOperator::Eq,
+                right,
+            } = condition
+            else {
+                continue;
+            };
+            let (Some(l), Some(r)) = (column_of(left, known), column_of(right, known)) else {
+                continue;
+            };
+            if l.0 == r.0 {
+                continue;
+            }
+            // Which side is the reference, and the other side's replacement.
+            let mend = |(fk_side, fk_column): &(usize, String),
+                        (other, other_column): &(usize, String)| {
+                let link = reference(known[*fk_side].table, fk_column)?;
+                let other_table = known[*other].table;
+                let elsewhere = reference(other_table, other_column)
+                    .is_some_and(|o| !same(&o.parent.name, &link.parent.name));
+                if same(&other_table.name, &link.parent.name) {
+                    // The referenced table, but another of its references (`il.TrackId =
+                    // t.GenreId`): its own key.
+                    if same(other_column, &link.parent_column) || !elsewhere {
+                        return None;
+                    }
+                    return Some(Expr::CompoundIdentifier(vec![
+                        Ident::new(known[*other].binding.clone()),
+                        Ident::new(link.parent_column.clone()),
+                    ]));
+                }
+                // The other side is another thing's id: its own key, or a reference elsewhere.
+                let own_key =
+                    single_primary_key(other_table).is_some_and(|k| same(&k, other_column));
+                if !(own_key || elsewhere) {
+                    return None;
+                }
+                let parents: Vec<&Binding<'_>> = known
+                    .iter()
+                    .filter(|b| same(&b.table.name, &link.parent.name))
+                    .collect();
+                let [parent] = parents.as_slice() else {
+                    return None;
+                };
+                Some(Expr::CompoundIdentifier(vec![
+                    Ident::new(parent.binding.clone()),
+                    Ident::new(link.parent_column.clone()),
+                ]))
+            };
+            if let Some(e) = mend(&r, &l) {
+                **left = e;
+                changed = true;
+            } else if let Some(e) = mend(&l, &r) {
+                **right = e;
+                changed = true;
+            }
+        }
+    }
+    changed.then(|| statements[0].to_string())
 }
 
 /// Lookup tables the database does not have, joined only to compare a value the statement has
@@ -567,6 +716,59 @@ mod tests {
         ] {
             assert_eq!(
                 rejoin_by_foreign_keys(sql, &schema).as_deref(),
+                expected,
+                "{sql}"
+            );
+        }
+    }
+
+    #[test]
+    fn crossed_keys_are_joined_on_the_reference() {
+        let schema = store();
+        for (sql, expected) in [
+            // Track numbers against album numbers: the track the line references.
+            (
+                "SELECT g.Name, COUNT(*) FROM Genre g JOIN Track t ON g.GenreId = t.GenreId \
+                 JOIN Album a ON t.AlbumId = a.AlbumId JOIN InvoiceLine il ON a.AlbumId = \
+                 il.TrackId GROUP BY g.GenreId",
+                Some(
+                    "SELECT g.Name, COUNT(*) FROM Genre g JOIN Track t ON g.GenreId = t.GenreId \
+                     JOIN Album a ON t.AlbumId = a.AlbumId JOIN InvoiceLine il ON t.TrackId = \
+                     il.TrackId GROUP BY g.GenreId",
+                ),
+            ),
+            // Either side; the referenced table's reference elsewhere means its key.
+            (
+                "SELECT * FROM Invoice i JOIN InvoiceLine il ON i.CustomerId = il.InvoiceId",
+                Some("SELECT * FROM Invoice i JOIN InvoiceLine il ON i.InvoiceId = il.InvoiceId"),
+            ),
+            (
+                "SELECT * FROM Customer c JOIN Invoice i ON c.SupportRepId = i.CustomerId",
+                Some("SELECT * FROM Customer c JOIN Invoice i ON c.CustomerId = i.CustomerId"),
+            ),
+            (
+                "SELECT * FROM Track t JOIN InvoiceLine il ON il.TrackId = t.GenreId",
+                Some("SELECT * FROM Track t JOIN InvoiceLine il ON il.TrackId = t.TrackId"),
+            ),
+            // Right already; two references to the same table; the referenced table not
+            // joined yet; a column that is no id.
+            (
+                "SELECT * FROM Track t JOIN InvoiceLine il ON t.TrackId = il.TrackId",
+                None,
+            ),
+            (
+                "SELECT * FROM Album a JOIN InvoiceLine il ON a.AlbumId = il.TrackId \
+                 JOIN Track t ON t.AlbumId = a.AlbumId",
+                None,
+            ),
+            (
+                "SELECT * FROM Track t JOIN InvoiceLine il ON il.TrackId = t.Name",
+                None,
+            ),
+            ("SELECT 1; SELECT 2", None),
+        ] {
+            assert_eq!(
+                mend_crossed_keys(sql, &schema).as_deref(),
                 expected,
                 "{sql}"
             );

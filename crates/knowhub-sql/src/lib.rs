@@ -73,16 +73,18 @@ mod joins;
 mod policy;
 mod rewrite;
 mod schema;
+mod sold;
 mod template;
 mod units;
 mod validate;
 mod value;
+mod values;
 
 pub use compare::{TOLERANCE, results_match, results_match_any_column_order};
 pub use error::{Result, SqlError};
 pub use execute::execute;
 pub use functions::{ALLOWED_FUNCTIONS, is_allowed_function};
-pub use joins::{drop_imagined_lookups, rejoin_by_foreign_keys};
+pub use joins::{drop_imagined_lookups, mend_crossed_keys, rejoin_by_foreign_keys};
 pub use policy::{
     DEFAULT_LIMIT, DEFAULT_MAX_RESULT_BYTES, DEFAULT_TIMEOUT, Param, Policy, TenantFilter,
 };
@@ -93,7 +95,9 @@ pub use rewrite::{
     show_the_unpinned_column, split_fused_names, translate_date_functions,
 };
 pub use schema::{ColumnInfo, ForeignKey, Schema, TableInfo, TableKind, introspect};
+pub use sold::count_units_sold;
 pub use template::template_sql;
 pub use units::convert_duration_units;
 pub use validate::{SafeQuery, validate};
 pub use value::{MAX_TEXT_BYTES, QueryResult, Value};
+pub use values::{LOOKUP_BUDGET, MAX_PHRASES, MAX_ROWS_SEARCHED, NamedValue, values_named};

@@ -1267,7 +1267,7 @@ pub fn mend_join_conditions(sql: &str, schema: &Schema) -> Option<String> {
 }
 
 /// The `AND`-ed parts of a condition.
-fn conjuncts(e: &mut Expr) -> Vec<&mut Expr> {
+pub(crate) fn conjuncts(e: &mut Expr) -> Vec<&mut Expr> {
     match e {
         Expr::BinaryOp {
             left,

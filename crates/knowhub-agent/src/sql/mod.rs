@@ -70,6 +70,14 @@ pub fn nl2sql(
     let mut feedback: Option<Feedback> = None;
     let mut template_tried = false;
     let mut llm_done = false;
+    // The schema the model is shown: with the values the question names among the samples.
+    let shown = match llm {
+        Some(_) => {
+            let found = knowhub_sql::values_named(db, schema, policy, &value_phrases(question));
+            with_named_values(schema, &found)
+        }
+        None => schema.clone(),
+    };
     for _ in 0..=retry_budget + 1 {
         let generated = match llm {
             Some(llm)
@@ -78,7 +86,7 @@ pub fn nl2sql(
             {
                 generate(
                     llm,
-                    schema,
+                    &shown,
                     question,
                     feedback.as_ref(),
                     schema_chars,
@@ -102,6 +110,7 @@ pub fn nl2sql(
                 let sql = knowhub_sql::split_fused_names(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::mend_join_conditions(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::rejoin_by_foreign_keys(&sql, schema).unwrap_or(sql);
+                let sql = knowhub_sql::mend_crossed_keys(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::mend_column_references(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::group_the_ranked_rows(&sql, schema).unwrap_or(sql);
                 let sql = knowhub_sql::translate_date_functions(&sql).unwrap_or(sql);
@@ -125,6 +134,7 @@ pub fn nl2sql(
                 } else {
                     knowhub_sql::join_name_parts(&sql, schema).unwrap_or(sql)
                 };
+                let sql = knowhub_sql::count_units_sold(&sql, schema, question).unwrap_or(sql);
                 let sql = knowhub_sql::show_ranking_measure(&sql).unwrap_or(sql);
                 knowhub_sql::show_filter_measure(&sql).unwrap_or(sql)
             }
@@ -195,6 +205,111 @@ fn tables_named<'s>(question: &str, schema: &'s Schema) -> Vec<&'s str> {
         })
         .map(|t| t.name.as_str())
         .collect()
+}
+
+/// The phrases of a question that may be stored values, for [`knowhub_sql::values_named`]:
+/// quoted text, runs of capitalised words ("Iron Maiden", "AC/DC") and each of their words
+/// ("Andrew", "Adams": a name is often split over two columns), and the Chinese spans of two to
+/// six characters ("张三负责的项目" holds "张三"). A lone capitalised word that opens the question
+/// ("Show …") is an instruction, not a value. Lower-case words are left out: "all", "rock" or
+/// "music" name rows of some table in most databases, and would point the model at them.
+fn value_phrases(question: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    // Quoted text.
+    for (open, close) in [('"', '"'), ('“', '”'), ('「', '」'), ('\'', '\'')] {
+        let mut rest = question;
+        while let Some(start) = rest.find(open) {
+            let after = &rest[start + open.len_utf8()..];
+            // An apostrophe inside a word ("customer's") opens nothing.
+            let opens_word = rest[..start]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !c.is_alphanumeric());
+            let Some(end) = after.find(close) else { break };
+            if opens_word || open != '\'' {
+                let inner = after[..end].trim();
+                if !inner.is_empty() && inner.chars().count() <= 80 {
+                    out.push(inner.to_string());
+                }
+            }
+            rest = &after[end + close.len_utf8()..];
+        }
+    }
+    // Capitalised runs, sentence by sentence.
+    for sentence in question.split(['.', '?', '!', ';', '。', '？', '！', '；']) {
+        let tokens: Vec<&str> = sentence
+            .split_whitespace()
+            .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric() && c != '/' && c != '&'))
+            .collect();
+        let capitalised = |t: &str| t.chars().next().is_some_and(char::is_uppercase);
+        let mut i = 0;
+        while i < tokens.len() {
+            if !capitalised(tokens[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < tokens.len() && capitalised(tokens[i]) {
+                i += 1;
+            }
+            // The sentence's first word is capitalised whatever it is.
+            let first = usize::from(start == 0);
+            let run = &tokens[start + first..i];
+            if run.len() > 1 {
+                out.push(run.join(" "));
+            }
+            out.extend(
+                run.iter()
+                    .filter(|t| t.chars().count() > 1)
+                    .map(|t| (*t).to_string()),
+            );
+        }
+    }
+    // Chinese spans.
+    let chars: Vec<char> = question.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if !crate::lang::is_cjk(chars[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && crate::lang::is_cjk(chars[i]) {
+            i += 1;
+        }
+        for a in start..i {
+            for b in a + 2..=(a + 6).min(i) {
+                out.push(chars[a..b].iter().collect());
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|p| seen.insert(p.to_lowercase()));
+    out.truncate(knowhub_sql::MAX_PHRASES);
+    out
+}
+
+/// `schema` with each found value first among its column's samples, so the prompt shows the
+/// model which column holds what the question names.
+fn with_named_values(schema: &Schema, found: &[knowhub_sql::NamedValue]) -> Schema {
+    let mut out = schema.clone();
+    for v in found {
+        let Some(column) = out
+            .tables
+            .iter_mut()
+            .find(|t| t.name == v.table)
+            .and_then(|t| t.columns.iter_mut().find(|c| c.name == v.column))
+        else {
+            continue;
+        };
+        column.samples.retain(
+            |s| !matches!(s, knowhub_sql::Value::Text(t) if t.eq_ignore_ascii_case(&v.value)),
+        );
+        column
+            .samples
+            .insert(0, knowhub_sql::Value::Text(v.value.clone()));
+    }
+    out
 }
 
 /// Whether the question asks for a name's parts ("first and last names", "姓和名"), which
@@ -565,6 +680,7 @@ fn focus(schema: &Schema, question: &str, max_tables: usize) -> Schema {
     }
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let mut keep: Vec<usize> = scored.iter().take(max_tables).map(|(_, i)| *i).collect();
+    let best = keep.clone();
     let extra = keep.len() + 3;
     let references = reference_lists(schema);
     let mut linked: Vec<usize> = keep
@@ -583,10 +699,258 @@ fn focus(schema: &Schema, question: &str, max_tables: usize) -> Schema {
             keep.push(i);
         }
     }
+    // Tables the question names outright, whatever else scored, and the tables holding a value
+    // it names ("Iron Maiden" in the artists' names).
+    let lower = question.to_lowercase();
+    let mut named: Vec<usize> = (0..schema.tables.len())
+        .filter(|&i| words(&schema.tables[i].name).iter().any(|w| q.contains(w)))
+        .filter(|i| keep.contains(i))
+        .collect();
+    for (i, t) in schema.tables.iter().enumerate() {
+        let holds_value = t.columns.iter().flat_map(|c| c.samples.iter()).any(
+            |v| matches!(v, knowhub_sql::Value::Text(v) if mentions(&lower, &v.to_lowercase())),
+        );
+        if holds_value && !named.contains(&i) {
+            named.push(i);
+            if !keep.contains(&i) {
+                keep.push(i);
+            }
+        }
+    }
+    connect(schema, question, &named, &best, &mut keep);
     keep.sort_unstable();
     let mut out = schema.clone();
     out.tables = keep.iter().map(|&i| schema.tables[i].clone()).collect();
     out
+}
+
+/// Whether `text` (lower-cased) contains `value` (lower-cased, two characters or more) as a
+/// phrase of its own: not inside a longer word.
+fn mentions(text: &str, value: &str) -> bool {
+    if value.chars().count() < 2 {
+        return false;
+    }
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() && !crate::lang::is_cjk(c));
+    text.match_indices(value).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + value.len()..].chars().next();
+        let edge_ok = |inner: Option<char>, outer: Option<char>| !(word(inner) && word(outer));
+        edge_ok(value.chars().next(), before) && edge_ok(value.chars().next_back(), after)
+    })
+}
+
+/// Most tables [`connect`] may add for one question: beyond this the prompt is no longer focused.
+const CONNECT_MAX_ADDED: usize = 4;
+
+/// Completes a focused table set so the question can be answered from it:
+///
+/// - a question about sales ("best selling artists", "revenue by genre", "most purchased",
+///   "花费最多") needs the table that records them (a column like quantity, amount, total),
+///   which none of its words name; it is added when no kept table has such a column;
+/// - the tables the question names and the sales tables are joined through the tables
+///   between them (the fewest, over declared or `…Id` references): "revenue per artist"
+///   needs album and track between artist and the invoice lines.
+///
+/// Without this a small model given only `Artist` and `Invoice` invents the tables between
+/// them, or prices the catalogue instead of what was sold.
+fn connect(
+    schema: &Schema,
+    question: &str,
+    named: &[usize],
+    best: &[usize],
+    keep: &mut Vec<usize>,
+) {
+    let mut targets: Vec<usize> = named.to_vec();
+    let mut added = 0;
+    if asks_about_sales(question) {
+        targets.extend(best.iter().filter(|i| !named.contains(i)));
+        let holds_sales = |i: &usize| {
+            schema.tables[*i]
+                .columns
+                .iter()
+                .any(|c| is_measure_column(&c.name))
+        };
+        let kept_sales: Vec<usize> = keep.iter().copied().filter(holds_sales).collect();
+        if kept_sales.is_empty() {
+            for i in (0..schema.tables.len()).filter(holds_sales) {
+                if added < CONNECT_MAX_ADDED {
+                    keep.push(i);
+                    targets.push(i);
+                    added += 1;
+                }
+            }
+        } else {
+            targets.extend(kept_sales);
+        }
+    }
+    let Some((&first, rest)) = targets.split_first() else {
+        return;
+    };
+    let n = schema.tables.len();
+    let mut next_to = vec![Vec::new(); n];
+    for r in hint::references(schema) {
+        next_to[r.from].push(r.to);
+        next_to[r.to].push(r.from);
+    }
+    let mut joined = vec![false; n];
+    joined[first] = true;
+    for &target in rest {
+        if joined[target] {
+            continue;
+        }
+        // 0-1 search from the target to the joined tables: stepping onto a kept table is
+        // free, onto another table costs one added table.
+        let mut cost = vec![usize::MAX; n];
+        let mut came_from = vec![usize::MAX; n];
+        let mut queue = std::collections::VecDeque::from([target]);
+        cost[target] = 0;
+        let mut reached = None;
+        while let Some(t) = queue.pop_front() {
+            if joined[t] {
+                reached = Some(t);
+                break;
+            }
+            for &u in &next_to[t] {
+                let step = usize::from(!keep.contains(&u));
+                if cost[t] + step < cost[u] {
+                    cost[u] = cost[t] + step;
+                    came_from[u] = t;
+                    if step == 0 {
+                        queue.push_front(u);
+                    } else {
+                        queue.push_back(u);
+                    }
+                }
+            }
+        }
+        let Some(end) = reached else {
+            continue;
+        };
+        if added + cost[end] > CONNECT_MAX_ADDED {
+            continue;
+        }
+        let mut t = end;
+        while t != usize::MAX {
+            joined[t] = true;
+            if !keep.contains(&t) {
+                keep.push(t);
+                added += 1;
+            }
+            t = came_from[t];
+        }
+    }
+}
+
+/// Words that ask about sales, in English and Chinese. "Sales" naming a role ("sales agent",
+/// "Sales Support Agent") is not a sale, nor is anything inside double quotes (a value).
+const SALES_WORDS: &[&str] = &[
+    "purchase",
+    "purchased",
+    "purchases",
+    "bought",
+    "buy",
+    "buys",
+    "buying",
+    "sold",
+    "sell",
+    "sells",
+    "selling",
+    "seller",
+    "sellers",
+    "sale",
+    "sales",
+    "revenue",
+    "revenues",
+    "spent",
+    "spend",
+    "spending",
+    "earned",
+    "earn",
+    "earns",
+    "earnings",
+    "income",
+    "销售",
+    "销量",
+    "卖",
+    "买",
+    "购买",
+    "收入",
+    "营收",
+    "营业额",
+    "消费",
+    "花费",
+];
+const ROLE_WORDS: &[&str] = &[
+    "agent",
+    "agents",
+    "rep",
+    "reps",
+    "representative",
+    "representatives",
+    "support",
+    "team",
+    "department",
+    "manager",
+    "managers",
+    "person",
+    "people",
+    "staff",
+];
+/// Column-name words of what a sale records: how many, how much.
+const MEASURE_WORDS: &[&str] = &[
+    "quantity",
+    "qty",
+    "amount",
+    "total",
+    "subtotal",
+    "revenue",
+    "sales",
+    "数量",
+    "金额",
+    "总额",
+    "销售额",
+    "收入",
+    "营收",
+];
+
+/// Whether the question asks about sales ([`SALES_WORDS`]).
+fn asks_about_sales(question: &str) -> bool {
+    let mut unquoted = String::new();
+    let mut quoted = false;
+    for c in question.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            '“' | '「' => quoted = true,
+            '”' | '」' => quoted = false,
+            c if !quoted => unquoted.push(c),
+            _ => {}
+        }
+    }
+    let lower = unquoted.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric() || !c.is_ascii())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let english = words.iter().enumerate().any(|(i, w)| {
+        SALES_WORDS.contains(w)
+            && !((*w == "sales" || *w == "sale")
+                && words.get(i + 1).is_some_and(|n| ROLE_WORDS.contains(n)))
+    });
+    english
+        || SALES_WORDS
+            .iter()
+            .any(|w| !w.is_ascii() && lower.contains(w))
+}
+
+/// Whether a column records how many or how much was sold ([`MEASURE_WORDS`]).
+fn is_measure_column(name: &str) -> bool {
+    let lower = split_ident(name).to_lowercase();
+    lower
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| MEASURE_WORDS.contains(&w))
+        || MEASURE_WORDS
+            .iter()
+            .any(|w| !w.is_ascii() && lower.contains(w))
 }
 
 /// For each table, the tables it references ([`hint::references`]), in order.
@@ -1033,6 +1397,191 @@ mod tests {
             ),
         ] {
             assert_eq!(names(&focus(&s, question, max)), want, "{question}");
+        }
+    }
+
+    /// A store: the catalogue (artist → record → song, genre), who buys (client), and the
+    /// sales (receipt, receipt_line with quantity). References by `…_id` naming only, and 12
+    /// tables so that focusing cuts.
+    fn store() -> (tempfile::TempDir, Schema) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("store.sqlite");
+        let conn = rusqlite::Connection::open(&db).expect("open");
+        conn.execute_batch(
+            "CREATE TABLE artist (artist_id INTEGER PRIMARY KEY, name TEXT);
+             CREATE TABLE record (record_id INTEGER PRIMARY KEY, title TEXT, artist_id INTEGER);
+             CREATE TABLE genre (genre_id INTEGER PRIMARY KEY, name TEXT);
+             CREATE TABLE song (song_id INTEGER PRIMARY KEY, name TEXT, record_id INTEGER,
+                                genre_id INTEGER, unit_price NUMERIC);
+             CREATE TABLE client (client_id INTEGER PRIMARY KEY, name TEXT, city TEXT);
+             CREATE TABLE receipt (receipt_id INTEGER PRIMARY KEY, client_id INTEGER,
+                                   receipt_date TEXT);
+             CREATE TABLE receipt_line (receipt_line_id INTEGER PRIMARY KEY,
+                                        receipt_id INTEGER, song_id INTEGER,
+                                        unit_price NUMERIC, quantity INTEGER);
+             CREATE TABLE warehouse (warehouse_id INTEGER PRIMARY KEY, city TEXT);
+             CREATE TABLE shelf (shelf_id INTEGER PRIMARY KEY, warehouse_id INTEGER);
+             CREATE TABLE supplier (supplier_id INTEGER PRIMARY KEY, name TEXT);
+             CREATE TABLE holiday (holiday_id INTEGER PRIMARY KEY, day TEXT);
+             CREATE TABLE note (note_id INTEGER PRIMARY KEY, body TEXT);",
+        )
+        .expect("ddl");
+        let schema = knowhub_sql::introspect(&db, 2).expect("introspect");
+        (dir, schema)
+    }
+
+    #[test]
+    fn focus_adds_the_sales_tables_and_the_tables_between() {
+        let (_dir, s) = store();
+        let names = |s: &Schema| s.tables.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        for (question, want) in [
+            // The table that records sales (receipt_line: quantity), joined to the artist
+            // through record and song.
+            (
+                "Show the top 3 best selling artists.",
+                vec!["artist", "receipt_line", "record", "song"],
+            ),
+            (
+                "Which artist sold the most records?",
+                vec!["artist", "genre", "receipt_line", "record", "song"],
+            ),
+            (
+                "每个 genre 的销售额是多少？",
+                vec!["genre", "receipt_line", "record", "song"],
+            ),
+            // What the question's words found is joined to the sales too: receipt between.
+            (
+                "Which city spent the most?",
+                vec!["client", "receipt", "receipt_line", "warehouse"],
+            ),
+            // Named tables apart are joined through the table between (record).
+            (
+                "List each artist with their song names.",
+                vec!["artist", "client", "genre", "record", "song"],
+            ),
+            // No sales asked: the catalogue only.
+            (
+                "Which artist has the most records?",
+                vec!["artist", "genre", "record", "song"],
+            ),
+            // "Sales" naming a role, and a quoted value, are not sales.
+            (
+                "List the sales agents of each client.",
+                vec!["client", "receipt"],
+            ),
+            (
+                "Show the artists named \"Sold Out\".",
+                vec!["artist", "record"],
+            ),
+            // A kept table already records sales: nothing more is needed.
+            (
+                "Total quantity of receipt lines per receipt",
+                vec!["client", "receipt", "receipt_line", "song"],
+            ),
+        ] {
+            assert_eq!(
+                names(&focus(&s, question, FOCUS_TABLES)),
+                want,
+                "{question}"
+            );
+        }
+    }
+
+    #[test]
+    fn value_phrases_are_quotes_names_and_chinese_spans() {
+        for (question, want) in [
+            (
+                "Get me all the Iron Maiden songs.",
+                vec!["Iron Maiden", "Iron", "Maiden"],
+            ),
+            // The opening word is an instruction; a name after it is kept.
+            ("Show tracks by AC/DC.", vec!["AC/DC"]),
+            (
+                "List employees who report to Andrew Adams",
+                vec!["Andrew Adams", "Andrew", "Adams"],
+            ),
+            // Quotes, but not a possessive's apostrophe.
+            (
+                "Show the customer's \"Sales Support Agent\" rep",
+                vec!["Sales Support Agent", "Sales", "Support", "Agent"],
+            ),
+            ("Tracks in the 'Music' playlist", vec!["Music"]),
+            // Lower-case words are no values' names.
+            ("how many rock tracks are there?", vec![]),
+            (
+                "张三负责",
+                vec!["张三", "张三负", "张三负责", "三负", "三负责", "负责"],
+            ),
+        ] {
+            assert_eq!(value_phrases(question), want, "{question}");
+        }
+        assert!(value_phrases(&"项目".repeat(200)).len() <= knowhub_sql::MAX_PHRASES);
+    }
+
+    #[test]
+    fn named_values_come_first_among_the_samples() {
+        let (_dir, s) = store();
+        let found = [knowhub_sql::NamedValue {
+            table: "artist".into(),
+            column: "name".into(),
+            value: "Iron Maiden".into(),
+        }];
+        let shown = with_named_values(&s, &found);
+        let samples = &shown
+            .table("artist")
+            .and_then(|t| t.column("name"))
+            .expect("column")
+            .samples;
+        assert_eq!(
+            samples.first(),
+            Some(&knowhub_sql::Value::Text("Iron Maiden".into()))
+        );
+        // The table holding a named value is kept and joined to the ones the question names.
+        let names: Vec<String> = focus(&shown, "List each song by Iron Maiden", FOCUS_TABLES)
+            .tables
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        assert!(
+            ["artist", "record", "song"]
+                .iter()
+                .all(|n| names.iter().any(|x| x == n)),
+            "{names:?}"
+        );
+        for (text, value, want) in [
+            ("songs by iron maiden", "iron maiden", true),
+            ("songs by iron maidens", "iron maiden", false),
+            ("张三负责的项目", "张三", true),
+            ("a", "a", false),
+        ] {
+            assert_eq!(mentions(text, value), want, "{text} / {value}");
+        }
+    }
+
+    #[test]
+    fn sales_words_and_measure_columns() {
+        for (question, want) in [
+            ("Who bought the most stuff?", true),
+            ("What is the revenue breakdown by genre?", true),
+            ("哪位客户花费最多？", true),
+            ("Which sales agent has the most customers?", false),
+            (
+                "List all employees with the title \"Sales Support Agent\".",
+                false,
+            ),
+            ("How many tracks are there?", false),
+        ] {
+            assert_eq!(asks_about_sales(question), want, "{question}");
+        }
+        for (column, want) in [
+            ("Quantity", true),
+            ("InvoiceTotal", true),
+            ("line_amount", true),
+            ("销售额", true),
+            ("UnitPrice", false),
+            ("TotalitarianRegime", false),
+        ] {
+            assert_eq!(is_measure_column(column), want, "{column}");
         }
     }
 
