@@ -14,7 +14,7 @@ use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
 use crate::rewrite::{
-    Binding, bind_all, column_of, conjuncts, has_subquery, on_condition, only_select,
+    Binding, bind_all, column_of, conjuncts, has_subquery, on_condition, only_select, own_name,
     single_primary_key,
 };
 use crate::schema::{Schema, TableInfo};
@@ -435,8 +435,12 @@ pub fn mend_crossed_keys(sql: &str, schema: &Schema) -> Option<String> {
 /// in hand: `Invoice i JOIN Country c ON i.BillingCountry = c.Country WHERE c.Country =
 /// 'Brazil'` (there is no `Country` table) reads `i.BillingCountry` wherever it read
 /// `c.Country`, and the join goes. Only when the made-up table is joined by one equality with
-/// a column of a real table and nothing reads any other of its columns. `None` when nothing
-/// changes.
+/// a column of a real table and nothing reads any other of its columns. When the equality is
+/// made up on both sides (`Customer c JOIN Address a ON c.AddressId = a.AddressId`), the
+/// made-up table stands for a part of the real one: its columns are read from the real table
+/// (`a.Country` → `c.Country`) when it has them all, none being what names or identifies the
+/// real row (its key, name or title), and the made-up table's name is no real table's
+/// misspelling. `None` when nothing changes.
 ///
 /// ```
 /// use knowhub_sql::{ColumnInfo, Schema, TableInfo, TableKind, drop_imagined_lookups};
@@ -534,19 +538,43 @@ pub fn drop_imagined_lookups(sql: &str, schema: &Schema) -> Option<String> {
                 (None, Some(c)) => (c, left.as_ref()),
                 _ => return None,
             };
-            let (side, column) = column_of(real, &known)?;
-            found = Some((
-                i,
-                binding,
-                imagined,
-                Expr::CompoundIdentifier(vec![
-                    Ident::new(known[side].binding.clone()),
-                    Ident::new(column),
-                ]),
-            ));
+            let stands_in = match column_of(real, &known) {
+                Some((side, column)) => StandsIn::Column(
+                    imagined,
+                    Expr::CompoundIdentifier(vec![
+                        Ident::new(known[side].binding.clone()),
+                        Ident::new(column),
+                    ]),
+                ),
+                // Made up on both sides (`Customer c JOIN Address a ON c.AddressId =
+                // a.AddressId`): the made-up table is a part of the real one, whose columns
+                // it reads (`a.Country` is the customer's `Country`).
+                None => {
+                    // A misspelt real table (`Artists`) is not a part of another one.
+                    let fold = |n: &str| n.to_ascii_lowercase().trim_end_matches('s').to_string();
+                    if schema
+                        .tables
+                        .iter()
+                        .any(|t| fold(&t.name) == fold(&table.value))
+                    {
+                        return None;
+                    }
+                    let Expr::CompoundIdentifier(parts) = real else {
+                        return None;
+                    };
+                    let [q, _] = parts.as_slice() else {
+                        return None;
+                    };
+                    let owner = known
+                        .iter()
+                        .find(|b| b.binding.eq_ignore_ascii_case(&q.value))?;
+                    StandsIn::Table(owner.clone())
+                }
+            };
+            found = Some((i, binding, stands_in));
             break;
         }
-        let Some((i, binding, imagined, real)) = found else {
+        let Some((i, binding, stands_in)) = found else {
             break;
         };
         from.joins.remove(i);
@@ -561,24 +589,28 @@ pub fn drop_imagined_lookups(sql: &str, schema: &Schema) -> Option<String> {
         }) {
             return None;
         }
-        struct Replace<'a> {
+        struct Replace<'a, 's> {
             binding: &'a str,
-            imagined: &'a str,
-            real: &'a Expr,
+            stands_in: &'a StandsIn<'s>,
             other: bool,
+            replaced: usize,
         }
-        impl VisitorMut for Replace<'_> {
+        impl VisitorMut for Replace<'_, '_> {
             type Break = ();
             fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
                 if let Expr::CompoundIdentifier(parts) = e
                     && let [q, c] = parts.as_slice()
                     && q.value.eq_ignore_ascii_case(self.binding)
                 {
-                    if c.value.eq_ignore_ascii_case(self.imagined) {
-                        *e = self.real.clone();
-                    } else {
-                        self.other = true;
-                        return ControlFlow::Break(());
+                    match self.stands_in.column(&c.value) {
+                        Some(real) => {
+                            *e = real;
+                            self.replaced += 1;
+                        }
+                        None => {
+                            self.other = true;
+                            return ControlFlow::Break(());
+                        }
                     }
                 }
                 ControlFlow::Continue(())
@@ -586,17 +618,52 @@ pub fn drop_imagined_lookups(sql: &str, schema: &Schema) -> Option<String> {
         }
         let mut replace = Replace {
             binding: &binding,
-            imagined: &imagined,
-            real: &real,
+            stands_in: &stands_in,
             other: false,
+            replaced: 0,
         };
         let _ = VisitMut::visit(&mut statements, &mut replace);
-        if replace.other {
+        // A part of a real table that nothing reads is a join not understood: left alone.
+        if replace.other || (replace.replaced == 0 && matches!(stands_in, StandsIn::Table(_))) {
             return None;
         }
         changed = true;
     }
     changed.then(|| statements[0].to_string())
+}
+
+/// What a made-up table's columns read in [`drop_imagined_lookups`].
+enum StandsIn<'s> {
+    /// Only the compared column (`c.Country`), which is the real side's column.
+    Column(String, Expr),
+    /// Any column the real table has, read from it.
+    Table(Binding<'s>),
+}
+
+impl StandsIn<'_> {
+    /// The real column for the made-up table's `column`, if there is one.
+    fn column(&self, column: &str) -> Option<Expr> {
+        match self {
+            StandsIn::Column(imagined, real) => {
+                column.eq_ignore_ascii_case(imagined).then(|| real.clone())
+            }
+            StandsIn::Table(owner) => {
+                let c = owner.table.column(column)?;
+                // What names or identifies the real row is not the made-up thing's: an invented
+                // `Singer` joined to `Track` does not make the track's name a singer's.
+                let title = crate::template::ident_words(&c.name)
+                    .iter()
+                    .any(|w| w == "title");
+                if c.primary_key > 0 || title || own_name(owner.table, &c.name) {
+                    return None;
+                }
+                Some(Expr::CompoundIdentifier(vec![
+                    Ident::new(owner.binding.clone()),
+                    Ident::new(c.name.clone()),
+                ]))
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -807,6 +874,33 @@ mod tests {
             ),
             (
                 "SELECT c.Name FROM Customer c JOIN Country k ON c.Planet = k.Name",
+                None,
+            ),
+            // Made up on both sides: a part of the real table, read from it.
+            (
+                "SELECT T1.Name, T3.Country FROM Customer AS T1 JOIN Invoice AS T2 ON \
+                 T1.CustomerId = T2.CustomerId JOIN Address AS T3 ON T1.AddressId = \
+                 T3.AddressId WHERE T3.Country = 'Brazil'",
+                Some(
+                    "SELECT T1.Name, T1.Country FROM Customer AS T1 JOIN Invoice AS T2 ON \
+                     T1.CustomerId = T2.CustomerId WHERE T1.Country = 'Brazil'",
+                ),
+            ),
+            // … but not the real row's name or key, a column it lacks, a misspelt real table.
+            (
+                "SELECT s.Name FROM Track t JOIN Singer s ON t.SingerId = s.SingerId",
+                None,
+            ),
+            (
+                "SELECT s.TrackId FROM Track t JOIN Singer s ON t.SingerId = s.SingerId",
+                None,
+            ),
+            (
+                "SELECT a.Street FROM Customer c JOIN Address a ON c.AddressId = a.AddressId",
+                None,
+            ),
+            (
+                "SELECT a.Country FROM Customer c JOIN Customers a ON c.Cid = a.Cid",
                 None,
             ),
             // A table the statement defines itself.

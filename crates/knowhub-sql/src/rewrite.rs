@@ -1967,7 +1967,7 @@ fn count_column_not_rows(e: &mut Expr, column: &Expr) {
 
 /// Whether `column` is `table`'s own name: `Name`, or the table's name followed by `Name`
 /// (`ArtistName` in `Artist`, `artist_name` in `artists`).
-fn own_name(table: &TableInfo, column: &str) -> bool {
+pub(crate) fn own_name(table: &TableInfo, column: &str) -> bool {
     let words = crate::template::ident_words(column);
     let table_words = crate::template::ident_words(&table.name);
     match words.split_last() {
