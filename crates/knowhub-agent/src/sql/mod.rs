@@ -717,7 +717,7 @@ fn focus(schema: &Schema, question: &str, max_tables: usize) -> Schema {
             }
         }
     }
-    connect(schema, question, &named, &best, &mut keep);
+    connect(schema, question, &named, &best, &references, &mut keep);
     keep.sort_unstable();
     let mut out = schema.clone();
     out.tables = keep.iter().map(|&i| schema.tables[i].clone()).collect();
@@ -742,7 +742,8 @@ fn mentions(text: &str, value: &str) -> bool {
 /// Most tables [`connect`] may add for one question: beyond this the prompt is no longer focused.
 const CONNECT_MAX_ADDED: usize = 4;
 
-/// Completes a focused table set so the question can be answered from it:
+/// Completes a focused table set so the question can be answered from it (`references`:
+/// [`reference_lists`], walked both ways):
 ///
 /// - a question about sales ("best selling artists", "revenue by genre", "most purchased",
 ///   "花费最多") needs the table that records them (a column like quantity, amount, total),
@@ -758,6 +759,7 @@ fn connect(
     question: &str,
     named: &[usize],
     best: &[usize],
+    references: &[Vec<usize>],
     keep: &mut Vec<usize>,
 ) {
     let mut targets: Vec<usize> = named.to_vec();
@@ -788,9 +790,11 @@ fn connect(
     };
     let n = schema.tables.len();
     let mut next_to = vec![Vec::new(); n];
-    for r in hint::references(schema) {
-        next_to[r.from].push(r.to);
-        next_to[r.to].push(r.from);
+    for (from, tos) in references.iter().enumerate() {
+        for &to in tos {
+            next_to[from].push(to);
+            next_to[to].push(from);
+        }
     }
     let mut joined = vec![false; n];
     joined[first] = true;
