@@ -21,16 +21,16 @@ use crate::schema::{Schema, TableInfo};
 
 /// One declared single-column foreign key: `child.child_column` references
 /// `parent.parent_column`.
-struct Link<'s> {
-    child: &'s TableInfo,
-    child_column: String,
-    parent: &'s TableInfo,
-    parent_column: String,
+pub(crate) struct Link<'s> {
+    pub(crate) child: &'s TableInfo,
+    pub(crate) child_column: String,
+    pub(crate) parent: &'s TableInfo,
+    pub(crate) parent_column: String,
 }
 
 /// The single-column foreign keys of `schema` whose referenced table it has (a table's
 /// reference to itself is no way to another table and is left out).
-fn links(schema: &Schema) -> Vec<Link<'_>> {
+pub(crate) fn links(schema: &Schema) -> Vec<Link<'_>> {
     let mut out = Vec::new();
     for child in &schema.tables {
         for fk in &child.foreign_keys {

@@ -67,6 +67,7 @@ mod compare;
 mod conn;
 mod error;
 mod execute;
+mod fanout;
 mod functions;
 mod glossary;
 mod joins;
@@ -83,6 +84,7 @@ mod values;
 pub use compare::{TOLERANCE, results_match, results_match_any_column_order};
 pub use error::{Result, SqlError};
 pub use execute::execute;
+pub use fanout::{RepeatedSum, repeated_sum};
 pub use functions::{ALLOWED_FUNCTIONS, is_allowed_function};
 pub use joins::{drop_imagined_lookups, mend_crossed_keys, rejoin_by_foreign_keys};
 pub use policy::{

@@ -157,6 +157,11 @@ pub fn nl2sql(
                 if !safe.reads_data() {
                     return Err(READS_NO_DATA.to_string());
                 }
+                // Runs, but counts a parent's measure once per child row: a wrong number is
+                // worse than none, and the reason tells the retry what to sum instead.
+                if let Some(repeated) = knowhub_sql::repeated_sum(&sql, schema) {
+                    return Err(repeated.to_string());
+                }
                 knowhub_sql::execute(db, &safe, policy)
                     .map(|r| (safe, r))
                     .map_err(|e| e.to_string())
