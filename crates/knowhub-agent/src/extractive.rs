@@ -4,7 +4,7 @@
 
 use crate::lang::Lang;
 use crate::state::EvidenceItem;
-use crate::text::{overlap, sentences, terms};
+use crate::text::{sentences, terms};
 
 /// Sentences kept at most.
 const MAX_SENTENCES: usize = 3;
@@ -29,9 +29,11 @@ pub(crate) fn answer(
             ));
         }
     }
+    // Up to `MAX_SENTENCES` sentences besides the data results.
+    let limit = parts.len() + MAX_SENTENCES;
     let mut used = std::collections::HashSet::new();
     for (s, i) in ranked_sentences(question, evidence) {
-        if parts.len() >= MAX_SENTENCES + usize::from(!parts.is_empty()) {
+        if parts.len() >= limit {
             break;
         }
         if used.insert(s.clone()) {
@@ -68,6 +70,13 @@ pub(crate) fn brief(question: &str, evidence: &[&EvidenceItem]) -> Option<(Strin
 
 /// Document sentences covering enough of `question`, best first, with the 1-based number of
 /// the evidence item each comes from.
+///
+/// A sentence is read with the headings above it: under "3. Kubernetes rolling-update
+/// defaults", the list item "maxSurge: 25%" answers "What is the default maxSurge?", and under
+/// "4.1 收到告警后的处理步骤" the first step answers "收到告警后第一步做什么？". The headings'
+/// terms make a sentence eligible, but count half in its score (every sentence of the section
+/// has them: what tells them apart is their own words), and a sentence must share a term of
+/// its own.
 fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, usize)> {
     let q = terms(question);
     let mut scored: Vec<(f32, usize, usize, String)> = Vec::new();
@@ -75,6 +84,8 @@ fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, 
         if e.kind != "doc_chunk" {
             continue;
         }
+        let headings: std::collections::HashSet<String> =
+            e.source.heading.iter().flat_map(|h| terms(h)).collect();
         for (j, s) in sentences(&e.text).into_iter().enumerate() {
             // Headings and fragments are not answers.
             if !is_statement(&s)
@@ -86,9 +97,15 @@ fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, 
                 continue;
             }
             let words = terms(&s);
-            let score = overlap(&q, &words);
-            let shared = q.iter().filter(|t| words.contains(*t)).count();
-            if score >= MIN_OVERLAP && (shared >= 2 || q.len() < 2) {
+            let own = q.iter().filter(|t| words.contains(*t)).count();
+            let context = q
+                .iter()
+                .filter(|t| !words.contains(*t) && headings.contains(*t))
+                .count();
+            let shared = own + context;
+            let n = q.len().max(1) as f32;
+            if own >= 1 && shared as f32 / n >= MIN_OVERLAP && (shared >= 2 || q.len() < 2) {
+                let score = (own as f32 + 0.5 * context as f32) / n;
                 // Earlier evidence (better ranked) wins ties.
                 scored.push((score - i as f32 * 0.01, i, j, s));
             }
@@ -137,5 +154,83 @@ mod tests {
         );
         assert_eq!(cited, [2]);
         assert!(answer("quantum chromodynamics", &ev, Lang::En).is_none());
+    }
+
+    fn under(heading: &[&str], text: &str) -> EvidenceItem {
+        let mut e = doc(text);
+        e.source.heading = heading.iter().map(|h| (*h).to_string()).collect();
+        e
+    }
+
+    #[test]
+    fn sentences_are_read_with_their_headings() {
+        let spec = under(
+            &[
+                "Deployment Specification",
+                "3. Kubernetes rolling-update defaults",
+            ],
+            "Every Deployment uses the RollingUpdate strategy.\n\
+             maxSurge: 25% - at most a quarter of extra pods are created.\n\
+             maxUnavailable: 0 - no serving capacity is removed.",
+        );
+        let runbook = under(
+            &["4.1 收到告警后的处理步骤"],
+            "1. 在告警工具中确认告警：SEV1 须在 5 分钟内确认。\n\
+             2. 创建事故频道，并在频道中贴出告警链接。\n\
+             3. 根据严重等级表判定等级并指定事故指挥。",
+        );
+        // (question, evidence, what the answer's first sentence says, what it leaves out)
+        let rows: &[(&str, &EvidenceItem, Option<&str>, &str)] = &[
+            (
+                "What is the default maxSurge?",
+                &spec,
+                Some("maxSurge: 25%"),
+                "RollingUpdate strategy",
+            ),
+            (
+                "收到告警后第一步做什么？",
+                &runbook,
+                Some("在告警工具中确认告警"),
+                "判定等级",
+            ),
+            // The heading's words alone answer nothing.
+            ("Which Kubernetes defaults are documented?", &spec, None, ""),
+            (
+                "收到告警后怎么处理？",
+                &runbook,
+                Some("确认告警"),
+                "判定等级",
+            ),
+        ];
+        for (question, evidence, first, left_out) in rows {
+            let lang = Lang::detect(question);
+            let got = answer(question, &[*evidence], lang);
+            match (first, got) {
+                (None, got) => assert!(got.is_none(), "{question}: {got:?}"),
+                (Some(first), Some((text, cited))) => {
+                    let first_line = text.lines().nth(1).unwrap_or_default();
+                    assert!(first_line.contains(first), "{question}: {text}");
+                    assert!(!text.contains(left_out), "{question}: {text}");
+                    assert_eq!(cited, [1]);
+                }
+                (Some(_), None) => panic!("{question}: no answer"),
+            }
+        }
+    }
+
+    #[test]
+    fn at_most_three_sentences_beside_the_data() {
+        let text = "Leave rule one applies to annual leave. Leave rule two applies to annual \
+                    leave. Leave rule three applies to annual leave. Leave rule four applies to \
+                    annual leave. Leave rule five applies to annual leave.";
+        let d = doc(text);
+        let mut sql = doc("COUNT(*)=6");
+        sql.kind = "sql_result".into();
+        let count = |ev: &[&EvidenceItem]| {
+            let (text, _) = answer("Which rules apply to annual leave?", ev, Lang::En).unwrap();
+            text.lines().filter(|l| l.starts_with("- ")).count()
+        };
+        assert_eq!(count(&[&d]), MAX_SENTENCES);
+        assert_eq!(count(&[&sql, &d]), MAX_SENTENCES + 1);
     }
 }
