@@ -6,8 +6,9 @@ use crate::lang::Lang;
 use crate::state::EvidenceItem;
 use crate::text::{sentences, terms};
 
-/// Sentences kept at most.
-const MAX_SENTENCES: usize = 3;
+/// Sentences kept at most, besides data results: four, because answers in tables and lists
+/// take a row each ("加班费怎么算？" needs the weekday, weekend and holiday rates).
+const MAX_SENTENCES: usize = 4;
 /// A sentence must cover at least this share of the question's terms, and at least two of
 /// them when the question has two or more (one shared word is a coincidence, not an answer).
 const MIN_OVERLAP: f32 = 0.34;
@@ -219,10 +220,11 @@ mod tests {
     }
 
     #[test]
-    fn at_most_three_sentences_beside_the_data() {
+    fn at_most_four_sentences_beside_the_data() {
         let text = "Leave rule one applies to annual leave. Leave rule two applies to annual \
                     leave. Leave rule three applies to annual leave. Leave rule four applies to \
-                    annual leave. Leave rule five applies to annual leave.";
+                    annual leave. Leave rule five applies to annual leave. Leave rule six \
+                    applies to annual leave.";
         let d = doc(text);
         let mut sql = doc("COUNT(*)=6");
         sql.kind = "sql_result".into();
