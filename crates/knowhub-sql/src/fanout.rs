@@ -19,7 +19,7 @@ use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
 use crate::joins::{Link, links};
-use crate::rewrite::{Binding, bind_all, column_of, on_condition, only_select};
+use crate::rewrite::{Binding, bind_all, column_of, conjuncts, on_condition, only_select};
 use crate::schema::{Schema, TableInfo};
 
 /// A sum of a parent's column over a join that repeats the parent once per child row.
@@ -194,7 +194,9 @@ fn joined_edges(
             continue;
         };
         let known = &bound[..j + 2];
-        for condition in and_parts(on) {
+        // `conjuncts` splits in place; the condition is only read here.
+        let mut on = on.clone();
+        for condition in conjuncts(&mut on) {
             let Expr::BinaryOp {
                 left,
                 op: BinaryOperator::Eq,
@@ -228,23 +230,6 @@ fn joined_edges(
         }
     }
     edges
-}
-
-/// The `AND`-ed parts of a condition.
-fn and_parts(e: &Expr) -> Vec<&Expr> {
-    match e {
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            let mut out = and_parts(left);
-            out.extend(and_parts(right));
-            out
-        }
-        Expr::Nested(inner) => and_parts(inner),
-        other => vec![other],
-    }
 }
 
 /// The bound tables (positions) whose columns `e` reads.
