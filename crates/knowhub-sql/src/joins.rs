@@ -551,7 +551,7 @@ pub fn drop_imagined_lookups(sql: &str, schema: &Schema) -> Option<String> {
                 // it reads (`a.Country` is the customer's `Country`).
                 None => {
                     // A misspelt real table (`Artists`) is not a part of another one.
-                    let fold = |n: &str| n.to_ascii_lowercase().trim_end_matches('s').to_string();
+                    let fold = |n: &str| crate::template::singular(&n.to_ascii_lowercase());
                     if schema
                         .tables
                         .iter()

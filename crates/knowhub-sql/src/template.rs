@@ -123,7 +123,7 @@ fn is_cjk(c: char) -> bool {
 }
 
 /// Folds English plurals: "customers" → "customer", "companies" → "company".
-fn singular(w: &str) -> String {
+pub(crate) fn singular(w: &str) -> String {
     let n = w.chars().count();
     if n <= 3 || !w.is_ascii() {
         return w.to_owned();
