@@ -14,7 +14,7 @@ use knowhub_llm::Message;
 use crate::citations;
 use crate::lang::Lang;
 use crate::state::EvidenceItem;
-use crate::text::{sentences, terms};
+use crate::text::{prose_terms, sentences};
 
 /// Evidence sentences shown to the model at most.
 const MAX_LINES: usize = 5;
@@ -38,7 +38,7 @@ pub(crate) struct Line {
 /// one shared term each, better-ranked evidence first on ties), in reading order; data results
 /// are always shown.
 pub(crate) fn lines(question: &str, evidence: &[&EvidenceItem]) -> Vec<Line> {
-    let q = terms(question);
+    let q = prose_terms(question);
     let mut out = Vec::new();
     // (evidence index, sentence index, sentence, its terms)
     let mut candidates: Vec<(usize, usize, String, HashSet<String>)> = Vec::new();
@@ -57,7 +57,12 @@ pub(crate) fn lines(question: &str, evidence: &[&EvidenceItem]) -> Vec<Line> {
         // Every sentence of a passage is about what its title names: "树高可达55米" in the
         // passage titled 纽西兰鸡毛松 answers "纽西兰鸡毛松有多高" as much as a sentence that
         // repeats the name does.
-        let title = e.source.title.as_deref().map(terms).unwrap_or_default();
+        let title = e
+            .source
+            .title
+            .as_deref()
+            .map(prose_terms)
+            .unwrap_or_default();
         for (j, s) in sentences(&e.text).into_iter().enumerate() {
             // A heading names a topic; it answers nothing, and a small model copies it when
             // it repeats the question's words ("3.2 How to file an expense claim").
@@ -65,7 +70,12 @@ pub(crate) fn lines(question: &str, evidence: &[&EvidenceItem]) -> Vec<Line> {
             {
                 continue;
             }
-            let mut words = terms(&s);
+            // Overlapping chunks hold the same sentence twice: shown once (from the better-
+            // ranked item), it leaves the place for another.
+            if candidates.iter().any(|c| c.2 == s) {
+                continue;
+            }
+            let mut words = prose_terms(&s);
             words.extend(title.iter().cloned());
             candidates.push((i, j, s, words));
         }
@@ -336,7 +346,9 @@ pub(crate) fn ground(reply: &str, lines: &[Line]) -> Result<Grounded, Rejected> 
 }
 
 /// Where `needle` stands in `haystack` ignoring whitespace and ASCII case (a model drops the
-/// space in "4 分钟" or capitalises a word), as a byte range of the haystack.
+/// space in "4 分钟" or capitalises a word), as a byte range of the haystack. A match never
+/// cuts a number or an English word in two: "42" does not stand in "420000", nor "12" in
+/// "2012年", nor "art" in "party".
 fn find_loosely(haystack: &str, needle: &str) -> Option<Range<usize>> {
     let fold = |c: char| c.to_ascii_lowercase();
     let hay: Vec<(usize, char)> = haystack
@@ -351,9 +363,29 @@ fn find_loosely(haystack: &str, needle: &str) -> Option<Range<usize>> {
     if pin.is_empty() || pin.len() > hay.len() {
         return None;
     }
-    let start = hay
-        .windows(pin.len())
-        .position(|w| w.iter().zip(&pin).all(|((_, h), p)| fold(*h) == *p))?;
+    // Characters that join into one number or word with a neighbour of their kind; a number
+    // goes on past a decimal point or a thousands comma followed by a digit ("1.5", "2,400").
+    let digit = |c: char| c.is_ascii_digit();
+    let latin = |c: char| c.is_ascii_alphabetic();
+    // `next` and `beyond`: the one or two characters on that side of the match.
+    let cuts = |inside: char, next: Option<char>, beyond: Option<char>| {
+        next.is_some_and(|o| {
+            let number_goes_on = digit(o) || (matches!(o, '.' | ',') && beyond.is_some_and(digit));
+            (digit(inside) && number_goes_on) || (latin(inside) && latin(o))
+        })
+    };
+    let (first, last) = (pin[0], pin[pin.len() - 1]);
+    let start = (0..=hay.len() - pin.len()).find(|&at| {
+        let window = &hay[at..at + pin.len()];
+        if !window.iter().zip(&pin).all(|((_, h), p)| fold(*h) == *p) {
+            return false;
+        }
+        // The neighbours in the text itself, spaces included: "4 分钟" is not "84 分钟".
+        let (end, c) = hay[at + pin.len() - 1];
+        let mut before = haystack[..hay[at].0].chars().rev();
+        let mut after = haystack[end + c.len_utf8()..].chars();
+        !cuts(first, before.next(), before.next()) && !cuts(last, after.next(), after.next())
+    })?;
     let (from, _) = hay[start];
     let (last, c) = hay[start + pin.len() - 1];
     Some(from..last + c.len_utf8())
@@ -465,6 +497,38 @@ mod tests {
     }
 
     #[test]
+    fn a_sentence_two_chunks_share_is_shown_once() {
+        // Two overlapping chunks of one passage, as the chunker cuts them.
+        let first = item(
+            "doc_chunk",
+            "The bridge opened in 1998. It is 1.2 km long. The bridge has a single span.",
+        );
+        let second = item(
+            "doc_chunk",
+            "The bridge has a single span. The bridge was painted red in 2004.",
+        );
+        let got = lines(
+            "When was the bridge opened and painted?",
+            &[&first, &second],
+        );
+        let texts: Vec<&str> = got.iter().map(|l| l.text.as_str()).collect();
+        let span = texts
+            .iter()
+            .filter(|t| **t == "The bridge has a single span.")
+            .count();
+        assert_eq!(span, 1, "{texts:?}");
+        // The repeat's place goes to the next sentence; the one kept is the first item's.
+        assert!(
+            texts.contains(&"The bridge was painted red in 2004."),
+            "{texts:?}"
+        );
+        assert!(
+            got.iter()
+                .any(|l| l.evidence == 1 && l.text == "The bridge has a single span.")
+        );
+    }
+
+    #[test]
     fn lines_are_the_best_sentences_in_reading_order_and_results_always() {
         let a = item(
             "doc_chunk",
@@ -533,6 +597,10 @@ mod tests {
                 evidence: 2,
                 text: "Employees get Fifteen days of annual leave.".into(),
             },
+            Line {
+                evidence: 3,
+                text: "2010年扩编至112人，2012年为 12 人，跑道长1.5公里".into(),
+            },
         ];
         type Expected = Result<(&'static str, usize), Rejected>;
         // (reply, expected)
@@ -551,6 +619,15 @@ mod tests {
             ("4分钟 [9]", Ok(("4 分钟", 1))),
             // Words of the passage the model was not shown are not its answer.
             ("配对", Err(Rejected::NotInEvidence)),
+            // Part of a number or of a word is not the evidence's words.
+            ("201", Err(Rejected::NotInEvidence)),
+            ("010年", Err(Rejected::NotInEvidence)),
+            ("ifteen days", Err(Rejected::NotInEvidence)),
+            ("5公里", Err(Rejected::NotInEvidence)),
+            ("1.5公里", Ok(("1.5公里", 3))),
+            ("Employees get fifteen", Ok(("Employees get Fifteen", 2))),
+            // The same digits standing alone further on are found there.
+            ("12人", Ok(("12 人", 3))),
         ];
         for (reply, want) in cases {
             let got = ground(reply, &shown);

@@ -4,7 +4,7 @@
 
 use crate::lang::Lang;
 use crate::state::EvidenceItem;
-use crate::text::{sentences, terms};
+use crate::text::{prose_terms, questions, sentences};
 
 /// Sentences kept at most: four, because answers in tables and lists take a row each ("加班费怎
 /// 么算？" needs the weekday, weekend and holiday rates); one fewer beside data results, which
@@ -37,7 +37,15 @@ pub(crate) fn answer(
         parts.len() + MAX_SENTENCES - 1
     };
     let mut used = std::collections::HashSet::new();
-    for (s, i) in ranked_sentences(question, evidence) {
+    // A question of several questions ("报销单要在多少天内提交？多少钱以上需要发票？") gets each
+    // part's best sentence first: ranked against the whole, the sentences of the part with more
+    // words fill every place.
+    let asked = questions(question);
+    let firsts = asked
+        .iter()
+        .filter(|_| asked.len() > 1)
+        .filter_map(|part| ranked_sentences(part, evidence).into_iter().next());
+    for (s, i) in firsts.chain(ranked_sentences(question, evidence)) {
         if parts.len() >= limit {
             break;
         }
@@ -83,14 +91,18 @@ pub(crate) fn brief(question: &str, evidence: &[&EvidenceItem]) -> Option<(Strin
 /// has them: what tells them apart is their own words), and a sentence must share a term of
 /// its own.
 fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, usize)> {
-    let q = terms(question);
+    let q = prose_terms(question);
     let mut scored: Vec<(f32, usize, usize, String)> = Vec::new();
     for (i, e) in evidence.iter().enumerate() {
         if e.kind != "doc_chunk" {
             continue;
         }
-        let headings: std::collections::HashSet<String> =
-            e.source.heading.iter().flat_map(|h| terms(h)).collect();
+        let headings: std::collections::HashSet<String> = e
+            .source
+            .heading
+            .iter()
+            .flat_map(|h| prose_terms(h))
+            .collect();
         for (j, s) in sentences(&e.text).into_iter().enumerate() {
             // Headings and fragments are not answers.
             if !is_statement(&s)
@@ -101,7 +113,7 @@ fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, 
             {
                 continue;
             }
-            let words = terms(&s);
+            let words = prose_terms(&s);
             let own = q.iter().filter(|t| words.contains(*t)).count();
             let context = q
                 .iter()
@@ -219,6 +231,32 @@ mod tests {
                     assert_eq!(cited, [1]);
                 }
                 (Some(_), None) => panic!("{question}: no answer"),
+            }
+        }
+    }
+
+    #[test]
+    fn each_part_of_a_question_of_several_is_answered() {
+        let policy = doc("报销单须在费用发生后30天内提交至财务系统。\
+             报销单需要在提交后3天内由主管审批，逾期需要重新提交。\
+             报销单需要提交行程单的，行程单须在出行后10天内开具。\
+             需要退回的报销单，需要在5天内修改后再提交。\
+             报销单提交需要选择成本中心，每单需要在7天内审结。\
+             单笔金额在500元以上的报销需要附发票原件。");
+        // (question, what the answer must say)
+        let rows: &[(&str, &[&str])] = &[
+            (
+                "报销单要在多少天内提交？多少钱以上需要发票？",
+                &["30天内提交", "500元以上"],
+            ),
+            ("报销单要在多少天内提交？", &["30天内提交"]),
+            // A part too short to ask anything is not a question of its own.
+            ("报销单要在多少天内提交？嗯？", &["30天内提交"]),
+        ];
+        for (question, says) in rows {
+            let (text, _) = answer(question, &[&policy], Lang::Zh).unwrap();
+            for s in *says {
+                assert!(text.contains(s), "{question}: {text}");
             }
         }
     }

@@ -35,8 +35,27 @@ const CJK_COMMON: &[char] = &[
     '哪', '个', '这', '那', '我', '你', '他', '们', '也', '都', '就', '要', '会', '可', '以', '请',
 ];
 
-/// The terms of `text` used for overlap scoring.
+/// The terms of `text` used to match questions with table and column names and with the
+/// routing rules: English words folded crudely ("days"/"day", "policies"/"policy"), which
+/// those matches were measured with (a full stemmer makes "named" meet every `Name` column).
 pub(crate) fn terms(text: &str) -> HashSet<String> {
+    collect_terms(text, Stem::Crude)
+}
+
+/// The terms of `text` used to match questions with the sentences of documents: English
+/// words through the index's own stemmer (Snowball), as search matches them, so
+/// "acknowledged" meets "Acknowledge" and "deploying" meets "deployment".
+pub(crate) fn prose_terms(text: &str) -> HashSet<String> {
+    collect_terms(text, Stem::Snowball)
+}
+
+#[derive(Clone, Copy)]
+enum Stem {
+    Crude,
+    Snowball,
+}
+
+fn collect_terms(text: &str, stem: Stem) -> HashSet<String> {
     let mut out = HashSet::new();
     let lower = text.to_lowercase();
     let mut word = String::new();
@@ -60,7 +79,7 @@ pub(crate) fn terms(text: &str) -> HashSet<String> {
     for c in lower.chars() {
         if is_cjk(c) {
             if !word.is_empty() {
-                push_word(&mut out, &word);
+                push_word(&mut out, &word, stem);
                 word.clear();
             }
             cjk_run.push(c);
@@ -70,34 +89,40 @@ pub(crate) fn terms(text: &str) -> HashSet<String> {
         } else {
             flush_cjk(&mut cjk_run, &mut out);
             if !word.is_empty() {
-                push_word(&mut out, &word);
+                push_word(&mut out, &word, stem);
                 word.clear();
             }
         }
     }
     flush_cjk(&mut cjk_run, &mut out);
     if !word.is_empty() {
-        push_word(&mut out, &word);
+        push_word(&mut out, &word, stem);
     }
     out
 }
 
-fn push_word(out: &mut HashSet<String>, word: &str) {
+fn push_word(out: &mut HashSet<String>, word: &str, stem: Stem) {
     if word.chars().count() < 2 && !word.chars().all(|c| c.is_ascii_digit()) {
         return;
     }
     if STOP_WORDS.contains(&word) {
         return;
     }
-    // A crude English stem so "days"/"day" and "policies"/"policy" meet.
-    let stem = word
-        .strip_suffix("ies")
-        .map(|s| format!("{s}y"))
-        .or_else(|| {
-            (word.len() > 3 && word.ends_with('s') && !word.ends_with("ss"))
-                .then(|| word[..word.len() - 1].to_string())
-        })
-        .unwrap_or_else(|| word.to_string());
+    let stem = match stem {
+        Stem::Crude => word
+            .strip_suffix("ies")
+            .map(|s| format!("{s}y"))
+            .or_else(|| {
+                (word.len() > 3 && word.ends_with('s') && !word.ends_with("ss"))
+                    .then(|| word[..word.len() - 1].to_string())
+            })
+            .unwrap_or_else(|| word.to_string()),
+        // A word the index drops (a stop word of its list) is no term either.
+        Stem::Snowball => match knowhub_index::analyze(word).into_iter().next() {
+            Some(stem) => stem,
+            None => return,
+        },
+    };
     out.insert(stem);
 }
 
@@ -130,6 +155,21 @@ pub(crate) fn sentences(text: &str) -> Vec<String> {
     out
 }
 
+/// The questions asked in `question`: its parts ending in a question mark (or the last,
+/// unended one) that have two terms or more. One question comes back whole.
+pub(crate) fn questions(question: &str) -> Vec<&str> {
+    let parts: Vec<&str> = question
+        .split_inclusive(['?', '？'])
+        .map(str::trim)
+        .filter(|p| prose_terms(p).len() >= 2)
+        .collect();
+    if parts.len() > 1 {
+        parts
+    } else {
+        vec![question]
+    }
+}
+
 /// The share of `query` terms found in `text` (0 when the query has none).
 pub(crate) fn overlap(query: &HashSet<String>, text: &HashSet<String>) -> f32 {
     if query.is_empty() {
@@ -148,8 +188,65 @@ mod tests {
         for want in ["day", "annual", "leave", "年假", "少天"] {
             assert!(t.contains(want), "{want} in {t:?}");
         }
+        let p = prose_terms("How many days of annual leave? 年假有多少天");
+        for want in prose_terms("day annual leave 年假 少天") {
+            assert!(p.contains(&want), "{want} in {p:?}");
+        }
         assert!(!t.contains("how") && !t.contains("多少"));
         assert_eq!(normalize("  a\tb\u{0007}\n c "), "a b c");
+    }
+
+    #[test]
+    fn prose_word_forms_meet_through_the_index_stemmer() {
+        // (question word, the document's form of it)
+        let pairs = [
+            ("days", "day"),
+            ("policies", "policy"),
+            ("acknowledged", "Acknowledge"),
+            ("deploying", "deployment"),
+            ("rolled", "rolls"),
+        ];
+        for (asked, written) in pairs {
+            assert_eq!(
+                prose_terms(asked),
+                prose_terms(written),
+                "{asked} / {written}"
+            );
+            assert_eq!(prose_terms(asked).len(), 1, "{asked}");
+        }
+        // Stop words are no terms, in either list.
+        assert!(prose_terms("the of such into").is_empty());
+        // Names of tables and columns keep the crude fold: "named" is not `Name`.
+        assert_ne!(terms("named"), terms("Name"));
+    }
+
+    #[test]
+    fn a_question_of_several_questions_is_split() {
+        // (question, the questions asked)
+        let rows: &[(&str, &[&str])] = &[
+            (
+                "How long is probation? Who approves an extension?",
+                &["How long is probation?", "Who approves an extension?"],
+            ),
+            (
+                "报销单要在多少天内提交？多少钱以上需要发票？",
+                &["报销单要在多少天内提交？", "多少钱以上需要发票？"],
+            ),
+            ("年假有几天", &["年假有几天"]),
+            // A part with fewer than two terms asks nothing of its own.
+            (
+                "How long is probation? Really?",
+                &["How long is probation? Really?"],
+            ),
+            // An unended last part still counts.
+            (
+                "What is the hotel limit? And the meal allowance",
+                &["What is the hotel limit?", "And the meal allowance"],
+            ),
+        ];
+        for (question, want) in rows {
+            assert_eq!(questions(question), *want, "{question}");
+        }
     }
 
     #[test]

@@ -144,6 +144,36 @@ fn answers_are_cited_in_the_question_language() {
 }
 
 #[test]
+fn each_question_of_several_is_searched_and_answered() {
+    let f = fixture();
+    let a = agent(&f);
+    let bob = user(&f, "bob");
+    let q = "How much notice do leave requests need? How many days of annual leave per year?";
+    let o = ask(&a, &bob, q);
+    let out = &o.state.output;
+    assert_eq!(out.stop_reason, StopReason::Ok, "{}", out.final_answer);
+    for phrase in ["two weeks notice", "fifteen days of annual leave"] {
+        assert!(out.final_answer.contains(phrase), "{}", out.final_answer);
+    }
+    // Each part was a search of its own, in the order asked.
+    let rag = o.state.tools.rag.as_ref().unwrap();
+    assert_eq!(
+        rag.attempts[..2],
+        [
+            "How much notice do leave requests need?",
+            "How many days of annual leave per year?"
+        ]
+    );
+    // One question is searched whole.
+    let o = ask(&a, &bob, "How many days of annual leave do employees get?");
+    let rag = o.state.tools.rag.as_ref().unwrap();
+    assert_eq!(
+        rag.attempts[0],
+        "How many days of annual leave do employees get?"
+    );
+}
+
+#[test]
 fn no_evidence_is_said_plainly_and_unreadable_documents_never_appear() {
     let f = fixture();
     let a = agent(&f);

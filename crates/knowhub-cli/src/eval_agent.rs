@@ -3,6 +3,7 @@
 //! bilingual question table). Each prints a table and the command's settings.
 
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -61,6 +62,12 @@ pub(crate) struct QaEvalArgs {
     /// --brief`), the form of CMRC's gold answers.
     #[arg(long)]
     brief: bool,
+    /// Also write one JSON line per question here (question, gold spans, answer, the model's
+    /// own words, the lines shown, F1, whether the citation hit the gold passage), so a run's
+    /// answers can be studied, or a change to what is done with them measured, without asking
+    /// the model again.
+    #[arg(long)]
+    details: Option<PathBuf>,
 }
 
 #[derive(Debug, Serialize)]
@@ -324,6 +331,15 @@ pub(crate) fn qa(
     };
     let agent = Agent::new(Arc::clone(&engine), model, options);
     let mut t = QaTotals::default();
+    let mut details = args
+        .details
+        .as_ref()
+        .map(|p| {
+            std::fs::File::create(p)
+                .map(std::io::BufWriter::new)
+                .with_context(|| format!("cannot write {}", p.display()))
+        })
+        .transpose()?;
     let started = Instant::now();
     for a in answers.iter().skip(args.offset).take(args.limit) {
         let Some(qid) = id_of(a) else { continue };
@@ -360,6 +376,15 @@ pub(crate) fn qa(
             .any(|g| !g.is_empty() && shown.iter().any(|l| normalize(l).contains(&g)));
         t.gold_shown += usize::from(gold_shown);
         if out.stop_reason != StopReason::Ok {
+            if let Some(w) = details.as_mut() {
+                let line = serde_json::json!({
+                    "id": qid, "question": question, "golds": golds, "gold_doc": gold_doc,
+                    "stop_reason": out.stop_reason, "shown": shown, "gold_shown": gold_shown,
+                    "f1": 0.0,
+                });
+                writeln!(w, "{line}")?;
+                w.flush()?;
+            }
             continue;
         }
         t.answered += 1;
@@ -401,6 +426,17 @@ pub(crate) fn qa(
                 .is_some_and(|id| id == gold_doc)
         });
         t.cited_gold += usize::from(cited_gold);
+        if let Some(w) = details.as_mut() {
+            let line = serde_json::json!({
+                "id": qid, "question": question, "golds": golds, "gold_doc": gold_doc,
+                "stop_reason": out.stop_reason, "shown": shown, "gold_shown": gold_shown,
+                "answer": answer, "model_words": model_words(&outcome.state),
+                "written_by": outcome.state.draft.written_by, "f1": best_f1,
+                "cited_gold": cited_gold,
+            });
+            writeln!(w, "{line}")?;
+            w.flush()?;
+        }
         if !json {
             eprintln!(
                 "{qid}\tF1 {best_f1:.2}\t{}\t{}\t| model: {}\t| gold: {}",

@@ -2,7 +2,9 @@
 //! passages do not cover the question) reformulate → retrieve again. The loop stops at the
 //! step limit, when a step brings no new passage (no new information), or when the passages
 //! cover the question; errors use a retry budget, then the node degrades (to SQL when there
-//! is data, else to abstaining).
+//! is data, else to abstaining). A question of several questions ("How long is probation?
+//! Who approves an extension?") is searched part by part first, each part for its share of
+//! the passages: searched whole, the part with more words takes every place.
 
 use std::collections::HashSet;
 
@@ -15,7 +17,7 @@ use crate::Result;
 use crate::state::{
     AgentState, EvidenceAuthz, EvidenceItem, EvidenceSource, RagSummary, Route, ToolError,
 };
-use crate::text::{overlap, terms};
+use crate::text::{overlap, questions, terms};
 
 /// Passage text kept per evidence item (seed: 500–1200 characters).
 const EVIDENCE_CHARS: usize = 1_200;
@@ -23,7 +25,22 @@ const EVIDENCE_CHARS: usize = 1_200;
 pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepReport> {
     let max_steps = deps.options.max_tool_steps.max(1);
     let mut retries = deps.options.retry_budget;
-    let mut query = state.input.normalized_query.clone();
+    let asked: Vec<String> = questions(&state.input.normalized_query)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    // The searches planned before observing: each part of a question of several, else the
+    // question itself.
+    let searches = asked.len().min(max_steps);
+    let per_search = if searches > 1 {
+        deps.options.top_k.div_ceil(searches).max(2)
+    } else {
+        deps.options.top_k
+    };
+    let mut planned = asked.into_iter().take(searches);
+    let mut query = planned
+        .next()
+        .unwrap_or_else(|| state.input.normalized_query.clone());
     let mut attempts = Vec::new();
     let mut ids: Vec<String> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
@@ -34,7 +51,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         step += 1;
         attempts.push(query.clone());
         let opts = SearchOptions {
-            limit: deps.options.top_k,
+            limit: per_search,
             max_per_document: 2,
             mode: RetrievalMode::Hybrid,
             ..SearchOptions::default()
@@ -59,6 +76,10 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                 ids.push(hit.evidence_id.clone());
                 state.evidence_items.push(evidence(&hit, &snapshot));
             }
+        }
+        if let Some(next) = planned.next() {
+            query = next;
+            continue;
         }
         // Observe: do the passages so far cover the question's terms?
         let covered: HashSet<String> = state
