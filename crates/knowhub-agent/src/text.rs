@@ -156,10 +156,27 @@ pub(crate) fn sentences(text: &str) -> Vec<String> {
 }
 
 /// The questions asked in `question`: its parts ending in a question mark (or the last,
-/// unended one) that have two terms or more. One question comes back whole.
+/// unended one) that have two terms or more. One question comes back whole. An ASCII "?"
+/// ends a question only before a space or the end ("GET /api?id=7" is one question).
 pub(crate) fn questions(question: &str) -> Vec<&str> {
-    let parts: Vec<&str> = question
-        .split_inclusive(['?', '？'])
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for (i, c) in question.char_indices() {
+        let end = i + c.len_utf8();
+        let ends = c == '？'
+            || (c == '?'
+                && question[end..]
+                    .chars()
+                    .next()
+                    .is_none_or(char::is_whitespace));
+        if ends {
+            parts.push(&question[start..end]);
+            start = end;
+        }
+    }
+    parts.push(&question[start..]);
+    let parts: Vec<&str> = parts
+        .into_iter()
         .map(str::trim)
         .filter(|p| prose_terms(p).len() >= 2)
         .collect();
@@ -237,6 +254,11 @@ mod tests {
             (
                 "How long is probation? Really?",
                 &["How long is probation? Really?"],
+            ),
+            // A "?" inside a word or a link asks nothing.
+            (
+                "What does GET /api/leave?user=7 return for annual leave?",
+                &["What does GET /api/leave?user=7 return for annual leave?"],
             ),
             // An unended last part still counts.
             (
