@@ -17,8 +17,12 @@ ensure_system_packages() {
     fi
   fi
   echo "installing system packages: ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # Wait for the package manager's lock instead of failing: on a fresh machine unattended
+  # upgrades (or the other set-up command, run beside this one) often hold it for a while.
+  local wait=(-o DPkg::Lock::Timeout=600)
+  $sudo apt-get "${wait[@]}" update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get "${wait[@]}" install -y -qq \
+    --no-install-recommends "${missing[@]}"
 }
 
 ensure_rust() {
