@@ -375,16 +375,14 @@ pub(crate) fn qa(
             .map(normalize)
             .any(|g| !g.is_empty() && shown.iter().any(|l| normalize(l).contains(&g)));
         t.gold_shown += usize::from(gold_shown);
+        // What every question's details line says; an answered one adds its answer below.
+        let mut line = serde_json::json!({
+            "id": qid, "question": question, "golds": golds, "gold_doc": gold_doc,
+            "stop_reason": out.stop_reason, "shown": shown, "gold_shown": gold_shown,
+            "f1": 0.0,
+        });
         if out.stop_reason != StopReason::Ok {
-            if let Some(w) = details.as_mut() {
-                let line = serde_json::json!({
-                    "id": qid, "question": question, "golds": golds, "gold_doc": gold_doc,
-                    "stop_reason": out.stop_reason, "shown": shown, "gold_shown": gold_shown,
-                    "f1": 0.0,
-                });
-                writeln!(w, "{line}")?;
-                w.flush()?;
-            }
+            write_details(details.as_mut(), &line)?;
             continue;
         }
         t.answered += 1;
@@ -426,17 +424,12 @@ pub(crate) fn qa(
                 .is_some_and(|id| id == gold_doc)
         });
         t.cited_gold += usize::from(cited_gold);
-        if let Some(w) = details.as_mut() {
-            let line = serde_json::json!({
-                "id": qid, "question": question, "golds": golds, "gold_doc": gold_doc,
-                "stop_reason": out.stop_reason, "shown": shown, "gold_shown": gold_shown,
-                "answer": answer, "model_words": model_words(&outcome.state),
-                "written_by": outcome.state.draft.written_by, "f1": best_f1,
-                "cited_gold": cited_gold,
-            });
-            writeln!(w, "{line}")?;
-            w.flush()?;
-        }
+        line["answer"] = answer.clone().into();
+        line["model_words"] = model_words(&outcome.state).into();
+        line["written_by"] = outcome.state.draft.written_by.clone().into();
+        line["f1"] = best_f1.into();
+        line["cited_gold"] = cited_gold.into();
+        write_details(details.as_mut(), &line)?;
         if !json {
             eprintln!(
                 "{qid}\tF1 {best_f1:.2}\t{}\t{}\t| model: {}\t| gold: {}",
@@ -801,6 +794,19 @@ fn columns_within(ours: &knowhub_sql::QueryResult, gold: &knowhub_sql::QueryResu
     };
     let gold_cols: Vec<Vec<String>> = (0..gold.columns.len()).map(|k| column(gold, k)).collect();
     (0..ours.columns.len()).all(|j| gold_cols.contains(&column(ours, j)))
+}
+
+/// One question's line of `eval qa --details`, flushed at once so a run cut short keeps what
+/// it measured.
+fn write_details(
+    details: Option<&mut std::io::BufWriter<std::fs::File>>,
+    line: &serde_json::Value,
+) -> Result<()> {
+    if let Some(w) = details {
+        writeln!(w, "{line}")?;
+        w.flush()?;
+    }
+    Ok(())
 }
 
 /// The sentences the brief path showed the model (from the synthesis step's trace).
