@@ -6,7 +6,7 @@
 //! and its reply is kept only if those words stand in the evidence: the answer shown is the
 //! evidence's own text, cited to the item it was found in, whatever number the model wrote.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ops::Range;
 
 use knowhub_llm::Message;
@@ -84,19 +84,22 @@ pub(crate) fn lines(question: &str, evidence: &[&EvidenceItem]) -> Vec<Line> {
     // one found in few ("高" in "纽西兰鸡毛松有多高"): shared terms count by their rarity among
     // the candidates (inverse sentence frequency).
     let n = candidates.len() as f32;
-    let weight: HashMap<&String, f32> = q
+    // In a fixed order: summed in a hash set's order, equal scores differ in their last bit
+    // from run to run, and the same question is shown different sentences.
+    let mut weight: Vec<(&String, f32)> = q
         .iter()
         .map(|t| {
             let df = candidates.iter().filter(|c| c.3.contains(t)).count() as f32;
             (t, (1.0 + n / (1.0 + df)).ln())
         })
         .collect();
+    weight.sort_by(|a, b| a.0.cmp(b.0));
     let mut scored: Vec<(f32, usize, usize, String)> = candidates
         .into_iter()
         .filter_map(|(i, j, s, words)| {
             let score: f32 = weight
                 .iter()
-                .filter(|(t, _)| words.contains(**t))
+                .filter(|(t, _)| words.contains(*t))
                 .map(|(_, w)| w)
                 .sum();
             // Better-ranked evidence first on ties.
