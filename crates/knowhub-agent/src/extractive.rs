@@ -13,6 +13,9 @@ const MAX_SENTENCES: usize = 4;
 /// A sentence must cover at least this share of the question's terms, and at least two of
 /// them when the question has two or more (one shared word is a coincidence, not an answer).
 const MIN_OVERLAP: f32 = 0.34;
+/// List items quoted at most under a sentence that introduces them ("…when any of these is
+/// true:").
+const MAX_ITEMS: usize = 8;
 
 /// An extractive answer over `evidence` (numbered from 1 in this order), or `None` when no
 /// sentence covers enough of the question.
@@ -21,13 +24,15 @@ pub(crate) fn answer(
     evidence: &[&EvidenceItem],
     lang: Lang,
 ) -> Option<(String, Vec<usize>)> {
-    let mut parts: Vec<(String, usize)> = Vec::new();
+    // (sentence, evidence number, the list items it introduces)
+    let mut parts: Vec<(String, usize, Vec<String>)> = Vec::new();
     // SQL results answer data questions directly.
     for (i, e) in evidence.iter().enumerate() {
         if e.kind == "sql_result" {
             parts.push((
                 format!("{}: {}", lang.sql_result_intro(), e.text.trim()),
                 i + 1,
+                Vec::new(),
             ));
         }
     }
@@ -49,8 +54,18 @@ pub(crate) fn answer(
         if parts.len() >= limit {
             break;
         }
-        if used.insert(s.clone()) {
-            parts.push((s, i));
+        // A list item already quoted under its introduction is not repeated.
+        let quoted = parts
+            .iter()
+            .any(|(_, _, items)| items.iter().any(|it| it.contains(&s)));
+        if !quoted && used.insert(s.clone()) {
+            // A sentence that introduces a list says nothing without it: "Roll back
+            // immediately when any of these is true:" is answered by the conditions under it.
+            let items: Vec<String> = list_after(&s, &evidence[i - 1].text)
+                .into_iter()
+                .filter(|item| used.insert(item.clone()))
+                .collect();
+            parts.push((s, i, items));
         }
     }
     if parts.is_empty() {
@@ -58,9 +73,12 @@ pub(crate) fn answer(
     }
     let mut text = String::from(lang.extractive_intro());
     let mut cited = Vec::new();
-    for (s, k) in &parts {
+    for (s, k, items) in &parts {
         text.push('\n');
-        text.push_str(&format!("- {} [{k}]", s.trim_end()));
+        text.push_str(&format!("- {} [{k}]", without_bullet(s)));
+        for item in items {
+            text.push_str(&format!("\n  - {} [{k}]", without_bullet(item)));
+        }
         if !cited.contains(k) {
             cited.push(*k);
         }
@@ -130,6 +148,86 @@ fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, 
     }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     scored.into_iter().map(|(_, i, _, s)| (s, i + 1)).collect()
+}
+
+/// The list that `lead` introduces in `text`: when `lead` ends with a colon at the end of its
+/// line, the lines after it, up to the list's end. Parsers keep a list item or a table row on
+/// a line of its own but drop the list's markers, so the end is read from the lines: a blank
+/// line, a heading, a paragraph (a line of two sentences or more), the last of items joined by
+/// semicolons ("a; b; c."), an item that opens a list of its own, or [`MAX_ITEMS`].
+fn list_after(lead: &str, text: &str) -> Vec<String> {
+    let lead = lead.trim();
+    if !lead.ends_with([':', '：']) {
+        return Vec::new();
+    }
+    let Some(at) = text.find(lead) else {
+        return Vec::new();
+    };
+    let Some(rest) = text[at + lead.len()..]
+        .trim_start_matches([' ', '\t'])
+        .strip_prefix('\n')
+    else {
+        return Vec::new();
+    };
+    let mut items = Vec::new();
+    let mut joined_by_semicolons = false;
+    for line in rest.lines().map(str::trim) {
+        if line.is_empty() {
+            if items.is_empty() {
+                continue;
+            }
+            break;
+        }
+        if items.len() >= MAX_ITEMS || looks_like_heading(line) || sentence_ends(line) > 1 {
+            break;
+        }
+        items.push(line.to_string());
+        let semicolon = line.ends_with([';', '；']);
+        if line.ends_with([':', '：']) || (joined_by_semicolons && !semicolon) {
+            break;
+        }
+        joined_by_semicolons |= semicolon;
+    }
+    items
+}
+
+/// Sentence ends in `line`, its last character included ("Mind the gap. Then go." has two;
+/// "v2.3 is out" none).
+fn sentence_ends(line: &str) -> usize {
+    let chars: Vec<char> = line.chars().collect();
+    chars
+        .iter()
+        .enumerate()
+        .filter(|&(i, c)| {
+            matches!(c, '。' | '！' | '？')
+                || (matches!(c, '.' | '!' | '?')
+                    && chars.get(i + 1).is_none_or(|n| n.is_whitespace()))
+        })
+        .count()
+}
+
+/// A numbered section heading: "4.1 Passwords and accounts", "2.3 远程办公", "三、费用报销".
+fn looks_like_heading(line: &str) -> bool {
+    if line.chars().count() > 40 || line.ends_with(['.', '。', ';', '；', ':', '：', '!', '?']) {
+        return false;
+    }
+    let first = line.split_whitespace().next().unwrap_or_default();
+    let arabic = first.starts_with(|c: char| c.is_ascii_digit())
+        && first.chars().all(|c| c.is_ascii_digit() || c == '.');
+    let chinese = line.split_once('、').is_some_and(|(n, _)| {
+        !n.is_empty() && n.chars().all(|c| "一二三四五六七八九十".contains(c))
+    });
+    arabic || chinese
+}
+
+/// `s` without a bullet the document typed itself ("- Password rotation: …" in a PDF): the
+/// answer adds its own.
+fn without_bullet(s: &str) -> &str {
+    let s = s.trim();
+    ["- ", "* ", "• ", "· ", "– "]
+        .iter()
+        .find_map(|b| s.strip_prefix(b))
+        .map_or(s, str::trim_start)
 }
 
 /// Long enough to say something: three words, or eight Chinese characters; not too long to
@@ -259,6 +357,110 @@ mod tests {
                 assert!(text.contains(s), "{question}: {text}");
             }
         }
+    }
+
+    #[test]
+    fn a_list_is_read_to_its_end() {
+        // (text after the introduction's line, the items expected)
+        let rows: &[(&str, &[&str])] = &[
+            // Items joined by semicolons end at the one that does not end with one.
+            (
+                "the error rate stays above 2% for 5 minutes;\n\
+                 p99 latency doubles for 10 minutes;\n\
+                 a safety alert is linked to the release.\n\
+                 The rollback should be completed within 15 minutes.",
+                &[
+                    "the error rate stays above 2% for 5 minutes;",
+                    "p99 latency doubles for 10 minutes;",
+                    "a safety alert is linked to the release.",
+                ],
+            ),
+            (
+                "直属经理会在第 1 个月末与你沟通；\n双方解除劳动合同需提前 3 个工作日通知；\n\
+                 年假转正前最多只能休 3 天。\n如确有需要，试用期可以延长一次。",
+                &[
+                    "直属经理会在第 1 个月末与你沟通；",
+                    "双方解除劳动合同需提前 3 个工作日通知；",
+                    "年假转正前最多只能休 3 天。",
+                ],
+            ),
+            // Table rows end at the paragraph after them (two sentences on one line).
+            (
+                "\nYears: under 3; Leave: 10 days\nYears: 3 to 5; Leave: 15 days\n\
+                 New employees get 10 days. Unused days expire.",
+                &[
+                    "Years: under 3; Leave: 10 days",
+                    "Years: 3 to 5; Leave: 15 days",
+                ],
+            ),
+            // A step that opens a list of its own is the last one quoted.
+            (
+                "Announce the rollback.\nPause the pipeline.\nRun the rollback command:\n\
+                 kubectl rollout undo deployment/x",
+                &[
+                    "Announce the rollback.",
+                    "Pause the pipeline.",
+                    "Run the rollback command:",
+                ],
+            ),
+            // A heading or a blank line ends the list.
+            ("4.1 Passwords and accounts\nUse 14 characters.", &[]),
+            ("三、费用报销\n报销须在 30 天内提交。", &[]),
+            (
+                "Use 14 characters.\n\nChange them every 90 days.",
+                &["Use 14 characters."],
+            ),
+            // A paragraph is not a list.
+            ("Passwords expire. Change them every 90 days.", &[]),
+        ];
+        for (after, want) in rows {
+            let text = format!("Intro words. When any of these is true:\n{after}");
+            assert_eq!(
+                list_after("When any of these is true:", &text),
+                *want,
+                "{after}"
+            );
+        }
+        // Only a colon at the end of a line introduces a list.
+        let inline = "Roll back when: the error rate is high.\nNext line.";
+        assert!(list_after("Roll back when:", inline).is_empty());
+        assert!(list_after("Roll back now.", "Roll back now.\nNext line.").is_empty());
+    }
+
+    #[test]
+    fn an_introduction_is_quoted_with_its_list() {
+        let spec = under(
+            &["6. Rollback procedure"],
+            "Roll back immediately, without waiting for a root cause, when any of these is \
+             true after a prod deployment:\n\
+             the error rate (HTTP 5xx) stays above 2% for 5 minutes;\n\
+             p99 latency is more than double the previous release's for 10 minutes;\n\
+             any robot safety alert is linked to the new release.\n\
+             The rollback should be completed within 15 minutes of the decision.\n\
+             - Database migrations must be backward compatible for one release.",
+        );
+        let (text, _) = answer(
+            "When should I roll back a prod deployment?",
+            &[&spec],
+            Lang::En,
+        )
+        .unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].starts_with("- Roll back immediately"), "{text}");
+        assert_eq!(
+            lines[2], "  - the error rate (HTTP 5xx) stays above 2% for 5 minutes; [1]",
+            "{text}"
+        );
+        assert!(lines[4].contains("robot safety alert"), "{text}");
+        // Each item once, and a bullet the document typed is not doubled.
+        assert_eq!(text.matches("p99 latency").count(), 1, "{text}");
+        let pdf = doc("- Password rotation: every password must be changed every 90 days.");
+        let (text, _) = answer("How often must passwords be changed?", &[&pdf], Lang::En).unwrap();
+        assert_eq!(
+            text.lines().nth(1),
+            Some("- Password rotation: every password must be changed every 90 days. [1]"),
+            "{text}"
+        );
     }
 
     #[test]
