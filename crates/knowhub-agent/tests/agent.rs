@@ -245,6 +245,24 @@ fn data_questions_run_safe_sql_over_readable_spreadsheets() {
         o.state.output.final_answer
     );
 
+    // No keyword, but every word is the data's: a yes/no column ("On probation") asked about
+    // in Chinese, answered with the names.
+    let o = ask(&a, &bob, "谁还在试用期？");
+    assert_eq!(o.state.plan.route, Route::Sql);
+    let sql = o.state.tools.sql.clone().unwrap();
+    assert!(
+        sql.generated_sql.contains("\"On probation\" = 1"),
+        "{}",
+        sql.generated_sql
+    );
+    for name in ["周欣", "郑凯", "Priya Raman"] {
+        assert!(
+            o.state.output.final_answer.contains(name),
+            "{}",
+            o.state.output.final_answer
+        );
+    }
+
     // Once the spreadsheet's folder is restricted, its tables are not offered to bob at all.
     let hr: ScopeSet = "team:hr".parse().unwrap();
     f.engine
@@ -259,6 +277,10 @@ fn data_questions_run_safe_sql_over_readable_spreadsheets() {
             .iter()
             .all(|e| e.kind != "sql_result")
     );
+    // Nor do they steer the route.
+    let o = ask(&a, &bob, "谁还在试用期？");
+    assert_eq!(o.state.plan.route, Route::Doc);
+    assert!(!o.state.output.final_answer.contains("周欣"));
 }
 
 #[test]

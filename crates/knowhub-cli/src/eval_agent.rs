@@ -607,25 +607,28 @@ pub(crate) fn routing(args: &RoutingEvalArgs, llm: &LlmArgs, json: bool) -> Resu
         &table,
         &tables,
         Some(&data),
+        None,
         model.as_deref(),
     ));
     // Third-party questions: the Chinook database registered as a data source (RouteNode
     // counts any question as possibly about it, as for every registered database). The model
     // is shown the database's table names here; RouteNode shows a registered database by its
     // registered name only (spreadsheet sheets by their table names).
-    let chinook: Vec<String> = if args.db.is_file() {
-        knowhub_sql::introspect(&args.db, 0)?
-            .tables
-            .into_iter()
-            .map(|t| t.name)
-            .collect()
+    // Its schema with 3 samples per column, as the agent reads it, tells the rules whether the
+    // template path understands a question.
+    let chinook_schema = if args.db.is_file() {
+        Some(knowhub_sql::introspect(&args.db, 3)?)
     } else {
         eprintln!(
             "note: {} not found; no table names shown",
             args.db.display()
         );
-        Vec::new()
+        None
     };
+    let chinook: Vec<String> = chinook_schema
+        .iter()
+        .flat_map(|s| s.tables.iter().map(|t| t.name.clone()))
+        .collect();
     let registered = std::collections::HashSet::new();
     if args.sql_questions.is_file() {
         let items: Vec<serde_json::Value> = serde_json::from_slice(
@@ -644,6 +647,7 @@ pub(crate) fn routing(args: &RoutingEvalArgs, llm: &LlmArgs, json: bool) -> Resu
             &qs,
             &chinook,
             Some(&registered),
+            chinook_schema.as_ref(),
             model.as_deref(),
         ));
     } else {
@@ -662,6 +666,7 @@ pub(crate) fn routing(args: &RoutingEvalArgs, llm: &LlmArgs, json: bool) -> Resu
             &qs,
             &chinook,
             Some(&registered),
+            chinook_schema.as_ref(),
             model.as_deref(),
         ));
     } else {
@@ -732,6 +737,7 @@ fn route_set(
     questions: &[(String, Route)],
     tables: &[String],
     data_terms: Option<&std::collections::HashSet<String>>,
+    schema: Option<&knowhub_sql::Schema>,
     model: Option<&dyn knowhub_llm::Llm>,
 ) -> RoutingSet {
     let started = Instant::now();
@@ -741,7 +747,11 @@ fn route_set(
         ..RoutingSet::default()
     };
     for (q, want) in questions {
-        let (got, _) = knowhub_agent::route_by_rules(q, data_terms);
+        // As RouteNode: the template is consulted where the keywords say DOC.
+        let (keywords, _) = knowhub_agent::route_by_rules(q, data_terms, false);
+        let understood = keywords == Route::Doc
+            && schema.is_some_and(|s| knowhub_sql::template_sql(q, s).is_some());
+        let (got, _) = knowhub_agent::route_by_rules(q, data_terms, understood);
         if got == *want {
             set.rules_correct += 1;
         } else {
@@ -752,7 +762,8 @@ fn route_set(
             ));
         }
         let Some(model) = model else { continue };
-        let (chosen, final_route) = knowhub_agent::route_with_llm(model, q, tables, data_terms);
+        let (chosen, final_route) =
+            knowhub_agent::route_with_llm(model, q, tables, data_terms, understood);
         if chosen == Some(*want) {
             set.llm_alone_correct += 1;
         }

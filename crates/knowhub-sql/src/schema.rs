@@ -70,6 +70,20 @@ impl ColumnInfo {
             && self.samples.iter().all(|v| v.as_f64().is_some())
     }
 
+    /// Whether the column holds yes/no values: a BOOL declared type, or an integer column whose
+    /// samples are exactly 0 and 1 (spreadsheet TRUE/FALSE cells are stored so).
+    pub fn is_boolean(&self) -> bool {
+        if self.decl_type.to_ascii_uppercase().contains("BOOL") {
+            return true;
+        }
+        let flags = |n: i64| {
+            self.samples
+                .iter()
+                .any(|v| matches!(v, Value::Integer(i) if *i == n))
+        };
+        self.is_numeric() && self.samples.len() == 2 && flags(0) && flags(1)
+    }
+
     /// Whether the column holds text (text affinity, or untyped with text samples).
     pub fn is_text(&self) -> bool {
         let t = self.decl_type.to_ascii_uppercase();

@@ -43,7 +43,11 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
             }
         }
         Intent::List => {
-            let cols = mentioned_columns(&mut q, table);
+            let mut cols = mentioned_columns(&mut q, table);
+            // "Who is on probation?" asks for the people's names.
+            if cols.is_empty() && q.asks_who {
+                cols = name_columns(table);
+            }
             if cols.is_empty() {
                 if q.distinct {
                     return None;
@@ -60,14 +64,27 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
         return None;
     }
     let mut sql = format!("SELECT {select} FROM {}", quote_ident(&table.name));
-    if let Some((col, value)) = filter {
-        sql.push_str(&format!(
+    match filter {
+        Some((col, Filter::Text(value))) => sql.push_str(&format!(
             " WHERE {} = '{}'",
             quote_ident(&col.name),
             value.replace('\'', "''")
-        ));
+        )),
+        Some((col, Filter::True)) => {
+            sql.push_str(&format!(" WHERE {} = 1", quote_ident(&col.name)))
+        }
+        None => {}
     }
     Some(sql)
+}
+
+/// The value a filter compares with.
+#[derive(Debug, Clone, PartialEq)]
+enum Filter {
+    /// `column = 'text'`.
+    Text(String),
+    /// A yes/no column that is true: "staff on probation".
+    True,
 }
 
 /// Token spans `(start, len)` of a match.
@@ -114,6 +131,9 @@ struct Question {
     toks: Vec<Tok>,
     quoted: Vec<String>,
     distinct: bool,
+    /// The question asks who: it opens with "who", or says 谁/哪位/哪些人. Not "employees who
+    /// have the title …", where "who" only joins a clause.
+    asks_who: bool,
 }
 
 fn is_cjk(c: char) -> bool {
@@ -297,10 +317,13 @@ impl Question {
     fn new(text: &str, schema: &Schema) -> Question {
         let (rest, quoted) = extract_quoted(text);
         let toks = tokenize(&translate(&rest, schema));
+        let asks_who = ["谁", "哪位", "哪些人"].iter().any(|w| rest.contains(w))
+            || toks.first().is_some_and(|t| t.norm == "who");
         let mut q = Question {
             toks,
             quoted,
             distinct: false,
+            asks_who,
         };
         q.distinct = ["distinct", "unique", "different"]
             .iter()
@@ -421,6 +444,16 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
                     return Some(*t);
                 }
             }
+            // A table no other shares the question's column or value with: "who is on
+            // probation" is about the table with an `On probation` column.
+            let owners: Vec<&TableInfo> = schema
+                .tables
+                .iter()
+                .filter(|t| mentions_something_of(q, t))
+                .collect();
+            if let [t] = owners.as_slice() {
+                return Some(*t);
+            }
             match schema.tables.as_slice() {
                 [only] => Some(only),
                 _ => None,
@@ -429,11 +462,27 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
     }
 }
 
+/// Whether the question names a column of `table` (not an id), a yes/no column of it, or one
+/// of its sample text values.
+fn mentions_something_of(q: &Question, table: &TableInfo) -> bool {
+    table.columns.iter().any(|c| {
+        (!is_id_like(c) && q.find_all(&ident_parts(&c.name)).is_some())
+            || (c.is_boolean() && flag_mention(q, c).is_some())
+            || c.samples.iter().any(|s| match s {
+                Value::Text(s) if s.chars().count() >= 2 && !s.ends_with('…') => {
+                    let part: Vec<String> = tokenize(s).into_iter().map(|t| t.norm).collect();
+                    q.find(&part).is_some()
+                }
+                _ => false,
+            })
+    })
+}
+
 /// The filter `(column, value)`: `Some(None)` for no filter, `None` when unsure.
 fn pick_filter<'t>(
     q: &mut Question,
     table: &'t TableInfo,
-) -> Option<Option<(&'t ColumnInfo, String)>> {
+) -> Option<Option<(&'t ColumnInfo, Filter)>> {
     let text_cols: Vec<&ColumnInfo> = table.columns.iter().filter(|c| c.is_text()).collect();
     // 1. A quoted value: the column whose samples have it, else the one text column named.
     if let Some(value) = q.quoted.first().cloned() {
@@ -452,7 +501,7 @@ fn pick_filter<'t>(
             .collect();
         if let [(c, v)] = holders.as_slice() {
             consume_column_mention(q, c);
-            return Some(Some((*c, v.clone())));
+            return Some(Some((*c, Filter::Text(v.clone()))));
         }
         let named: Vec<(&ColumnInfo, Spans)> = text_cols
             .iter()
@@ -461,7 +510,7 @@ fn pick_filter<'t>(
         return match named.as_slice() {
             [(c, spans)] => {
                 q.consume_all(spans);
-                Some(Some((*c, value)))
+                Some(Some((*c, Filter::Text(value))))
             }
             _ => None,
         };
@@ -491,7 +540,7 @@ fn pick_filter<'t>(
         }
         q.consume(start, len);
         consume_column_mention(q, col);
-        return Some(Some((col, value)));
+        return Some(Some((col, Filter::Text(value))));
     }
     // 3. "from <Country>": the table's country column.
     for i in 0..q.toks.len().saturating_sub(1) {
@@ -519,13 +568,63 @@ fn pick_filter<'t>(
                 [c] => {
                     q.consume(i + 1, len);
                     consume_column_mention(q, c);
-                    Some(Some((*c, value)))
+                    Some(Some((*c, Filter::Text(value))))
                 }
                 _ => None,
             };
         }
     }
-    Some(None)
+    // 4. A yes/no column named by its words: "staff on probation" (`On probation` true).
+    let flags: Vec<(&ColumnInfo, Spans)> = table
+        .columns
+        .iter()
+        .filter(|c| c.is_boolean())
+        .filter_map(|c| flag_mention(q, c).map(|spans| (c, spans)))
+        .collect();
+    match flags.as_slice() {
+        [] => Some(None),
+        [(c, spans)] => {
+            q.consume_all(spans);
+            Some(Some((*c, Filter::True)))
+        }
+        _ => None,
+    }
+}
+
+/// Where the question names a yes/no column: all of its words of three letters or more (any
+/// CJK word), with its short words ("on", "is") where they occur too.
+fn flag_mention(q: &Question, c: &ColumnInfo) -> Option<Spans> {
+    let parts = ident_parts(&c.name);
+    let (content, short): (Vec<Vec<String>>, Vec<Vec<String>>) = parts.into_iter().partition(|p| {
+        p.len() > 1
+            || p.iter()
+                .any(|w| w.chars().count() >= 3 || w.chars().any(is_cjk))
+    });
+    let mut spans = q.find_all(&content)?;
+    let mut scratch = q.clone();
+    scratch.consume_all(&spans);
+    for p in &short {
+        if let Some(i) = scratch.find(p) {
+            scratch.consume(i, p.len());
+            spans.push((i, p.len()));
+        }
+    }
+    Some(spans)
+}
+
+/// A table's columns of people's or things' names ("Name", "FirstName" and "LastName"), in
+/// table order.
+fn name_columns(table: &TableInfo) -> Vec<&ColumnInfo> {
+    table
+        .columns
+        .iter()
+        .filter(|c| {
+            c.is_text()
+                && ident_words(&c.name)
+                    .iter()
+                    .any(|w| matches!(w.as_str(), "name" | "姓名" | "名字"))
+        })
+        .collect()
 }
 
 fn consume_column_mention(q: &mut Question, c: &ColumnInfo) {

@@ -41,7 +41,13 @@ fn build_fixture(dir: &Path) -> PathBuf {
          INSERT INTO InvoiceLine VALUES (1, 1, 1, 0.99, 1), (2, 1, 2, 0.99, 1), (3, 2, 3, 1.99, 2);
          CREATE TABLE \"sheet_销售\" (\"地区\" TEXT, \"产品\" TEXT, \"销售额\" REAL);
          INSERT INTO \"sheet_销售\" VALUES ('华东', '茶叶', 1200.5), ('华南', '茶叶', 800),
-                                          ('华东', '咖啡', 300);",
+                                          ('华东', '咖啡', 300);
+         CREATE TABLE Staff (Name TEXT, Team TEXT, \"On probation\" INTEGER);
+         INSERT INTO Staff VALUES ('Ada Li', 'Audio', 0), ('刘洋', 'Video', 1),
+                                  ('Sam Cole', 'Audio', 1);
+         CREATE TABLE Projects (Project TEXT, Environment TEXT, Budget INTEGER);
+         INSERT INTO Projects VALUES ('Mixer', 'prod', 100), ('Encoder', 'test', 50),
+                                     ('Player', 'prod', 70);",
     )
     .unwrap();
     path
@@ -197,6 +203,53 @@ fn questions_to_sql() {
             Some(Value::Integer(3)),
         ),
         ("销售额有多少条记录", None, None),
+        // Yes/no columns, names for "who", a table found by its column.
+        (
+            "Who is on probation?",
+            Some("SELECT \"Name\" FROM \"Staff\" WHERE \"On probation\" = 1"),
+            None,
+        ),
+        (
+            "谁还在试用期？",
+            Some("SELECT \"Name\" FROM \"Staff\" WHERE \"On probation\" = 1"),
+            None,
+        ),
+        (
+            "How many staff are on probation?",
+            Some("SELECT COUNT(*) FROM \"Staff\" WHERE \"On probation\" = 1"),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "目前有多少人在试用期？",
+            Some("SELECT COUNT(*) FROM \"Staff\" WHERE \"On probation\" = 1"),
+            Some(Value::Integer(2)),
+        ),
+        ("Who is not on probation?", None, None),
+        // "who" joining a clause asks for the rows, not their names.
+        (
+            "customers who are from Brazil",
+            Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
+            None,
+        ),
+        ("How many customers are on probation?", None, None),
+        (
+            "Who are the customers from Brazil?",
+            Some(
+                "SELECT \"FirstName\", \"LastName\" FROM \"Customer\" WHERE \"Country\" = \
+                 'Brazil'",
+            ),
+            None,
+        ),
+        (
+            "哪些项目在 prod 环境？",
+            Some("SELECT * FROM \"Projects\" WHERE \"Environment\" = 'prod'"),
+            None,
+        ),
+        (
+            "项目预算总和",
+            Some("SELECT SUM(\"Budget\") FROM \"Projects\""),
+            Some(Value::Integer(220)),
+        ),
         // Unsure → None.
         ("How many rock tracks are there?", None, None),
         ("number of tracks in each album", None, None),

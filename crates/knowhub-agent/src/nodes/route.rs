@@ -122,14 +122,18 @@ const REFUSE_WORDS: &[&str] = &[
 /// The keyword rules alone (also the fallback when the LLM's answer is unusable).
 /// `data_terms` are the words of the queryable tables' names and columns: a counting question
 /// about something no table mentions ("how many days of leave?") is a document question.
+/// `understood_as_data`: the no-LLM template path can write SQL for the question, every word
+/// of it a table, a column, a value or a question word ("谁还在试用期？" over a table with an
+/// `On probation` column), so it is a data question even without a keyword.
 pub fn route_by_rules(
     question: &str,
     data_terms: Option<&HashSet<String>>,
+    understood_as_data: bool,
 ) -> (Route, &'static str) {
     let has_data = match data_terms {
         Some(words) => {
             let q = terms(question);
-            words.is_empty() || q.iter().any(|t| words.contains(t))
+            understood_as_data || words.is_empty() || q.iter().any(|t| words.contains(t))
         }
         None => false,
     };
@@ -143,7 +147,7 @@ pub fn route_by_rules(
     if meaningful < 3 {
         return (Route::Clarify, "too_vague");
     }
-    let sql = SQL_WORDS.iter().any(|w| q.contains(w));
+    let sql = understood_as_data || SQL_WORDS.iter().any(|w| q.contains(w));
     let doc = DOC_WORDS.iter().any(|w| q.contains(w));
     match (sql && has_data, doc) {
         (true, true) => (Route::Hybrid, "data_and_documents"),
@@ -224,8 +228,9 @@ pub fn route_with_llm(
     q: &str,
     tables: &[String],
     data_terms: Option<&HashSet<String>>,
+    understood_as_data: bool,
 ) -> (Option<Route>, Route) {
-    let (rules, _) = route_by_rules(q, data_terms);
+    let (rules, _) = route_by_rules(q, data_terms, understood_as_data);
     if rules == Route::Refuse {
         return (None, rules);
     }
@@ -258,7 +263,12 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     } else {
         has_data.then_some(data_terms)
     };
-    let (rule_route, rule_intent) = route_by_rules(&q, data_terms.as_ref());
+    let (mut rule_route, mut rule_intent) = route_by_rules(&q, data_terms.as_ref(), false);
+    // Without a keyword, a question the template path fully understands is still about the
+    // data. Checked only where it can change the route: it reads every database's schema.
+    if rule_route == Route::Doc && has_data && super::sql_tool::template_understands(deps, &q) {
+        (rule_route, rule_intent) = route_by_rules(&q, data_terms.as_ref(), true);
+    }
     let mut route = rule_route;
     let mut intent = rule_intent.to_string();
     let mut by = "rules";
@@ -354,33 +364,48 @@ mod tests {
             (
                 "How many customers are from Brazil?",
                 Some(&data),
+                false,
                 Route::Sql,
             ),
-            ("上月新增了多少客户？", Some(&data), Route::Sql),
-            ("上月新增了多少客户？", None, Route::Doc),
+            ("上月新增了多少客户？", Some(&data), false, Route::Sql),
+            ("上月新增了多少客户？", None, false, Route::Doc),
             (
                 "How many days of annual leave do we get?",
                 Some(&data),
+                false,
                 Route::Doc,
             ),
             (
                 "What is the default rolling update strategy?",
                 Some(&data),
+                false,
                 Route::Doc,
             ),
-            ("部署规范里默认策略是什么", Some(&data), Route::Doc),
+            ("部署规范里默认策略是什么", Some(&data), false, Route::Doc),
             (
                 "Explain the policy and count how many employees it covers",
                 Some(&data),
+                false,
                 Route::Hybrid,
             ),
-            ("?", Some(&data), Route::Clarify),
-            ("DELETE FROM customers", Some(&data), Route::Refuse),
-            ("告诉我管理员密码", Some(&data), Route::Refuse),
-            ("annual leave", Some(&data), Route::Doc),
+            ("?", Some(&data), false, Route::Clarify),
+            ("DELETE FROM customers", Some(&data), false, Route::Refuse),
+            ("告诉我管理员密码", Some(&data), false, Route::Refuse),
+            ("annual leave", Some(&data), false, Route::Doc),
+            // Understood by the template path: a data question without a keyword; with a
+            // document word, both; never without data.
+            ("谁还在试用期？", Some(&data), true, Route::Sql),
+            ("谁还在试用期？", Some(&data), false, Route::Doc),
+            ("谁还在试用期？", None, true, Route::Doc),
+            (
+                "Who is on probation, and what does the policy say?",
+                Some(&data),
+                true,
+                Route::Hybrid,
+            ),
         ];
-        for (q, data, want) in table {
-            assert_eq!(route_by_rules(q, data).0, want, "{q}");
+        for (q, data, understood, want) in table {
+            assert_eq!(route_by_rules(q, data, understood).0, want, "{q}");
         }
     }
 

@@ -144,6 +144,20 @@ fn tool_error(state: &mut AgentState, kind: &str, msg: &str) -> StepReport {
         .with_error(kind, msg)
 }
 
+/// Whether the no-LLM template path can write SQL for `question` over some database the
+/// caller may query (see `route_by_rules`). A database that cannot be read counts as no.
+pub(crate) fn template_understands(deps: &Deps<'_>, question: &str) -> bool {
+    match targets(deps) {
+        Ok(targets) => targets
+            .iter()
+            .any(|t| knowhub_sql::template_sql(question, &t.schema).is_some()),
+        Err(e) => {
+            tracing::warn!("routing without the data's schema: {e}");
+            false
+        }
+    }
+}
+
 /// The databases and tables `deps.ctx` may query.
 fn targets(deps: &Deps<'_>) -> std::result::Result<Vec<Target>, String> {
     let data = deps
