@@ -26,14 +26,15 @@ pub(crate) fn answer(
 ) -> Option<(String, Vec<usize>)> {
     // (sentence, evidence number, the list items it introduces)
     let mut parts: Vec<(String, usize, Vec<String>)> = Vec::new();
-    // SQL results answer data questions directly.
+    // SQL results answer data questions directly: one value on the line, rows under it.
     for (i, e) in evidence.iter().enumerate() {
         if e.kind == "sql_result" {
-            parts.push((
-                format!("{}: {}", lang.sql_result_intro(), e.text.trim()),
-                i + 1,
-                Vec::new(),
-            ));
+            let rows: Vec<String> = e.text.trim().lines().map(str::to_string).collect();
+            let part = match rows.as_slice() {
+                [one] => (format!("{}: {one}", lang.sql_result_intro()), Vec::new()),
+                _ => (format!("{}:", lang.sql_result_intro()), rows),
+            };
+            parts.push((part.0, i + 1, part.1));
         }
     }
     let limit = if parts.is_empty() {
@@ -460,6 +461,27 @@ mod tests {
             text.lines().nth(1),
             Some("- Password rotation: every password must be changed every 90 days. [1]"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn query_results_are_quoted_a_row_a_line() {
+        let mut one = doc("COUNT(*)=3");
+        one.kind = "sql_result".into();
+        let mut rows = doc("Name=周欣\nName=Priya Raman");
+        rows.kind = "sql_result".into();
+        let (text, cited) = answer("How many staff are on probation?", &[&one], Lang::En).unwrap();
+        assert_eq!(text.lines().nth(1), Some("- Query result: COUNT(*)=3 [1]"));
+        assert_eq!(cited, [1]);
+        let (text, _) = answer("谁还在试用期？", &[&rows], Lang::Zh).unwrap();
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(
+            lines,
+            [
+                "- 查询结果: [1]",
+                "  - Name=周欣 [1]",
+                "  - Name=Priya Raman [1]"
+            ]
         );
     }
 
