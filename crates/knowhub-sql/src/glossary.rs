@@ -131,6 +131,9 @@ pub(crate) const CHINESE: &[(&str, &str)] = &[
     ("预算", "budget"),
     ("入职日期", "hire date"),
     ("开始日期", "start date"),
+    // Common status values (matched against the column's sample values like any value).
+    ("进行中", "in progress"),
+    ("已完成", "done"),
     // Places (capitalised: they become filter values).
     ("巴西", "Brazil"),
     ("加拿大", "Canada"),

@@ -45,9 +45,10 @@ fn build_fixture(dir: &Path) -> PathBuf {
          CREATE TABLE Staff (Name TEXT, Team TEXT, \"On probation\" INTEGER);
          INSERT INTO Staff VALUES ('Ada Li', 'Audio', 0), ('刘洋', 'Video', 1),
                                   ('Sam Cole', 'Audio', 1);
-         CREATE TABLE Projects (Project TEXT, Environment TEXT, Budget INTEGER);
-         INSERT INTO Projects VALUES ('Mixer', 'prod', 100), ('Encoder', 'test', 50),
-                                     ('Player', 'prod', 70);",
+         CREATE TABLE Projects (Project TEXT, Environment TEXT, Status TEXT, Budget INTEGER);
+         INSERT INTO Projects VALUES ('Mixer', 'prod', 'Done', 100),
+                                     ('Encoder', 'test', 'In progress', 50),
+                                     ('Player', 'prod', 'In progress', 70);",
     )
     .unwrap();
     path
@@ -243,6 +244,12 @@ fn questions_to_sql() {
         (
             "哪些项目在 prod 环境？",
             Some("SELECT * FROM \"Projects\" WHERE \"Environment\" = 'prod'"),
+            None,
+        ),
+        // Seed 004's own example of a data question.
+        (
+            "当前在进行中的项目有哪些？",
+            Some("SELECT * FROM \"Projects\" WHERE \"Status\" = 'In progress'"),
             None,
         ),
         (
