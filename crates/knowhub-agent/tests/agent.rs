@@ -263,6 +263,24 @@ fn data_questions_run_safe_sql_over_readable_spreadsheets() {
         );
     }
 
+    // Seed 004's multi-step example: the handbook answers the first question, the staff sheet
+    // the second.
+    let o = ask(
+        &a,
+        &bob,
+        "结合员工手册和人员表，新员工的试用期是多久？目前有多少人在试用期？",
+    );
+    assert_eq!(o.state.plan.route, Route::Hybrid);
+    let sql = o.state.tools.sql.clone().unwrap();
+    assert!(
+        sql.generated_sql.contains("COUNT(*)") && sql.generated_sql.contains("On probation"),
+        "{}",
+        sql.generated_sql
+    );
+    let answer = &o.state.output.final_answer;
+    assert!(answer.contains("COUNT(*)=3"), "{answer}");
+    assert!(answer.contains("三个月的试用期"), "{answer}");
+
     // Once the spreadsheet's folder is restricted, its tables are not offered to bob at all.
     let hr: ScopeSet = "team:hr".parse().unwrap();
     f.engine

@@ -750,7 +750,7 @@ fn route_set(
         // As RouteNode: the template is consulted where the keywords say DOC.
         let (keywords, _) = knowhub_agent::route_by_rules(q, data_terms, false);
         let understood = keywords == Route::Doc
-            && schema.is_some_and(|s| knowhub_sql::template_sql(q, s).is_some());
+            && schema.is_some_and(|s| knowhub_agent::sql::template_for(q, s).is_some());
         let (got, _) = knowhub_agent::route_by_rules(q, data_terms, understood);
         if got == *want {
             set.rules_correct += 1;

@@ -144,13 +144,14 @@ fn tool_error(state: &mut AgentState, kind: &str, msg: &str) -> StepReport {
         .with_error(kind, msg)
 }
 
-/// Whether the no-LLM template path can write SQL for `question` over some database the
-/// caller may query (see `route_by_rules`). A database that cannot be read counts as no.
+/// Whether the no-LLM template path can write SQL for `question`, or for one of the questions
+/// it asks, over some database the caller may query (see `route_by_rules`). A database that
+/// cannot be read counts as no.
 pub(crate) fn template_understands(deps: &Deps<'_>, question: &str) -> bool {
     match targets(deps) {
         Ok(targets) => targets
             .iter()
-            .any(|t| knowhub_sql::template_sql(question, &t.schema).is_some()),
+            .any(|t| crate::sql::template_for(question, &t.schema).is_some()),
         Err(e) => {
             tracing::warn!("routing without the data's schema: {e}");
             false

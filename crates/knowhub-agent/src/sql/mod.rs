@@ -56,6 +56,19 @@ pub struct Nl2Sql {
 const READS_NO_DATA: &str = "the statement reads no column of the tables: it computes constants instead of answering \
      from the data";
 
+/// The template path's statement for `question`, else for the first of the questions it asks
+/// that the template understands: in "新员工的试用期是多久？目前有多少人在试用期？" the data
+/// answers the second, the documents the first.
+pub fn template_for(question: &str, schema: &knowhub_sql::Schema) -> Option<String> {
+    knowhub_sql::template_sql(question, schema).or_else(|| {
+        let parts = crate::text::questions(question);
+        parts
+            .iter()
+            .filter(|_| parts.len() > 1)
+            .find_map(|part| knowhub_sql::template_sql(part, schema))
+    })
+}
+
 /// Answers `question` from the database at `db` (described by `schema`) under `policy`.
 pub fn nl2sql(
     llm: Option<&dyn Llm>,
@@ -101,7 +114,7 @@ pub fn nl2sql(
                 return None;
             }
             template_tried = true;
-            knowhub_sql::template_sql(question, schema).map(|s| ("template", s))
+            template_for(question, schema).map(|s| ("template", s))
         });
         let Some((by, sql)) = generated else { break };
         let sql = match by {
