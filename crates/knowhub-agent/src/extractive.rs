@@ -2,6 +2,7 @@
 //! each with its citation; SQL results are quoted as they are. Nothing is written that the
 //! evidence does not literally say.
 
+use crate::answer_kind::AnswerKind;
 use crate::lang::Lang;
 use crate::state::EvidenceItem;
 use crate::text::{prose_terms, questions, sentences};
@@ -111,6 +112,10 @@ pub(crate) fn brief(question: &str, evidence: &[&EvidenceItem]) -> Option<(Strin
 /// its own.
 fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, usize)> {
     let q = prose_terms(question);
+    // A question that asks for a figure ("多少钱", "how long"), put to a sentence that states
+    // one of that kind ("200 元", "3 个月"), shares one term more: a bonus, so no sentence is
+    // less eligible than before for writing its figure some other way.
+    let kind = AnswerKind::of(question);
     let mut scored: Vec<(f32, usize, usize, String)> = Vec::new();
     for (i, e) in evidence.iter().enumerate() {
         if e.kind != "doc_chunk" {
@@ -138,10 +143,11 @@ fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, 
                 .iter()
                 .filter(|t| !words.contains(*t) && headings.contains(*t))
                 .count();
-            let shared = own + context;
-            let n = q.len().max(1) as f32;
+            let figure = usize::from(kind.is_some_and(|k| k.stated_in(&s)));
+            let shared = own + context + figure;
+            let n = (q.len() + figure).max(1) as f32;
             if own >= 1 && shared as f32 / n >= MIN_OVERLAP && (shared >= 2 || q.len() < 2) {
-                let score = (own as f32 + 0.5 * context as f32) / n;
+                let score = (own as f32 + 0.5 * context as f32 + figure as f32) / n;
                 // Earlier evidence (better ranked) wins ties.
                 scored.push((score - i as f32 * 0.01, i, j, s));
             }
@@ -462,6 +468,32 @@ mod tests {
             Some("- Password rotation: every password must be changed every 90 days. [1]"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_figure_a_question_asks_for_counts_as_a_shared_term() {
+        let policy = doc("费用发生后须及时整理票据并妥善保管。\
+             单笔金额超过 200 元 的，必须上传发票或正规收据。\
+             发票遗失的，须提交书面说明。");
+        // (question, what the answer's first sentence says)
+        let rows: &[(&str, &str)] = &[
+            // Four shared words of twelve, and the amount it asks for.
+            ("多少钱以上需要发票？", "200 元"),
+            // The figure alone answers nothing.
+            ("火星旅行要多少钱？", ""),
+            ("How much does a trip to Mars cost?", ""),
+        ];
+        for (question, first) in rows {
+            let got = answer(question, &[&policy], Lang::detect(question));
+            match got {
+                Some((text, _)) => {
+                    assert!(!first.is_empty(), "{question}: {text}");
+                    let line = text.lines().nth(1).unwrap_or_default();
+                    assert!(line.contains(first), "{question}: {text}");
+                }
+                None => assert!(first.is_empty(), "{question}: no answer"),
+            }
+        }
     }
 
     #[test]

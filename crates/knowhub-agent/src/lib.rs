@@ -16,6 +16,7 @@
 //! # Ok(()) }
 //! ```
 
+mod answer_kind;
 mod brief;
 mod citations;
 mod conversation;
