@@ -27,6 +27,7 @@ mod lang;
 pub mod memory;
 mod nodes;
 pub mod providers;
+mod schema_cache;
 pub mod sql;
 pub mod state;
 mod text;
@@ -154,6 +155,7 @@ pub struct Agent {
     engine: Arc<Engine>,
     llm: Option<Arc<dyn Llm>>,
     options: AgentOptions,
+    schemas: Arc<schema_cache::SchemaCache>,
 }
 
 impl Agent {
@@ -162,6 +164,7 @@ impl Agent {
             engine,
             llm,
             options,
+            schemas: Arc::default(),
         }
     }
 
@@ -220,6 +223,7 @@ impl Agent {
             ctx,
             llm: self.llm.as_deref(),
             options: &self.options,
+            schemas: &self.schemas,
             events,
         };
         graph::run(&mut state, &mut deps)?;

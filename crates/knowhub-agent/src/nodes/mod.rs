@@ -25,6 +25,7 @@ pub(crate) struct Deps<'a> {
     pub ctx: &'a RequestContext,
     pub llm: Option<&'a dyn Llm>,
     pub options: &'a AgentOptions,
+    pub schemas: &'a crate::schema_cache::SchemaCache,
     pub events: &'a mut dyn FnMut(&AgentEvent),
 }
 

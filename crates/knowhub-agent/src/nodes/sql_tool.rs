@@ -7,7 +7,7 @@
 //! ReAct inside: generate (LLM, else template) → validate/execute → on an error, feed the
 //! error back once and try again → else degrade to the template, else record the tool error.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use knowhub_sql::{Policy, Schema, TenantFilter};
 use serde_json::json;
@@ -167,7 +167,10 @@ fn targets(deps: &Deps<'_>) -> std::result::Result<Vec<Target>, String> {
         .map_err(|e| AgentError::Engine(e).to_string())?;
     let mut out = Vec::new();
     if !data.tables.is_empty() {
-        let mut schema = knowhub_sql::introspect(&data.tables_db, 3).map_err(|e| e.to_string())?;
+        let mut schema = deps
+            .schemas
+            .get(&data.tables_db, 3)
+            .map_err(|e| e.to_string())?;
         let allowed: std::collections::HashSet<&str> =
             data.tables.iter().map(|t| t.sql_name.as_str()).collect();
         // Only tables of documents the caller may read are even described to the model, and
@@ -182,7 +185,7 @@ fn targets(deps: &Deps<'_>) -> std::result::Result<Vec<Target>, String> {
     }
     let orgs = deps.engine.org_ids(deps.ctx).map_err(|e| e.to_string())?;
     for source in data.sources {
-        let schema = match knowhub_sql::introspect(&source.path, 3) {
+        let schema = match deps.schemas.get(Path::new(&source.path), 3) {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!("SQL source {}: {e}", source.name);
