@@ -255,6 +255,28 @@ fn data_questions_run_safe_sql_over_readable_spreadsheets() {
         "{}",
         sql.generated_sql
     );
+    // The result cites the spreadsheet it came from, so the window can open it.
+    let ev = o
+        .state
+        .evidence_items
+        .iter()
+        .find(|e| e.kind == "sql_result")
+        .unwrap();
+    assert!(ev.source.doc_id.is_some(), "{:?}", ev.source);
+    assert_eq!(
+        ev.source.title.as_deref(),
+        Some("SQL: projects.xlsx › Staff"),
+        "{:?}",
+        ev.source
+    );
+    assert!(
+        ev.source
+            .uri
+            .as_deref()
+            .is_some_and(|u| u.ends_with("projects.xlsx")),
+        "{:?}",
+        ev.source
+    );
     for name in ["周欣", "郑凯", "Priya Raman"] {
         assert!(
             o.state.output.final_answer.contains(name),

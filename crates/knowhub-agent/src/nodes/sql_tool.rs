@@ -7,6 +7,7 @@
 //! ReAct inside: generate (LLM, else template) → validate/execute → on an error, feed the
 //! error back once and try again → else degrade to the template, else record the tool error.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use knowhub_sql::{Policy, Schema, TenantFilter};
@@ -25,6 +26,8 @@ struct Target {
     path: PathBuf,
     schema: Schema,
     policy: Policy,
+    /// Spreadsheet tables by SQL name: the document and sheet each was imported from.
+    sheets: HashMap<String, (i64, String, String)>,
 }
 
 pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepReport> {
@@ -71,7 +74,13 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         .iter()
         .map(|(by, sql, err)| json!({ "by": by, "sql": clip(sql, 400), "error": err }))
         .collect();
-    let Some(crate::sql::Answer { by, sql, result }) = done else {
+    let Some(crate::sql::Answer {
+        by,
+        sql,
+        result,
+        tables,
+    }) = done
+    else {
         let msg = tries
             .last()
             .and_then(|t| t.2.clone())
@@ -102,8 +111,10 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         source: EvidenceSource {
             db: Some(target.name.clone()),
             sql: Some(sql.clone()),
-            title: Some(format!("SQL: {}", target.name)),
-            ..EvidenceSource::default()
+            ..spreadsheet_source(target, &tables).unwrap_or_else(|| EvidenceSource {
+                title: Some(format!("SQL: {}", target.name)),
+                ..EvidenceSource::default()
+            })
         },
         authz: EvidenceAuthz {
             result: "allow".into(),
@@ -181,6 +192,18 @@ fn targets(deps: &Deps<'_>) -> std::result::Result<Vec<Target>, String> {
             path: data.tables_db.clone(),
             schema,
             policy: Policy::default(),
+            sheets: data
+                .tables
+                .iter()
+                .map(|t| {
+                    let doc = (
+                        t.document_id.0,
+                        t.document_path.clone(),
+                        t.sheet_name.clone(),
+                    );
+                    (t.sql_name.clone(), doc)
+                })
+                .collect(),
         });
     }
     let orgs = deps.engine.org_ids(deps.ctx).map_err(|e| e.to_string())?;
@@ -206,6 +229,7 @@ fn targets(deps: &Deps<'_>) -> std::result::Result<Vec<Target>, String> {
             path: PathBuf::from(&source.path),
             schema,
             policy,
+            sheets: HashMap::new(),
         });
     }
     Ok(out)
@@ -222,6 +246,28 @@ fn pick<'a>(targets: &'a [Target], question: &str) -> Option<&'a Target> {
             let words = terms(&text);
             q.iter().filter(|w| words.contains(*w)).count()
         })
+}
+
+/// Where a result over spreadsheet tables comes from, when they are sheets of one document:
+/// that document (so the window opens it) and its sheets, "SQL: projects.xlsx › Staff".
+fn spreadsheet_source(target: &Target, tables: &[String]) -> Option<EvidenceSource> {
+    let sheets: Vec<&(i64, String, String)> =
+        tables.iter().filter_map(|t| target.sheets.get(t)).collect();
+    let (doc, path, _) = sheets.first()?;
+    if sheets.len() != tables.len() || sheets.iter().any(|s| s.0 != *doc) {
+        return None;
+    }
+    let file = Path::new(path)
+        .file_name()
+        .map_or_else(|| path.clone(), |f| f.to_string_lossy().into_owned());
+    let mut names: Vec<&str> = sheets.iter().map(|s| s.2.as_str()).collect();
+    names.dedup();
+    Some(EvidenceSource {
+        doc_id: Some(*doc),
+        title: Some(format!("SQL: {file} › {}", names.join(", "))),
+        uri: Some(path.clone()),
+        ..EvidenceSource::default()
+    })
 }
 
 fn short_hash(s: &str) -> String {

@@ -42,6 +42,8 @@ pub struct Answer {
     pub by: String,
     pub sql: String,
     pub result: QueryResult,
+    /// The tables the statement read.
+    pub tables: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -190,6 +192,7 @@ pub fn nl2sql(
                     by: by.into(),
                     sql: safe.sql().to_string(),
                     result,
+                    tables: safe.tables().to_vec(),
                 });
                 break;
             }
