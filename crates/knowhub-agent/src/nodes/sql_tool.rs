@@ -38,7 +38,15 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             return Ok(tool_error(state, "SchemaError", &e));
         }
     };
-    let Some(target) = pick(&targets, &state.input.normalized_query) else {
+    // Without a model, the database the template understands the question over (the one the
+    // route relied on), else the one sharing most words with it.
+    let question = &state.input.normalized_query;
+    let understood = deps.llm.is_none().then(|| {
+        targets
+            .iter()
+            .find(|t| crate::sql::template_for(question, &t.schema).is_some())
+    });
+    let Some(target) = understood.flatten().or_else(|| pick(&targets, question)) else {
         state.tools.sql = Some(SqlSummary::default());
         return Ok(StepReport::ok(
             "nl2sql",
