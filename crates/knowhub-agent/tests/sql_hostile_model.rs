@@ -122,10 +122,18 @@ fn hostile_model_statements_run_nothing_unsafe() {
         "",
     ];
     let questions = [
-        "List all customers.",
+        "List all customers with their latest activity.",
         "Which sales rep has the most order total, in minutes of duration?",
-        "列出所有客户",
+        "列出所有客户的近况",
     ];
+    // The model's statements are what is tested: a question the template understands would be
+    // answered by the template first and never reach them.
+    for question in questions {
+        assert!(
+            knowhub_agent::sql::template_for(question, &schema).is_none(),
+            "{question}"
+        );
+    }
     let mut answered = 0;
     for reply in replies {
         let llm = Scripted(reply.to_string());
@@ -163,4 +171,32 @@ fn hostile_model_statements_run_nothing_unsafe() {
     // The test checks something: most benign-looking replies did run.
     assert!(answered >= 20, "only {answered} statements ran");
     assert!(!other.exists(), "a database file was attached or created");
+}
+
+/// A question the template understands is answered by the template's statement, under the
+/// same policy, before the model is asked: a model's extra filter never reaches it.
+#[test]
+fn a_question_the_template_understands_is_answered_by_it_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = fixture(dir.path());
+    let schema = introspect(&db, 3).unwrap();
+    let policy = Policy::for_tenant(TenantFilter::new("tenant", "acme"));
+    let llm = Scripted("SELECT name FROM customers WHERE country = 'Brazil'".into());
+    let out = knowhub_agent::sql::nl2sql(
+        Some(&llm),
+        &schema,
+        &db,
+        &policy,
+        "List all customers.",
+        1,
+        6_000,
+    );
+    let answer = out.answer.unwrap();
+    assert_eq!(answer.by, "template", "{:?}", out.attempts);
+    assert!(out.attempts.iter().all(|a| a.by == "template"));
+    assert_eq!(out.prompt_tokens, 0, "the model was asked");
+    // The tenant filter applies to the template's statement too: acme's 10 customers.
+    assert_eq!(answer.result.rows.len(), 10, "{}", answer.sql);
+    let text = format!("{:?}", answer.result.rows);
+    assert!(!text.contains("GLOBEX"), "{text}");
 }

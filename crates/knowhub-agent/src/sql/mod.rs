@@ -93,7 +93,33 @@ pub fn nl2sql(
         }
         None => schema.clone(),
     };
+    // A question the template fully understands (every word a table, a column, a value or a
+    // question word) gets its statement first, with or without a model: it is exact and
+    // immediate, where the default 0.5B answered "谁还在试用期？" with
+    // `WHERE "Hire date" < '2024-01-01'`. The model writes what the template cannot.
+    let mut understood = template_for(question, schema);
+    template_tried |= understood.is_some();
     for _ in 0..=retry_budget + 1 {
+        if let Some(sql) = understood.take() {
+            match run_statement(&sql, schema, db, policy) {
+                Ok(answer) => {
+                    out.attempts.push(Attempt {
+                        by: "template".into(),
+                        sql,
+                        error: None,
+                    });
+                    out.answer = Some(answer.into_answer("template"));
+                    break;
+                }
+                // The model is not told about the template's failure: it is not its draft.
+                Err(e) => out.attempts.push(Attempt {
+                    by: "template".into(),
+                    sql,
+                    error: Some(e),
+                }),
+            }
+            continue;
+        }
         let generated = match llm {
             Some(llm)
                 if !llm_done
@@ -164,36 +190,14 @@ pub fn nl2sql(
             }
             continue;
         }
-        let run = knowhub_sql::validate(&sql, schema, policy)
-            .map_err(|e| e.to_string())
-            .and_then(|safe| {
-                // Safe, but an answer from nowhere: `SELECT strftime('%d', '2019-04-30') - …
-                // FROM staff` printed "0" a dozen times as the leave allowance.
-                if !safe.reads_data() {
-                    return Err(READS_NO_DATA.to_string());
-                }
-                // Runs, but counts a parent's measure once per child row: a wrong number is
-                // worse than none, and the reason tells the retry what to sum instead.
-                if let Some(repeated) = knowhub_sql::repeated_sum(&sql, schema) {
-                    return Err(repeated.to_string());
-                }
-                knowhub_sql::execute(db, &safe, policy)
-                    .map(|r| (safe, r))
-                    .map_err(|e| e.to_string())
-            });
-        match run {
-            Ok((safe, result)) => {
+        match run_statement(&sql, schema, db, policy) {
+            Ok(ran) => {
                 out.attempts.push(Attempt {
                     by: by.into(),
                     sql: sql.clone(),
                     error: None,
                 });
-                out.answer = Some(Answer {
-                    by: by.into(),
-                    sql: safe.sql().to_string(),
-                    result,
-                    tables: safe.tables().to_vec(),
-                });
+                out.answer = Some(ran.into_answer(by));
                 break;
             }
             Err(e) => {
@@ -211,6 +215,45 @@ pub fn nl2sql(
         }
     }
     out
+}
+
+/// A statement that passed validation and ran.
+struct Ran {
+    safe: knowhub_sql::SafeQuery,
+    result: QueryResult,
+}
+
+impl Ran {
+    fn into_answer(self, by: &str) -> Answer {
+        Answer {
+            by: by.into(),
+            sql: self.safe.sql().to_string(),
+            tables: self.safe.tables().to_vec(),
+            result: self.result,
+        }
+    }
+}
+
+/// Validates and runs `sql` under `policy`, refusing what would answer wrongly.
+fn run_statement(
+    sql: &str,
+    schema: &Schema,
+    db: &Path,
+    policy: &Policy,
+) -> std::result::Result<Ran, String> {
+    let safe = knowhub_sql::validate(sql, schema, policy).map_err(|e| e.to_string())?;
+    // Safe, but an answer from nowhere: `SELECT strftime('%d', '2019-04-30') - … FROM staff`
+    // printed "0" a dozen times as the leave allowance.
+    if !safe.reads_data() {
+        return Err(READS_NO_DATA.to_string());
+    }
+    // Runs, but counts a parent's measure once per child row: a wrong number is worse than
+    // none, and the reason tells the retry what to sum instead.
+    if let Some(repeated) = knowhub_sql::repeated_sum(sql, schema) {
+        return Err(repeated.to_string());
+    }
+    let result = knowhub_sql::execute(db, &safe, policy).map_err(|e| e.to_string())?;
+    Ok(Ran { safe, result })
 }
 
 /// The tables whose whole name the question uses ("tracks" names `Track`, "playlist"
