@@ -95,6 +95,15 @@ fn ask(agent: &Agent, ctx: &RequestContext, q: &str) -> knowhub_agent::AskOutcom
     agent.ask(ctx, &AskRequest::new(q), &mut |_| {}).unwrap()
 }
 
+/// The answer's SQL result (the test fails when there is none).
+fn sql_result(o: &knowhub_agent::AskOutcome) -> &knowhub_agent::state::EvidenceItem {
+    o.state
+        .evidence_items
+        .iter()
+        .find(|e| e.kind == "sql_result")
+        .unwrap()
+}
+
 #[test]
 fn answers_are_cited_in_the_question_language() {
     let f = fixture();
@@ -232,12 +241,7 @@ fn data_questions_run_safe_sql_over_readable_spreadsheets() {
         "a limit is always forced: {}",
         sql.generated_sql
     );
-    let ev = o
-        .state
-        .evidence_items
-        .iter()
-        .find(|e| e.kind == "sql_result")
-        .unwrap();
+    let ev = sql_result(&o);
     assert!(ev.text.contains("15"), "{}", ev.text);
     assert!(
         o.state.output.final_answer.contains("15"),
@@ -256,12 +260,7 @@ fn data_questions_run_safe_sql_over_readable_spreadsheets() {
         sql.generated_sql
     );
     // The result cites the spreadsheet it came from, so the window can open it.
-    let ev = o
-        .state
-        .evidence_items
-        .iter()
-        .find(|e| e.kind == "sql_result")
-        .unwrap();
+    let ev = sql_result(&o);
     assert!(ev.source.doc_id.is_some(), "{:?}", ev.source);
     assert_eq!(
         ev.source.title.as_deref(),

@@ -85,6 +85,29 @@ pub fn nl2sql(
     let mut feedback: Option<Feedback> = None;
     let mut template_tried = false;
     let mut llm_done = false;
+    // A question the template fully understands (every word a table, a column, a value or a
+    // question word) gets its statement first, with or without a model: it is exact and
+    // immediate, where the default 0.5B answered "谁还在试用期？" with
+    // `WHERE "Hire date" < '2024-01-01'`. The model writes what the template cannot, and is
+    // not told about the template's failure: that was not its draft.
+    if let Some(sql) = template_for(question, schema) {
+        template_tried = true;
+        let error = match run_statement(&sql, schema, db, policy) {
+            Ok(ran) => {
+                out.answer = Some(ran.into_answer("template"));
+                None
+            }
+            Err(e) => Some(e),
+        };
+        out.attempts.push(Attempt {
+            by: "template".into(),
+            sql,
+            error,
+        });
+        if out.answer.is_some() {
+            return out;
+        }
+    }
     // The schema the model is shown: with the values the question names among the samples.
     let shown = match llm {
         Some(_) => {
@@ -93,33 +116,7 @@ pub fn nl2sql(
         }
         None => schema.clone(),
     };
-    // A question the template fully understands (every word a table, a column, a value or a
-    // question word) gets its statement first, with or without a model: it is exact and
-    // immediate, where the default 0.5B answered "谁还在试用期？" with
-    // `WHERE "Hire date" < '2024-01-01'`. The model writes what the template cannot.
-    let mut understood = template_for(question, schema);
-    template_tried |= understood.is_some();
     for _ in 0..=retry_budget + 1 {
-        if let Some(sql) = understood.take() {
-            match run_statement(&sql, schema, db, policy) {
-                Ok(answer) => {
-                    out.attempts.push(Attempt {
-                        by: "template".into(),
-                        sql,
-                        error: None,
-                    });
-                    out.answer = Some(answer.into_answer("template"));
-                    break;
-                }
-                // The model is not told about the template's failure: it is not its draft.
-                Err(e) => out.attempts.push(Attempt {
-                    by: "template".into(),
-                    sql,
-                    error: Some(e),
-                }),
-            }
-            continue;
-        }
         let generated = match llm {
             Some(llm)
                 if !llm_done
