@@ -128,7 +128,7 @@ fn is_heading_line(s: &str, h: &str) -> bool {
 
 /// A numbered section title inside a passage ("3.2 How to file an expense claim", "一、入职与
 /// 试用期"): numbering, then words, and no sentence end.
-fn looks_numbered_heading(s: &str) -> bool {
+pub(crate) fn looks_numbered_heading(s: &str) -> bool {
     let s = s.trim();
     if s.ends_with(['.', '。', '!', '！', '?', '？', ';', '；', ':', '：'])
         || s.chars().count() > 80

@@ -3,6 +3,7 @@
 //! evidence does not literally say.
 
 use crate::answer_kind::AnswerKind;
+use crate::brief::looks_numbered_heading;
 use crate::lang::Lang;
 use crate::state::EvidenceItem;
 use crate::text::{prose_terms, questions, sentences};
@@ -185,7 +186,7 @@ fn list_after(lead: &str, text: &str) -> Vec<String> {
             }
             break;
         }
-        if items.len() >= MAX_ITEMS || looks_like_heading(line) || sentence_ends(line) > 1 {
+        if items.len() >= MAX_ITEMS || looks_numbered_heading(line) || sentence_ends(line) > 1 {
             break;
         }
         items.push(line.to_string());
@@ -211,20 +212,6 @@ fn sentence_ends(line: &str) -> usize {
                     && chars.get(i + 1).is_none_or(|n| n.is_whitespace()))
         })
         .count()
-}
-
-/// A numbered section heading: "4.1 Passwords and accounts", "2.3 远程办公", "三、费用报销".
-fn looks_like_heading(line: &str) -> bool {
-    if line.chars().count() > 40 || line.ends_with(['.', '。', ';', '；', ':', '：', '!', '?']) {
-        return false;
-    }
-    let first = line.split_whitespace().next().unwrap_or_default();
-    let arabic = first.starts_with(|c: char| c.is_ascii_digit())
-        && first.chars().all(|c| c.is_ascii_digit() || c == '.');
-    let chinese = line.split_once('、').is_some_and(|(n, _)| {
-        !n.is_empty() && n.chars().all(|c| "一二三四五六七八九十".contains(c))
-    });
-    arabic || chinese
 }
 
 /// `s` without a bullet the document typed itself ("- Password rotation: …" in a PDF): the
