@@ -1,6 +1,7 @@
 //! After generation: every cited number must name an allowed evidence item, every sentence
-//! that states something must cite one, and every figure a cited sentence states must stand in
-//! what it cites (or in the question). Sentences that fail are cut (and listed in the trace).
+//! that states something must cite one, and every figure and every copied name a cited
+//! sentence states must stand in what it cites (or in the question). Sentences that fail are
+//! cut (and listed in the trace).
 
 use std::collections::BTreeSet;
 
@@ -20,8 +21,20 @@ pub(crate) struct Checked {
 }
 
 /// Checks `answer` (with `[n]` markers) against `evidence` (item `k` is `evidence[k - 1]`, as
-/// the writer was shown it) for `question`.
+/// the writer was shown it) for `question`: [`check_items`] with document passages only.
+#[cfg(test)]
 pub(crate) fn check(answer: &str, evidence: &[&str], question: &str) -> Checked {
+    check_items(answer, evidence, &vec![false; evidence.len()], question)
+}
+
+/// Checks `answer` against `evidence`, of which the items where `data` is true are query
+/// results (their figures need no words around them).
+pub(crate) fn check_items(
+    answer: &str,
+    evidence: &[&str],
+    data: &[bool],
+    question: &str,
+) -> Checked {
     let n = evidence.len();
     let mut out = Checked::default();
     let mut kept = Vec::new();
@@ -30,9 +43,19 @@ pub(crate) fn check(answer: &str, evidence: &[&str], question: &str) -> Checked 
     // Read once: each sentence checks its figures against the items it cites.
     let question_figures = figures(question);
     let evidence_figures: Vec<Vec<Figure>> = evidence.iter().map(|e| figures(e)).collect();
+    let passages: Vec<Vec<Passage>> = evidence
+        .iter()
+        .enumerate()
+        .map(|(i, e)| match data.get(i) {
+            Some(true) => Vec::new(),
+            _ => sentences(e).iter().map(|s| Passage::of(s)).collect(),
+        })
+        .collect();
+    let question_lower = question.to_lowercase();
+    let evidence_lower: Vec<String> = evidence.iter().map(|e| e.to_lowercase()).collect();
     for (sentence, clean, numbers) in attach_trailing_markers(answer, n) {
         let claim = states_something(&clean);
-        if claim && numbers.is_empty() {
+        if (claim && numbers.is_empty()) || is_sql(&unmarked(&clean)) {
             out.cut.push(sentence.clone());
             continue;
         }
@@ -48,6 +71,41 @@ pub(crate) fn check(answer: &str, evidence: &[&str], question: &str) -> Checked 
                 out.cut.push(sentence.clone());
                 continue;
             }
+            // … and where a passage holds it, it must be said of the same thing: "这些环境中有
+            // 3 个正在使用 [1]" citing "3 个工作日内提交复盘草稿" borrows a figure, not a fact.
+            let own = Passage::of(&unmarked(&clean));
+            let said_of = |f: &Figure| {
+                f.stands_in(&question_figures)
+                    || numbers.iter().any(|&k| {
+                        (data.get(k - 1) == Some(&true) && f.stands_in(&evidence_figures[k - 1]))
+                            || passages[k - 1]
+                                .iter()
+                                .any(|p| f.stands_in(&p.figures) && own.speaks_of(p))
+                    })
+            };
+            if !stated.iter().all(said_of) {
+                out.cut.push(sentence.clone());
+                continue;
+            }
+        }
+        // Likewise a name the sentence can only have copied ("dev、staging 和 prod [1]" citing
+        // an on-call procedure that names no environment): the claim is not in what it cites.
+        let cited_text = || {
+            let mut text = question_lower.clone();
+            for k in &numbers {
+                text.push('\n');
+                text.push_str(&evidence_lower[k - 1]);
+            }
+            text
+        };
+        let copied = names(&unmarked(&clean));
+        if !copied.is_empty()
+            && !copied
+                .iter()
+                .all(|name| name_stands_in(name, &cited_text()))
+        {
+            out.cut.push(sentence.clone());
+            continue;
         }
         // A sentence repeated verbatim (small models loop over their evidence) is said once.
         let words: String = unmarked(&clean).split_whitespace().collect();
@@ -74,13 +132,33 @@ pub(crate) fn check(answer: &str, evidence: &[&str], question: &str) -> Checked 
 /// "sentence" that is only markers ("… for that year. [1]": models often cite a paragraph once,
 /// after its last full stop) cites the sentences before it that cite nothing themselves, back
 /// to the previous cited one.
+///
+/// A note that only names the sources ("This is stated in [1].", "证据来自 [1] 和 [4]。") is
+/// read the same way, and is never a sentence of the answer itself. A list item's number
+/// ("1.") stays with its item.
 fn attach_trailing_markers(answer: &str, n: usize) -> Vec<(String, String, Vec<usize>)> {
     let mut out: Vec<(String, String, Vec<usize>)> = Vec::new();
+    let mut number = String::new();
     for sentence in sentences(answer) {
+        if is_list_number(&sentence) {
+            number = sentence;
+            continue;
+        }
+        let sentence = if number.is_empty() {
+            sentence
+        } else {
+            format!("{} {sentence}", std::mem::take(&mut number))
+        };
         let (clean, numbers) = markers(&sentence, n);
+        let text = unmarked(&clean);
+        let note = !numbers.is_empty() && is_source_note(&text);
         let only_markers = !numbers.is_empty()
-            && !unmarked(&clean).chars().any(char::is_alphanumeric)
+            && (note || !text.chars().any(char::is_alphanumeric))
             && out.last().is_some_and(|(_, _, cited)| cited.is_empty());
+        if note && !only_markers {
+            // After a cited sentence (or first), a source note adds nothing.
+            continue;
+        }
         if !only_markers {
             out.push((sentence, clean, numbers));
             continue;
@@ -108,6 +186,58 @@ fn attach_trailing_markers(answer: &str, n: usize) -> Vec<(String, String, Vec<u
         }
     }
     out
+}
+
+/// "1.", "2)", "3、": a list item's number that the sentence splitter cut from its item.
+fn is_list_number(sentence: &str) -> bool {
+    let chars: Vec<char> = sentence.trim().chars().collect();
+    chars.len() >= 2
+        && chars.len() <= 3
+        && chars[..chars.len() - 1].iter().all(char::is_ascii_digit)
+        && matches!(chars[chars.len() - 1], '.' | ')' | '、')
+}
+
+/// Whether `text` (markers removed) only says where the answer comes from: "This is stated
+/// in", "This can be found in the Employee Handbook", "证据来自 和". Kept short: a sentence
+/// that goes on to say something is a claim.
+fn is_source_note(text: &str) -> bool {
+    const NOTES: &[&str] = &[
+        "this is stated in",
+        "this is found in",
+        "this can be found in",
+        "this is mentioned in",
+        "this is described in",
+        "this is from",
+        "this information is from",
+        "this information comes from",
+        "this information can be found in",
+        "as stated in",
+        "source:",
+        "sources:",
+        "evidence:",
+        "reference:",
+        "references:",
+        "证据来自",
+        "证据：",
+        "来源：",
+        "来源:",
+        "信息来源",
+        "出处",
+        "参见",
+        "详见",
+        "以上信息来自",
+        "以上内容来自",
+        "参考资料",
+    ];
+    let lower = text.trim().trim_start_matches(['(', '（']).to_lowercase();
+    lower.chars().count() <= 80 && NOTES.iter().any(|note| lower.starts_with(note))
+}
+
+/// Whether `text` is a SQL statement rather than an answer in words (a small model sometimes
+/// replies with the query it was shown).
+fn is_sql(text: &str) -> bool {
+    let lower = text.trim().to_lowercase();
+    (lower.starts_with("select ") || lower.starts_with("with ")) && lower.contains(" from ")
 }
 
 /// The text without its `[n]` markers.
@@ -175,6 +305,36 @@ pub(crate) fn markers(sentence: &str, n: usize) -> (String, Vec<usize>) {
     }
     clean.push_str(rest);
     (clean, numbers)
+}
+
+/// A sentence as the figure check reads it: its figures, its words (figures aside) and its
+/// script.
+struct Passage {
+    figures: Vec<Figure>,
+    words: std::collections::HashSet<String>,
+    cjk: bool,
+}
+
+impl Passage {
+    fn of(sentence: &str) -> Passage {
+        Passage {
+            figures: figures(sentence),
+            words: crate::text::prose_terms(sentence)
+                .into_iter()
+                .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
+                .collect(),
+            cjk: mostly_cjk(sentence),
+        }
+    }
+
+    /// Whether a sentence stating a figure of `source` speaks of what `source` does: a word
+    /// in common, or no way to tell (a bare figure, "3 [1]"; a sentence in the other
+    /// language than its source).
+    fn speaks_of(&self, source: &Passage) -> bool {
+        self.words.is_empty()
+            || self.cjk != source.cjk
+            || self.words.iter().any(|w| source.words.contains(w))
+    }
 }
 
 /// A number as written: its value and how many decimals it was given with.
@@ -250,6 +410,87 @@ fn figures(text: &str) -> Vec<Figure> {
         }
     }
     out
+}
+
+/// The words of `sentence` that a writer can only copy from its sources, never paraphrase:
+/// identifiers ("SEV1", "nw-prod-sh", "maxSurge", "Q4_K_M": letters run into digits, an
+/// underscore, a capital inside a word), and words in the other script than the sentence's
+/// own (English words in a Chinese sentence, "staging" or "NorthDesk"; Chinese words in an
+/// English sentence, names such as "李娜"). Lowercased. Plain words of the sentence's own
+/// script are not listed: a model may say what its source says in other words.
+fn names(sentence: &str) -> Vec<String> {
+    let mostly_cjk = mostly_cjk(sentence);
+    let mut out = Vec::new();
+    let mut push = |word: &str| {
+        let word = word.to_lowercase();
+        if !out.contains(&word) {
+            out.push(word);
+        }
+    };
+    // Runs of ASCII letters, digits, '_' and inner '-' / '.', and runs of CJK characters.
+    let chars: Vec<char> = sentence.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if crate::lang::is_cjk(c) {
+            let start = i;
+            while i < chars.len() && crate::lang::is_cjk(chars[i]) {
+                i += 1;
+            }
+            if !mostly_cjk && i - start >= 2 {
+                push(&chars[start..i].iter().collect::<String>());
+            }
+            continue;
+        }
+        if !(c.is_ascii_alphanumeric() || c == '_') {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() {
+            let c = chars[i];
+            let inner = matches!(c, '-' | '.')
+                && chars.get(i + 1).is_some_and(char::is_ascii_alphanumeric)
+                && i > start;
+            if c.is_ascii_alphanumeric() || c == '_' || inner {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        let word: String = chars[start..i].iter().collect();
+        let letters = word.chars().filter(char::is_ascii_alphabetic).count();
+        if letters == 0 {
+            continue; // a figure: checked as one
+        }
+        let identifier = word.contains('_')
+            || word.chars().zip(word.chars().skip(1)).any(|(a, b)| {
+                (a.is_ascii_alphabetic() && b.is_ascii_digit())
+                    || (a.is_ascii_digit() && b.is_ascii_alphabetic())
+                    || (a.is_ascii_lowercase() && b.is_ascii_uppercase())
+            });
+        if identifier || (mostly_cjk && letters >= 2) {
+            push(&word);
+        }
+    }
+    out
+}
+
+/// Whether `text` is written in Chinese (half its letters or more are CJK characters).
+fn mostly_cjk(text: &str) -> bool {
+    let cjk = text.chars().filter(|c| crate::lang::is_cjk(*c)).count();
+    let latin = text.chars().filter(char::is_ascii_alphabetic).count();
+    cjk > 0 && cjk * 2 >= latin
+}
+
+/// Whether `name` (lowercased) stands in `text` (lowercased), spaces aside: "10ms" stands in
+/// "10 ms".
+fn name_stands_in(name: &str, text: &str) -> bool {
+    if text.contains(name) {
+        return true;
+    }
+    let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    squeezed.contains(name)
 }
 
 /// The length of a list item's numbering at the start of `chars` ("1. ", "2) ", "3、"), or 0.
@@ -388,6 +629,103 @@ mod tests {
     }
 
     #[test]
+    fn source_notes_cite_what_they_follow_and_are_not_answers() {
+        let evidence = [
+            "工作日延长工作时间：工资的 150%；休息日加班：工资的 200%。",
+            "Hotel: up to CNY 600 per night in Shanghai.",
+        ];
+        let table: &[(&str, &str, &[usize])] = &[
+            // (answer, kept answer, cited)
+            (
+                "The hotel limit in Shanghai is CNY 600 per night. This can be found in the Employee Handbook [2].",
+                "The hotel limit in Shanghai is CNY 600 per night. [2]",
+                &[2],
+            ),
+            // After a cited sentence the note says nothing more.
+            (
+                "The hotel limit is CNY 600 per night [2]. This is stated in [2].",
+                "The hotel limit is CNY 600 per night [2].",
+                &[2],
+            ),
+            // A note alone is no answer; nor is a note that cites the wrong item (its figure).
+            ("This is stated in [1].", "", &[]),
+            (
+                "The hotel limit is CNY 600 per night. This is stated in [1].",
+                "",
+                &[],
+            ),
+            // List numbers stay with their items, and the note cites them all.
+            (
+                "加班费计算如下：\n1. 工作日延长工作时间：工资的 150%\n2. 休息日加班：工资的 200%\n证据来自 [1]。",
+                "加班费计算如下[1]：1. 工作日延长工作时间：工资的 150% [1] 2. 休息日加班：工资的 200% [1]",
+                &[1],
+            ),
+            // The query itself is not an answer.
+            (
+                "SELECT \"Hotel\" FROM limits WHERE \"Per night\" = 600 [2]",
+                "",
+                &[],
+            ),
+        ];
+        for (answer, kept, cited) in table {
+            let c = check(answer, &evidence, "");
+            assert_eq!(c.answer, *kept, "{answer}");
+            assert_eq!(c.cited, *cited, "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_figure_must_be_said_of_what_its_passage_says_it_of() {
+        let evidence = [
+            "4.1 收到告警后的处理步骤\n1. 在告警工具中确认告警。\n6. 事故结束后记录结束时间，并在 3 个工作日内提交复盘草稿。",
+            "所有新入职的正式员工均有 3 个月 的试用期。",
+            "Years of service: less than 3 years (new employees included); annual leave: 10 working days",
+            "COUNT(*)=3",
+        ];
+        let data = [false, false, false, true];
+        let table: &[(&str, &str)] = &[
+            // (answer, kept answer)
+            // A figure borrowed from a passage about something else.
+            ("这些环境中有 3 个正在使用[1]。", ""),
+            (
+                "复盘草稿须在 3 个工作日内提交[1]。",
+                "复盘草稿须在 3 个工作日内提交[1]。",
+            ),
+            (
+                "新员工的试用期是 3 个月[2]。",
+                "新员工的试用期是 3 个月[2]。",
+            ),
+            (
+                "New employees get 10 days of annual leave [3].",
+                "New employees get 10 days of annual leave [3].",
+            ),
+            ("The hotel limit is 10 dollars a night [3].", ""),
+            // One word in common is enough: the check catches borrowed figures, not every
+            // misreading.
+            (
+                "Parental leave lasts 10 weeks [3].",
+                "Parental leave lasts 10 weeks [3].",
+            ),
+            // A bare figure, or one said in the other language, cannot be told apart.
+            ("3 [1].", "3 [1]."),
+            (
+                "新员工每年有 10 个工作日年假[3]。",
+                "新员工每年有 10 个工作日年假[3]。",
+            ),
+            // A query result's figure needs no words around it.
+            ("目前有 3 人在试用期[4]。", "目前有 3 人在试用期[4]。"),
+            (
+                "There are 3 staff on probation [4].",
+                "There are 3 staff on probation [4].",
+            ),
+        ];
+        for (answer, kept) in table {
+            let c = check_items(answer, &evidence, &data, "");
+            assert_eq!(c.answer, *kept, "{answer}");
+        }
+    }
+
+    #[test]
     fn a_marker_or_a_bare_number_is_not_an_answer() {
         let table: &[(&str, bool)] = &[
             ("[1]", false),
@@ -400,6 +738,80 @@ mod tests {
         for (answer, want) in table {
             let evidence = ["7 projects are in progress; 1.31 and 1.3 are versions; 2 runs"];
             assert_eq!(check(answer, &evidence, "").substantive, *want, "{answer}");
+        }
+    }
+
+    #[test]
+    fn names_are_the_words_only_copying_gives() {
+        let table: &[(&str, &[&str])] = &[
+            // (sentence, names)
+            (
+                "目前支持的环境包括 dev、staging 和 prod[1]。",
+                &["dev", "staging", "prod"],
+            ),
+            ("SEV1 须在 5 分钟内确认。", &["sev1"]),
+            ("Set maxSurge to 25% on nw-prod-sh.", &["maxsurge"]),
+            ("The model file is Q4_K_M.", &["q4_k_m"]),
+            // Plain words of the sentence's own script may paraphrase.
+            ("New employees get 10 working days of leave.", &[]),
+            // Hyphenated words are English too ("nw-prod-sh" above goes unchecked with them).
+            (
+                "A follow-up review is due within 24 hours, e.g. by e-mail.",
+                &[],
+            ),
+            ("新员工每年有 10 个工作日年假。", &[]),
+            // The other script's words: copied.
+            ("The Fleet project is owned by 李娜.", &["李娜"]),
+            ("请在 NorthDesk 中提交申请。", &["northdesk"]),
+        ];
+        for (sentence, want) in table {
+            assert_eq!(names(sentence), *want, "{sentence}");
+        }
+    }
+
+    #[test]
+    fn a_copied_name_must_stand_in_what_the_sentence_cites() {
+        let evidence = [
+            "4.1 收到告警后的处理步骤 1. 在告警工具中确认告警：SEV1 须在 5 分钟内确认。",
+            "Environment | Cluster: dev nw-dev-01; staging nw-stg-01; prod nw-prod-sh",
+            "Leave is requested in NorthDesk. Latency 10 ms.",
+        ];
+        let table: &[(&str, &str, &str)] = &[
+            // (answer, question, kept answer)
+            // Names the cited item does not hold: a claim from elsewhere, or from nowhere.
+            ("目前支持的环境包括 dev、staging 和 prod[1]。", "", ""),
+            (
+                "目前支持的环境包括 dev、staging 和 prod[2]。",
+                "",
+                "目前支持的环境包括 dev、staging 和 prod[2]。",
+            ),
+            (
+                "SEV1 须在 5 分钟内确认[1]。",
+                "",
+                "SEV1 须在 5 分钟内确认[1]。",
+            ),
+            ("SEV2 须在 5 分钟内确认[1]。", "", ""),
+            (
+                "请在 NorthDesk 中提交请假申请[3]。",
+                "",
+                "请在 NorthDesk 中提交请假申请[3]。",
+            ),
+            ("请在 HRIS 中提交请假申请[3]。", "", ""),
+            // The question's own words may be repeated; spacing aside ("10ms" for "10 ms").
+            (
+                "prod 环境的集群是 nw-prod-sh[2]。",
+                "prod 环境用哪个集群？",
+                "prod 环境的集群是 nw-prod-sh[2]。",
+            ),
+            (
+                "The p50 latency is 10ms [3].",
+                "What is the p50 latency?",
+                "The p50 latency is 10ms [3].",
+            ),
+        ];
+        for (answer, question, kept) in table {
+            let c = check(answer, &evidence, question);
+            assert_eq!(c.answer, *kept, "{answer}");
         }
     }
 
