@@ -53,7 +53,13 @@ pub(crate) fn check_items(
         .collect();
     let question_lower = question.to_lowercase();
     let evidence_lower: Vec<String> = evidence.iter().map(|e| e.to_lowercase()).collect();
-    for (sentence, clean, numbers) in attach_trailing_markers(answer, n) {
+    for drafted in attach_trailing_markers(answer, n) {
+        let Drafted {
+            original: sentence,
+            clean,
+            cited: numbers,
+            line_end,
+        } = drafted;
         let claim = states_something(&clean);
         if (claim && numbers.is_empty()) || is_sql(&unmarked(&clean)) {
             out.cut.push(sentence.clone());
@@ -117,7 +123,7 @@ pub(crate) fn check_items(
                 out.cited.push(k);
             }
         }
-        kept.push(clean);
+        kept.push((clean, line_end));
     }
     out.answer = join(&kept);
     out.substantive = unmarked(&out.answer)
@@ -136,10 +142,20 @@ pub(crate) fn check_items(
 /// A note that only names the sources ("This is stated in [1].", "证据来自 [1] 和 [4]。") is
 /// read the same way, and is never a sentence of the answer itself. A list item's number
 /// ("1.") stays with its item.
-fn attach_trailing_markers(answer: &str, n: usize) -> Vec<(String, String, Vec<usize>)> {
-    let mut out: Vec<(String, String, Vec<usize>)> = Vec::new();
+fn attach_trailing_markers(answer: &str, n: usize) -> Vec<Drafted> {
+    let mut out: Vec<Drafted> = Vec::new();
     let mut number = String::new();
+    let mut rest = answer;
     for sentence in sentences(answer) {
+        // Where the draft broke the line after this sentence (a list's items), the checked
+        // answer does too.
+        let line_end = match rest.find(sentence.as_str()) {
+            Some(at) => {
+                rest = &rest[at + sentence.len()..];
+                rest.trim_start_matches([' ', '\t', '\r']).starts_with('\n')
+            }
+            None => false,
+        };
         if is_list_number(&sentence) {
             number = sentence;
             continue;
@@ -154,17 +170,28 @@ fn attach_trailing_markers(answer: &str, n: usize) -> Vec<(String, String, Vec<u
         let note = !numbers.is_empty() && is_source_note(&text);
         let only_markers = !numbers.is_empty()
             && (note || !text.chars().any(char::is_alphanumeric))
-            && out.last().is_some_and(|(_, _, cited)| cited.is_empty());
+            && out.last().is_some_and(|d| d.cited.is_empty());
         if note && !only_markers {
             // After a cited sentence (or first), a source note adds nothing.
             continue;
         }
         if !only_markers {
-            out.push((sentence, clean, numbers));
+            out.push(Drafted {
+                original: sentence,
+                clean,
+                cited: numbers,
+                line_end,
+            });
             continue;
         }
         let tail: String = numbers.iter().map(|k| format!("[{k}]")).collect();
-        for (original, text, cited) in out.iter_mut().rev() {
+        for Drafted {
+            original,
+            clean: text,
+            cited,
+            ..
+        } in out.iter_mut().rev()
+        {
             if !cited.is_empty() {
                 break;
             }
@@ -186,6 +213,15 @@ fn attach_trailing_markers(answer: &str, n: usize) -> Vec<(String, String, Vec<u
         }
     }
     out
+}
+
+/// A sentence of a draft: as written, with its valid markers only, the evidence it cites, and
+/// whether the draft broke the line after it.
+struct Drafted {
+    original: String,
+    clean: String,
+    cited: Vec<usize>,
+    line_end: bool,
 }
 
 /// "1.", "2)", "3、": a list item's number that the sentence splitter cut from its item.
@@ -537,14 +573,22 @@ fn states_something(sentence: &str) -> bool {
     !(META.iter().any(|m| lower.starts_with(m)) && (lower.ends_with(':') || lower.ends_with('：')))
 }
 
-fn join(sentences: &[String]) -> String {
+/// The kept sentences as one text: on their own lines where the draft had them so, else run
+/// together as prose.
+fn join(sentences: &[(String, bool)]) -> String {
     let mut out = String::new();
-    for s in sentences {
+    let mut new_line = false;
+    for (s, line_end) in sentences {
         let cjk_end = out.chars().last().is_some_and(crate::lang::is_cjk_punct);
-        if !out.is_empty() && !cjk_end && !s.starts_with(|c: char| crate::lang::is_cjk(c)) {
-            out.push(' ');
+        if !out.is_empty() {
+            if new_line {
+                out.push('\n');
+            } else if !cjk_end && !s.starts_with(|c: char| crate::lang::is_cjk(c)) {
+                out.push(' ');
+            }
         }
         out.push_str(s);
+        new_line = *line_end;
     }
     out
 }
@@ -657,7 +701,7 @@ mod tests {
             // List numbers stay with their items, and the note cites them all.
             (
                 "加班费计算如下：\n1. 工作日延长工作时间：工资的 150%\n2. 休息日加班：工资的 200%\n证据来自 [1]。",
-                "加班费计算如下[1]：1. 工作日延长工作时间：工资的 150% [1] 2. 休息日加班：工资的 200% [1]",
+                "加班费计算如下[1]：\n1. 工作日延长工作时间：工资的 150% [1]\n2. 休息日加班：工资的 200% [1]",
                 &[1],
             ),
             // The query itself is not an answer.
