@@ -166,6 +166,7 @@ fn attach_trailing_markers(answer: &str, n: usize) -> Vec<Drafted> {
             format!("{} {sentence}", std::mem::take(&mut number))
         };
         let (clean, numbers) = markers(&sentence, n);
+        let clean = leading_markers_to_end(&clean);
         let text = unmarked(&clean);
         let note = !numbers.is_empty() && is_source_note(&text);
         let only_markers = !numbers.is_empty()
@@ -222,6 +223,38 @@ struct Drafted {
     clean: String,
     cited: Vec<usize>,
     line_end: bool,
+}
+
+/// "[1] 30 天内" (a small model's markers used as list labels) as "30 天内 [1]": a sentence's
+/// markers go after what they cite.
+fn leading_markers_to_end(clean: &str) -> String {
+    let mut rest = clean.trim_start();
+    let mut lead = String::new();
+    while let Some(after) = rest.strip_prefix('[') {
+        match after.find(']') {
+            Some(close) if close > 0 && after[..close].chars().all(|c| c.is_ascii_digit()) => {
+                lead.push_str(&rest[..close + 2]);
+                rest = after[close + 1..].trim_start();
+            }
+            _ => break,
+        }
+    }
+    if lead.is_empty() || !rest.chars().any(char::is_alphanumeric) {
+        return clean.to_string();
+    }
+    let mut text = rest.trim_end().to_string();
+    match text.pop() {
+        Some(end) if crate::lang::is_cjk_punct(end) => {
+            text.push_str(&lead);
+            text.push(end);
+        }
+        end => {
+            text.extend(end);
+            text.push(' ');
+            text.push_str(&lead);
+        }
+    }
+    text
 }
 
 /// "1.", "2)", "3、": a list item's number that the sentence splitter cut from its item.
@@ -703,6 +736,12 @@ mod tests {
                 "加班费计算如下：\n1. 工作日延长工作时间：工资的 150%\n2. 休息日加班：工资的 200%\n证据来自 [1]。",
                 "加班费计算如下[1]：\n1. 工作日延长工作时间：工资的 150% [1]\n2. 休息日加班：工资的 200% [1]",
                 &[1],
+            ),
+            // Markers used as list labels go after what they cite.
+            (
+                "[1] 工作日延长工作时间：工资的 150%\n[2] 上海每晚 CNY 600。",
+                "工作日延长工作时间：工资的 150% [1]\n上海每晚 CNY 600[2]。",
+                &[1, 2],
             ),
             // The query itself is not an answer.
             (
