@@ -198,18 +198,7 @@ fn attach_trailing_markers(answer: &str, n: usize) -> Vec<Drafted> {
             }
             original.push(' ');
             original.push_str(sentence.trim());
-            // "…的试用期[1]。" in Chinese, "… for that year. [1]" in English.
-            match text.pop() {
-                Some(end) if crate::lang::is_cjk_punct(end) => {
-                    text.push_str(&tail);
-                    text.push(end);
-                }
-                end => {
-                    text.extend(end);
-                    text.push(' ');
-                    text.push_str(&tail);
-                }
-            }
+            append_markers(text, &tail);
             cited.clone_from(&numbers);
         }
     }
@@ -243,18 +232,24 @@ fn leading_markers_to_end(clean: &str) -> String {
         return clean.to_string();
     }
     let mut text = rest.trim_end().to_string();
+    append_markers(&mut text, &lead);
+    text
+}
+
+/// Puts `markers` at the end of `text`: "…的试用期[1]。" in Chinese (before the full stop),
+/// "… for that year. [1]" in English.
+fn append_markers(text: &mut String, markers: &str) {
     match text.pop() {
         Some(end) if crate::lang::is_cjk_punct(end) => {
-            text.push_str(&lead);
+            text.push_str(markers);
             text.push(end);
         }
         end => {
             text.extend(end);
             text.push(' ');
-            text.push_str(&lead);
+            text.push_str(markers);
         }
     }
-    text
 }
 
 /// "1.", "2)", "3、": a list item's number that the sentence splitter cut from its item.
