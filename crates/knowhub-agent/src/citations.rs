@@ -96,22 +96,22 @@ pub(crate) fn check_items(
         }
         // Likewise a name the sentence can only have copied ("dev、staging 和 prod [1]" citing
         // an on-call procedure that names no environment): the claim is not in what it cites.
-        let cited_text = || {
-            let mut text = question_lower.clone();
-            for k in &numbers {
-                text.push('\n');
-                text.push_str(&evidence_lower[k - 1]);
-            }
-            text
-        };
         let copied = names(&unmarked(&clean));
-        if !copied.is_empty()
-            && !copied
+        if !copied.is_empty() {
+            let mut cited = question_lower.clone();
+            for k in &numbers {
+                cited.push('\n');
+                cited.push_str(&evidence_lower[k - 1]);
+            }
+            // "10ms" stands in "10 ms".
+            let squeezed: String = cited.chars().filter(|c| !c.is_whitespace()).collect();
+            if !copied
                 .iter()
-                .all(|name| name_stands_in(name, &cited_text()))
-        {
-            out.cut.push(sentence.clone());
-            continue;
+                .all(|name| cited.contains(name.as_str()) || squeezed.contains(name.as_str()))
+            {
+                out.cut.push(sentence.clone());
+                continue;
+            }
         }
         // A sentence repeated verbatim (small models loop over their evidence) is said once.
         let words: String = unmarked(&clean).split_whitespace().collect();
@@ -545,16 +545,6 @@ fn mostly_cjk(text: &str) -> bool {
     let cjk = text.chars().filter(|c| crate::lang::is_cjk(*c)).count();
     let latin = text.chars().filter(char::is_ascii_alphabetic).count();
     cjk > 0 && cjk * 2 >= latin
-}
-
-/// Whether `name` (lowercased) stands in `text` (lowercased), spaces aside: "10ms" stands in
-/// "10 ms".
-fn name_stands_in(name: &str, text: &str) -> bool {
-    if text.contains(name) {
-        return true;
-    }
-    let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-    squeezed.contains(name)
 }
 
 /// The length of a list item's numbering at the start of `chars` ("1. ", "2) ", "3、"), or 0.
