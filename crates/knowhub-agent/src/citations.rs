@@ -102,6 +102,10 @@ pub(crate) fn check_items(
             for k in &numbers {
                 cited.push('\n');
                 cited.push_str(&evidence_lower[k - 1]);
+                if data.get(k - 1) == Some(&true) {
+                    // "根据 SQL 查询结果[1]，…" names what a query result is.
+                    cited.push_str(" sql");
+                }
             }
             // "10ms" stands in "10 ms".
             let squeezed: String = cited.chars().filter(|c| !c.is_whitespace()).collect();
@@ -780,6 +784,12 @@ mod tests {
                 "新员工每年有 10 个工作日年假[3]。",
                 "新员工每年有 10 个工作日年假[3]。",
             ),
+            // A query result may be called one, in either language.
+            (
+                "根据 SQL 查询结果，目前有 3 人在试用期[4]。",
+                "根据 SQL 查询结果，目前有 3 人在试用期[4]。",
+            ),
+            ("根据 SQL 查询结果，试用期是 3 个月[2]。", ""),
             // A query result's figure needs no words around it.
             ("目前有 3 人在试用期[4]。", "目前有 3 人在试用期[4]。"),
             (
