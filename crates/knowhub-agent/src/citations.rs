@@ -302,10 +302,26 @@ fn is_source_note(text: &str) -> bool {
 }
 
 /// Whether `text` is a SQL statement rather than an answer in words (a small model sometimes
-/// replies with the query it was shown).
+/// replies with the query it was shown). An instruction that happens to start the same way
+/// ("Select Annual leave from the list [1]", "With approval from your manager, …") is not:
+/// a statement also has SQL's own marks (`*`, quoted names, `=`, a clause keyword).
 fn is_sql(text: &str) -> bool {
     let lower = text.trim().to_lowercase();
-    (lower.starts_with("select ") || lower.starts_with("with ")) && lower.contains(" from ")
+    let shaped = (lower.starts_with("select ") && lower.contains(" from "))
+        || (lower.starts_with("with ") && lower.contains(" as (") && lower.contains("select "));
+    const MARKS: &[&str] = &[
+        "*",
+        "\"",
+        "`",
+        "=",
+        " where ",
+        " limit ",
+        " join ",
+        " group by ",
+        " order by ",
+        ";",
+    ];
+    shaped && MARKS.iter().any(|m| lower.contains(m))
 }
 
 /// The text without its `[n]` markers.
@@ -737,6 +753,17 @@ mod tests {
                 "SELECT \"Hotel\" FROM limits WHERE \"Per night\" = 600 [2]",
                 "",
                 &[],
+            ),
+            // An instruction that starts like one is an answer.
+            (
+                "Select the Shanghai rate from the list: CNY 600 per night [2].",
+                "Select the Shanghai rate from the list: CNY 600 per night [2].",
+                &[2],
+            ),
+            (
+                "With approval from your manager, the limit is CNY 600 per night [2].",
+                "With approval from your manager, the limit is CNY 600 per night [2].",
+                &[2],
             ),
         ];
         for (answer, kept, cited) in table {
