@@ -20,21 +20,36 @@ pub(crate) struct Checked {
     pub substantive: bool,
 }
 
-/// Checks `answer` (with `[n]` markers) against `evidence` (item `k` is `evidence[k - 1]`, as
-/// the writer was shown it) for `question`: [`check_items`] with document passages only.
-#[cfg(test)]
-pub(crate) fn check(answer: &str, evidence: &[&str], question: &str) -> Checked {
-    check_items(answer, evidence, &vec![false; evidence.len()], question)
+/// An evidence item as the writer was shown it, which the check holds the draft to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shown<'a> {
+    /// The title it was listed under: a name copied from it is the item's own.
+    pub title: &'a str,
+    pub text: &'a str,
+    /// A query result: its figures need no words around them.
+    pub data: bool,
 }
 
-/// Checks `answer` against `evidence`, of which the items where `data` is true are query
-/// results (their figures need no words around them).
-pub(crate) fn check_items(
-    answer: &str,
-    evidence: &[&str],
-    data: &[bool],
-    question: &str,
-) -> Checked {
+/// Checks `answer` (with `[n]` markers) against document passages `evidence` (item `k` is
+/// `evidence[k - 1]`) for `question`: [`check_items`] with untitled passages.
+#[cfg(test)]
+pub(crate) fn check(answer: &str, evidence: &[&str], question: &str) -> Checked {
+    let items: Vec<Shown> = evidence
+        .iter()
+        .map(|text| Shown {
+            title: "",
+            text,
+            data: false,
+        })
+        .collect();
+    check_items(answer, &items, question)
+}
+
+/// Checks `answer` (with `[n]` markers) against `items` (item `k` is `items[k - 1]`, as the
+/// writer was shown it) for `question`.
+pub(crate) fn check_items(answer: &str, items: &[Shown], question: &str) -> Checked {
+    let evidence: Vec<&str> = items.iter().map(|item| item.text).collect();
+    let data: Vec<bool> = items.iter().map(|item| item.data).collect();
     let n = evidence.len();
     let mut out = Checked::default();
     let mut kept = Vec::new();
@@ -52,7 +67,10 @@ pub(crate) fn check_items(
         })
         .collect();
     let question_lower = question.to_lowercase();
-    let evidence_lower: Vec<String> = evidence.iter().map(|e| e.to_lowercase()).collect();
+    let evidence_lower: Vec<String> = items
+        .iter()
+        .map(|item| format!("{}\n{}", item.title, item.text).to_lowercase())
+        .collect();
     for drafted in attach_trailing_markers(answer, n) {
         let Drafted {
             original: sentence,
@@ -781,7 +799,15 @@ mod tests {
             "Years of service: less than 3 years (new employees included); annual leave: 10 working days",
             "COUNT(*)=3",
         ];
-        let data = [false, false, false, true];
+        let items: Vec<Shown> = evidence
+            .iter()
+            .enumerate()
+            .map(|(i, text)| Shown {
+                title: "",
+                text,
+                data: i == 3,
+            })
+            .collect();
         let table: &[(&str, &str)] = &[
             // (answer, kept answer)
             // A figure borrowed from a passage about something else.
@@ -825,7 +851,7 @@ mod tests {
             ),
         ];
         for (answer, kept) in table {
-            let c = check_items(answer, &evidence, &data, "");
+            let c = check_items(answer, &items, "");
             assert_eq!(c.answer, *kept, "{answer}");
         }
     }
@@ -918,6 +944,19 @@ mod tests {
             let c = check(answer, &evidence, question);
             assert_eq!(c.answer, *kept, "{answer}");
         }
+        // A name the item's title holds is the item's own: the writer saw it listed so.
+        let titled = [Shown {
+            title: "Northwind Robotics Employee Handbook",
+            text: "New employees get 10 working days of annual leave.",
+            data: false,
+        }];
+        let answer = "根据 Employee Handbook，新员工每年有 10 个工作日年假[1]。";
+        assert_eq!(check_items(answer, &titled, "").answer, answer);
+        let untitled = [Shown {
+            title: "",
+            ..titled[0]
+        }];
+        assert_eq!(check_items(answer, &untitled, "").answer, "");
     }
 
     #[test]

@@ -58,7 +58,17 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         // The evidence as the writer reads it, which the check holds the draft to.
         let shown: Vec<String> = refs.iter().map(|e| evidence_text(e)).collect();
         let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
-        let data: Vec<bool> = refs.iter().map(|e| e.kind == "sql_result").collect();
+        let titles: Vec<String> = refs.iter().map(|e| listing_title(e)).collect();
+        let items: Vec<citations::Shown> = refs
+            .iter()
+            .zip(&shown)
+            .zip(&titles)
+            .map(|((e, text), title)| citations::Shown {
+                title,
+                text,
+                data: e.kind == "sql_result",
+            })
+            .collect();
         for strict in [false, true] {
             if strict {
                 // The first draft was shown as it streamed; the second takes its place.
@@ -86,7 +96,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                 cut.push(clip_chars(&text, 200));
                 break;
             }
-            let checked = citations::check_items(&text, &shown, &data, &question);
+            let checked = citations::check_items(&text, &items, &question);
             cut.extend(checked.cut.clone());
             if !checked.cited.is_empty() && checked.substantive {
                 state.draft.written_by = "llm".into();
