@@ -34,7 +34,7 @@ pub(crate) struct Shown<'a> {
 /// `evidence[k - 1]`) for `question`: [`check_items`] with untitled passages.
 #[cfg(test)]
 pub(crate) fn check(answer: &str, evidence: &[&str], question: &str) -> Checked {
-    let items: Vec<Shown> = evidence
+    let items: Vec<Shown<'_>> = evidence
         .iter()
         .map(|text| Shown {
             title: "",
@@ -47,7 +47,7 @@ pub(crate) fn check(answer: &str, evidence: &[&str], question: &str) -> Checked 
 
 /// Checks `answer` (with `[n]` markers) against `items` (item `k` is `items[k - 1]`, as the
 /// writer was shown it) for `question`.
-pub(crate) fn check_items(answer: &str, items: &[Shown], question: &str) -> Checked {
+pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> Checked {
     let evidence: Vec<&str> = items.iter().map(|item| item.text).collect();
     let data: Vec<bool> = items.iter().map(|item| item.data).collect();
     let n = evidence.len();
@@ -799,7 +799,7 @@ mod tests {
             "Years of service: less than 3 years (new employees included); annual leave: 10 working days",
             "COUNT(*)=3",
         ];
-        let items: Vec<Shown> = evidence
+        let items: Vec<Shown<'_>> = evidence
             .iter()
             .enumerate()
             .map(|(i, text)| Shown {

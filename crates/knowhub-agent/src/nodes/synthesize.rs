@@ -59,7 +59,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         let shown: Vec<String> = refs.iter().map(|e| evidence_text(e)).collect();
         let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
         let titles: Vec<String> = refs.iter().map(|e| listing_title(e)).collect();
-        let items: Vec<citations::Shown> = refs
+        let items: Vec<citations::Shown<'_>> = refs
             .iter()
             .zip(&shown)
             .zip(&titles)
