@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::lang::Lang;
 use crate::text::sentences;
 
 /// The outcome of checking a generated answer against `n` evidence items.
@@ -48,22 +49,35 @@ pub(crate) fn check(answer: &str, evidence: &[&str], question: &str) -> Checked 
 /// Checks `answer` (with `[n]` markers) against `items` (item `k` is `items[k - 1]`, as the
 /// writer was shown it) for `question`.
 pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> Checked {
-    let evidence: Vec<&str> = items.iter().map(|item| item.text).collect();
-    let data: Vec<bool> = items.iter().map(|item| item.data).collect();
-    let n = evidence.len();
+    let n = items.len();
     let mut out = Checked::default();
     let mut kept = Vec::new();
     let mut seen = BTreeSet::new();
     let mut said = BTreeSet::new();
-    // Read once: each sentence checks its figures against the items it cites.
+    // Read once: each sentence checks its figures against the items it cites, a query
+    // result's as a whole, a passage's sentence by sentence.
     let question_figures = figures(question);
-    let evidence_figures: Vec<Vec<Figure>> = evidence.iter().map(|e| figures(e)).collect();
-    let passages: Vec<Vec<Passage>> = evidence
+    let result_figures: Vec<Vec<Figure>> = items
         .iter()
-        .enumerate()
-        .map(|(i, e)| match data.get(i) {
-            Some(true) => Vec::new(),
-            _ => sentences(e).iter().map(|s| Passage::of(s)).collect(),
+        .map(|item| {
+            if item.data {
+                figures(item.text)
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let passages: Vec<Vec<Passage>> = items
+        .iter()
+        .map(|item| {
+            if item.data {
+                Vec::new()
+            } else {
+                sentences(item.text)
+                    .iter()
+                    .map(|s| Passage::of(s))
+                    .collect()
+            }
         })
         .collect();
     let question_lower = question.to_lowercase();
@@ -84,24 +98,16 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
             continue;
         }
         // A figure the cited items do not hold is the model's own ("2 days" where the
-        // evidence says 10, a citation to the wrong item): the sentence goes.
+        // evidence says 10, a citation to the wrong item), and one a passage holds must be said
+        // of the same thing there: "这些环境中有 3 个正在使用 [1]" citing "3 个工作日内提交复盘
+        // 草稿" borrows a figure, not a fact. Either way the sentence goes.
         let stated = figures(&unmarked(&clean));
         if !stated.is_empty() {
-            let mut known = question_figures.clone();
-            for k in &numbers {
-                known.extend_from_slice(&evidence_figures[k - 1]);
-            }
-            if !stated.iter().all(|f| f.stands_in(&known)) {
-                out.cut.push(sentence.clone());
-                continue;
-            }
-            // … and where a passage holds it, it must be said of the same thing: "这些环境中有
-            // 3 个正在使用 [1]" citing "3 个工作日内提交复盘草稿" borrows a figure, not a fact.
             let own = Passage::of(&unmarked(&clean));
             let said_of = |f: &Figure| {
                 f.stands_in(&question_figures)
                     || numbers.iter().any(|&k| {
-                        (data.get(k - 1) == Some(&true) && f.stands_in(&evidence_figures[k - 1]))
+                        (items[k - 1].data && f.stands_in(&result_figures[k - 1]))
                             || passages[k - 1]
                                 .iter()
                                 .any(|p| f.stands_in(&p.figures) && own.speaks_of(p))
@@ -120,7 +126,7 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
             for k in &numbers {
                 cited.push('\n');
                 cited.push_str(&evidence_lower[k - 1]);
-                if data.get(k - 1) == Some(&true) {
+                if items[k - 1].data {
                     // "根据 SQL 查询结果[1]，…" names what a query result is.
                     cited.push_str(" sql");
                 }
@@ -342,6 +348,19 @@ fn is_sql(text: &str) -> bool {
     shaped && MARKS.iter().any(|m| lower.contains(m))
 }
 
+/// Whether `a` and `b` say the same once citation markers and spacing are set aside: how a
+/// front end tells that the check changed a streamed draft's words (a cut sentence, a dropped
+/// source note), not merely moved its markers or broke its lines.
+pub fn same_words(a: &str, b: &str) -> bool {
+    let words = |text: &str| -> String {
+        unmarked(&markers(text, usize::MAX).0)
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect()
+    };
+    words(a) == words(b)
+}
+
 /// The text without its `[n]` markers.
 pub(crate) fn unmarked(text: &str) -> String {
     let mut out = String::new();
@@ -425,7 +444,7 @@ impl Passage {
                 .into_iter()
                 .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
                 .collect(),
-            cjk: mostly_cjk(sentence),
+            cjk: Lang::detect(sentence) == Lang::Zh,
         }
     }
 
@@ -521,7 +540,7 @@ fn figures(text: &str) -> Vec<Figure> {
 /// English sentence, names such as "李娜"). Lowercased. Plain words of the sentence's own
 /// script are not listed: a model may say what its source says in other words.
 fn names(sentence: &str) -> Vec<String> {
-    let mostly_cjk = mostly_cjk(sentence);
+    let mostly_cjk = Lang::detect(sentence) == Lang::Zh;
     let mut out = Vec::new();
     let mut push = |word: &str| {
         let word = word.to_lowercase();
@@ -576,13 +595,6 @@ fn names(sentence: &str) -> Vec<String> {
         }
     }
     out
-}
-
-/// Whether `text` is written in Chinese (half its letters or more are CJK characters).
-fn mostly_cjk(text: &str) -> bool {
-    let cjk = text.chars().filter(|c| crate::lang::is_cjk(*c)).count();
-    let latin = text.chars().filter(char::is_ascii_alphabetic).count();
-    cjk > 0 && cjk * 2 >= latin
 }
 
 /// The length of a list item's numbering at the start of `chars` ("1. ", "2) ", "3、"), or 0.
@@ -957,6 +969,34 @@ mod tests {
             ..titled[0]
         }];
         assert_eq!(check_items(answer, &untitled, "").answer, "");
+    }
+
+    #[test]
+    fn moved_markers_and_spacing_are_the_same_words() {
+        let table: &[(&str, &str, bool)] = &[
+            (
+                "Leave is 15 days. It rises later. [1]",
+                "Leave is 15 days. [1] It rises later. [1]",
+                true,
+            ),
+            ("试用期为三个月。[1]", "试用期为三个月[1]。", true),
+            ("A.\n1. B [1, 2]", "A. 1. B [1][2]", true),
+            (
+                "Leave is 15 days. This is stated in [1].",
+                "Leave is 15 days. [1]",
+                false,
+            ),
+            (
+                "Leave is 15 days [1]. It rises.",
+                "Leave is 15 days [1].",
+                false,
+            ),
+            ("See [the table] [1].", "See [the table] [1].", true),
+            ("See [the table].", "See .", false),
+        ];
+        for (streamed, checked, same) in table {
+            assert_eq!(same_words(streamed, checked), *same, "{streamed}");
+        }
     }
 
     #[test]

@@ -157,7 +157,7 @@ fn answer(
         // The streamed draft may have lost sentences that failed the citation check, or a
         // note that only named the sources; markers moved onto the sentences they cite and
         // line breaks are not worth printing the answer twice.
-        if same_words(&draft, &o.final_answer) {
+        if knowhub_agent::same_words(&draft, &o.final_answer) {
             println!();
         } else {
             println!("\n\n[checked answer]\n{}", o.final_answer);
@@ -520,70 +520,4 @@ pub(crate) fn sql(
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Whether `a` and `b` say the same once citation markers and spacing are set aside.
-fn same_words(a: &str, b: &str) -> bool {
-    fn words(text: &str) -> String {
-        let mut out = String::new();
-        let mut chars = text.chars().peekable();
-        while let Some(c) = chars.next() {
-            if c == '[' {
-                let mut marker = String::from('[');
-                while let Some(&d) = chars.peek() {
-                    chars.next();
-                    marker.push(d);
-                    if d == ']' {
-                        break;
-                    }
-                }
-                let inside = &marker[1..marker.len().saturating_sub(1)];
-                let is_marker = marker.ends_with(']')
-                    && !inside.is_empty()
-                    && inside
-                        .chars()
-                        .all(|d| d.is_ascii_digit() || matches!(d, ',' | ' ' | '，'));
-                if !is_marker {
-                    out.extend(marker.chars().filter(|d| !d.is_whitespace()));
-                }
-            } else if !c.is_whitespace() {
-                out.push(c);
-            }
-        }
-        out
-    }
-    words(a) == words(b)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_words;
-
-    #[test]
-    fn moved_markers_and_spacing_are_the_same_words() {
-        let table: &[(&str, &str, bool)] = &[
-            (
-                "Leave is 15 days. It rises later. [1]",
-                "Leave is 15 days. [1] It rises later. [1]",
-                true,
-            ),
-            ("试用期为三个月。[1]", "试用期为三个月[1]。", true),
-            ("A.\n1. B [1, 2]", "A. 1. B [1][2]", true),
-            (
-                "Leave is 15 days. This is stated in [1].",
-                "Leave is 15 days. [1]",
-                false,
-            ),
-            (
-                "Leave is 15 days [1]. It rises.",
-                "Leave is 15 days [1].",
-                false,
-            ),
-            ("See [the table] [1].", "See [the table] [1].", true),
-            ("See [the table].", "See .", false),
-        ];
-        for (streamed, checked, same) in table {
-            assert_eq!(same_words(streamed, checked), *same, "{streamed}");
-        }
-    }
 }
