@@ -302,6 +302,31 @@ fn data_questions_run_safe_sql_over_readable_spreadsheets() {
     assert!(answer.contains("COUNT(*)=3"), "{answer}");
     assert!(answer.contains("三个月的试用期"), "{answer}");
 
+    // One figure per group, without a model: each environment's projects, largest first.
+    let o = ask(&a, &bob, "每个环境有多少项目？");
+    assert_eq!(o.state.plan.route, Route::Sql);
+    let sql = o.state.tools.sql.clone().unwrap();
+    assert_eq!(sql.generated_by, "template");
+    assert!(
+        sql.generated_sql.contains("GROUP BY"),
+        "{}",
+        sql.generated_sql
+    );
+    let answer = &o.state.output.final_answer;
+    let rows: Vec<&str> = ["prod, COUNT(*)=6", "dev, COUNT(*)=5", "staging, COUNT(*)=4"]
+        .into_iter()
+        .map(|row| {
+            answer
+                .find(row)
+                .map(|at| &answer[at..])
+                .unwrap_or_else(|| panic!("{row} missing: {answer}"))
+        })
+        .collect();
+    assert!(
+        rows.windows(2).all(|w| w[0].len() > w[1].len()),
+        "largest first: {answer}"
+    );
+
     // Once the spreadsheet's folder is restricted, its tables are not offered to bob at all.
     let hr: ScopeSet = "team:hr".parse().unwrap();
     f.engine

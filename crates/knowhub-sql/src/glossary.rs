@@ -32,11 +32,21 @@ pub(crate) const CHINESE: &[(&str, &str)] = &[
     ("几张", "how many"),
     ("几首", "how many"),
     ("几条", "how many"),
+    ("人数", "count"),
     ("总数", "count"),
     ("数量", "count"),
     ("个数", "count"),
     ("不同的", "distinct"),
     ("不同", "distinct"),
+    // One figure per group: "每个环境有多少项目", "按团队统计人数".
+    ("每一个", "each"),
+    ("每个", "each"),
+    ("各个", "each"),
+    ("各", "each"),
+    ("按照", "by"),
+    ("按", "by"),
+    // "Tally": what is tallied is said by its own word (数量, 人数, 总和).
+    ("统计", ""),
     // List / show.
     ("列出", "list"),
     ("列举", "list"),

@@ -8,6 +8,11 @@
 //! text column found in the question ("customers from Brazil"), or "from X" with X a country
 //! (then the table's country column).
 //!
+//! Counts, sums and averages can be given per group, largest first: per a column of the table
+//! ("how many projects per status", "每个环境有多少项目", "按环境统计项目数量"), or per row of
+//! the parent table a declared foreign key leads to, shown by its name ("how many albums does
+//! each artist have": the one join the template writes; an artist without albums counts 0).
+//!
 //! Matching: the question is lower-cased and cut into words (CJK: one token per character),
 //! plurals are folded ("companies" → "company"), Chinese phrases from a small glossary are
 //! translated first (except inside names and sample values of the schema, which match as they
@@ -26,22 +31,36 @@ use crate::value::Value;
 pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
     let mut q = Question::new(question, schema);
     let intent = Intent::detect(&q);
-    let table = pick_table(&mut q, schema, intent)?;
+    let (table, group) = match pick_grouped_table(&q, schema, intent) {
+        Some((grouped, table, group)) => {
+            q = grouped;
+            (table, Some(group))
+        }
+        None => (pick_table(&mut q, schema, intent)?, None),
+    };
     let filter = pick_filter(&mut q, table)?;
+    // Beside a parent table, the question's own table is `c` and its columns are qualified.
+    let own = |name: &str| match group {
+        Some(Group::Parent { .. }) => format!("c.{}", quote_ident(name)),
+        _ => quote_ident(name),
+    };
     let select = match intent {
         Intent::Sum | Intent::Avg => {
             let col = pick_measure(&mut q, table)?;
             let f = if intent == Intent::Sum { "SUM" } else { "AVG" };
-            format!("{f}({})", quote_ident(&col.name))
+            format!("{f}({})", own(&col.name))
         }
         Intent::Count => {
             let cols = mentioned_columns(&mut q, table);
-            match (cols.as_slice(), q.distinct) {
-                ([], _) => "COUNT(*)".to_owned(),
-                ([c], true) => format!("COUNT(DISTINCT {})", quote_ident(&c.name)),
+            match (cols.as_slice(), q.distinct, &group) {
+                // A parent without children counts 0: count the joined rows, not the parent's.
+                ([], _, Some(Group::Parent { key, .. })) => format!("COUNT({})", own(&key.name)),
+                ([], _, _) => "COUNT(*)".to_owned(),
+                ([c], true, None) => format!("COUNT(DISTINCT {})", quote_ident(&c.name)),
                 _ => return None,
             }
         }
+        Intent::List if group.is_some() => return None,
         Intent::List => {
             let mut cols = mentioned_columns(&mut q, table);
             // "Who is on probation?" asks for the people's names.
@@ -63,19 +82,73 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
     if !q.fully_explained() {
         return None;
     }
-    let mut sql = format!("SELECT {select} FROM {}", quote_ident(&table.name));
+    let mut sql = match &group {
+        None => format!("SELECT {select} FROM {}", quote_ident(&table.name)),
+        Some(Group::Column(g)) => format!(
+            "SELECT {}, {select} FROM {}",
+            quote_ident(&g.name),
+            quote_ident(&table.name)
+        ),
+        Some(Group::Parent {
+            key,
+            parent,
+            parent_key,
+            labels,
+        }) => format!(
+            "SELECT {}, {select} FROM {} AS p LEFT JOIN {} AS c ON c.{} = p.{}",
+            labels.join(", "),
+            quote_ident(&parent.name),
+            quote_ident(&table.name),
+            quote_ident(&key.name),
+            quote_ident(parent_key),
+        ),
+    };
     match filter {
         Some((col, Filter::Text(value))) => sql.push_str(&format!(
             " WHERE {} = '{}'",
-            quote_ident(&col.name),
+            own(&col.name),
             value.replace('\'', "''")
         )),
-        Some((col, Filter::True)) => {
-            sql.push_str(&format!(" WHERE {} = 1", quote_ident(&col.name)))
-        }
+        Some((col, Filter::True)) => sql.push_str(&format!(" WHERE {} = 1", own(&col.name))),
         None => {}
     }
+    // Largest groups first; the key breaks ties so the order is the same every time.
+    match &group {
+        None => {}
+        Some(Group::Column(g)) => {
+            let key = quote_ident(&g.name);
+            sql.push_str(&format!(" GROUP BY {key} ORDER BY {select} DESC, {key}"));
+        }
+        Some(Group::Parent {
+            parent_key, labels, ..
+        }) => {
+            let key = format!("p.{}", quote_ident(parent_key));
+            sql.push_str(&format!(
+                " GROUP BY {key} ORDER BY {select} DESC, {}, {key}",
+                labels.join(", ")
+            ));
+        }
+    }
     Some(sql)
+}
+
+/// What a grouped figure is given per.
+#[derive(Debug, Clone)]
+enum Group<'s> {
+    /// A column of the question's table: "projects per status".
+    Column(&'s ColumnInfo),
+    /// The rows of a parent table that the question's table references through a declared
+    /// foreign key, shown by their names: "albums per artist" counts each artist's albums, and
+    /// an artist without albums counts 0.
+    Parent {
+        /// The referencing column of the question's table (`Album.ArtistId`).
+        key: &'s ColumnInfo,
+        parent: &'s TableInfo,
+        /// The referenced column (`Artist.ArtistId`).
+        parent_key: &'s str,
+        /// The parent's name columns, qualified (`p."Name"`).
+        labels: Vec<String>,
+    },
 }
 
 /// The value a filter compares with.
@@ -460,6 +533,135 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
             }
         }
     }
+}
+
+/// Words that ask for one figure per group: "per status", "for each team", "by country"
+/// (每个/各 and 按 are translated to these). "by" groups only a figure ("invoice totals by
+/// country"); with a list it names an owner ("albums by AC/DC").
+fn is_group_marker(norm: &str, intent: Intent) -> bool {
+    match norm {
+        "per" | "each" => true,
+        "by" => intent != Intent::List,
+        _ => false,
+    }
+}
+
+/// A grouped question: the table and what its figure is given per ("how many projects per
+/// status" → `Status` of the projects table), with the marker and the group's words consumed
+/// in the returned question. `None` when the question has no group marker or its
+/// words after the marker name no column of the table the rest of the question picks.
+///
+/// The words after the marker are set aside before the table is picked, so "tracks per album"
+/// is about tracks even though "album" names a table too; the longest reading that names a
+/// column wins.
+fn pick_grouped_table<'s>(
+    q: &Question,
+    schema: &'s Schema,
+    intent: Intent,
+) -> Option<(Question, &'s TableInfo, Group<'s>)> {
+    let marker = q
+        .toks
+        .iter()
+        .position(|t| !t.cjk && is_group_marker(&t.norm, intent))?;
+    let mut start = marker + 1;
+    if q.toks.get(start).is_some_and(|t| t.norm == "the") {
+        start += 1;
+    }
+    for len in (1..=3).rev() {
+        let Some(phrase) = q.toks.get(start..start + len) else {
+            continue;
+        };
+        let phrase: Vec<String> = phrase.iter().map(|t| t.norm.clone()).collect();
+        let mut grouped = q.clone();
+        grouped.consume(marker, start + len - marker);
+        // "for each": "for" belongs to the marker.
+        if marker > 0 && grouped.toks[marker - 1].norm == "for" {
+            grouped.consume(marker - 1, 1);
+        }
+        // Without a named table, the only table with such a column: "各团队有多少人" is
+        // about the table with a team column.
+        let table = pick_table(&mut grouped, schema, intent).or_else(|| {
+            let owners: Vec<&TableInfo> = schema
+                .tables
+                .iter()
+                .filter(|t| group_by(schema, t, &phrase).is_some())
+                .collect();
+            match owners.as_slice() {
+                [t] => Some(*t),
+                _ => None,
+            }
+        });
+        let Some(table) = table else { continue };
+        if let Some(group) = group_by(schema, table, &phrase) {
+            return Some((grouped, table, group));
+        }
+    }
+    None
+}
+
+/// What `phrase` (normalized words) names for grouping rows of `table`: the column whose name
+/// is exactly those words; else, for one word, the only column whose name ends with it
+/// ("country" → `BillingCountry`); else the parent table of that name that a declared foreign
+/// key leads to ("artist" → `Album.ArtistId` → `Artist`, shown by its name columns). Ids are
+/// never shown as groups: a spreadsheet's "Project ID" with no declared key is not understood.
+fn group_by<'s>(schema: &'s Schema, table: &'s TableInfo, phrase: &[String]) -> Option<Group<'s>> {
+    let words_of = |name: &str| -> Vec<String> { ident_parts(name).concat() };
+    let plain = |c: &&ColumnInfo| !is_id_like(c) && c.primary_key == 0;
+    if let Some(c) = table
+        .columns
+        .iter()
+        .filter(plain)
+        .find(|c| words_of(&c.name) == phrase)
+    {
+        return Some(Group::Column(c));
+    }
+    let [word] = phrase else { return None };
+    let ending: Vec<&ColumnInfo> = table
+        .columns
+        .iter()
+        .filter(plain)
+        .filter(|c| words_of(&c.name).last() == Some(word))
+        .collect();
+    if let [c] = ending.as_slice() {
+        return Some(Group::Column(c));
+    }
+    table.foreign_keys.iter().find_map(|fk| {
+        let ([col], [parent_key]) = (fk.columns.as_slice(), fk.ref_columns.as_slice()) else {
+            return None;
+        };
+        let parent = schema.table(&fk.ref_table)?;
+        if words_of(&parent.name) != phrase {
+            return None;
+        }
+        let labels = label_columns(parent);
+        if labels.is_empty() {
+            return None;
+        }
+        Some(Group::Parent {
+            key: table.column(col)?,
+            parent,
+            parent_key,
+            labels: labels
+                .iter()
+                .map(|c| format!("p.{}", quote_ident(&c.name)))
+                .collect(),
+        })
+    })
+}
+
+/// The columns that name a row of `table` for a reader: its name columns ("Name", "FirstName"
+/// and "LastName"), else a title column ("Title" of an album).
+fn label_columns(table: &TableInfo) -> Vec<&ColumnInfo> {
+    let names = name_columns(table);
+    if !names.is_empty() {
+        return names;
+    }
+    table
+        .columns
+        .iter()
+        .filter(|c| c.is_text() && ident_words(&c.name).iter().any(|w| w == "title"))
+        .take(1)
+        .collect()
 }
 
 /// Whether the question names a column of `table` (not an id), a yes/no column of it, or one

@@ -25,10 +25,12 @@ fn build_fixture(dir: &Path) -> PathBuf {
            (8, 'Frank', 'Harris', 'Google Inc.', 'Mountain View', 'USA', 4);
          CREATE TABLE Artist (ArtistId INTEGER PRIMARY KEY, Name NVARCHAR(120));
          INSERT INTO Artist VALUES (1, 'AC/DC'), (2, 'Accept'), (3, 'Aerosmith');
-         CREATE TABLE Album (AlbumId INTEGER PRIMARY KEY, Title NVARCHAR(160), ArtistId INTEGER);
+         CREATE TABLE Album (AlbumId INTEGER PRIMARY KEY, Title NVARCHAR(160),
+                             ArtistId INTEGER REFERENCES Artist (ArtistId));
          INSERT INTO Album VALUES (1, 'For Those About To Rock', 1), (2, 'Balls to the Wall', 2),
                                   (3, 'Restless and Wild', 2), (4, 'Let There Be Rock', 1);
-         CREATE TABLE Track (TrackId INTEGER PRIMARY KEY, Name NVARCHAR(200), AlbumId INTEGER,
+         CREATE TABLE Track (TrackId INTEGER PRIMARY KEY, Name NVARCHAR(200),
+                             AlbumId INTEGER REFERENCES Album (AlbumId),
                              Milliseconds INTEGER, UnitPrice NUMERIC(10,2));
          INSERT INTO Track VALUES (1, 'Go Down', 4, 331180, 0.99), (2, 'Dog Eat Dog', 4, 215196, 0.99),
                                   (3, 'Overdose', 4, 369319, 1.99);
@@ -257,9 +259,108 @@ fn questions_to_sql() {
             Some("SELECT SUM(\"Budget\") FROM \"Projects\""),
             Some(Value::Integer(220)),
         ),
+        // One figure per group, largest first.
+        (
+            "How many projects per status?",
+            Some(
+                "SELECT \"Status\", COUNT(*) FROM \"Projects\" GROUP BY \"Status\" ORDER BY \
+                 COUNT(*) DESC, \"Status\"",
+            ),
+            Some(Value::Text("In progress".into())),
+        ),
+        (
+            "每个环境有多少项目？",
+            Some(
+                "SELECT \"Environment\", COUNT(*) FROM \"Projects\" GROUP BY \"Environment\" \
+                 ORDER BY COUNT(*) DESC, \"Environment\"",
+            ),
+            Some(Value::Text("prod".into())),
+        ),
+        (
+            "按环境统计项目数量",
+            Some(
+                "SELECT \"Environment\", COUNT(*) FROM \"Projects\" GROUP BY \"Environment\" \
+                 ORDER BY COUNT(*) DESC, \"Environment\"",
+            ),
+            Some(Value::Text("prod".into())),
+        ),
+        (
+            "各团队有多少人？",
+            Some(
+                "SELECT \"Team\", COUNT(*) FROM \"Staff\" GROUP BY \"Team\" ORDER BY COUNT(*) \
+                 DESC, \"Team\"",
+            ),
+            Some(Value::Text("Audio".into())),
+        ),
+        // Per parent row, through a declared foreign key, by the parent's name; a parent
+        // without children counts 0 (Aerosmith has no albums).
+        (
+            "number of tracks in each album",
+            Some(
+                "SELECT p.\"Title\", COUNT(c.\"AlbumId\") FROM \"Album\" AS p LEFT JOIN \
+                 \"Track\" AS c ON c.\"AlbumId\" = p.\"AlbumId\" GROUP BY p.\"AlbumId\" ORDER \
+                 BY COUNT(c.\"AlbumId\") DESC, p.\"Title\", p.\"AlbumId\"",
+            ),
+            Some(Value::Text("Let There Be Rock".into())),
+        ),
+        (
+            "How many albums does each artist have?",
+            Some(
+                "SELECT p.\"Name\", COUNT(c.\"ArtistId\") FROM \"Artist\" AS p LEFT JOIN \
+                 \"Album\" AS c ON c.\"ArtistId\" = p.\"ArtistId\" GROUP BY p.\"ArtistId\" \
+                 ORDER BY COUNT(c.\"ArtistId\") DESC, p.\"Name\", p.\"ArtistId\"",
+            ),
+            Some(Value::Text("AC/DC".into())),
+        ),
+        (
+            "每个艺术家有多少张专辑？",
+            Some(
+                "SELECT p.\"Name\", COUNT(c.\"ArtistId\") FROM \"Artist\" AS p LEFT JOIN \
+                 \"Album\" AS c ON c.\"ArtistId\" = p.\"ArtistId\" GROUP BY p.\"ArtistId\" \
+                 ORDER BY COUNT(c.\"ArtistId\") DESC, p.\"Name\", p.\"ArtistId\"",
+            ),
+            Some(Value::Text("AC/DC".into())),
+        ),
+        // An id without a declared key is no group: ids are not what a reader asks to see.
+        ("How many invoice lines per track?", None, None),
+        (
+            "total invoice totals by country",
+            Some(
+                "SELECT \"BillingCountry\", SUM(\"Total\") FROM \"Invoice\" GROUP BY \
+                 \"BillingCountry\" ORDER BY SUM(\"Total\") DESC, \"BillingCountry\"",
+            ),
+            Some(Value::Text("Brazil".into())),
+        ),
+        (
+            "按状态统计项目预算总和",
+            Some(
+                "SELECT \"Status\", SUM(\"Budget\") FROM \"Projects\" GROUP BY \"Status\" ORDER \
+                 BY SUM(\"Budget\") DESC, \"Status\"",
+            ),
+            Some(Value::Text("In progress".into())),
+        ),
+        (
+            "各地区的销售额合计",
+            Some(
+                "SELECT \"地区\", SUM(\"销售额\") FROM \"sheet_销售\" GROUP BY \"地区\" ORDER BY \
+                 SUM(\"销售额\") DESC, \"地区\"",
+            ),
+            Some(Value::Text("华东".into())),
+        ),
+        (
+            "How many prod projects per status?",
+            Some(
+                "SELECT \"Status\", COUNT(*) FROM \"Projects\" WHERE \"Environment\" = 'prod' \
+                 GROUP BY \"Status\" ORDER BY COUNT(*) DESC, \"Status\"",
+            ),
+            Some(Value::Text("Done".into())),
+        ),
+        // "by" with a list names an owner; a group word that names no column is not understood.
+        ("list projects by environment", None, None),
+        ("每周有多少发票", None, None),
+        ("How many different statuses per environment?", None, None),
         // Unsure → None.
         ("How many rock tracks are there?", None, None),
-        ("number of tracks in each album", None, None),
         ("which customer spent the most", None, None),
         ("what is the weather today", None, None),
         ("", None, None),
@@ -287,4 +388,30 @@ fn questions_to_sql() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_parent_without_children_counts_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_fixture(dir.path());
+    let schema = introspect(&db, 5).unwrap();
+    let policy = Policy::default();
+    let sql = template_sql("How many albums does each artist have?", &schema).unwrap();
+    let q = validate(&sql, &schema, &policy).unwrap();
+    let rows = execute(&db, &q, &policy).unwrap().rows;
+    let counts: Vec<(String, i64)> = rows
+        .iter()
+        .map(|r| match (&r[0], &r[1]) {
+            (Value::Text(name), Value::Integer(n)) => (name.clone(), *n),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("AC/DC".to_owned(), 2),
+            ("Accept".to_owned(), 2),
+            ("Aerosmith".to_owned(), 0)
+        ]
+    );
 }
