@@ -30,13 +30,27 @@ use crate::value::Value;
 /// simple shapes or any part of it is not understood.
 pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
     let mut q = Question::new(question, schema);
-    let intent = Intent::detect(&q);
-    let (table, group) = match pick_grouped_table(&q, schema, intent) {
+    // "Which team has the most people" counts the people of each team; "the most" is only
+    // understood of groups.
+    let extreme = Extreme::find(&q);
+    let intent = match (Intent::detect(&q), extreme) {
+        (Intent::List, Some(_)) => Intent::Count,
+        (intent, _) => intent,
+    };
+    let (table, group) = match pick_grouped_table(&q, schema, intent, extreme.is_some()) {
         Some((grouped, table, group)) => {
             q = grouped;
             (table, Some(group))
         }
         None => (pick_table(&mut q, schema, intent)?, None),
+    };
+    let extreme = match (extreme, &group) {
+        (Some((at, e)), Some(_)) => {
+            q.consume(at, 1);
+            Some(e)
+        }
+        (Some(_), None) => return None,
+        (None, _) => None,
     };
     let filter = pick_filter(&mut q, table)?;
     // Beside a parent table, the question's own table is `c` and its columns are qualified.
@@ -82,21 +96,15 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
     if !q.fully_explained() {
         return None;
     }
-    let mut sql = match &group {
-        None => format!("SELECT {select} FROM {}", quote_ident(&table.name)),
-        Some(Group::Column(g)) => format!(
-            "SELECT {}, {select} FROM {}",
-            quote_ident(&g.name),
-            quote_ident(&table.name)
-        ),
+    let mut from = match &group {
+        None | Some(Group::Column(_)) => format!("FROM {}", quote_ident(&table.name)),
         Some(Group::Parent {
             key,
             parent,
             parent_key,
-            labels,
+            ..
         }) => format!(
-            "SELECT {}, {select} FROM {} AS p LEFT JOIN {} AS c ON c.{} = p.{}",
-            labels.join(", "),
+            "FROM {} AS p LEFT JOIN {} AS c ON c.{} = p.{}",
             quote_ident(&parent.name),
             quote_ident(&table.name),
             quote_ident(&key.name),
@@ -104,32 +112,68 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
         ),
     };
     match filter {
-        Some((col, Filter::Text(value))) => sql.push_str(&format!(
+        Some((col, Filter::Text(value))) => from.push_str(&format!(
             " WHERE {} = '{}'",
             own(&col.name),
             value.replace('\'', "''")
         )),
-        Some((col, Filter::True)) => sql.push_str(&format!(" WHERE {} = 1", own(&col.name))),
+        Some((col, Filter::True)) => from.push_str(&format!(" WHERE {} = 1", own(&col.name))),
         None => {}
     }
-    // Largest groups first; the key breaks ties so the order is the same every time.
-    match &group {
-        None => {}
+    // A group is shown by its labels and grouped by its key; the key also breaks ties, so the
+    // order is the same every time.
+    let (labels, key, tie_order) = match &group {
+        None => return Some(format!("SELECT {select} {from}")),
         Some(Group::Column(g)) => {
             let key = quote_ident(&g.name);
-            sql.push_str(&format!(" GROUP BY {key} ORDER BY {select} DESC, {key}"));
+            (key.clone(), key.clone(), key)
         }
         Some(Group::Parent {
             parent_key, labels, ..
         }) => {
             let key = format!("p.{}", quote_ident(parent_key));
-            sql.push_str(&format!(
-                " GROUP BY {key} ORDER BY {select} DESC, {}, {key}",
-                labels.join(", ")
-            ));
+            let labels = labels.join(", ");
+            (labels.clone(), key.clone(), format!("{labels}, {key}"))
         }
+    };
+    let grouped = format!("SELECT {labels}, {select} {from} GROUP BY {key}");
+    Some(match extreme {
+        // Largest groups first.
+        None => format!("{grouped} ORDER BY {select} DESC, {tie_order}"),
+        // Every group that reaches the extreme: a tie is shown, never settled silently.
+        Some(extreme) => {
+            let f = match extreme {
+                Extreme::Most => "MAX",
+                Extreme::Fewest => "MIN",
+            };
+            format!(
+                "{grouped} HAVING {select} = (SELECT {f}(v) FROM (SELECT {select} AS v {from} \
+                 GROUP BY {key})) ORDER BY {tie_order}"
+            )
+        }
+    })
+}
+
+/// Which end of a ranking of groups a question asks for: "which team has the most people",
+/// "哪个环境的项目最少".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Extreme {
+    Most,
+    Fewest,
+}
+
+impl Extreme {
+    /// The superlative word of the question, if any, with its position.
+    fn find(q: &Question) -> Option<(usize, Extreme)> {
+        q.toks.iter().enumerate().find_map(|(i, t)| {
+            let e = match t.norm.as_str() {
+                "most" | "highest" | "largest" | "biggest" | "greatest" => Extreme::Most,
+                "fewest" | "least" | "lowest" | "smallest" => Extreme::Fewest,
+                _ => return None,
+            };
+            (!t.cjk).then_some((i, e))
+        })
     }
-    Some(sql)
 }
 
 /// What a grouped figure is given per.
@@ -538,10 +582,12 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
 /// Words that ask for one figure per group: "per status", "for each team", "by country"
 /// (每个/各 and 按 are translated to these). "by" groups only a figure ("invoice totals by
 /// country"); with a list it names an owner ("albums by AC/DC").
-fn is_group_marker(norm: &str, intent: Intent) -> bool {
+fn is_group_marker(norm: &str, intent: Intent, superlative: bool) -> bool {
     match norm {
         "per" | "each" => true,
         "by" => intent != Intent::List,
+        // "Which team has the most people" ranks teams.
+        "which" => superlative,
         _ => false,
     }
 }
@@ -558,11 +604,12 @@ fn pick_grouped_table<'s>(
     q: &Question,
     schema: &'s Schema,
     intent: Intent,
+    superlative: bool,
 ) -> Option<(Question, &'s TableInfo, Group<'s>)> {
     let marker = q
         .toks
         .iter()
-        .position(|t| !t.cjk && is_group_marker(&t.norm, intent))?;
+        .position(|t| !t.cjk && is_group_marker(&t.norm, intent, superlative))?;
     let mut start = marker + 1;
     if q.toks.get(start).is_some_and(|t| t.norm == "the") {
         start += 1;

@@ -355,6 +355,50 @@ fn questions_to_sql() {
             ),
             Some(Value::Text("Done".into())),
         ),
+        // The ends of a ranking of groups; a tie is shown whole (AC/DC and Accept have two
+        // albums each).
+        (
+            "Which environment has the most projects?",
+            Some(
+                "SELECT \"Environment\", COUNT(*) FROM \"Projects\" GROUP BY \"Environment\" \
+                 HAVING COUNT(*) = (SELECT MAX(v) FROM (SELECT COUNT(*) AS v FROM \"Projects\" \
+                 GROUP BY \"Environment\")) ORDER BY \"Environment\"",
+            ),
+            Some(Value::Text("prod".into())),
+        ),
+        (
+            "哪个环境的项目最少？",
+            Some(
+                "SELECT \"Environment\", COUNT(*) FROM \"Projects\" GROUP BY \"Environment\" \
+                 HAVING COUNT(*) = (SELECT MIN(v) FROM (SELECT COUNT(*) AS v FROM \"Projects\" \
+                 GROUP BY \"Environment\")) ORDER BY \"Environment\"",
+            ),
+            Some(Value::Text("test".into())),
+        ),
+        (
+            "Which artist has the most albums?",
+            Some(
+                "SELECT p.\"Name\", COUNT(c.\"ArtistId\") FROM \"Artist\" AS p LEFT JOIN \
+                 \"Album\" AS c ON c.\"ArtistId\" = p.\"ArtistId\" GROUP BY p.\"ArtistId\" \
+                 HAVING COUNT(c.\"ArtistId\") = (SELECT MAX(v) FROM (SELECT COUNT(c.\"ArtistId\") \
+                 AS v FROM \"Artist\" AS p LEFT JOIN \"Album\" AS c ON c.\"ArtistId\" = \
+                 p.\"ArtistId\" GROUP BY p.\"ArtistId\")) ORDER BY p.\"Name\", p.\"ArtistId\"",
+            ),
+            Some(Value::Text("AC/DC".into())),
+        ),
+        (
+            "哪个地区的销售额合计最高？",
+            Some(
+                "SELECT \"地区\", SUM(\"销售额\") FROM \"sheet_销售\" GROUP BY \"地区\" HAVING \
+                 SUM(\"销售额\") = (SELECT MAX(v) FROM (SELECT SUM(\"销售额\") AS v FROM \
+                 \"sheet_销售\" GROUP BY \"地区\")) ORDER BY \"地区\"",
+            ),
+            Some(Value::Text("华东".into())),
+        ),
+        // "The most" of no group, or of a single row's value, is not understood.
+        ("Which invoice is the largest?", None, None),
+        ("哪个项目的预算最高？", None, None),
+        ("年假最多几天？", None, None),
         // "by" with a list names an owner; a group word that names no column is not understood.
         ("list projects by environment", None, None),
         ("每周有多少发票", None, None),
@@ -390,28 +434,38 @@ fn questions_to_sql() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// The (name, count) rows the template's statement for `question` returns.
+fn named_counts(db: &Path, schema: &knowhub_sql::Schema, question: &str) -> Vec<(String, i64)> {
+    let policy = Policy::default();
+    let sql = template_sql(question, schema).unwrap();
+    let q = validate(&sql, schema, &policy).unwrap();
+    let rows = execute(db, &q, &policy).unwrap().rows;
+    rows.iter()
+        .map(|r| match (&r[0], &r[1]) {
+            (Value::Text(name), Value::Integer(n)) => (name.clone(), *n),
+            other => panic!("{question}: {other:?}"),
+        })
+        .collect()
+}
+
 #[test]
-fn a_parent_without_children_counts_zero() {
+fn a_parent_without_children_counts_zero_and_ties_are_shown_whole() {
     let dir = tempfile::tempdir().unwrap();
     let db = build_fixture(dir.path());
     let schema = introspect(&db, 5).unwrap();
-    let policy = Policy::default();
-    let sql = template_sql("How many albums does each artist have?", &schema).unwrap();
-    let q = validate(&sql, &schema, &policy).unwrap();
-    let rows = execute(&db, &q, &policy).unwrap().rows;
-    let counts: Vec<(String, i64)> = rows
-        .iter()
-        .map(|r| match (&r[0], &r[1]) {
-            (Value::Text(name), Value::Integer(n)) => (name.clone(), *n),
-            other => panic!("{other:?}"),
-        })
-        .collect();
-    assert_eq!(
-        counts,
-        [
-            ("AC/DC".to_owned(), 2),
-            ("Accept".to_owned(), 2),
-            ("Aerosmith".to_owned(), 0)
-        ]
-    );
+    for (question, want) in [
+        (
+            "How many albums does each artist have?",
+            &[("AC/DC", 2), ("Accept", 2), ("Aerosmith", 0)][..],
+        ),
+        // A tie at the top is shown whole; the fewest is the artist without albums.
+        (
+            "Which artist has the most albums?",
+            &[("AC/DC", 2), ("Accept", 2)],
+        ),
+        ("Which artist has the fewest albums?", &[("Aerosmith", 0)]),
+    ] {
+        let want: Vec<(String, i64)> = want.iter().map(|(n, c)| (n.to_string(), *c)).collect();
+        assert_eq!(named_counts(&db, &schema, question), want, "{question}");
+    }
 }
