@@ -82,6 +82,10 @@ pub(crate) const CHINESE: &[(&str, &str)] = &[
     ("还在", ""),
     ("仍在", ""),
     ("正在", ""),
+    // "In use": a value in use is one the data holds ("这些环境中有多少正在使用").
+    ("正在使用", ""),
+    ("在使用", ""),
+    ("使用中", ""),
     // Aggregates.
     ("平均值", "average"),
     ("平均", "average"),

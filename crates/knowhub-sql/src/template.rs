@@ -65,12 +65,16 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
             format!("{f}({})", own(&col.name))
         }
         Intent::Count => {
+            let before = q.clone();
             let cols = mentioned_columns(&mut q, table);
             match (cols.as_slice(), q.distinct, &group) {
                 // A parent without children counts 0: count the joined rows, not the parent's.
                 ([], _, Some(Group::Parent { key, .. })) => format!("COUNT({})", own(&key.name)),
                 ([], _, _) => "COUNT(*)".to_owned(),
                 ([c], true, None) => format!("COUNT(DISTINCT {})", quote_ident(&c.name)),
+                ([c], false, None) if before.counts_values_of(c) => {
+                    format!("COUNT(DISTINCT {})", quote_ident(&c.name))
+                }
                 _ => return None,
             }
         }
@@ -498,6 +502,48 @@ impl Question {
         for &(s, l) in spans {
             self.consume(s, l);
         }
+    }
+
+    /// Whether the question counts the values of `c` itself: "how many environments",
+    /// "有多少个环境", "这些环境中有多少" (the column's words right after "how many" or "number
+    /// of", or right before "how many" with only particles such as 中 between). "How many
+    /// customers have a company" counts customers, not companies.
+    fn counts_values_of(&self, c: &ColumnInfo) -> bool {
+        if !c.is_text() || c.is_boolean() || is_id_like(c) {
+            return false;
+        }
+        let Some(spans) = self.find_all(&ident_parts(&c.name)) else {
+            return false;
+        };
+        let (Some(first), Some(last)) = (
+            spans.iter().map(|&(s, _)| s).min(),
+            spans.iter().map(|&(s, l)| s + l).max(),
+        ) else {
+            return false;
+        };
+        if last - first != spans.iter().map(|&(_, l)| l).sum::<usize>() {
+            return false;
+        }
+        let norm = |i: usize| self.toks.get(i).map(|t| t.norm.as_str());
+        let filler = |t: &Tok| {
+            matches!(t.norm.as_str(), "the" | "different" | "distinct" | "unique")
+                || (t.cjk && CJK_STOP.contains(t.orig.as_str()))
+        };
+        let mut before = first;
+        while before > 0 && self.toks.get(before - 1).is_some_and(filler) {
+            before -= 1;
+        }
+        let after_how_many = before >= 2
+            && matches!(
+                (norm(before - 2), norm(before - 1)),
+                (Some("how"), Some("many")) | (Some("number"), Some("of"))
+            );
+        let mut after = last;
+        while self.toks.get(after).is_some_and(|t| t.cjk && filler(t)) {
+            after += 1;
+        }
+        let before_how_many = norm(after) == Some("how") && norm(after + 1) == Some("many");
+        after_how_many || before_how_many
     }
 
     fn fully_explained(&self) -> bool {

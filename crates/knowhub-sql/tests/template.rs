@@ -103,6 +103,29 @@ fn questions_to_sql() {
             Some("SELECT COUNT(DISTINCT \"Country\") FROM \"Customer\""),
             Some(Value::Integer(5)),
         ),
+        // "How many <column>" counts the column's values.
+        (
+            "How many environments are there?",
+            Some("SELECT COUNT(DISTINCT \"Environment\") FROM \"Projects\""),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "有多少个环境？",
+            Some("SELECT COUNT(DISTINCT \"Environment\") FROM \"Projects\""),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "这些环境中有多少正在使用？",
+            Some("SELECT COUNT(DISTINCT \"Environment\") FROM \"Projects\""),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "number of billing countries of invoices",
+            Some("SELECT COUNT(DISTINCT \"BillingCountry\") FROM \"Invoice\""),
+            Some(Value::Integer(4)),
+        ),
+        ("How many customers have a company?", None, None),
+        ("How many invoice totals are there?", None, None),
         // Listing.
         ("List the albums", Some("SELECT * FROM \"Album\""), None),
         ("列出所有专辑", Some("SELECT * FROM \"Album\""), None),
