@@ -47,6 +47,15 @@ pub(crate) const CHINESE: &[(&str, &str)] = &[
     ("按", "by"),
     // "Tally": what is tallied is said by its own word (数量, 人数, 总和).
     ("统计", ""),
+    // Order: "按预算降序", "按开始日期排序".
+    ("排序", "sorted"),
+    ("排列", "sorted"),
+    ("降序", "descending"),
+    ("升序", "ascending"),
+    ("从高到低", "descending"),
+    ("从大到小", "descending"),
+    ("从低到高", "ascending"),
+    ("从小到大", "ascending"),
     // List / show.
     ("列出", "list"),
     ("列举", "list"),

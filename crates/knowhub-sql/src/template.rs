@@ -12,6 +12,9 @@
 //! ("how many projects per status", "每个环境有多少项目", "按环境统计项目数量"), or per row of
 //! the parent table a declared foreign key leads to, shown by its name ("how many albums does
 //! each artist have": the one join the template writes; an artist without albums counts 0).
+//! "Which X has the most/fewest Y" (哪个…最多/最少) gives every group at that end, ties
+//! included. A listing can be ordered ("sorted by title", "按预算降序") or cut to its top N
+//! ("top 3 projects by budget", "预算最高的前 3 个项目").
 //!
 //! Matching: the question is lower-cased and cut into words (CJK: one token per character),
 //! plurals are folded ("companies" → "company"), Chinese phrases from a small glossary are
@@ -31,28 +34,39 @@ use crate::value::Value;
 pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
     let mut q = Question::new(question, schema);
     // "Which team has the most people" counts the people of each team; "the most" is only
-    // understood of groups.
+    // understood of groups, or as the order of a top-N listing ("预算最高的前 3 个项目").
     let extreme = Extreme::find(&q);
-    let intent = match (Intent::detect(&q), extreme) {
-        (Intent::List, Some(_)) => Intent::Count,
-        (intent, _) => intent,
+    let top = top_n(&q);
+    let intent = match (Intent::detect(&q), extreme, top) {
+        (Intent::List, Some(_), None) => Intent::Count,
+        (intent, _, _) => intent,
     };
-    let (table, group) = match pick_grouped_table(&q, schema, intent, extreme.is_some()) {
+    let ranks_groups = extreme.is_some() && top.is_none();
+    let (table, group) = match pick_grouped_table(&q, schema, intent, ranks_groups) {
         Some((grouped, table, group)) => {
             q = grouped;
             (table, Some(group))
         }
         None => (pick_table(&mut q, schema, intent)?, None),
     };
-    let extreme = match (extreme, &group) {
-        (Some((at, e)), Some(_)) => {
+    let (extreme, top_order) = match (extreme, &group, top) {
+        (Some((at, e)), Some(_), None) => {
             q.consume(at, 1);
-            Some(e)
+            (Some(e), None)
         }
-        (Some(_), None) => return None,
-        (None, _) => None,
+        (Some((at, e)), None, Some(_)) => {
+            q.consume(at, 1);
+            (None, Some(e))
+        }
+        (Some(_), _, _) => return None,
+        (None, _, _) => (None, None),
     };
     let filter = pick_filter(&mut q, table)?;
+    let order = match intent {
+        Intent::List if group.is_none() => pick_order(&mut q, table, top, top_order)?,
+        _ if top.is_some() => return None,
+        _ => None,
+    };
     // Beside a parent table, the question's own table is `c` and its columns are qualified.
     let own = |name: &str| match group {
         Some(Group::Parent { .. }) => format!("c.{}", quote_ident(name)),
@@ -127,7 +141,20 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
     // A group is shown by its labels and grouped by its key; the key also breaks ties, so the
     // order is the same every time.
     let (labels, key, tie_order) = match &group {
-        None => return Some(format!("SELECT {select} {from}")),
+        None => {
+            let mut sql = format!("SELECT {select} {from}");
+            if let Some(order) = order {
+                let dir = if order.descending { " DESC" } else { "" };
+                sql.push_str(&format!(
+                    " ORDER BY {}{dir}",
+                    quote_ident(&order.column.name)
+                ));
+                if let Some(n) = order.limit {
+                    sql.push_str(&format!(" LIMIT {n}"));
+                }
+            }
+            return Some(sql);
+        }
         Some(Group::Column(g)) => {
             let key = quote_ident(&g.name);
             (key.clone(), key.clone(), key)
@@ -156,6 +183,139 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
             )
         }
     })
+}
+
+/// How a listing is ordered: "sorted by title", "按预算降序", "top 3 projects by budget".
+#[derive(Debug, Clone, Copy)]
+struct Order<'t> {
+    column: &'t ColumnInfo,
+    descending: bool,
+    limit: Option<u32>,
+}
+
+/// "Top 3" / "前 3 个": the position of "top" (or 前) and the number. Its words are consumed
+/// only once the listing's order is understood.
+fn top_n(q: &Question) -> Option<(usize, u32)> {
+    q.toks.windows(2).enumerate().find_map(|(i, w)| {
+        let opens = w[0].norm == "top" || w[0].orig == "前";
+        let n = w[1].norm.parse::<u32>().ok().filter(|n| *n > 0)?;
+        opens.then_some((i, n))
+    })
+}
+
+/// The order of a listing: `Some(None)` when the question asks for none, `None` when it asks
+/// for one that is not understood. The column is the one named after "sorted by" / "order
+/// by" / "by … sorted" (按…排序), or after "top N … by"; a top-N listing without "by" is
+/// ordered by the only numeric column it names ("预算最高的前 3 个项目"). "Top" lists the
+/// largest first unless the question says otherwise; a sort is ascending unless it says
+/// descending (降序).
+fn pick_order<'t>(
+    q: &mut Question,
+    table: &'t TableInfo,
+    top: Option<(usize, u32)>,
+    top_order: Option<Extreme>,
+) -> Option<Option<Order<'t>>> {
+    const SORT: &[&str] = &["sorted", "ordered", "order", "sort", "arranged"];
+    const DESCENDING: &[&str] = &["descending", "desc", "decreasing"];
+    const ASCENDING: &[&str] = &[
+        "ascending",
+        "asc",
+        "increasing",
+        "alphabetically",
+        "alphabetical",
+    ];
+    let sort_at = q
+        .toks
+        .iter()
+        .position(|t| !t.used && SORT.contains(&t.norm.as_str()));
+    let direction_said = q.toks.iter().any(|t| {
+        !t.used && (DESCENDING.contains(&t.norm.as_str()) || ASCENDING.contains(&t.norm.as_str()))
+    });
+    if sort_at.is_none() && top.is_none() && !direction_said {
+        return Some(None);
+    }
+    let mut scratch = q.clone();
+    if let Some(at) = sort_at {
+        scratch.consume(at, 1);
+    }
+    if let Some((at, _)) = top {
+        scratch.consume(at, 2);
+    }
+    let by = scratch.toks.iter().position(|t| !t.used && t.norm == "by");
+    let column = match by {
+        Some(by) => {
+            let the = scratch.toks.get(by + 1).is_some_and(|t| t.norm == "the");
+            let start = by + 1 + usize::from(the);
+            scratch.consume(by, start - by);
+            (1..=3).rev().find_map(|len| {
+                let words = scratch.toks.get(start..start + len)?;
+                if words.iter().any(|t| t.used) {
+                    return None;
+                }
+                let phrase: Vec<String> = words.iter().map(|t| t.norm.clone()).collect();
+                let column = order_column(table, &phrase)?;
+                scratch.consume(start, len);
+                Some(column)
+            })?
+        }
+        None if top.is_some() => {
+            let numeric: Vec<(&ColumnInfo, Spans)> = table
+                .columns
+                .iter()
+                .filter(|c| c.is_numeric() && !is_id_like(c))
+                .filter_map(|c| scratch.find_all(&ident_parts(&c.name)).map(|s| (c, s)))
+                .collect();
+            let [(column, spans)] = numeric.as_slice() else {
+                return None;
+            };
+            scratch.consume_all(spans);
+            *column
+        }
+        None => return None,
+    };
+    let mut descending = match top_order {
+        Some(Extreme::Fewest) => false,
+        Some(Extreme::Most) => true,
+        None => top.is_some(),
+    };
+    for (i, t) in scratch.toks.clone().iter().enumerate() {
+        if t.used {
+            continue;
+        }
+        if DESCENDING.contains(&t.norm.as_str()) {
+            descending = true;
+        } else if ASCENDING.contains(&t.norm.as_str()) {
+            descending = false;
+        } else {
+            continue;
+        }
+        scratch.consume(i, 1);
+    }
+    *q = scratch;
+    Some(Some(Order {
+        column,
+        descending,
+        limit: top.map(|(_, n)| n),
+    }))
+}
+
+/// The column `phrase` names for ordering: the one whose name is exactly those words, else,
+/// for one word, the only column whose name ends with it.
+fn order_column<'t>(table: &'t TableInfo, phrase: &[String]) -> Option<&'t ColumnInfo> {
+    let words_of = |c: &ColumnInfo| ident_parts(&c.name).concat();
+    if let Some(c) = table.columns.iter().find(|c| words_of(c) == phrase) {
+        return Some(c);
+    }
+    let [word] = phrase else { return None };
+    let ending: Vec<&ColumnInfo> = table
+        .columns
+        .iter()
+        .filter(|c| !is_id_like(c) && words_of(c).last() == Some(word))
+        .collect();
+    match ending.as_slice() {
+        [c] => Some(*c),
+        _ => None,
+    }
 }
 
 /// Which end of a ranking of groups a question asks for: "which team has the most people",

@@ -422,6 +422,35 @@ fn questions_to_sql() {
         ("Which invoice is the largest?", None, None),
         ("哪个项目的预算最高？", None, None),
         ("年假最多几天？", None, None),
+        // Ordered listings, and the top N.
+        (
+            "List all albums sorted by title alphabetically.",
+            Some("SELECT * FROM \"Album\" ORDER BY \"Title\""),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "按预算降序列出项目",
+            Some("SELECT * FROM \"Projects\" ORDER BY \"Budget\" DESC"),
+            Some(Value::Text("Mixer".into())),
+        ),
+        (
+            "top 2 projects by budget",
+            Some("SELECT * FROM \"Projects\" ORDER BY \"Budget\" DESC LIMIT 2"),
+            Some(Value::Text("Mixer".into())),
+        ),
+        (
+            "预算最低的前2个项目",
+            Some("SELECT * FROM \"Projects\" ORDER BY \"Budget\" LIMIT 2"),
+            Some(Value::Text("Encoder".into())),
+        ),
+        (
+            "list customers from Canada ordered by city",
+            Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Canada' ORDER BY \"City\""),
+            Some(Value::Integer(6)),
+        ),
+        ("albums sorted by colour", None, None),
+        ("top 3 customers", None, None),
+        ("top 5 countries by number of customers", None, None),
         // "by" with a list names an owner; a group word that names no column is not understood.
         ("list projects by environment", None, None),
         ("每周有多少发票", None, None),
