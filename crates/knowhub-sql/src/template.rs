@@ -253,7 +253,7 @@ fn pick_order<'t>(
                     return None;
                 }
                 let phrase: Vec<String> = words.iter().map(|t| t.norm.clone()).collect();
-                let column = order_column(table, &phrase)?;
+                let column = column_named(table, &phrase)?;
                 scratch.consume(start, len);
                 Some(column)
             })?
@@ -299,18 +299,23 @@ fn pick_order<'t>(
     }))
 }
 
-/// The column `phrase` names for ordering: the one whose name is exactly those words, else,
-/// for one word, the only column whose name ends with it.
-fn order_column<'t>(table: &'t TableInfo, phrase: &[String]) -> Option<&'t ColumnInfo> {
+/// The column of `table` that `phrase` (normalized words) names, ids and keys aside: the one
+/// whose name is exactly those words; else, for one word, the only column whose name ends with
+/// it ("country" → `BillingCountry`).
+fn column_named<'t>(table: &'t TableInfo, phrase: &[String]) -> Option<&'t ColumnInfo> {
     let words_of = |c: &ColumnInfo| ident_parts(&c.name).concat();
-    if let Some(c) = table.columns.iter().find(|c| words_of(c) == phrase) {
+    let plain = || {
+        table
+            .columns
+            .iter()
+            .filter(|c| !is_id_like(c) && c.primary_key == 0)
+    };
+    if let Some(c) = plain().find(|c| words_of(c) == phrase) {
         return Some(c);
     }
     let [word] = phrase else { return None };
-    let ending: Vec<&ColumnInfo> = table
-        .columns
-        .iter()
-        .filter(|c| !is_id_like(c) && words_of(c).last() == Some(word))
+    let ending: Vec<&ColumnInfo> = plain()
+        .filter(|c| words_of(c).last() == Some(word))
         .collect();
     match ending.as_slice() {
         [c] => Some(*c),
@@ -852,32 +857,15 @@ fn pick_grouped_table<'s>(
     None
 }
 
-/// What `phrase` (normalized words) names for grouping rows of `table`: the column whose name
-/// is exactly those words; else, for one word, the only column whose name ends with it
-/// ("country" → `BillingCountry`); else the parent table of that name that a declared foreign
+/// What `phrase` (normalized words) names for grouping rows of `table`: the column it names
+/// ([`column_named`]); else the parent table of that name that a declared foreign
 /// key leads to ("artist" → `Album.ArtistId` → `Artist`, shown by its name columns). Ids are
 /// never shown as groups: a spreadsheet's "Project ID" with no declared key is not understood.
 fn group_by<'s>(schema: &'s Schema, table: &'s TableInfo, phrase: &[String]) -> Option<Group<'s>> {
+    if let Some(c) = column_named(table, phrase) {
+        return Some(Group::Column(c));
+    }
     let words_of = |name: &str| -> Vec<String> { ident_parts(name).concat() };
-    let plain = |c: &&ColumnInfo| !is_id_like(c) && c.primary_key == 0;
-    if let Some(c) = table
-        .columns
-        .iter()
-        .filter(plain)
-        .find(|c| words_of(&c.name) == phrase)
-    {
-        return Some(Group::Column(c));
-    }
-    let [word] = phrase else { return None };
-    let ending: Vec<&ColumnInfo> = table
-        .columns
-        .iter()
-        .filter(plain)
-        .filter(|c| words_of(&c.name).last() == Some(word))
-        .collect();
-    if let [c] = ending.as_slice() {
-        return Some(Group::Column(c));
-    }
     table.foreign_keys.iter().find_map(|fk| {
         let ([col], [parent_key]) = (fk.columns.as_slice(), fk.ref_columns.as_slice()) else {
             return None;
