@@ -1,7 +1,10 @@
 //! After generation: every cited number must name an allowed evidence item, every sentence
 //! that states something must cite one, and every figure and every copied name a cited
-//! sentence states must stand in what it cites (or in the question). Sentences that fail are
-//! cut (and listed in the trace).
+//! sentence states must stand in what it cites (or in the question). A claim the writer left
+//! uncited is given the one item that holds everything it states, when there is such an item
+//! and it adds to the question; a stricter reading than the writer's own citations get (a
+//! figure must be said in a sentence sharing a word with the claim). Sentences that fail are
+//! cut; both are listed in the trace.
 
 use std::collections::BTreeSet;
 
