@@ -6,7 +6,7 @@
 //! figure must be said in a sentence sharing a word with the claim). Sentences that fail are
 //! cut; both are listed in the trace.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use crate::lang::Lang;
 use crate::text::sentences;
@@ -104,8 +104,7 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
         // 草稿" borrows a figure, not a fact. Either way the sentence goes.
         // Likewise a name the sentence can only have copied ("dev、staging 和 prod [1]" citing
         // an on-call procedure that names no environment): the claim is not in what it cites.
-        if !sources.figures_said(&stated, &own, &numbers, Reading::AsCited)
-            || !sources.names_stand(&copied, &numbers)
+        if !sources.figures_said(&stated, &own, &numbers) || !sources.names_stand(&copied, &numbers)
         {
             out.cut.push(sentence.clone());
             continue;
@@ -131,16 +130,6 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
     out
 }
 
-/// How closely a figure must be tied to the passage sentence that holds it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reading {
-    /// The writer chose the citation: a word in common, or no way to tell (a bare figure, the
-    /// other language) — [`Passage::speaks_of`].
-    AsCited,
-    /// The check chooses it for an uncited claim: a word in common, always.
-    Attributed,
-}
-
 /// The evidence items and the question, read once: each sentence checks its figures against
 /// the items it cites (a query result's as a whole, a passage's sentence by sentence) and its
 /// copied names against their text.
@@ -151,6 +140,7 @@ struct Sources<'a> {
     passages: Vec<Vec<Passage>>,
     question_lower: String,
     evidence_lower: Vec<String>,
+    title_words: Vec<HashSet<String>>,
 }
 
 impl<'a> Sources<'a> {
@@ -186,34 +176,26 @@ impl<'a> Sources<'a> {
                 .iter()
                 .map(|item| format!("{}\n{}", item.title, item.text).to_lowercase())
                 .collect(),
+            title_words: items
+                .iter()
+                .map(|item| crate::text::prose_terms(item.title))
+                .collect(),
         }
     }
 
     /// Whether every figure `stated` by the sentence `own` is the question's, or is said of the
-    /// same thing in an item it cites (1-based `numbers`).
-    fn figures_said(
-        &self,
-        stated: &[Figure],
-        own: &Passage,
-        numbers: &[usize],
-        reading: Reading,
-    ) -> bool {
+    /// same thing in an item it cites (1-based `numbers`): any figure of a query result, or one
+    /// of a passage sentence that [`Passage::speaks_of`] what the claim does.
+    fn figures_said(&self, stated: &[Figure], own: &Passage, numbers: &[usize]) -> bool {
         stated.iter().all(|f| {
             f.stands_in(&self.question_figures)
-                || numbers.iter().any(|&k| self.holds(k, f, own, reading))
+                || numbers.iter().any(|&k| {
+                    (self.items[k - 1].data && f.stands_in(&self.result_figures[k - 1]))
+                        || self.passages[k - 1]
+                            .iter()
+                            .any(|p| f.stands_in(&p.figures) && own.speaks_of(p))
+                })
         })
-    }
-
-    /// Whether item `k` holds figure `f` as said by the sentence `own`.
-    fn holds(&self, k: usize, f: &Figure, own: &Passage, reading: Reading) -> bool {
-        (self.items[k - 1].data && f.stands_in(&self.result_figures[k - 1]))
-            || self.passages[k - 1].iter().any(|p| {
-                f.stands_in(&p.figures)
-                    && match reading {
-                        Reading::AsCited => own.speaks_of(p),
-                        Reading::Attributed => own.shares_a_word(p),
-                    }
-            })
     }
 
     /// Whether every copied name stands in the question or in an item cited (1-based
@@ -238,24 +220,45 @@ impl<'a> Sources<'a> {
             .all(|name| cited.contains(name.as_str()) || squeezed.contains(name.as_str()))
     }
 
-    /// The item an uncited claim can be said to come from: the first that holds every figure
-    /// (said in a sentence sharing a word with the claim, or in a query result) and every
-    /// copied name, and that gives something the question does not.
+    /// The item an uncited claim can be said to come from, read more strictly than a claim
+    /// its writer cited: the first query result that holds every figure and copied name of
+    /// the claim, or the first passage with one sentence that holds them all and most of the
+    /// claim's words ([`ATTRIBUTED_OVERLAP`]): "The memory limit of fleet-scheduler is 1Gi"
+    /// is not given a table whose fleet-scheduler row says 4Gi and whose api-gateway row says
+    /// 1Gi. The claim must also give something the question does not (a figure or a name).
     fn attribute(&self, stated: &[Figure], copied: &[String], own: &Passage) -> Option<usize> {
-        let new_figures = stated.iter().any(|f| !f.stands_in(&self.question_figures));
-        let new_names = copied
+        let new_figures: Vec<Figure> = stated
             .iter()
-            .any(|name| !self.question_lower.contains(name.as_str()));
-        if !new_figures && !new_names {
+            .filter(|f| !f.stands_in(&self.question_figures))
+            .copied()
+            .collect();
+        let new_names: Vec<&String> = copied
+            .iter()
+            .filter(|name| !self.question_lower.contains(name.as_str()))
+            .collect();
+        if new_figures.is_empty() && new_names.is_empty() {
             return None;
         }
         (1..=self.items.len()).find(|&k| {
-            stated.iter().all(|f| {
-                f.stands_in(&self.question_figures) || self.holds(k, f, own, Reading::Attributed)
-            }) && self.names_stand(copied, &[k])
+            if self.items[k - 1].data {
+                return new_figures
+                    .iter()
+                    .all(|f| f.stands_in(&self.result_figures[k - 1]))
+                    && self.names_stand(copied, &[k]);
+            }
+            self.passages[k - 1].iter().any(|p| {
+                new_figures.iter().all(|f| f.stands_in(&p.figures))
+                    && new_names.iter().all(|name| p.holds_name(name))
+                    && own.overlap_with(p, &self.title_words[k - 1]) >= ATTRIBUTED_OVERLAP
+            })
         })
     }
 }
+
+/// The share of an uncited claim's words that the passage sentence it is given (with its
+/// item's title) must hold: "The memory limit of fleet-scheduler is 1Gi" shares 3 of its 5
+/// words with the api-gateway row that says 1Gi, which is not enough.
+const ATTRIBUTED_OVERLAP: f32 = 0.75;
 
 /// The sentences of `answer`, each with its text (valid markers only) and cited numbers. A
 /// "sentence" that is only markers ("… for that year. [1]": models often cite a paragraph once,
@@ -523,17 +526,19 @@ pub(crate) fn markers(sentence: &str, n: usize) -> (String, Vec<usize>) {
     (clean, numbers)
 }
 
-/// A sentence as the figure check reads it: its figures, its words (figures aside) and its
-/// script.
+/// A sentence as the figure check reads it: its figures, its words (figures aside), its
+/// script and its text in lower case.
 struct Passage {
     figures: Vec<Figure>,
-    words: std::collections::HashSet<String>,
+    words: HashSet<String>,
     cjk: bool,
+    lower: String,
 }
 
 impl Passage {
     fn of(sentence: &str) -> Passage {
         Passage {
+            lower: sentence.to_lowercase(),
             figures: figures(sentence),
             words: crate::text::prose_terms(sentence)
                 .into_iter()
@@ -553,6 +558,32 @@ impl Passage {
     /// Whether the two sentences have a word in common.
     fn shares_a_word(&self, source: &Passage) -> bool {
         self.words.iter().any(|w| source.words.contains(w))
+    }
+
+    /// The share of this sentence's words that `source` holds, or the `title` it stands under
+    /// ("According to the Employee Handbook, …"); 0 for a sentence of no words.
+    fn overlap_with(&self, source: &Passage, title: &HashSet<String>) -> f32 {
+        if self.words.is_empty() {
+            return 0.0;
+        }
+        let shared = self
+            .words
+            .iter()
+            .filter(|w| source.words.contains(*w) || title.contains(*w))
+            .count();
+        shared as f32 / self.words.len() as f32
+    }
+
+    /// Whether a copied name (lower case) stands in this sentence, spaces aside ("10ms" in
+    /// "10 ms").
+    fn holds_name(&self, name: &str) -> bool {
+        self.lower.contains(name)
+            || self
+                .lower
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect::<String>()
+                .contains(name)
     }
 }
 
@@ -852,6 +883,12 @@ mod tests {
                 data: true,
             },
             Shown {
+                title: "Deployment Specification › 5. Resource limits",
+                text: "Component: fleet-scheduler; Memory request: 2Gi; Memory limit: 4Gi.\n\
+                       Component: api-gateway; Memory request: 512Mi; Memory limit: 1Gi.",
+                data: false,
+            },
+            Shown {
                 title: "Deployment Specification › 2. Environments",
                 text: "Environment: dev; Cluster: nw-dev-01. Environment: staging; Cluster: \
                        nw-stg-01. Environment: prod; Cluster: nw-prod-sh.",
@@ -861,11 +898,24 @@ mod tests {
         let question = "根据部署文档，目前支持哪些环境？prod 环境有多少项目？";
         // (draft sentence, what is kept: None when cut)
         let table: &[(&str, Option<&str>)] = &[
-            // Names only one item holds.
+            // A passage's own words, with its figures and names.
             (
-                "目前支持以下环境：dev、staging、prod。",
-                Some("目前支持以下环境：dev、staging、prod[3]。"),
+                "The memory limit of fleet-scheduler is 4Gi.",
+                Some("The memory limit of fleet-scheduler is 4Gi. [3]"),
             ),
+            (
+                "According to the Deployment Specification, fleet-scheduler has a memory \
+                 limit of 4Gi.",
+                Some(
+                    "According to the Deployment Specification, fleet-scheduler has a memory \
+                     limit of 4Gi. [3]",
+                ),
+            ),
+            // The item holds 1Gi, but of another component: no sentence says it of this one.
+            ("The memory limit of fleet-scheduler is 1Gi.", None),
+            // Names the item holds, but in a claim of the other language: its words cannot be
+            // matched, and the check does not guess across languages.
+            ("目前支持以下环境：dev、staging、prod。", None),
             // A query result's figure.
             (
                 "这些环境中有3正在使用。",
@@ -901,15 +951,15 @@ mod tests {
         }
         // A cited sentence keeps its own citation; only the uncited one is given one.
         let c = check_items(
-            "目前支持 dev、staging 和 prod[3]。这些环境中有 3 个正在使用。",
+            "目前支持 dev、staging 和 prod[4]。这些环境中有 3 个正在使用。",
             &items,
             question,
         );
         assert_eq!(
             c.answer,
-            "目前支持 dev、staging 和 prod[3]。这些环境中有 3 个正在使用[2]。"
+            "目前支持 dev、staging 和 prod[4]。这些环境中有 3 个正在使用[2]。"
         );
-        assert_eq!(c.cited, [3, 2]);
+        assert_eq!(c.cited, [4, 2]);
     }
 
     #[test]
