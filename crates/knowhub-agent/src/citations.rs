@@ -1,12 +1,9 @@
 //! After generation: every cited number must name an allowed evidence item, every sentence
 //! that states something must cite one, and every figure and every copied name a cited
-//! sentence states must stand in what it cites (or in the question). A claim the writer left
-//! uncited is given the one item that holds everything it states, when there is such an item
-//! and it adds to the question; a stricter reading than the writer's own citations get (a
-//! figure must be said in a sentence sharing a word with the claim). Sentences that fail are
-//! cut; both are listed in the trace.
+//! sentence states must stand in what it cites (or in the question). Sentences that fail are
+//! cut (and listed in the trace).
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use crate::lang::Lang;
 use crate::text::sentences;
@@ -19,8 +16,6 @@ pub(crate) struct Checked {
     /// 1-based evidence numbers cited by the kept sentences, in order of first use.
     pub cited: Vec<usize>,
     pub cut: Vec<String>,
-    /// Uncited claims kept because one item holds all they state (they now cite it).
-    pub attributed: Vec<String>,
     /// Whether what is left says anything in words: "[1]" or "2 [1]" alone is not an answer
     /// (a small model sometimes writes only a marker or a bare number).
     pub substantive: bool,
@@ -59,58 +54,95 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
     let mut kept = Vec::new();
     let mut seen = BTreeSet::new();
     let mut said = BTreeSet::new();
-    let sources = Sources::read(items, question);
+    // Read once: each sentence checks its figures against the items it cites, a query
+    // result's as a whole, a passage's sentence by sentence.
+    let question_figures = figures(question);
+    let result_figures: Vec<Vec<Figure>> = items
+        .iter()
+        .map(|item| {
+            if item.data {
+                figures(item.text)
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let passages: Vec<Vec<Passage>> = items
+        .iter()
+        .map(|item| {
+            if item.data {
+                Vec::new()
+            } else {
+                sentences(item.text)
+                    .iter()
+                    .map(|s| Passage::of(s))
+                    .collect()
+            }
+        })
+        .collect();
+    let question_lower = question.to_lowercase();
+    let evidence_lower: Vec<String> = items
+        .iter()
+        .map(|item| format!("{}\n{}", item.title, item.text).to_lowercase())
+        .collect();
     for drafted in attach_trailing_markers(answer, n) {
         let Drafted {
             original: sentence,
-            mut clean,
-            cited: mut numbers,
+            clean,
+            cited: numbers,
             line_end,
         } = drafted;
-        let text = unmarked(&clean);
-        if is_sql(&text) {
+        let claim = states_something(&clean);
+        if (claim && numbers.is_empty()) || is_sql(&unmarked(&clean)) {
             out.cut.push(sentence.clone());
             continue;
-        }
-        let stated = figures(&text);
-        let copied = names(&text);
-        let own = Passage::of(&text);
-        if states_something(&clean) && numbers.is_empty() {
-            // An uncited claim keeps its place only when one item holds everything in it that
-            // can be checked, and holds something the question did not say; it then cites that
-            // item. A claim with nothing to check ("Leave needs notice.") is cut, and so is one
-            // whose writer cited an item it was not shown ("[3]" of 2): a made-up source.
-            let cited_the_unshown = !markers(&sentence, usize::MAX).1.is_empty();
-            let source = if cited_the_unshown {
-                None
-            } else {
-                sources.attribute(&stated, &copied, &own)
-            };
-            match source {
-                Some(k) => {
-                    append_markers(&mut clean, &format!("[{k}]"));
-                    numbers.push(k);
-                    out.attributed.push(sentence.clone());
-                }
-                None => {
-                    out.cut.push(sentence.clone());
-                    continue;
-                }
-            }
         }
         // A figure the cited items do not hold is the model's own ("2 days" where the
         // evidence says 10, a citation to the wrong item), and one a passage holds must be said
         // of the same thing there: "这些环境中有 3 个正在使用 [1]" citing "3 个工作日内提交复盘
         // 草稿" borrows a figure, not a fact. Either way the sentence goes.
+        let stated = figures(&unmarked(&clean));
+        if !stated.is_empty() {
+            let own = Passage::of(&unmarked(&clean));
+            let said_of = |f: &Figure| {
+                f.stands_in(&question_figures)
+                    || numbers.iter().any(|&k| {
+                        (items[k - 1].data && f.stands_in(&result_figures[k - 1]))
+                            || passages[k - 1]
+                                .iter()
+                                .any(|p| f.stands_in(&p.figures) && own.speaks_of(p))
+                    })
+            };
+            if !stated.iter().all(said_of) {
+                out.cut.push(sentence.clone());
+                continue;
+            }
+        }
         // Likewise a name the sentence can only have copied ("dev、staging 和 prod [1]" citing
         // an on-call procedure that names no environment): the claim is not in what it cites.
-        if !sources.figures_said(&stated, &own, &numbers) || !sources.names_stand(&copied, &numbers)
-        {
-            out.cut.push(sentence.clone());
-            continue;
+        let copied = names(&unmarked(&clean));
+        if !copied.is_empty() {
+            let mut cited = question_lower.clone();
+            for k in &numbers {
+                cited.push('\n');
+                cited.push_str(&evidence_lower[k - 1]);
+                if items[k - 1].data {
+                    // "根据 SQL 查询结果[1]，…" names what a query result is.
+                    cited.push_str(" sql");
+                }
+            }
+            // "10ms" stands in "10 ms".
+            let squeezed: String = cited.chars().filter(|c| !c.is_whitespace()).collect();
+            if !copied
+                .iter()
+                .all(|name| cited.contains(name.as_str()) || squeezed.contains(name.as_str()))
+            {
+                out.cut.push(sentence.clone());
+                continue;
+            }
         }
         // A sentence repeated verbatim (small models loop over their evidence) is said once.
-        let words: String = text.split_whitespace().collect();
+        let words: String = unmarked(&clean).split_whitespace().collect();
         if !words.is_empty() && !said.insert(words) {
             continue;
         }
@@ -129,136 +161,6 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
         >= 2;
     out
 }
-
-/// The evidence items and the question, read once: each sentence checks its figures against
-/// the items it cites (a query result's as a whole, a passage's sentence by sentence) and its
-/// copied names against their text.
-struct Sources<'a> {
-    items: &'a [Shown<'a>],
-    question_figures: Vec<Figure>,
-    result_figures: Vec<Vec<Figure>>,
-    passages: Vec<Vec<Passage>>,
-    question_lower: String,
-    evidence_lower: Vec<String>,
-    title_words: Vec<HashSet<String>>,
-}
-
-impl<'a> Sources<'a> {
-    fn read(items: &'a [Shown<'a>], question: &str) -> Sources<'a> {
-        Sources {
-            items,
-            question_figures: figures(question),
-            result_figures: items
-                .iter()
-                .map(|item| {
-                    if item.data {
-                        figures(item.text)
-                    } else {
-                        Vec::new()
-                    }
-                })
-                .collect(),
-            passages: items
-                .iter()
-                .map(|item| {
-                    if item.data {
-                        Vec::new()
-                    } else {
-                        sentences(item.text)
-                            .iter()
-                            .map(|s| Passage::of(s))
-                            .collect()
-                    }
-                })
-                .collect(),
-            question_lower: question.to_lowercase(),
-            evidence_lower: items
-                .iter()
-                .map(|item| format!("{}\n{}", item.title, item.text).to_lowercase())
-                .collect(),
-            title_words: items
-                .iter()
-                .map(|item| crate::text::prose_terms(item.title))
-                .collect(),
-        }
-    }
-
-    /// Whether every figure `stated` by the sentence `own` is the question's, or is said of the
-    /// same thing in an item it cites (1-based `numbers`): any figure of a query result, or one
-    /// of a passage sentence that [`Passage::speaks_of`] what the claim does.
-    fn figures_said(&self, stated: &[Figure], own: &Passage, numbers: &[usize]) -> bool {
-        stated.iter().all(|f| {
-            f.stands_in(&self.question_figures)
-                || numbers.iter().any(|&k| {
-                    (self.items[k - 1].data && f.stands_in(&self.result_figures[k - 1]))
-                        || self.passages[k - 1]
-                            .iter()
-                            .any(|p| f.stands_in(&p.figures) && own.speaks_of(p))
-                })
-        })
-    }
-
-    /// Whether every copied name stands in the question or in an item cited (1-based
-    /// `numbers`).
-    fn names_stand(&self, copied: &[String], numbers: &[usize]) -> bool {
-        if copied.is_empty() {
-            return true;
-        }
-        let mut cited = self.question_lower.clone();
-        for &k in numbers {
-            cited.push('\n');
-            cited.push_str(&self.evidence_lower[k - 1]);
-            if self.items[k - 1].data {
-                // "根据 SQL 查询结果[1]，…" names what a query result is.
-                cited.push_str(" sql");
-            }
-        }
-        // "10ms" stands in "10 ms".
-        let squeezed: String = cited.chars().filter(|c| !c.is_whitespace()).collect();
-        copied
-            .iter()
-            .all(|name| cited.contains(name.as_str()) || squeezed.contains(name.as_str()))
-    }
-
-    /// The item an uncited claim can be said to come from, read more strictly than a claim
-    /// its writer cited: the first query result that holds every figure and copied name of
-    /// the claim, or the first passage with one sentence that holds them all and most of the
-    /// claim's words ([`ATTRIBUTED_OVERLAP`]): "The memory limit of fleet-scheduler is 1Gi"
-    /// is not given a table whose fleet-scheduler row says 4Gi and whose api-gateway row says
-    /// 1Gi. The claim must also give something the question does not (a figure or a name).
-    fn attribute(&self, stated: &[Figure], copied: &[String], own: &Passage) -> Option<usize> {
-        let new_figures: Vec<Figure> = stated
-            .iter()
-            .filter(|f| !f.stands_in(&self.question_figures))
-            .copied()
-            .collect();
-        let new_names: Vec<&String> = copied
-            .iter()
-            .filter(|name| !self.question_lower.contains(name.as_str()))
-            .collect();
-        if new_figures.is_empty() && new_names.is_empty() {
-            return None;
-        }
-        (1..=self.items.len()).find(|&k| {
-            if self.items[k - 1].data {
-                return new_figures
-                    .iter()
-                    .all(|f| f.stands_in(&self.result_figures[k - 1]))
-                    && self.names_stand(copied, &[k]);
-            }
-            self.passages[k - 1].iter().any(|p| {
-                new_figures.iter().all(|f| f.stands_in(&p.figures))
-                    && new_names.iter().all(|name| p.holds_name(name))
-                    && own.overlap_with(p, &self.title_words[k - 1]) >= ATTRIBUTED_OVERLAP
-            })
-        })
-    }
-}
-
-/// The share of an uncited claim's words that the passage sentence it is given (with its
-/// item's title) must hold: "The memory limit of fleet-scheduler is 1Gi" shares 3 of its 5
-/// words with the api-gateway row that says 1Gi, which is not enough.
-const ATTRIBUTED_OVERLAP: f32 = 0.75;
 
 /// The sentences of `answer`, each with its text (valid markers only) and cited numbers. A
 /// "sentence" that is only markers ("… for that year. [1]": models often cite a paragraph once,
@@ -526,19 +428,17 @@ pub(crate) fn markers(sentence: &str, n: usize) -> (String, Vec<usize>) {
     (clean, numbers)
 }
 
-/// A sentence as the figure check reads it: its figures, its words (figures aside), its
-/// script and its text in lower case.
+/// A sentence as the figure check reads it: its figures, its words (figures aside) and its
+/// script.
 struct Passage {
     figures: Vec<Figure>,
-    words: HashSet<String>,
+    words: std::collections::HashSet<String>,
     cjk: bool,
-    lower: String,
 }
 
 impl Passage {
     fn of(sentence: &str) -> Passage {
         Passage {
-            lower: sentence.to_lowercase(),
             figures: figures(sentence),
             words: crate::text::prose_terms(sentence)
                 .into_iter()
@@ -552,38 +452,9 @@ impl Passage {
     /// in common, or no way to tell (a bare figure, "3 [1]"; a sentence in the other
     /// language than its source).
     fn speaks_of(&self, source: &Passage) -> bool {
-        self.words.is_empty() || self.cjk != source.cjk || self.shares_a_word(source)
-    }
-
-    /// Whether the two sentences have a word in common.
-    fn shares_a_word(&self, source: &Passage) -> bool {
-        self.words.iter().any(|w| source.words.contains(w))
-    }
-
-    /// The share of this sentence's words that `source` holds, or the `title` it stands under
-    /// ("According to the Employee Handbook, …"); 0 for a sentence of no words.
-    fn overlap_with(&self, source: &Passage, title: &HashSet<String>) -> f32 {
-        if self.words.is_empty() {
-            return 0.0;
-        }
-        let shared = self
-            .words
-            .iter()
-            .filter(|w| source.words.contains(*w) || title.contains(*w))
-            .count();
-        shared as f32 / self.words.len() as f32
-    }
-
-    /// Whether a copied name (lower case) stands in this sentence, spaces aside ("10ms" in
-    /// "10 ms").
-    fn holds_name(&self, name: &str) -> bool {
-        self.lower.contains(name)
-            || self
-                .lower
-                .chars()
-                .filter(|c| !c.is_whitespace())
-                .collect::<String>()
-                .contains(name)
+        self.words.is_empty()
+            || self.cjk != source.cjk
+            || self.words.iter().any(|w| source.words.contains(w))
     }
 }
 
@@ -867,99 +738,6 @@ mod tests {
             assert_eq!(c.cited, *cited, "{answer}");
             assert_eq!(c.cut.len(), *cut, "{answer}");
         }
-    }
-
-    #[test]
-    fn an_uncited_claim_cites_the_one_item_that_holds_all_it_states() {
-        let items = [
-            Shown {
-                title: "员工手册",
-                text: "年假：入职满一年后每年 10 个工作日。",
-                data: false,
-            },
-            Shown {
-                title: "SQL: projects.xlsx › Projects",
-                text: "SELECT COUNT(DISTINCT \"Environment\") FROM projects\nCOUNT(DISTINCT \"Environment\")=3",
-                data: true,
-            },
-            Shown {
-                title: "Deployment Specification › 5. Resource limits",
-                text: "Component: fleet-scheduler; Memory request: 2Gi; Memory limit: 4Gi.\n\
-                       Component: api-gateway; Memory request: 512Mi; Memory limit: 1Gi.",
-                data: false,
-            },
-            Shown {
-                title: "Deployment Specification › 2. Environments",
-                text: "Environment: dev; Cluster: nw-dev-01. Environment: staging; Cluster: \
-                       nw-stg-01. Environment: prod; Cluster: nw-prod-sh.",
-                data: false,
-            },
-        ];
-        let question = "根据部署文档，目前支持哪些环境？prod 环境有多少项目？";
-        // (draft sentence, what is kept: None when cut)
-        let table: &[(&str, Option<&str>)] = &[
-            // A passage's own words, with its figures and names.
-            (
-                "The memory limit of fleet-scheduler is 4Gi.",
-                Some("The memory limit of fleet-scheduler is 4Gi. [3]"),
-            ),
-            (
-                "According to the Deployment Specification, fleet-scheduler has a memory \
-                 limit of 4Gi.",
-                Some(
-                    "According to the Deployment Specification, fleet-scheduler has a memory \
-                     limit of 4Gi. [3]",
-                ),
-            ),
-            // The item holds 1Gi, but of another component: no sentence says it of this one.
-            ("The memory limit of fleet-scheduler is 1Gi.", None),
-            // Names the item holds, but in a claim of the other language: its words cannot be
-            // matched, and the check does not guess across languages.
-            ("目前支持以下环境：dev、staging、prod。", None),
-            // A query result's figure.
-            (
-                "这些环境中有3正在使用。",
-                Some("这些环境中有3正在使用[2]。"),
-            ),
-            // A passage's figure, said in a sentence sharing a word with the claim.
-            ("年假每年 10 个工作日。", Some("年假每年 10 个工作日[1]。")),
-            // A figure no item holds, a name no item holds, nothing to check at all.
-            ("年假每年 15 个工作日。", None),
-            ("目前支持 dev 和 qa 环境。", None),
-            ("新员工的年假很多，大家都很满意。", None),
-            // Only what the question said ("prod"): the item adds nothing.
-            ("prod 环境有不少项目在运行。", None),
-            // The figure is in a passage of the other language, which shares no word with the
-            // claim: the check does not guess across languages.
-            ("Employees get 10 days of annual leave.", None),
-            // A citation to an item that was not shown is a made-up source, not a missing one.
-            ("年假每年 10 个工作日[7]。", None),
-        ];
-        for (draft, want) in table {
-            let c = check_items(draft, &items, question);
-            match want {
-                Some(kept) => {
-                    assert_eq!(c.answer, *kept, "{draft}");
-                    assert_eq!(c.attributed.len(), 1, "{draft}");
-                    assert!(c.cut.is_empty(), "{draft}: {:?}", c.cut);
-                }
-                None => {
-                    assert_eq!(c.answer, "", "{draft}");
-                    assert_eq!(c.cut.len(), 1, "{draft}");
-                }
-            }
-        }
-        // A cited sentence keeps its own citation; only the uncited one is given one.
-        let c = check_items(
-            "目前支持 dev、staging 和 prod[4]。这些环境中有 3 个正在使用。",
-            &items,
-            question,
-        );
-        assert_eq!(
-            c.answer,
-            "目前支持 dev、staging 和 prod[4]。这些环境中有 3 个正在使用[2]。"
-        );
-        assert_eq!(c.cited, [4, 2]);
     }
 
     #[test]

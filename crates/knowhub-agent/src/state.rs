@@ -233,10 +233,6 @@ pub struct Draft {
     pub written_by: String,
     /// Sentences removed because they made a claim without a valid citation.
     pub cut_sentences: Vec<String>,
-    /// Claims the writer left uncited that cite, in the answer, the one evidence item holding
-    /// every figure and name they state (as drafted, before their marker was added).
-    #[serde(default)]
-    pub attributed_sentences: Vec<String>,
 }
 
 /// What the window shows for a citation.

@@ -427,12 +427,6 @@ fn print_trace(s: &knowhub_agent::AgentState) {
             s.draft.cut_sentences.join(" | ")
         );
     }
-    if !s.draft.attributed_sentences.is_empty() {
-        println!(
-            "cited by the check (uncited in the draft, all they state is in one item): {}",
-            s.draft.attributed_sentences.join(" | ")
-        );
-    }
     if s.prompt_tokens + s.completion_tokens > 0 {
         println!(
             "LLM {}: {} prompt + {} generated tokens",

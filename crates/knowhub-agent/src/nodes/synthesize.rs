@@ -101,7 +101,6 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             if !checked.cited.is_empty() && checked.substantive {
                 state.draft.written_by = "llm".into();
                 state.draft.cut_sentences = cut.clone();
-                state.draft.attributed_sentences = checked.attributed.clone();
                 let confidence = 0.6 + 0.3 * (1.0 - checked.cut.len() as f32 / 4.0).max(0.0);
                 state.draft.confidence = confidence;
                 finish(
