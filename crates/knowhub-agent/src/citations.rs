@@ -27,8 +27,11 @@ pub(crate) struct Shown<'a> {
     /// The title it was listed under: a name copied from it is the item's own.
     pub title: &'a str,
     pub text: &'a str,
-    /// A query result: its figures need no words around them.
-    pub data: bool,
+    /// For a query result, its rows without the statement `text` shows them with: the rows'
+    /// figures need no words around them, and the statement's own numbers (its `LIMIT 50`, a
+    /// filter's constant) are not results — "目前有 50 人在试用期 [1]" is not said by a query
+    /// that returned COUNT(*)=3.
+    pub data: Option<&'a str>,
 }
 
 /// Checks `answer` (with `[n]` markers) against document passages `evidence` (item `k` is
@@ -40,7 +43,7 @@ pub(crate) fn check(answer: &str, evidence: &[&str], question: &str) -> Checked 
         .map(|text| Shown {
             title: "",
             text,
-            data: false,
+            data: None,
         })
         .collect();
     check_items(answer, &items, question)
@@ -59,18 +62,12 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
     let question_figures = figures(question);
     let result_figures: Vec<Vec<Figure>> = items
         .iter()
-        .map(|item| {
-            if item.data {
-                figures(item.text)
-            } else {
-                Vec::new()
-            }
-        })
+        .map(|item| item.data.map(figures).unwrap_or_default())
         .collect();
     let passages: Vec<Vec<Passage>> = items
         .iter()
         .map(|item| {
-            if item.data {
+            if item.data.is_some() {
                 Vec::new()
             } else {
                 sentences(item.text)
@@ -107,7 +104,7 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
             let said_of = |f: &Figure| {
                 f.stands_in(&question_figures)
                     || numbers.iter().any(|&k| {
-                        (items[k - 1].data && f.stands_in(&result_figures[k - 1]))
+                        (items[k - 1].data.is_some() && f.stands_in(&result_figures[k - 1]))
                             || passages[k - 1]
                                 .iter()
                                 .any(|p| f.stands_in(&p.figures) && own.speaks_of(p))
@@ -126,7 +123,7 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
             for k in &numbers {
                 cited.push('\n');
                 cited.push_str(&evidence_lower[k - 1]);
-                if items[k - 1].data {
+                if items[k - 1].data.is_some() {
                     // "根据 SQL 查询结果[1]，…" names what a query result is.
                     cited.push_str(" sql");
                 }
@@ -817,7 +814,7 @@ mod tests {
             .map(|(i, text)| Shown {
                 title: "",
                 text,
-                data: i == 3,
+                data: (i == 3).then_some(*text),
             })
             .collect();
         let table: &[(&str, &str)] = &[
@@ -960,7 +957,7 @@ mod tests {
         let titled = [Shown {
             title: "Northwind Robotics Employee Handbook",
             text: "New employees get 10 working days of annual leave.",
-            data: false,
+            data: None,
         }];
         let answer = "根据 Employee Handbook，新员工每年有 10 个工作日年假[1]。";
         assert_eq!(check_items(answer, &titled, "").answer, answer);
@@ -969,6 +966,27 @@ mod tests {
             ..titled[0]
         }];
         assert_eq!(check_items(answer, &untitled, "").answer, "");
+    }
+
+    #[test]
+    fn a_query_results_figures_are_its_rows_not_its_statement() {
+        let items = [Shown {
+            title: "SQL: projects.xlsx › Staff",
+            text: "The query `SELECT COUNT(*) FROM \"staff\" WHERE \"On probation\" = 1 LIMIT 50` \
+                   returned: COUNT(*)=3",
+            data: Some("COUNT(*)=3"),
+        }];
+        let question = "目前有多少人在试用期？";
+        for (answer, kept) in [
+            ("目前有 3 人在试用期[1]。", true),
+            ("根据 SQL 查询结果，目前有 3 人在试用期[1]。", true),
+            // The statement's LIMIT and its filter's constant are not what the query found.
+            ("目前有 50 人在试用期[1]。", false),
+            ("目前有 1 人在试用期[1]。", false),
+        ] {
+            let c = check_items(answer, &items, question);
+            assert_eq!(c.answer.is_empty(), !kept, "{answer}: {c:?}");
+        }
     }
 
     #[test]

@@ -66,7 +66,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             .map(|((e, text), title)| citations::Shown {
                 title,
                 text,
-                data: e.kind == "sql_result",
+                data: (e.kind == "sql_result").then_some(e.text.as_str()),
             })
             .collect();
         for strict in [false, true] {
