@@ -125,6 +125,12 @@ fn questions_to_sql() {
             Some(Value::Integer(4)),
         ),
         ("How many customers have a company?", None, None),
+        // A table named after one of its columns is counted by its rows.
+        (
+            "How many projects are there?",
+            Some("SELECT COUNT(*) FROM \"Projects\""),
+            Some(Value::Integer(3)),
+        ),
         ("How many invoice totals are there?", None, None),
         // Listing.
         ("List the albums", Some("SELECT * FROM \"Album\""), None),
@@ -306,6 +312,14 @@ fn questions_to_sql() {
                  ORDER BY COUNT(*) DESC, \"Environment\"",
             ),
             Some(Value::Text("prod".into())),
+        ),
+        (
+            "按团队统计人数",
+            Some(
+                "SELECT \"Team\", COUNT(*) FROM \"Staff\" GROUP BY \"Team\" ORDER BY COUNT(*) \
+                 DESC, \"Team\"",
+            ),
+            Some(Value::Text("Audio".into())),
         ),
         (
             "各团队有多少人？",
