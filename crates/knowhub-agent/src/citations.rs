@@ -3,7 +3,7 @@
 //! sentence states must stand in what it cites (or in the question). Sentences that fail are
 //! cut (and listed in the trace).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use crate::lang::Lang;
 use crate::text::sentences;
@@ -82,14 +82,37 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
         .iter()
         .map(|item| format!("{}\n{}", item.title, item.text).to_lowercase())
         .collect();
+    let quotable: Vec<BTreeSet<String>> = items
+        .iter()
+        .map(|item| {
+            sentences(item.data.unwrap_or(item.text))
+                .iter()
+                .map(|s| quote_key(s))
+                .filter(|key| !key.is_empty())
+                .collect()
+        })
+        .collect();
     for drafted in attach_trailing_markers(answer, n) {
         let Drafted {
             original: sentence,
-            clean,
-            cited: numbers,
+            mut clean,
+            cited: mut numbers,
             line_end,
         } = drafted;
         let claim = states_something(&clean);
+        let mut quoted = false;
+        if claim && numbers.is_empty() {
+            // A whole sentence of an item, copied word for word, says only what the item says:
+            // it is that item's, marker or not (small models copy the line that answers and
+            // forget the marker). A part of a sentence is not ("Memory limit: 1Gi" is a cell
+            // of another service's row), nor is anything reworded.
+            let key = quote_key(&unmarked(&clean));
+            if let Some(k) = quotable.iter().position(|q| q.contains(&key)) {
+                append_markers(&mut clean, &format!("[{}]", k + 1));
+                numbers.push(k + 1);
+                quoted = true;
+            }
+        }
         if (claim && numbers.is_empty()) || is_sql(&unmarked(&clean)) {
             out.cut.push(sentence.clone());
             continue;
@@ -101,13 +124,43 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
         let stated = figures(&unmarked(&clean));
         if !stated.is_empty() {
             let own = Passage::of(&unmarked(&clean));
+            let beside = if own.cjk {
+                Vec::new()
+            } else {
+                words_beside_figures(&unmarked(&clean))
+            };
+            // What the cited passages say, word by word: a claim's word they never use
+            // ("lasts" for "is") cannot tell which of their sentences it speaks of.
+            let vocabulary: HashSet<&String> = numbers
+                .iter()
+                .flat_map(|&k| passages[k - 1].iter().flat_map(|p| &p.words))
+                .collect();
             let said_of = |f: &Figure| {
+                // "…acknowledged within 2 hours" needs a sentence that says 2 hours of
+                // acknowledging, not one that escalates after 2 hours: the nearest word on
+                // either side of the figure that the passages use must stand beside it there.
+                let near: Vec<&HashSet<String>> = beside
+                    .iter()
+                    .filter(|b| b.figure.stands_in(std::slice::from_ref(f)))
+                    .flat_map(|b| {
+                        let used =
+                            |terms: &&HashSet<String>| terms.iter().any(|t| vocabulary.contains(t));
+                        [b.before.iter().find(used), b.after.iter().find(used)]
+                    })
+                    .flatten()
+                    .collect();
+                let beside_it = |p: &Passage| {
+                    near.is_empty()
+                        || near
+                            .iter()
+                            .any(|terms| terms.iter().any(|t| p.words.contains(t)))
+                };
                 f.stands_in(&question_figures)
                     || numbers.iter().any(|&k| {
                         (items[k - 1].data.is_some() && f.stands_in(&result_figures[k - 1]))
-                            || passages[k - 1]
-                                .iter()
-                                .any(|p| f.stands_in(&p.figures) && own.speaks_of(p))
+                            || passages[k - 1].iter().any(|p| {
+                                f.stands_in(&p.figures) && own.speaks_of(p) && beside_it(p)
+                            })
                     })
             };
             if !stated.iter().all(said_of) {
@@ -143,20 +196,54 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
         if !words.is_empty() && !said.insert(words) {
             continue;
         }
-        for k in numbers {
-            if seen.insert(k) {
-                out.cited.push(k);
-            }
-        }
-        kept.push((clean, line_end));
+        kept.push(Kept {
+            original: sentence,
+            clean,
+            line_end,
+            cited: numbers,
+            quoted,
+        });
     }
-    out.answer = join(&kept);
-    out.substantive = unmarked(&out.answer)
-        .chars()
-        .filter(|c| c.is_alphabetic())
-        .count()
-        >= 2;
+    if !out.cut.is_empty() {
+        // A copied line stands for the model's reading only when the rest of its draft holds
+        // up: beside a claim the evidence does not make, it is as likely to be beside the point
+        // (an approval rule kept while the reworded answer about the deadline is cut).
+        let (quotes, rest): (Vec<Kept>, Vec<Kept>) = kept.into_iter().partition(|k| k.quoted);
+        out.cut.extend(quotes.into_iter().map(|k| k.original));
+        kept = rest;
+    }
+    for k in kept.iter().flat_map(|k| &k.cited) {
+        if seen.insert(*k) {
+            out.cited.push(*k);
+        }
+    }
+    let sentences: Vec<(String, bool)> = kept.into_iter().map(|k| (k.clean, k.line_end)).collect();
+    out.answer = join(&sentences);
+    out.substantive = says_something(&unmarked(&out.answer));
     out
+}
+
+/// A sentence the check keeps: as drafted and as kept, whether the draft broke the line after
+/// it, what it cites, and whether its marker was added because it copies an item's sentence.
+struct Kept {
+    original: String,
+    clean: String,
+    line_end: bool,
+    cited: Vec<usize>,
+    quoted: bool,
+}
+
+/// Whether a checked answer says anything in words: "[1]", "2 [1]" or a figure with its unit
+/// alone ("2 hours [1]", "三个月 [1]") is not an answer. A small model writes those, and a bare
+/// figure cannot be held to what its passage says it of: the runbook's "2 hours" is the
+/// escalation of a SEV1, not its acknowledgement. A Chinese character counts as two letters.
+fn says_something(text: &str) -> bool {
+    let weight: usize = text
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .map(|c| if crate::lang::is_cjk(c) { 2 } else { 1 })
+        .sum();
+    weight >= 8
 }
 
 /// The sentences of `answer`, each with its text (valid markers only) and cited numbers. A
@@ -277,6 +364,21 @@ fn append_markers(text: &mut String, markers: &str) {
     }
 }
 
+/// How a sentence is compared with the evidence's to tell a copy: without a list item's
+/// number, its spacing and the punctuation that ends it ("…rollout." and "…rollout" are one).
+fn quote_key(sentence: &str) -> String {
+    let chars: Vec<char> = sentence.chars().collect();
+    let start = list_marker_len(&chars);
+    let mut key: String = chars[start..]
+        .iter()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    while key.ends_with(['.', '。', ';', '；', '!', '！']) {
+        key.pop();
+    }
+    key
+}
+
 /// "1.", "2)", "3、": a list item's number that the sentence splitter cut from its item.
 fn is_list_number(sentence: &str) -> bool {
     let chars: Vec<char> = sentence.trim().chars().collect();
@@ -358,6 +460,14 @@ pub fn same_words(a: &str, b: &str) -> bool {
     words(a) == words(b)
 }
 
+/// Whether `a` and `b` cite the same evidence, wherever (and however often) their markers
+/// stand: a check that gave a copied line its marker changed what the answer says it rests on.
+pub fn same_citations(a: &str, b: &str) -> bool {
+    let cited =
+        |text: &str| -> BTreeSet<usize> { markers(text, usize::MAX).1.into_iter().collect() };
+    cited(a) == cited(b)
+}
+
 /// The text without its `[n]` markers.
 pub(crate) fn unmarked(text: &str) -> String {
     let mut out = String::new();
@@ -429,7 +539,7 @@ pub(crate) fn markers(sentence: &str, n: usize) -> (String, Vec<usize>) {
 /// script.
 struct Passage {
     figures: Vec<Figure>,
-    words: std::collections::HashSet<String>,
+    words: HashSet<String>,
     cjk: bool,
 }
 
@@ -453,6 +563,60 @@ impl Passage {
             || self.cjk != source.cjk
             || self.words.iter().any(|w| source.words.contains(w))
     }
+}
+
+/// Words that say nothing of what a figure is of: the words around it ("within", "is", "per"),
+/// and its units ("2 hours", "30 s", "CNY 600" keeps "CNY": a currency names what is counted).
+const NOT_BESIDE: &[&str] = &[
+    "a", "an", "the", "of", "to", "in", "on", "at", "for", "by", "with", "within", "after",
+    "before", "than", "up", "about", "around", "over", "under", "above", "below", "least", "most",
+    "more", "less", "only", "just", "every", "each", "per", "is", "are", "was", "were", "be",
+    "been", "being", "must", "can", "may", "should", "will", "would", "could", "get", "gets",
+    "got", "has", "have", "had", "receive", "receives", "take", "takes", "need", "needs", "and",
+    "or", "to", "from", "it", "its", "they", "their", "there", "this", "that", "which", "who",
+    "also", "set", "s", "ms", "sec", "secs", "second", "seconds", "min", "mins", "minute",
+    "minutes", "h", "hr", "hrs", "hour", "hours", "day", "days", "week", "weeks", "month",
+    "months", "year", "years", "working", "business", "calendar", "percent", "times", "x",
+];
+
+/// A figure an English sentence states, and the words on either side of it that may say what
+/// it is of, nearest first (each as its `prose_terms`): neither figures nor [`NOT_BESIDE`].
+struct Beside {
+    figure: Figure,
+    before: Vec<HashSet<String>>,
+    after: Vec<HashSet<String>>,
+}
+
+fn words_beside_figures(sentence: &str) -> Vec<Beside> {
+    let tokens: Vec<&str> = sentence
+        .split(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | ',' | '-' | '%')))
+        .map(|t| t.trim_matches(|c: char| matches!(c, '.' | ',' | '-')))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let is_figure = |t: &str| t.starts_with(|c: char| c.is_ascii_digit());
+    let terms = |t: &&str| -> Option<HashSet<String>> {
+        if is_figure(t) || NOT_BESIDE.contains(&t.to_lowercase().as_str()) {
+            return None;
+        }
+        let terms = crate::text::prose_terms(t);
+        (!terms.is_empty()).then_some(terms)
+    };
+    let mut out = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        if !is_figure(token) {
+            continue;
+        }
+        let before: Vec<HashSet<String>> = tokens[..i].iter().rev().filter_map(terms).collect();
+        let after: Vec<HashSet<String>> = tokens[i + 1..].iter().filter_map(terms).collect();
+        for figure in figures(token) {
+            out.push(Beside {
+                figure,
+                before: before.clone(),
+                after: after.clone(),
+            });
+        }
+    }
+    out
 }
 
 /// A number as written: its value and how many decimals it was given with.
@@ -493,6 +657,16 @@ fn figures(text: &str) -> Vec<Figure> {
     while i < chars.len() {
         if !chars[i].is_ascii_digit() {
             i += 1;
+            continue;
+        }
+        // Digits a name runs into ("SEV2", "v3", "p99", "cn-east-2") are the name's, which the
+        // names rule checks: the runbook's SEV2 row holds no figure 2.
+        let letter = |k: usize| chars.get(k).is_some_and(char::is_ascii_alphabetic);
+        if i > 0 && (letter(i - 1) || (matches!(chars[i - 1], '-' | '_') && i > 1 && letter(i - 2)))
+        {
+            while i < chars.len() && chars[i].is_ascii_alphanumeric() {
+                i += 1;
+            }
             continue;
         }
         let mut digits = String::new();
@@ -872,7 +1046,9 @@ mod tests {
             ("2[1]", false),
             ("1.31.3 [1]", false),
             ("7 projects are in progress [1].", true),
-            ("三个月[1]。", true),
+            ("三个月[1]。", false),
+            ("2 hours [1].", false),
+            ("30 天内 [1]", false),
             ("试用期为三个月[1]。", true),
         ];
         for (answer, want) in table {
@@ -990,6 +1166,101 @@ mod tests {
     }
 
     #[test]
+    fn a_figure_must_stand_beside_what_the_claim_says_it_of() {
+        let evidence = [
+            "Severity: SEV1; Acknowledge within: 5 minutes; Status updates: Every 30 minutes\n\
+             Severity: SEV2; Acknowledge within: 15 minutes\n\
+             A SEV1 that is not resolved within 2 hours is escalated to the CTO.",
+            "Component: fleet-scheduler; Memory limit: 4Gi\n\
+             Component: api-gateway; Memory limit: 1Gi\n\
+             Years of service: Less than 3 years (including new employees); Annual leave per year: 10 working days",
+        ];
+        let table: &[(&str, bool)] = &[
+            // (claim, kept)
+            (
+                "A SEV1 incident must be acknowledged within 5 minutes [1].",
+                true,
+            ),
+            // The runbook's 2 hours is the escalation's, not the acknowledgement's.
+            (
+                "A SEV1 incident must be acknowledged within 2 hours [1].",
+                false,
+            ),
+            (
+                "A SEV1 that is not resolved within 2 hours goes to the CTO [1].",
+                true,
+            ),
+            ("The memory limit of fleet-scheduler is 4Gi [2].", true),
+            // 1Gi is the api-gateway's.
+            ("The memory limit of fleet-scheduler is 1Gi [2].", false),
+            (
+                "New employees receive 10 working days of annual leave [2].",
+                true,
+            ),
+            // Words beside a figure that are only its units or the words around it say nothing.
+            ("Status updates come every 30 minutes [1].", true),
+            // A word the passages never use ("lasts") says nothing either way.
+            (
+                "A SEV1 incident lasts 5 minutes until acknowledged [1].",
+                true,
+            ),
+        ];
+        for (claim, kept) in table {
+            let c = check(claim, &evidence, "");
+            assert_eq!(!c.answer.is_empty(), *kept, "{claim}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn a_sentence_copied_whole_is_its_items_without_a_marker() {
+        let evidence = [
+            "3. Rolling updates\nmaxSurge: 25% — at most a quarter of extra pods are created during a rollout.\n\
+             Service: api-gateway; CPU limit: 2; Memory limit: 1Gi",
+            "2.1 步骤\n1. 在告警工具中确认告警：SEV1 须在 5 分钟内确认。\n2. 打开事件频道。",
+        ];
+        let question = "What is the default maxSurge?";
+        let table: &[(&str, &str, &[usize])] = &[
+            // (draft, kept, cited)
+            (
+                "maxSurge: 25% — at most a quarter of extra pods are created during a rollout.",
+                "maxSurge: 25% — at most a quarter of extra pods are created during a rollout. [1]",
+                &[1],
+            ),
+            // Spacing, the end's punctuation and a list item's number do not make it another
+            // sentence.
+            (
+                "1. 在告警工具中确认告警：SEV1 须在 5 分钟内确认",
+                "1. 在告警工具中确认告警：SEV1 须在 5 分钟内确认 [2]",
+                &[2],
+            ),
+            // A part of a sentence, or a rewording, is still an uncited claim.
+            ("The memory limit is 1Gi for every service.", "", &[]),
+            ("Memory limit: 1Gi", "", &[]),
+            (
+                "maxSurge is 25%, so at most a quarter of extra pods are created.",
+                "",
+                &[],
+            ),
+            // Beside a sentence the check cuts, a copy goes too: the draft has not held up.
+            (
+                "报销单要在 30 天内提交。在告警工具中确认告警：SEV1 须在 5 分钟内确认。",
+                "",
+                &[],
+            ),
+            (
+                "在告警工具中确认告警：SEV1 须在 5 分钟内确认。maxSurge is 25% [1].",
+                "在告警工具中确认告警：SEV1 须在 5 分钟内确认[2]。maxSurge is 25% [1].",
+                &[2, 1],
+            ),
+        ];
+        for (draft, kept, cited) in table {
+            let c = check(draft, &evidence, question);
+            assert_eq!(c.answer, *kept, "{draft}: {c:?}");
+            assert_eq!(c.cited, *cited, "{draft}");
+        }
+    }
+
+    #[test]
     fn moved_markers_and_spacing_are_the_same_words() {
         let table: &[(&str, &str, bool)] = &[
             (
@@ -1015,6 +1286,15 @@ mod tests {
         for (streamed, checked, same) in table {
             assert_eq!(same_words(streamed, checked), *same, "{streamed}");
         }
+        // Moved or repeated markers cite the same; a marker the check added does not.
+        assert!(same_citations(
+            "Leave is 15 days. It rises later. [1]",
+            "Leave is 15 days. [1] It rises later. [1]"
+        ));
+        assert!(!same_citations(
+            "maxSurge: 25% — at most a quarter of extra pods.",
+            "maxSurge: 25% — at most a quarter of extra pods. [1]"
+        ));
     }
 
     #[test]
@@ -1030,6 +1310,10 @@ mod tests {
             ("均有３个月", &[(3.0, 0)]),
             ("10,20 and 30", &[(10.0, 0), (20.0, 0), (30.0, 0)]),
             ("三个月", &[]),
+            // A name's digits are the name's.
+            ("SEV2 within 15 minutes", &[(15.0, 0)]),
+            ("p99 latency in cn-east-2, v3", &[]),
+            ("1Gi and 500m", &[(1.0, 0), (500.0, 0)]),
         ];
         for (text, want) in table {
             let got: Vec<(f64, i32)> = figures(text)

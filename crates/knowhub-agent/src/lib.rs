@@ -40,7 +40,7 @@ use knowhub_llm::{Llm, Message};
 use serde::Serialize;
 use thiserror::Error;
 
-pub use citations::same_words;
+pub use citations::{same_citations, same_words};
 pub use lang::Lang;
 pub use nodes::route::{route_by_rules, route_with_llm};
 pub use state::{AgentState, CancelFlag, Route, StopReason};

@@ -156,8 +156,11 @@ fn answer(
     if streamed {
         // The streamed draft may have lost sentences that failed the citation check, or a
         // note that only named the sources; markers moved onto the sentences they cite and
-        // line breaks are not worth printing the answer twice.
-        if knowhub_agent::same_words(&draft, &o.final_answer) {
+        // line breaks are not worth printing the answer twice; a marker the check added (to a
+        // line copied whole from an item) is.
+        if knowhub_agent::same_words(&draft, &o.final_answer)
+            && knowhub_agent::same_citations(&draft, &o.final_answer)
+        {
             println!();
         } else {
             println!("\n\n[checked answer]\n{}", o.final_answer);
