@@ -113,9 +113,40 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
                 quoted = true;
             }
         }
+        if claim && !numbers.is_empty() {
+            // A copy cited to an item that does not hold it is the holder's: the words are
+            // right, the marker is not.
+            let key = quote_key(&unmarked(&clean));
+            let holds = |k: &usize| quotable[k - 1].contains(&key);
+            if !numbers.iter().any(holds) {
+                if let Some(k) = quotable.iter().position(|q| q.contains(&key)) {
+                    clean = unmarked(&clean).replace(" .", ".").trim().to_string();
+                    append_markers(&mut clean, &format!("[{}]", k + 1));
+                    numbers = vec![k + 1];
+                    quoted = true;
+                }
+            }
+        }
         if (claim && numbers.is_empty()) || is_sql(&unmarked(&clean)) {
             out.cut.push(sentence.clone());
             continue;
+        }
+        // The values a sentence lists from query results are the rows' own: "遥测数据接入,
+        // 安全急停固件, 检电充电协议, 客户门户 [1]" misspells a project the rows name.
+        if numbers.iter().all(|&k| items[k - 1].data.is_some()) {
+            let rows: String = numbers
+                .iter()
+                .filter_map(|&k| items[k - 1].data)
+                .collect::<Vec<_>>()
+                .join("\n")
+                .to_lowercase();
+            if !listed_values(&unmarked(&clean))
+                .iter()
+                .all(|v| rows.contains(v.as_str()))
+            {
+                out.cut.push(sentence.clone());
+                continue;
+            }
         }
         // A figure the cited items do not hold is the model's own ("2 days" where the
         // evidence says 10, a citation to the wrong item), and one a passage holds must be said
@@ -362,6 +393,36 @@ fn append_markers(text: &mut String, markers: &str) {
             text.push_str(markers);
         }
     }
+}
+
+/// The values a sentence lists that can be told from its words around them (lowercased): of
+/// three or more items separated by commas or 、, those after a colon or, without one, the
+/// middle ones (the first carries the sentence's lead-in, the last its tail: "The projects are
+/// A, B and C in prod").
+fn listed_values(sentence: &str) -> Vec<String> {
+    let (lead, list) = match sentence.rfind([':', '：']) {
+        Some(at) => (false, &sentence[at..]),
+        None => (true, sentence),
+    };
+    let list = list.trim_start_matches([':', '：']);
+    let items: Vec<&str> = list.split([',', '，', '、']).collect();
+    if items.len() < 3 {
+        return Vec::new();
+    }
+    let start = usize::from(lead);
+    let end = if lead { items.len() - 1 } else { items.len() };
+    items[start..end]
+        .iter()
+        .map(|item| {
+            let item = item.trim().trim_end_matches(['.', '。', ';', '；']).trim();
+            let item = item.strip_prefix("and ").unwrap_or(item);
+            item.strip_prefix('和')
+                .unwrap_or(item)
+                .trim()
+                .to_lowercase()
+        })
+        .filter(|item| !item.is_empty())
+        .collect()
 }
 
 /// How a sentence is compared with the evidence's to tell a copy: without a list item's
@@ -1212,6 +1273,43 @@ mod tests {
     }
 
     #[test]
+    fn the_values_a_sentence_lists_from_a_query_result_are_its_rows() {
+        let rows = "Project=Telemetry Ingest, 项目名称=遥测数据接入\n\
+                    Project=Dock Charging Protocol, 项目名称=充电桩通信协议\n\
+                    Project=Customer Portal, 项目名称=客户门户";
+        let text = format!("The query `SELECT * FROM projects` returned: {rows}");
+        let items = [Shown {
+            title: "SQL: projects.xlsx › Projects",
+            text: &text,
+            data: Some(rows),
+        }];
+        let table: &[(&str, bool)] = &[
+            (
+                "项目名称包括: 遥测数据接入, 充电桩通信协议, 客户门户 [1]。",
+                true,
+            ),
+            (
+                "项目名称包括: 遥测数据接入, 检电充电协议, 客户门户 [1]。",
+                false,
+            ),
+            (
+                "The projects in prod are Telemetry Ingest, Dock Charging Protocol and Customer Portal [1].",
+                true,
+            ),
+            (
+                "The projects in prod are Telemetry Ingest, Dock Charger Protocol, and Customer Portal [1].",
+                false,
+            ),
+            // Two items are not a list the words around them tell apart.
+            ("遥测数据接入和客户门户都在 prod [1]。", true),
+        ];
+        for (answer, kept) in table {
+            let c = check_items(answer, &items, "哪些项目在 prod 环境？");
+            assert_eq!(!c.answer.is_empty(), *kept, "{answer}: {c:?}");
+        }
+    }
+
+    #[test]
     fn a_sentence_copied_whole_is_its_items_without_a_marker() {
         let evidence = [
             "3. Rolling updates\nmaxSurge: 25% — at most a quarter of extra pods are created during a rollout.\n\
@@ -1232,6 +1330,12 @@ mod tests {
                 "1. 在告警工具中确认告警：SEV1 须在 5 分钟内确认",
                 "1. 在告警工具中确认告警：SEV1 须在 5 分钟内确认 [2]",
                 &[2],
+            ),
+            // Copied whole but cited to an item that does not hold it: the holder's.
+            (
+                "maxSurge: 25% — at most a quarter of extra pods are created during a rollout [2].",
+                "maxSurge: 25% — at most a quarter of extra pods are created during a rollout. [1]",
+                &[1],
             ),
             // A part of a sentence, or a rewording, is still an uncited claim.
             ("The memory limit is 1Gi for every service.", "", &[]),

@@ -863,6 +863,67 @@ fn a_statement_that_reads_no_data_is_not_an_answer() {
     assert!(!out.final_answer.contains("42"), "{}", out.final_answer);
 }
 
+#[test]
+fn a_draft_that_loses_one_part_of_a_question_gives_way_to_the_extractive_answer() {
+    let f = fixture();
+    let bob = user(&f, "bob");
+    let two_parts =
+        "How many days of annual leave do employees get? How much notice do leave requests need?";
+    // (model reply, question, written by, a sentence the answer must hold)
+    let table: &[(&'static str, &str, &str, &str)] = &[
+        // The second part's answer is the model's own ("five days") and is cut: what is left
+        // answers one part of two, so the extractive answer takes its place.
+        (
+            "Employees get fifteen days of annual leave per year [1]. Leave requests need five days notice.",
+            two_parts,
+            "extractive",
+            "two weeks notice",
+        ),
+        // Both parts hold up: the model's answer stands.
+        (
+            "Employees get fifteen days of annual leave per year [1]. Leave requests need two weeks notice [1].",
+            two_parts,
+            "llm",
+            "two weeks notice [1]",
+        ),
+        // One question: what holds up of the draft is its answer.
+        (
+            "Employees get fifteen days of annual leave per year [1]. Leave requests need five days notice.",
+            "How many days of annual leave do employees get?",
+            "llm",
+            "fifteen days of annual leave per year [1]",
+        ),
+    ];
+    for (reply, question, by, holds) in table {
+        let reader = Arc::new(Reader {
+            reply,
+            ..Reader::default()
+        });
+        let a = Agent::new(
+            Arc::clone(&f.engine),
+            Some(reader as Arc<dyn knowhub_llm::Llm>),
+            AgentOptions::default(),
+        );
+        let o = ask(&a, &bob, question);
+        let out = &o.state.output;
+        assert_eq!(
+            o.state.draft.written_by, *by,
+            "{reply}: {}",
+            out.final_answer
+        );
+        assert!(
+            out.final_answer.contains(holds),
+            "{reply}: {}",
+            out.final_answer
+        );
+        assert!(
+            !out.final_answer.contains("five days"),
+            "{}",
+            out.final_answer
+        );
+    }
+}
+
 /// A model that answers by copying the prompt's evidence listing, word by word, and counts the
 /// words it got to stream before being stopped.
 #[derive(Debug, Default)]

@@ -49,6 +49,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         return run_brief(state, deps, &refs, lang);
     }
     let question = state.input.normalized_query.clone();
+    let several_questions = crate::text::questions(&question).len() > 1;
     let mut cut = Vec::new();
     let mut attempts = 0;
     if deps.llm.is_some() {
@@ -98,7 +99,11 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             }
             let checked = citations::check_items(&text, &items, &question);
             cut.extend(checked.cut.clone());
-            if !checked.cited.is_empty() && checked.substantive {
+            // In the answer to a question of several questions, a cut claim is likely one
+            // part's answer gone ("试用期是 3 个月 [1]" kept, "目前有 50 人在试用期" cut): the
+            // extractive answer, which answers each part, says more.
+            let lost_a_part = several_questions && !checked.cut.is_empty();
+            if !checked.cited.is_empty() && checked.substantive && !lost_a_part {
                 state.draft.written_by = "llm".into();
                 state.draft.cut_sentences = cut.clone();
                 let confidence = 0.6 + 0.3 * (1.0 - checked.cut.len() as f32 / 4.0).max(0.0);
@@ -385,6 +390,9 @@ fn prompt(
         "\nQuestion: {}\nAnswer:",
         state.input.normalized_query
     ));
+    if !strict {
+        return vec![Message::system(system), Message::user(user)];
+    }
     let (example, reply) = worked_example(lang);
     vec![
         Message::system(system),
@@ -395,9 +403,11 @@ fn prompt(
 }
 
 /// One question answered the way the writer should answer, in the question's language: whole
-/// sentences, each with its marker, only what the evidence says. Without it the default 0.5B
-/// model mostly replies with a bare number or a lone "[1]"; its topic is far from any company
-/// document so that none of its facts can pass for evidence.
+/// sentences, each with its marker, only what the evidence says. Shown for the second draft
+/// only: the default 0.5B model's first mostly is a bare number or a lone "[1]", and with the
+/// example it writes sentences; the 1.5B's first drafts hold up more often without it (on the
+/// demo questions it copied an unrelated sentence or misspelt a name with it). Its topic is far
+/// from any company document so that none of its facts can pass for evidence.
 fn worked_example(lang: Lang) -> (&'static str, &'static str) {
     match lang {
         Lang::Zh => (
