@@ -118,13 +118,13 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
             // right, the marker is not.
             let key = quote_key(&unmarked(&clean));
             let holds = |k: &usize| quotable[k - 1].contains(&key);
-            if !numbers.iter().any(holds) {
-                if let Some(k) = quotable.iter().position(|q| q.contains(&key)) {
-                    clean = unmarked(&clean).replace(" .", ".").trim().to_string();
-                    append_markers(&mut clean, &format!("[{}]", k + 1));
-                    numbers = vec![k + 1];
-                    quoted = true;
-                }
+            if !numbers.iter().any(holds)
+                && let Some(k) = quotable.iter().position(|q| q.contains(&key))
+            {
+                clean = unmarked(&clean).replace(" .", ".").trim().to_string();
+                append_markers(&mut clean, &format!("[{}]", k + 1));
+                numbers = vec![k + 1];
+                quoted = true;
             }
         }
         if (claim && numbers.is_empty()) || is_sql(&unmarked(&clean)) {
