@@ -416,9 +416,9 @@ fn listed_values(sentence: &str) -> Vec<String> {
         .map(|item| {
             let item = item.trim().trim_end_matches(['.', '。', ';', '；']).trim();
             let item = item.strip_prefix("and ").unwrap_or(item);
-            item.strip_prefix('和')
-                .unwrap_or(item)
-                .trim()
+            let item = item.strip_prefix('和').unwrap_or(item);
+            // Quoted or not, a name is the same name: "“周欣”、“郑凯”".
+            item.trim_matches(|c: char| c.is_whitespace() || "\"'“”‘’「」《》".contains(c))
                 .to_lowercase()
         })
         .filter(|item| !item.is_empty())
@@ -1299,6 +1299,10 @@ mod tests {
             (
                 "The projects in prod are Telemetry Ingest, Dock Charger Protocol, and Customer Portal [1].",
                 false,
+            ),
+            (
+                "根据查询结果，\"遥测数据接入\"、“充电桩通信协议”和“客户门户”都在 prod [1]。",
+                true,
             ),
             // Two items are not a list the words around them tell apart.
             ("遥测数据接入和客户门户都在 prod [1]。", true),
