@@ -181,10 +181,8 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
                     .flatten()
                     .collect();
                 let beside_it = |p: &Passage| {
-                    near.is_empty()
-                        || near
-                            .iter()
-                            .any(|terms| terms.iter().any(|t| p.words.contains(t)))
+                    near.iter()
+                        .all(|terms| terms.iter().any(|t| p.words.contains(t)))
                 };
                 f.stands_in(&question_figures)
                     || numbers.iter().any(|&k| {
@@ -1235,6 +1233,7 @@ mod tests {
             "Component: fleet-scheduler; Memory limit: 4Gi\n\
              Component: api-gateway; Memory limit: 1Gi\n\
              Years of service: Less than 3 years (including new employees); Annual leave per year: 10 working days",
+            "name: fleet-scheduler\nreplicas: 4\nThe readiness probe runs every 5 seconds.",
         ];
         let table: &[(&str, bool)] = &[
             // (claim, kept)
@@ -1258,6 +1257,13 @@ mod tests {
                 "New employees receive 10 working days of annual leave [2].",
                 true,
             ),
+            // Both sides count: the manifest's "replicas: 4" is fleet-scheduler's, and says
+            // nothing of running.
+            (
+                "The api-gateway component runs 4 replicas in prod [3].",
+                false,
+            ),
+            ("The manifest sets 4 replicas [3].", true),
             // Words beside a figure that are only its units or the words around it say nothing.
             ("Status updates come every 30 minutes [1].", true),
             // A word the passages never use ("lasts") says nothing either way.
