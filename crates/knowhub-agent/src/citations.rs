@@ -169,7 +169,7 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
             let said_of = |f: &Figure| {
                 // "…acknowledged within 2 hours" needs a sentence that says 2 hours of
                 // acknowledging, not one that escalates after 2 hours: the nearest word on
-                // either side of the figure that the passages use must stand beside it there.
+                // each side of the figure that the passages use must stand beside it there.
                 let near: Vec<&HashSet<String>> = beside
                     .iter()
                     .filter(|b| b.figure.stands_in(std::slice::from_ref(f)))
