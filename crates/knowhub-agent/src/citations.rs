@@ -101,21 +101,11 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
         } = drafted;
         let claim = states_something(&clean);
         let mut quoted = false;
-        if claim && numbers.is_empty() {
+        if claim {
             // A whole sentence of an item, copied word for word, says only what the item says:
-            // it is that item's, marker or not (small models copy the line that answers and
-            // forget the marker). A part of a sentence is not ("Memory limit: 1Gi" is a cell
-            // of another service's row), nor is anything reworded.
-            let key = quote_key(&unmarked(&clean));
-            if let Some(k) = quotable.iter().position(|q| q.contains(&key)) {
-                append_markers(&mut clean, &format!("[{}]", k + 1));
-                numbers.push(k + 1);
-                quoted = true;
-            }
-        }
-        if claim && !numbers.is_empty() {
-            // A copy cited to an item that does not hold it is the holder's: the words are
-            // right, the marker is not.
+            // it is that item's, whatever it cites (small models copy the line that answers and
+            // forget the marker, or cite its neighbour). A part of a sentence is not ("Memory
+            // limit: 1Gi" is a cell of another service's row), nor is anything reworded.
             let key = quote_key(&unmarked(&clean));
             let holds = |k: &usize| quotable[k - 1].contains(&key);
             if !numbers.iter().any(holds)
