@@ -689,9 +689,120 @@ impl Figure {
 }
 
 /// The numbers written in digits in `text` ("1,200,000" is one number, "2024-05-06" three;
-/// full-width digits count). A list's own numbering ("1. ", "2) ") is not a figure. Numbers
-/// in words ("three", "三") are not read.
+/// full-width digits count), then those in Chinese numerals that count something (see
+/// [`chinese_figures`]). A list's own numbering ("1. ", "2) ") is not a figure. English
+/// number words ("three") are not read.
 fn figures(text: &str) -> Vec<Figure> {
+    let mut out = digit_figures(text);
+    out.extend(chinese_figures(text));
+    out
+}
+
+/// Characters of Chinese numerals: digits, and the tens, hundreds and thousands between them.
+const CHINESE_NUMERALS: &str = "零〇一二两三四五六七八九十百千";
+
+/// Measure words and units a Chinese numeral that counts something is followed by.
+const MEASURES: &[&str] = &[
+    "个",
+    "天",
+    "日",
+    "周",
+    "星期",
+    "月",
+    "年",
+    "小时",
+    "分钟",
+    "秒",
+    "次",
+    "名",
+    "人",
+    "位",
+    "元",
+    "块",
+    "倍",
+    "项",
+    "条",
+    "种",
+    "家",
+    "台",
+    "份",
+    "张",
+    "本",
+    "层",
+    "级",
+    "岁",
+    "套",
+    "件",
+    "篇",
+    "页",
+    "章",
+    "节",
+    "段",
+    "轮",
+    "批",
+    "组",
+    "类",
+    "部",
+    "座",
+    "间",
+    "场",
+    "届",
+    "遍",
+    "趟",
+    "季度",
+    "公里",
+    "公斤",
+    "工作日",
+];
+
+/// The numbers written in Chinese numerals in `text` that count something: a run of numerals
+/// followed by a measure word or unit ("三个月", "两名", "十五天", "一百二十元", "二〇二四年").
+/// Qwen writes "三个月" as often as "3 个月", and "这三个环境中有两个正在使用 [1]" must be held
+/// to its passage like "2 个". Not read: an ordinal ("第三步"), a lone 一 (an article as often
+/// as a number: "需要一个审批", "同一人"), a loose range ("三四天"), a run with 万 or 亿 (the
+/// passage may say "50 万元", which reads as 50), and numerals in words ("三角", "十分").
+fn chinese_figures(text: &str) -> Vec<Figure> {
+    use chinese_number::{ChineseCountMethod, ChineseToNumber};
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if !CHINESE_NUMERALS.contains(chars[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && CHINESE_NUMERALS.contains(chars[i]) {
+            i += 1;
+        }
+        let run: String = chars[start..i].iter().collect();
+        let rest: String = chars[i..].iter().take(3).collect();
+        let ordinal = start > 0 && chars[start - 1] == '第';
+        let counts = MEASURES.iter().any(|m| rest.starts_with(m));
+        if ordinal || !counts || run == "一" || matches!(chars.get(i), Some('万' | '亿')) {
+            continue;
+        }
+        let places = run.chars().any(|c| "十百千".contains(c));
+        let value: Option<u64> = if places {
+            run.to_number(ChineseCountMethod::TenThousand).ok()
+        } else if run.chars().count() == 1 || run.chars().count() >= 3 {
+            // One digit, or a year read digit by digit ("二〇二四"); two ("三四") are a range.
+            run.to_number_naive().ok()
+        } else {
+            None
+        };
+        if let Some(value) = value {
+            out.push(Figure {
+                value: value as f64,
+                decimals: 0,
+            });
+        }
+    }
+    out
+}
+
+/// The numbers written in digits in `text`: see [`figures`].
+fn digit_figures(text: &str) -> Vec<Figure> {
     let chars: Vec<char> = text
         .chars()
         .map(|c| match c {
@@ -918,6 +1029,8 @@ mod tests {
                 &[1],
                 1,
             ),
+            // A Chinese numeral is a figure like any other ("3 个月" holds 三个月, not 两个月).
+            ("试用期为两个月[1]。", 1, "", &[], 1),
             ("Yes.", 1, "Yes.", &[], 0),
             (
                 "Leave is 15 days [1]. Leave is 15 days [1]. It rises later [2].",
@@ -952,7 +1065,10 @@ mod tests {
             ),
         ];
         for (answer, n, kept, cited, cut) in table {
-            let evidence = vec!["Leave is 15 days, and 20 days after five years."; *n];
+            let evidence = vec![
+                "Leave is 15 days, and 20 days after five years. 试用期为 3 个月。";
+                *n
+            ];
             let c = check(answer, &evidence, "How much leave?");
             assert_eq!(c.answer, *kept, "{answer}");
             assert_eq!(c.cited, *cited, "{answer}");
@@ -1101,7 +1217,8 @@ mod tests {
             ("试用期为三个月[1]。", true),
         ];
         for (answer, want) in table {
-            let evidence = ["7 projects are in progress; 1.31 and 1.3 are versions; 2 runs"];
+            let evidence =
+                ["7 projects are in progress; 1.31 and 1.3 are versions; 2 runs. 试用期 3 个月。"];
             assert_eq!(check(answer, &evidence, "").substantive, *want, "{answer}");
         }
     }
@@ -1413,7 +1530,17 @@ mod tests {
             ("3、试用期 3 个月", &[(3.0, 0)]),
             ("均有３个月", &[(3.0, 0)]),
             ("10,20 and 30", &[(10.0, 0), (20.0, 0), (30.0, 0)]),
-            ("三个月", &[]),
+            // Chinese numerals that count something.
+            ("三个月", &[(3.0, 0)]),
+            ("这三个环境中有两个正在使用", &[(3.0, 0), (2.0, 0)]),
+            ("每年十五天，最多一百二十元", &[(15.0, 0), (120.0, 0)]),
+            ("二〇二四年起", &[(2024.0, 0)]),
+            ("试用期 3 个月，可延长两次", &[(3.0, 0), (2.0, 0)]),
+            // Not counts: an ordinal, a lone 一, a range, a magnitude, words, a weekday.
+            ("第三步：需要一个审批，同一人不可", &[]),
+            ("三四天内", &[]),
+            ("五十万元", &[]),
+            ("三角形十分重要，周三下午", &[]),
             // A name's digits are the name's.
             ("SEV2 within 15 minutes", &[(15.0, 0)]),
             ("p99 latency in cn-east-2, v3", &[]),

@@ -737,12 +737,15 @@ fn long_conversations_keep_recent_turns_and_summarise_older_ones() {
     assert!(f.engine.session_summary(&bob, &id).is_err());
 }
 
-/// A scripted reader: DOC for routing, a fixed reply to a brief-answer prompt, and counts the
-/// brief prompts it was given.
+/// A scripted reader: DOC for routing, a fixed reply to any other prompt; counts the prompts
+/// it was given, and those that asked for a citation after every sentence (the strict draft).
 #[derive(Debug, Default)]
 struct Reader {
     reply: &'static str,
+    /// The weights it says it has (`None`: unknown, like a server).
+    parameters: Option<u64>,
     asked: std::sync::Mutex<usize>,
+    asked_strictly: std::sync::Mutex<usize>,
 }
 
 impl knowhub_llm::Llm for Reader {
@@ -755,6 +758,9 @@ impl knowhub_llm::Llm for Reader {
     fn count_tokens(&self, text: &str) -> usize {
         text.chars().count().div_ceil(4)
     }
+    fn parameters(&self) -> Option<u64> {
+        self.parameters
+    }
     fn chat(
         &self,
         req: &knowhub_llm::ChatRequest,
@@ -765,6 +771,9 @@ impl knowhub_llm::Llm for Reader {
             "DOC"
         } else {
             *self.asked.lock().unwrap() += 1;
+            if system.contains("MUST end with a citation") {
+                *self.asked_strictly.lock().unwrap() += 1;
+            }
             self.reply
         };
         respond(text.to_string(), on_token)
@@ -920,6 +929,47 @@ fn a_draft_that_loses_one_part_of_a_question_gives_way_to_the_extractive_answer(
             !out.final_answer.contains("five days"),
             "{}",
             out.final_answer
+        );
+    }
+}
+
+#[test]
+fn a_small_model_writes_one_draft_the_strict_one() {
+    let f = fixture();
+    let bob = user(&f, "bob");
+    let question = "How many days of annual leave do employees get?";
+    let answer = "Employees get fifteen days of annual leave per year [1].";
+    // (weights, model reply, drafts asked for, of them strict, written by)
+    let table: &[(Option<u64>, &'static str, usize, usize, &str)] = &[
+        // The default 0.5B (the weights its file holds): its one draft is the strict one; a
+        // failed one is not retried.
+        (Some(630_000_000), "15 [1]", 1, 1, "extractive"),
+        (Some(630_000_000), answer, 1, 1, "llm"),
+        // The 1.5B and a server's model: a plain draft first, then the strict one.
+        (Some(1_780_000_000), "15 [1]", 2, 1, "extractive"),
+        (Some(1_780_000_000), answer, 1, 0, "llm"),
+        (None, "15 [1]", 2, 1, "extractive"),
+    ];
+    for (parameters, reply, asked, strictly, by) in table {
+        let reader = Arc::new(Reader {
+            reply,
+            parameters: *parameters,
+            ..Reader::default()
+        });
+        let a = Agent::new(
+            Arc::clone(&f.engine),
+            Some(Arc::clone(&reader) as Arc<dyn knowhub_llm::Llm>),
+            AgentOptions::default(),
+        );
+        let o = ask(&a, &bob, question);
+        let row = format!("{parameters:?} {reply}");
+        assert_eq!(*reader.asked.lock().unwrap(), *asked, "{row}");
+        assert_eq!(*reader.asked_strictly.lock().unwrap(), *strictly, "{row}");
+        assert_eq!(o.state.draft.written_by, *by, "{row}");
+        assert!(
+            o.state.output.final_answer.contains("fifteen days"),
+            "{row}: {}",
+            o.state.output.final_answer
         );
     }
 }

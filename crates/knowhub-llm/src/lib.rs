@@ -99,6 +99,12 @@ pub trait Llm: Send + Sync + Debug {
     /// Tokens `text` takes in this model (exact for local models, an estimate for servers).
     fn count_tokens(&self, text: &str) -> usize;
 
+    /// How many weights the model has, where that is known (local models; a server does not
+    /// say). Callers use it to suit their prompts to a small model.
+    fn parameters(&self) -> Option<u64> {
+        None
+    }
+
     /// Answers the conversation in `req`, calling `on_token` with each new piece of text as it is
     /// generated. Pieces never split a UTF-8 character and concatenate to the response's `text`.
     /// Returning `false` from `on_token` stops the generation ([`Finish::Cancelled`]).

@@ -250,6 +250,8 @@ pub struct LocalGguf {
     stop_ids: Vec<u32>,
     default_system: Option<String>,
     context: usize,
+    /// Weights in the file (every tensor's elements).
+    parameters: u64,
     /// Slow-on-CPU tensors are converted to Q8_0 when loading (see `requant.rs`).
     requantize: bool,
     prefill_copy_bytes: usize,
@@ -266,6 +268,7 @@ impl fmt::Debug for LocalGguf {
             .field("arch", &self.arch)
             .field("device", &self.device)
             .field("context", &self.context)
+            .field("parameters", &self.parameters)
             .field("requantize", &self.requantize)
             .field("repeat_penalty", &self.repeat_penalty)
             .finish_non_exhaustive()
@@ -380,6 +383,11 @@ impl LocalGguf {
             context = context.min(quantized_llama::MAX_SEQ_LEN);
         }
 
+        let parameters = content
+            .tensor_infos
+            .values()
+            .map(|t| t.shape.elem_count() as u64)
+            .sum();
         let requantize = options.cpu_q8_requantize && device.is_cpu();
         let weights = build_weights(
             arch,
@@ -399,6 +407,7 @@ impl LocalGguf {
             model = %model_id,
             arch = arch.name(),
             context,
+            parameters,
             elapsed_ms = started.elapsed().as_millis() as u64,
             "loaded local LLM"
         );
@@ -414,6 +423,7 @@ impl LocalGguf {
             stop_ids,
             default_system,
             context,
+            parameters,
             requantize,
             prefill_copy_bytes: options.prefill_copy_bytes,
             prefix_cache_bytes: options.prefix_cache_bytes,
@@ -854,6 +864,10 @@ impl Llm for LocalGguf {
 
     fn context_tokens(&self) -> usize {
         self.context
+    }
+
+    fn parameters(&self) -> Option<u64> {
+        Some(self.parameters)
     }
 
     fn count_tokens(&self, text: &str) -> usize {

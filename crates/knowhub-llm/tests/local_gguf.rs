@@ -171,6 +171,12 @@ fn chatml_prompt_matches_the_reference_tokenization() {
     // Without a system message the template's default one is used.
     let default = llm.default_system_prompt().unwrap();
     assert!(default.contains("SmolLM"), "{default}");
+    // SmolLM2-135M, as its name says.
+    let parameters = llm.parameters().unwrap();
+    assert!(
+        (130_000_000..140_000_000).contains(&parameters),
+        "{parameters}"
+    );
     assert!(llm.prompt_text(&[Message::user("hi")]).contains(default));
 }
 
@@ -280,6 +286,13 @@ fn qwen_answers_chinese_and_english() {
     let llm = LocalGguf::load(&path, &Device::Cpu).unwrap();
     assert_eq!(llm.architecture(), "qwen2");
     assert_eq!(llm.context_tokens(), 4096);
+    // Qwen2.5-0.5B: 494 M weights, and the file holds the 136 M of its tied embedding twice
+    // (as `token_embd` and `output`).
+    let parameters = llm.parameters().unwrap();
+    assert!(
+        (600_000_000..660_000_000).contains(&parameters),
+        "{parameters}"
+    );
     assert!(llm.default_system_prompt().unwrap().contains("Qwen"));
     assert_eq!(llm.count_tokens("员工出差回来后应提交报销单。"), 9);
 

@@ -54,8 +54,8 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     let mut attempts = 0;
     if deps.llm.is_some() {
         // Checked on every streamed token: the headers are written once.
-        let headers = listing_headers(&refs);
-        let copying = |draft: &str| copies_the_evidence_listing(draft, &headers);
+        let verbatim = as_listed(&refs);
+        let copying = |draft: &str| copies_the_evidence(draft, &verbatim);
         // The evidence as the writer reads it, which the check holds the draft to.
         let shown: Vec<String> = refs.iter().map(|e| evidence_text(e)).collect();
         let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
@@ -70,8 +70,8 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                 data: (e.kind == "sql_result").then_some(e.text.as_str()),
             })
             .collect();
-        for strict in [false, true] {
-            if strict {
+        for &strict in drafts(deps.llm.and_then(|llm| llm.parameters())) {
+            if attempts > 0 {
                 // The first draft was shown as it streamed; the second takes its place.
                 (deps.events)(&AgentEvent::Replace(String::new()));
             }
@@ -93,7 +93,8 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             }
             if copying(&text) {
                 // A small model sometimes reproduces the prompt's evidence list ("[1] (title)
-                // …") instead of answering; the extractive answer picks the relevant sentences.
+                // …") or a query's rows instead of answering; the extractive answer picks the
+                // relevant sentences, and shows the rows under a lead-in.
                 cut.push(clip_chars(&text, 200));
                 break;
             }
@@ -131,6 +132,22 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         lang,
     );
     Ok(report(state, attempts, cut.len()))
+}
+
+/// Models with fewer weights than this write one draft, the strict one (see [`drafts`]).
+const SMALL_MODEL_PARAMETERS: u64 = 1_000_000_000;
+
+/// Which drafts a model writes, in order (`true`: the strict prompt, with the worked example).
+/// A small model's first, plain draft is seldom an answer: the default 0.5B's was one for 1
+/// of the 18 questions of `assets/demo-questions.md` (the rest were a bare "2", "1.3" or
+/// "[1]", or failed the check) and took about half the time it spent writing. So a small
+/// model starts with the strict draft. A larger or unknown model (a server) writes the plain
+/// draft first: the 1.5B's hold up more often without the example.
+fn drafts(parameters: Option<u64>) -> &'static [bool] {
+    match parameters {
+        Some(n) if n < SMALL_MODEL_PARAMETERS => &[true],
+        _ => &[false, true],
+    }
 }
 
 /// The extractive answer when there is one (`replace`: tell the window it replaces what was
@@ -298,19 +315,30 @@ fn listing_title(e: &EvidenceItem) -> String {
         .unwrap_or_default()
 }
 
-/// The `(title)` headers the prompt lists the evidence under (items without a title have none).
-fn listing_headers(evidence: &[&EvidenceItem]) -> Vec<String> {
-    evidence
+/// What only a copy of the prompt's evidence would hold: the `(title)` headers it lists the
+/// evidence under (items without a title have none) and the rows of query results as shown
+/// ("Project=Telemetry Ingest, Owner=王磊, …"). The default 0.5B answered "哪些项目在 prod
+/// 环境？" by writing the six rows out, a minute's generation for what the extractive answer
+/// shows at once.
+fn as_listed(evidence: &[&EvidenceItem]) -> Vec<String> {
+    let headers = evidence
         .iter()
         .map(|e| listing_title(e))
         .filter(|t| !t.trim().is_empty())
-        .map(|t| format!("({t})"))
-        .collect()
+        .map(|t| format!("({t})"));
+    let rows = evidence
+        .iter()
+        .filter(|e| e.kind == "sql_result")
+        .flat_map(|e| e.text.lines())
+        .map(str::trim)
+        .filter(|row| row.contains('='))
+        .map(str::to_owned);
+    headers.chain(rows).collect()
 }
 
-/// Whether `draft` repeats the prompt's evidence listing: one of its `(title)` headers.
-fn copies_the_evidence_listing(draft: &str, headers: &[String]) -> bool {
-    headers.iter().any(|h| draft.contains(h.as_str()))
+/// Whether `draft` repeats the evidence as the prompt lists it (see [`as_listed`]).
+fn copies_the_evidence(draft: &str, listed: &[String]) -> bool {
+    listed.iter().any(|h| draft.contains(h.as_str()))
 }
 
 /// An evidence item as the writer reads it. A SQL result comes with the statement that produced
@@ -403,10 +431,11 @@ fn prompt(
 }
 
 /// One question answered the way the writer should answer, in the question's language: whole
-/// sentences, each with its marker, only what the evidence says. Shown for the second draft
-/// only: the default 0.5B model's first mostly is a bare number or a lone "[1]", and with the
-/// example it writes sentences; the 1.5B's first drafts hold up more often without it (on the
-/// demo questions it copied an unrelated sentence or misspelt a name with it). Its topic is far
+/// sentences, each with its marker, only what the evidence says. Shown with the strict draft
+/// only (a small model's only draft, a larger one's second; see [`drafts`]): without it the
+/// default 0.5B model mostly writes a bare number or a lone "[1]", and with it sentences; the
+/// 1.5B's first drafts hold up more often without it (on the demo questions it copied an
+/// unrelated sentence or misspelt a name with it). Its topic is far
 /// from any company document so that none of its facts can pass for evidence.
 fn worked_example(lang: Lang) -> (&'static str, &'static str) {
     match lang {
@@ -506,6 +535,12 @@ mod tests {
     #[test]
     fn a_draft_that_reproduces_the_evidence_listing_is_recognised() {
         let e = item("Northwind Robotics projects and staff");
+        let mut rows = item("SQL: projects.xlsx › Projects");
+        rows.kind = "sql_result".into();
+        rows.text = "Project=Customer Portal, Owner=Emily Carter, Environment=prod\n\
+                     Project=Log Retention Cleanup, Owner=王磊, Environment=prod\n\
+                     … 4 more row(s) not shown\n"
+            .into();
         let table: &[(&str, bool)] = &[
             (
                 "[1] (Northwind Robotics projects and staff) Projects\nProject: Fleet Scheduler v2",
@@ -516,17 +551,26 @@ mod tests {
                 "Northwind Robotics projects and staff lists three [1].",
                 false,
             ),
+            // A query's row, as shown.
+            (
+                "Project=Log Retention Cleanup, Owner=王磊, Environment=prod [1]",
+                true,
+            ),
+            // The rows' values in sentences, or a line that is not a row.
+            (
+                "Customer Portal and Log Retention Cleanup run in prod [1].",
+                false,
+            ),
+            ("Project=Customer Portal [1]", false),
+            ("… 4 more row(s) not shown", false),
         ];
         for (draft, want) in table {
             assert_eq!(
-                copies_the_evidence_listing(draft, &listing_headers(&[&e])),
+                copies_the_evidence(draft, &as_listed(&[&e, &rows])),
                 *want,
                 "{draft}"
             );
         }
-        assert!(!copies_the_evidence_listing(
-            "() [1]",
-            &listing_headers(&[&item("")])
-        ));
+        assert!(!copies_the_evidence("() [1]", &as_listed(&[&item("")])));
     }
 }
