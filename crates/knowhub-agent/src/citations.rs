@@ -702,58 +702,9 @@ fn figures(text: &str) -> Vec<Figure> {
 const CHINESE_NUMERALS: &str = "零〇一二两三四五六七八九十百千";
 
 /// Measure words and units a Chinese numeral that counts something is followed by.
-const MEASURES: &[&str] = &[
-    "个",
-    "天",
-    "日",
-    "周",
-    "星期",
-    "月",
-    "年",
-    "小时",
-    "分钟",
-    "秒",
-    "次",
-    "名",
-    "人",
-    "位",
-    "元",
-    "块",
-    "倍",
-    "项",
-    "条",
-    "种",
-    "家",
-    "台",
-    "份",
-    "张",
-    "本",
-    "层",
-    "级",
-    "岁",
-    "套",
-    "件",
-    "篇",
-    "页",
-    "章",
-    "节",
-    "段",
-    "轮",
-    "批",
-    "组",
-    "类",
-    "部",
-    "座",
-    "间",
-    "场",
-    "届",
-    "遍",
-    "趟",
-    "季度",
-    "公里",
-    "公斤",
-    "工作日",
-];
+const MEASURES: &str = "个 天 日 周 星期 月 年 小时 分钟 秒 次 名 人 位 元 块 倍 项 条 种 家 台 份 张 \
+                        本 层 级 岁 套 件 篇 页 章 节 段 轮 批 组 类 部 座 间 场 届 遍 趟 季度 公里 \
+                        公斤 工作日";
 
 /// The numbers written in Chinese numerals in `text` that count something: a run of numerals
 /// followed by a measure word or unit ("三个月", "两名", "十五天", "一百二十元", "二〇二四年").
@@ -778,7 +729,7 @@ fn chinese_figures(text: &str) -> Vec<Figure> {
         let run: String = chars[start..i].iter().collect();
         let rest: String = chars[i..].iter().take(3).collect();
         let ordinal = start > 0 && chars[start - 1] == '第';
-        let counts = MEASURES.iter().any(|m| rest.starts_with(m));
+        let counts = MEASURES.split_whitespace().any(|m| rest.starts_with(m));
         if ordinal || !counts || run == "一" || matches!(chars.get(i), Some('万' | '亿')) {
             continue;
         }

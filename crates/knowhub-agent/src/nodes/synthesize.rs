@@ -435,8 +435,8 @@ fn prompt(
 /// only (a small model's only draft, a larger one's second; see [`drafts`]): without it the
 /// default 0.5B model mostly writes a bare number or a lone "[1]", and with it sentences; the
 /// 1.5B's first drafts hold up more often without it (on the demo questions it copied an
-/// unrelated sentence or misspelt a name with it). Its topic is far
-/// from any company document so that none of its facts can pass for evidence.
+/// unrelated sentence or misspelt a name with it). Its topic is far from any company document
+/// so that none of its facts can pass for evidence.
 fn worked_example(lang: Lang) -> (&'static str, &'static str) {
     match lang {
         Lang::Zh => (
