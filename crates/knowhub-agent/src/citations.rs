@@ -87,7 +87,9 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
         .map(|item| {
             sentences(item.data.unwrap_or(item.text))
                 .iter()
-                .map(|s| quote_key(s))
+                .flat_map(|s| [Some(s.as_str()), after_aside(s)])
+                .flatten()
+                .map(quote_key)
                 .filter(|key| !key.is_empty())
                 .collect()
         })
@@ -411,6 +413,37 @@ fn listed_values(sentence: &str) -> Vec<String> {
         })
         .filter(|item| !item.is_empty())
         .collect()
+}
+
+/// Labels that open a sentence without saying what it is about ("注意：…", "Note: …").
+const ASIDES: &[&str] = &[
+    "注意",
+    "注",
+    "提示",
+    "提醒",
+    "说明",
+    "备注",
+    "重要",
+    "重要提示",
+    "特别提醒",
+    "note",
+    "notes",
+    "nb",
+    "important",
+    "tip",
+    "warning",
+    "caution",
+    "reminder",
+];
+
+/// What a sentence says after an aside that opens it ("注意：生产环境（prod）的变更窗口为…"):
+/// the rest says all the sentence does, and writers copy it without the label. A label that
+/// names a subject ("maxSurge: 25% — …", "Memory limit: 1Gi") is not an aside: without it,
+/// the rest could be read as anything's.
+fn after_aside(sentence: &str) -> Option<&str> {
+    let (label, rest) = sentence.split_once(['：', ':'])?;
+    let label = label.trim().to_lowercase();
+    ASIDES.contains(&label.as_str()).then_some(rest.trim())
 }
 
 /// How a sentence is compared with the evidence's to tell a copy: without a list item's
@@ -1383,6 +1416,7 @@ mod tests {
             "3. Rolling updates\nmaxSurge: 25% — at most a quarter of extra pods are created during a rollout.\n\
              Service: api-gateway; CPU limit: 2; Memory limit: 1Gi",
             "2.1 步骤\n1. 在告警工具中确认告警：SEV1 须在 5 分钟内确认。\n2. 打开事件频道。",
+            "注意：生产环境（prod）的变更窗口为每周二、周四 14:00–17:00（北京时间）。",
         ];
         let question = "What is the default maxSurge?";
         let table: &[(&str, &str, &[usize])] = &[
@@ -1405,9 +1439,21 @@ mod tests {
                 "maxSurge: 25% — at most a quarter of extra pods are created during a rollout. [1]",
                 &[1],
             ),
-            // A part of a sentence, or a rewording, is still an uncited claim.
+            // Without an aside that opens it, a sentence says the same.
+            (
+                "生产环境（prod）的变更窗口为每周二、周四 14:00–17:00（北京时间）。",
+                "生产环境（prod）的变更窗口为每周二、周四 14:00–17:00（北京时间）[3]。",
+                &[3],
+            ),
+            // A part of a sentence, or a rewording, is still an uncited claim; so is what
+            // follows a label that names what it is of.
             ("The memory limit is 1Gi for every service.", "", &[]),
             ("Memory limit: 1Gi", "", &[]),
+            (
+                "25% — at most a quarter of extra pods are created during a rollout.",
+                "",
+                &[],
+            ),
             (
                 "maxSurge is 25%, so at most a quarter of extra pods are created.",
                 "",
