@@ -119,7 +119,9 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
                 quoted = true;
             }
         }
-        if (claim && numbers.is_empty()) || is_sql(&unmarked(&clean)) {
+        // What the sentence says, without its markers: every rule below reads it.
+        let text = unmarked(&clean);
+        if (claim && numbers.is_empty()) || is_sql(&text) {
             out.cut.push(sentence.clone());
             continue;
         }
@@ -132,7 +134,7 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
                 .collect::<Vec<_>>()
                 .join("\n")
                 .to_lowercase();
-            if !listed_values(&unmarked(&clean))
+            if !listed_values(&text)
                 .iter()
                 .all(|v| rows.contains(v.as_str()))
             {
@@ -144,13 +146,13 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
         // evidence says 10, a citation to the wrong item), and one a passage holds must be said
         // of the same thing there: "这些环境中有 3 个正在使用 [1]" citing "3 个工作日内提交复盘
         // 草稿" borrows a figure, not a fact. Either way the sentence goes.
-        let stated = figures(&unmarked(&clean));
+        let stated = figures(&text);
         if !stated.is_empty() {
-            let own = Passage::of(&unmarked(&clean));
+            let own = Passage::of(&text);
             let beside = if own.cjk {
                 Vec::new()
             } else {
-                words_beside_figures(&unmarked(&clean))
+                words_beside_figures(&text)
             };
             // What the cited passages say, word by word: a claim's word they never use
             // ("lasts" for "is") cannot tell which of their sentences it speaks of.
@@ -191,7 +193,7 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
         }
         // Likewise a name the sentence can only have copied ("dev、staging 和 prod [1]" citing
         // an on-call procedure that names no environment): the claim is not in what it cites.
-        let copied = names(&unmarked(&clean));
+        let copied = names(&text);
         if !copied.is_empty() {
             let mut cited = question_lower.clone();
             for k in &numbers {
@@ -213,7 +215,7 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
             }
         }
         // A sentence repeated verbatim (small models loop over their evidence) is said once.
-        let words: String = unmarked(&clean).split_whitespace().collect();
+        let words: String = text.split_whitespace().collect();
         if !words.is_empty() && !said.insert(words) {
             continue;
         }
@@ -416,25 +418,7 @@ fn listed_values(sentence: &str) -> Vec<String> {
 }
 
 /// Labels that open a sentence without saying what it is about ("注意：…", "Note: …").
-const ASIDES: &[&str] = &[
-    "注意",
-    "注",
-    "提示",
-    "提醒",
-    "说明",
-    "备注",
-    "重要",
-    "重要提示",
-    "特别提醒",
-    "note",
-    "notes",
-    "nb",
-    "important",
-    "tip",
-    "warning",
-    "caution",
-    "reminder",
-];
+const ASIDES: &str = "注意 注 提示 提醒 说明 备注 重要 重要提示 特别提醒 note notes nb important tip warning caution reminder";
 
 /// What a sentence says after an aside that opens it ("注意：生产环境（prod）的变更窗口为…"):
 /// the rest says all the sentence does, and writers copy it without the label. A label that
@@ -443,7 +427,10 @@ const ASIDES: &[&str] = &[
 fn after_aside(sentence: &str) -> Option<&str> {
     let (label, rest) = sentence.split_once(['：', ':'])?;
     let label = label.trim().to_lowercase();
-    ASIDES.contains(&label.as_str()).then_some(rest.trim())
+    ASIDES
+        .split_whitespace()
+        .any(|aside| aside == label)
+        .then_some(rest.trim())
 }
 
 /// How a sentence is compared with the evidence's to tell a copy: without a list item's
