@@ -53,7 +53,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     let mut cut = Vec::new();
     let mut attempts = 0;
     if deps.llm.is_some() {
-        // Checked on every streamed token: the headers are written once.
+        // Checked on every streamed token: what only a copy would hold is listed once.
         let verbatim = as_listed(&refs);
         let copying = |draft: &str| copies_the_evidence(draft, &verbatim);
         // The evidence as the writer reads it, which the check holds the draft to.
