@@ -14,7 +14,7 @@ use knowhub_llm::Message;
 use crate::citations;
 use crate::lang::Lang;
 use crate::state::EvidenceItem;
-use crate::text::{prose_terms, sentences};
+use crate::text::{named_dates, names_date, prose_terms, sentences};
 
 /// Evidence sentences shown to the model at most.
 const MAX_LINES: usize = 5;
@@ -107,6 +107,18 @@ pub(crate) fn lines(question: &str, evidence: &[&EvidenceItem]) -> Vec<Line> {
         })
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    // A question that names a date asks what the text says at that date: "2013年3月，马飚担任
+    // 什么职务？" is answered by the sentence that opens "2013年3月，…", not by a sentence about
+    // the same person in 2005 that shares more of the question's other words. Where some
+    // sentence names every date the question names, only such sentences are shown.
+    let dates = named_dates(question);
+    if !dates.is_empty()
+        && scored
+            .iter()
+            .any(|c| dates.iter().all(|d| names_date(&c.3, d)))
+    {
+        scored.retain(|c| dates.iter().all(|d| names_date(&c.3, d)));
+    }
     for (_, i, j, s) in scored.into_iter().take(MAX_LINES) {
         out.push((
             i,
@@ -394,6 +406,27 @@ fn find_loosely(haystack: &str, needle: &str) -> Option<Range<usize>> {
     Some(from..last + c.len_utf8())
 }
 
+/// Whether a brief answer only repeats words of the question: the subject it asks about
+/// ("什么是乙酰胺？" → "乙酰胺", "What is a rolling update?" → "rolling update"). Letters and
+/// digits are compared, without case. A question that offers a choice ("…还是…", "… or …")
+/// is answered by one of its own words, so it is never an echo.
+pub(crate) fn echoes(answer: &str, question: &str) -> bool {
+    let fold = |s: &str| -> String {
+        s.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let (a, q) = (fold(answer), fold(question));
+    let choice = ["还是", "或者", "或是"]
+        .iter()
+        .any(|w| question.contains(w))
+        || question
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|w| w.eq_ignore_ascii_case("or") || w.eq_ignore_ascii_case("whether"));
+    !a.is_empty() && !choice && q.contains(&a)
+}
+
 /// Ends of a clause: a Chinese brief answer does not reach past them.
 const CLAUSE_ENDS: &[char] = &['，', '。', '；', '！', '？', '\n', ';', '!', '?'];
 const OPENING: &[char] = &['（', '(', '[', '「', '『', '“', '《', '【'];
@@ -587,6 +620,83 @@ mod tests {
                 text: "Your manager approves claims up to CNY 5,000.".into()
             }]
         );
+    }
+
+    #[test]
+    fn an_answer_that_repeats_the_question_is_an_echo() {
+        let table = [
+            ("乙酰胺", "什么是乙酰胺？", true),
+            ("南宁二中", "南宁二中是什么的简称？", true),
+            ("“乡里制”", "什么是“乡里制”？", true),
+            ("Rolling Update", "What is a rolling update?", true),
+            ("乙酰胺是由乙酸衍生出的酰胺", "什么是乙酰胺？", false),
+            ("首钢集团有限公司", "首钢是什么的简称？", false),
+            ("20天", "员工入职满五年后有多少天年假？", false),
+            // A choice is answered with one of the question's words.
+            ("红色", "大桥是红色还是蓝色？", false),
+            ("staging", "Is the deploy going to staging or prod?", false),
+            ("", "什么是乙酰胺？", false),
+        ];
+        for (answer, question, echo) in table {
+            assert_eq!(echoes(answer, question), echo, "{answer} / {question}");
+        }
+    }
+
+    #[test]
+    fn a_question_that_names_a_date_is_shown_the_sentences_that_name_it() {
+        let career = item(
+            "doc_chunk",
+            "1970年6月参加工作，1973年10月加入中国共产党。1973年10月，任长春市邮局国际联邮员。\
+             1985年10月，任邮电部报刊发行局副局长、局长。1992年7月，任国务院经济贸易办公室商业司副司长。\
+             王家瑞担任过多个职务。",
+        );
+        let en = item(
+            "doc_chunk",
+            "The bridge opened in 1998. It was painted red in 2004. The bridge has a single span. \
+             In 19985 BC nothing happened.",
+        );
+        let ev = [&career, &en];
+        let texts =
+            |q: &str| -> Vec<String> { lines(q, &ev).into_iter().map(|l| l.text).collect() };
+        // (question, a sentence shown, a sentence not shown)
+        let table: [(&str, &str, Option<&str>); 5] = [
+            // Only the sentences that name 1973年10月 are shown, however much the others share.
+            (
+                "1973年10月，王家瑞担任什么职务？",
+                "1973年10月，任长春市邮局国际联邮员。",
+                Some("1985年10月，任邮电部报刊发行局副局长、局长。"),
+            ),
+            // A date no sentence names changes nothing.
+            (
+                "2001年，王家瑞担任什么职务？",
+                "1985年10月，任邮电部报刊发行局副局长、局长。",
+                None,
+            ),
+            // A month alone is no date.
+            (
+                "10月，王家瑞担任什么职务？",
+                "1985年10月，任邮电部报刊发行局副局长、局长。",
+                None,
+            ),
+            // English years, whole.
+            (
+                "What happened to the bridge in 2004?",
+                "It was painted red in 2004.",
+                Some("The bridge opened in 1998."),
+            ),
+            (
+                "What happened to the bridge in 1998?",
+                "The bridge opened in 1998.",
+                Some("It was painted red in 2004."),
+            ),
+        ];
+        for (question, shown, hidden) in table {
+            let got = texts(question);
+            assert!(got.iter().any(|t| t == shown), "{question}: {got:?}");
+            if let Some(hidden) = hidden {
+                assert!(got.iter().all(|t| t != hidden), "{question}: {got:?}");
+            }
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::answer_kind::AnswerKind;
 use crate::brief::looks_numbered_heading;
 use crate::lang::Lang;
 use crate::state::EvidenceItem;
-use crate::text::{prose_terms, questions, sentences};
+use crate::text::{named_dates, names_date, prose_terms, questions, sentences};
 
 /// Sentences kept at most: four, because answers in tables and lists take a row each ("加班费怎
 /// 么算？" needs the weekday, weekend and holiday rates); one fewer beside data results, which
@@ -155,6 +155,12 @@ fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, 
         }
     }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    // A question that names a date ("1973年10月，王家瑞担任什么职务？") is answered by what the
+    // text says at that date: sentences that name every date it names come first.
+    let dates = named_dates(question);
+    if !dates.is_empty() {
+        scored.sort_by_key(|c| !dates.iter().all(|d| names_date(&c.3, d)));
+    }
     scored.into_iter().map(|(_, i, _, s)| (s, i + 1)).collect()
 }
 
@@ -263,6 +269,36 @@ mod tests {
         );
         assert_eq!(cited, [2]);
         assert!(answer("quantum chromodynamics", &ev, Lang::En).is_none());
+    }
+
+    #[test]
+    fn a_question_that_names_a_date_gets_the_sentence_that_names_it_first() {
+        let career = doc(
+            "1985年10月，王家瑞担任的职务是邮电部报刊发行局副局长、局长。\
+             1973年10月，王家瑞任长春市邮局国际联邮员。",
+        );
+        let finals = doc(
+            "2008年NBA总决赛由东部联盟冠军波士顿塞尔特人与西部联盟冠军洛杉矶湖人对决。\
+             本届总决赛由凯尔特人及湖人这两支夺得总冠军次数最多的球队对决，被人誉为「梦幻对决」。",
+        );
+        // (question, evidence, the brief answer's first words)
+        let table: [(&str, &EvidenceItem, &str); 5] = [
+            ("1973年10月，王家瑞担任什么职务？", &career, "1973年10月"),
+            ("1985年10月，王家瑞担任什么职务？", &career, "1985年10月"),
+            // The year is part of the name: the answer does not repeat it.
+            (
+                "为什么2008年NBA总决赛被誉为梦幻对决？",
+                &finals,
+                "本届总决赛",
+            ),
+            // No date asked: the sentence that shares most.
+            ("王家瑞担任过什么局长职务？", &career, "1985年10月"),
+            ("王家瑞在长春市邮局担任什么？", &career, "1973年10月"),
+        ];
+        for (question, evidence, first) in table {
+            let (text, _) = brief(question, &[evidence]).unwrap();
+            assert!(text.starts_with(first), "{question}: {text}");
+        }
     }
 
     fn under(heading: &[&str], text: &str) -> EvidenceItem {

@@ -187,6 +187,90 @@ pub(crate) fn questions(question: &str) -> Vec<&str> {
     }
 }
 
+/// The dates a question asks about, as written: a Chinese year with its month and day where
+/// given ("2013年3月", "1977年", "1992年7月5日") and an English year (four digits from 1000 to
+/// 2999 standing alone). A date counts when it sets the time of the question: after "在", "于",
+/// "from", "in" … ("在1991年", "in 1998"), or before a comma or a range ("2013年3月，…",
+/// "1992年至1999年间"). A date that is part of a name does not ("2008年NBA总决赛", "the 2008
+/// Finals": the answer may say "本届总决赛"), nor does a month or a day alone ("同年7月" names
+/// a July of another sentence's year).
+pub(crate) fn named_dates(question: &str) -> Vec<String> {
+    let chars: Vec<char> = question.chars().collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut k = 0;
+    while k < chars.len() {
+        if !chars[k].is_ascii_digit() || (k > 0 && chars[k - 1].is_ascii_alphanumeric()) {
+            k += 1;
+            continue;
+        }
+        let start = k;
+        while k < chars.len() && chars[k].is_ascii_digit() {
+            k += 1;
+        }
+        let digits = k - start;
+        if chars.get(k) == Some(&'年') && (2..=4).contains(&digits) {
+            k += 1;
+            // The month and the day that follow belong to the date.
+            for unit in ['月', '日'] {
+                let mut m = k;
+                while m < chars.len() && chars[m].is_ascii_digit() {
+                    m += 1;
+                }
+                if m > k && chars.get(m) == Some(&unit) {
+                    k = m + 1;
+                } else {
+                    break;
+                }
+            }
+            if sets_the_time(&chars, start, k) {
+                out.push(chars[start..k].iter().collect());
+            }
+        } else if digits == 4
+            && matches!(chars[start], '1' | '2')
+            && !chars.get(k).is_some_and(|c| c.is_ascii_alphanumeric())
+            && sets_the_time(&chars, start, k)
+        {
+            out.push(chars[start..k].iter().collect());
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// Whether the date at `chars[start..end]` sets the time of its question (see [`named_dates`]).
+fn sets_the_time(chars: &[char], start: usize, end: usize) -> bool {
+    const BEFORE_ZH: &str = "在于从自至到及和与";
+    const BEFORE_EN: &[&str] = &[
+        "in", "during", "from", "since", "until", "till", "to", "between", "and", "by", "of",
+    ];
+    const AFTER: &str = "，,、；;。？?！!至到间及和与-–—~～";
+    let before: String = chars[..start].iter().collect();
+    let before = before.trim_end();
+    let after = chars[end..].iter().find(|c| !c.is_whitespace());
+    before
+        .chars()
+        .next_back()
+        .is_some_and(|c| BEFORE_ZH.contains(c))
+        || before
+            .rsplit(|c: char| !c.is_ascii_alphabetic())
+            .next()
+            .is_some_and(|w| BEFORE_EN.iter().any(|e| w.eq_ignore_ascii_case(e)))
+        || after.is_none_or(|c| AFTER.contains(*c))
+}
+
+/// Whether `sentence` names `date` whole: "1977年" stands in "1977年香港亚洲歌唱比赛" but not
+/// in "11977年", and "1998" not in "19985".
+pub(crate) fn names_date(sentence: &str, date: &str) -> bool {
+    sentence.match_indices(date).any(|(at, _)| {
+        let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
+        let before = sentence[..at].chars().next_back();
+        let after = sentence[at + date.len()..].chars().next();
+        // "1992年" may go on with its month ("1992年7月"); "1998" may not go on with a digit.
+        let cut_after = digit(date.chars().next_back()) && digit(after);
+        !digit(before) && !cut_after
+    })
+}
+
 /// The share of `query` terms found in `text` (0 when the query has none).
 pub(crate) fn overlap(query: &HashSet<String>, text: &HashSet<String>) -> f32 {
     if query.is_empty() {
@@ -198,6 +282,39 @@ pub(crate) fn overlap(query: &HashSet<String>, text: &HashSet<String>) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_dates_a_question_asks_about() {
+        let table: [(&str, &[&str]); 12] = [
+            ("2013年3月，马飚担任什么职务？", &["2013年3月"]),
+            ("在1977年，蔡敏获得了什么奖项？", &["1977年"]),
+            (
+                "1992年至1999年间，他担任了哪些职务？",
+                &["1992年", "1999年"],
+            ),
+            ("蒙泰罗在2005年没有参加哪个比赛？", &["2005年"]),
+            (
+                "1992年7月5日，2013年3月和 1998 年",
+                &["1992年7月5日", "2013年3月", "1998"],
+            ),
+            ("What happened to the bridge in 1998?", &["1998"]),
+            ("What happened in 2004, and why?", &["2004"]),
+            // Part of a name: the answer may not repeat it.
+            ("为什么2008年NBA总决赛被誉为梦幻对决？", &[]),
+            ("Who won the 2008 Finals?", &[]),
+            // Not dates: a month alone, a version, a long number.
+            ("同年7月发生了什么？", &[]),
+            ("What changed in v2024?", &[]),
+            ("Is 30000 km far?", &[]),
+        ];
+        for (question, dates) in table {
+            assert_eq!(named_dates(question), dates, "{question}");
+        }
+        assert!(!names_date("In 19985 BC", "1998"));
+        assert!(!names_date("11977年", "1977年"));
+        assert!(names_date("1992年7月5日，任副司长", "1992年7月"));
+        assert!(names_date("1977年香港亚洲歌唱比赛季军。", "1977年"));
+    }
 
     #[test]
     fn terms_are_bilingual() {

@@ -821,6 +821,22 @@ fn brief_answers_are_the_evidences_own_words_or_its_best_sentence() {
             "extractive",
             0,
         ),
+        // Words the question already says answer nothing: the best sentence is shown at
+        // once, without asking again.
+        (
+            Some("annual leave [1]"),
+            "How many days of annual leave do employees get?",
+            "Employees get fifteen days of annual leave per year.",
+            "extractive",
+            1,
+        ),
+        (
+            Some("试用期"),
+            "新员工的试用期多长？",
+            "所有新入职的正式员工均有三个月的试用期。",
+            "extractive",
+            1,
+        ),
     ];
     for (reply, question, want, by, asked) in table {
         let reader = reply.map(|r| {
