@@ -406,11 +406,27 @@ fn find_loosely(haystack: &str, needle: &str) -> Option<Range<usize>> {
     Some(from..last + c.len_utf8())
 }
 
-/// Whether a brief answer only repeats words of the question: the subject it asks about
-/// ("什么是乙酰胺？" → "乙酰胺", "What is a rolling update?" → "rolling update"). Letters and
-/// digits are compared, without case. A question that offers a choice ("…还是…", "… or …")
-/// is answered by one of its own words, so it is never an echo.
+/// Whether a brief answer only names what the question asks about, its subject: the words the
+/// question opens with ("南宁二中是什么的简称？" → "南宁二中"), or follows "什么是" / "what is"
+/// with ("什么是乙酰胺？" → "乙酰胺", "What is a rolling update?" → "rolling update"). Letters
+/// and digits are compared, without case. Other words of the question may be the answer
+/// ("Glade可以搭配Glade#什么来使用？" → "Glade#"), and so may any of them when the question
+/// offers a choice ("…还是…", "… or …").
 pub(crate) fn echoes(answer: &str, question: &str) -> bool {
+    const LEADS: &[&str] = &[
+        "什么是",
+        "何谓",
+        "请问",
+        "whatis",
+        "whatare",
+        "whatwas",
+        "whatwere",
+        "whois",
+        "whoare",
+        "whowas",
+        "define",
+    ];
+    const ARTICLES: &[&str] = &["a", "an", "the"];
     let fold = |s: &str| -> String {
         s.chars()
             .filter(|c| c.is_alphanumeric())
@@ -424,7 +440,16 @@ pub(crate) fn echoes(answer: &str, question: &str) -> bool {
         || question
             .split(|c: char| !c.is_alphanumeric())
             .any(|w| w.eq_ignore_ascii_case("or") || w.eq_ignore_ascii_case("whether"));
-    !a.is_empty() && !choice && q.contains(&a)
+    if a.is_empty() || choice {
+        return false;
+    }
+    let subject = LEADS.iter().find_map(|l| q.strip_prefix(l)).unwrap_or(&q);
+    // "whatisapache" may be "a pache" or "apache": both readings are tried.
+    subject.starts_with(&a)
+        || ARTICLES
+            .iter()
+            .filter_map(|t| subject.strip_prefix(t))
+            .any(|rest| rest.starts_with(&a))
 }
 
 /// Ends of a clause: a Chinese brief answer does not reach past them.
@@ -632,6 +657,15 @@ mod tests {
             ("乙酰胺是由乙酸衍生出的酰胺", "什么是乙酰胺？", false),
             ("首钢集团有限公司", "首钢是什么的简称？", false),
             ("20天", "员工入职满五年后有多少天年假？", false),
+            ("Apache", "What is Apache?", true),
+            ("2008年", "2008年，欧盟做出了什么批准？", true),
+            // Words the question says elsewhere than its subject may answer it.
+            (
+                "Glade#",
+                "在GUI设计上，Glade可以搭配Glade#什么来使用？",
+                false,
+            ),
+            ("试用期", "新员工的试用期多长？", false),
             // A choice is answered with one of the question's words.
             ("红色", "大桥是红色还是蓝色？", false),
             ("staging", "Is the deploy going to staging or prod?", false),

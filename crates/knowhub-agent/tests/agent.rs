@@ -821,20 +821,21 @@ fn brief_answers_are_the_evidences_own_words_or_its_best_sentence() {
             "extractive",
             0,
         ),
-        // Words the question already says answer nothing: the best sentence is shown at
-        // once, without asking again.
+        // The question's own subject answers nothing: the best sentence is shown at once,
+        // without asking again.
         (
             Some("annual leave [1]"),
-            "How many days of annual leave do employees get?",
+            "What is annual leave?",
             "Employees get fifteen days of annual leave per year.",
             "extractive",
             1,
         ),
+        // … unless its clause widens it into an answer.
         (
             Some("试用期"),
-            "新员工的试用期多长？",
-            "所有新入职的正式员工均有三个月的试用期。",
-            "extractive",
+            "试用期多长？",
+            "所有新入职的正式员工均有三个月的试用期 [1]",
+            "llm",
             1,
         ),
     ];
