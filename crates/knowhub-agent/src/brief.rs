@@ -112,12 +112,9 @@ pub(crate) fn lines(question: &str, evidence: &[&EvidenceItem]) -> Vec<Line> {
     // the same person in 2005 that shares more of the question's other words. Where some
     // sentence names every date the question names, only such sentences are shown.
     let dates = named_dates(question);
-    if !dates.is_empty()
-        && scored
-            .iter()
-            .any(|c| dates.iter().all(|d| names_date(&c.3, d)))
-    {
-        scored.retain(|c| dates.iter().all(|d| names_date(&c.3, d)));
+    let names_them = |s: &str| dates.iter().all(|d| names_date(s, d));
+    if !dates.is_empty() && scored.iter().any(|c| names_them(&c.3)) {
+        scored.retain(|c| names_them(&c.3));
     }
     for (_, i, j, s) in scored.into_iter().take(MAX_LINES) {
         out.push((
@@ -648,7 +645,7 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_that_repeats_the_question_is_an_echo() {
+    fn an_answer_that_names_the_questions_subject_is_an_echo() {
         let table = [
             ("乙酰胺", "什么是乙酰胺？", true),
             ("南宁二中", "南宁二中是什么的简称？", true),
