@@ -192,8 +192,8 @@ pub(crate) fn questions(question: &str) -> Vec<&str> {
 /// 2999 standing alone). A date counts when it sets the time of the question: after "在", "于",
 /// "from", "in" … ("在1991年", "in 1998"), or before a comma or a range ("2013年3月，…",
 /// "1992年至1999年间"). A date that is part of a name does not ("2008年NBA总决赛", "the 2008
-/// Finals": the answer may say "本届总决赛"), nor does a month or a day alone ("同年7月" names
-/// a July of another sentence's year).
+/// Finals": the answer may say "本届总决赛"), nor does a decade ("2000年代"), or a month or a
+/// day alone ("同年7月" names a July of another sentence's year).
 pub(crate) fn named_dates(question: &str) -> Vec<String> {
     let chars: Vec<char> = question.chars().collect();
     let mut out: Vec<String> = Vec::new();
@@ -208,7 +208,11 @@ pub(crate) fn named_dates(question: &str) -> Vec<String> {
             k += 1;
         }
         let digits = k - start;
-        if chars.get(k) == Some(&'年') && (2..=4).contains(&digits) {
+        // "2000年代" is a decade, not a year.
+        if chars.get(k) == Some(&'年')
+            && (2..=4).contains(&digits)
+            && chars.get(k + 1) != Some(&'代')
+        {
             k += 1;
             // The month and the day that follow belong to the date.
             for unit in ['月', '日'] {
@@ -227,7 +231,7 @@ pub(crate) fn named_dates(question: &str) -> Vec<String> {
             }
         } else if digits == 4
             && matches!(chars[start], '1' | '2')
-            && !chars.get(k).is_some_and(|c| c.is_ascii_alphanumeric())
+            && !chars.get(k).is_some_and(|c| c.is_alphanumeric())
             && sets_the_time(&chars, start, k)
         {
             out.push(chars[start..k].iter().collect());
@@ -285,7 +289,7 @@ mod tests {
 
     #[test]
     fn the_dates_a_question_asks_about() {
-        let table: [(&str, &[&str]); 12] = [
+        let table: [(&str, &[&str]); 13] = [
             ("2013年3月，马飚担任什么职务？", &["2013年3月"]),
             ("在1977年，蔡敏获得了什么奖项？", &["1977年"]),
             (
@@ -302,7 +306,8 @@ mod tests {
             // Part of a name: the answer may not repeat it.
             ("为什么2008年NBA总决赛被誉为梦幻对决？", &[]),
             ("Who won the 2008 Finals?", &[]),
-            // Not dates: a month alone, a version, a long number.
+            // Not dates: a decade, a month alone, a version, a long number.
+            ("在2000年代与35快砲竞争失败的理由是什么？", &[]),
             ("同年7月发生了什么？", &[]),
             ("What changed in v2024?", &[]),
             ("Is 30000 km far?", &[]),
