@@ -14,7 +14,7 @@ use knowhub_llm::Message;
 use crate::citations;
 use crate::lang::Lang;
 use crate::state::EvidenceItem;
-use crate::text::{named_dates, names_date, prose_terms, sentences};
+use crate::text::{named_dates, names_dates, prose_terms, sentences};
 
 /// Evidence sentences shown to the model at most.
 const MAX_LINES: usize = 5;
@@ -112,9 +112,8 @@ pub(crate) fn lines(question: &str, evidence: &[&EvidenceItem]) -> Vec<Line> {
     // the same person in 2005 that shares more of the question's other words. Where some
     // sentence names every date the question names, only such sentences are shown.
     let dates = named_dates(question);
-    let names_them = |s: &str| dates.iter().all(|d| names_date(s, d));
-    if !dates.is_empty() && scored.iter().any(|c| names_them(&c.3)) {
-        scored.retain(|c| names_them(&c.3));
+    if !dates.is_empty() && scored.iter().any(|c| names_dates(&c.3, &dates)) {
+        scored.retain(|c| names_dates(&c.3, &dates));
     }
     for (_, i, j, s) in scored.into_iter().take(MAX_LINES) {
         out.push((

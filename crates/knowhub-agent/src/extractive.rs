@@ -6,7 +6,7 @@ use crate::answer_kind::AnswerKind;
 use crate::brief::looks_numbered_heading;
 use crate::lang::Lang;
 use crate::state::EvidenceItem;
-use crate::text::{named_dates, names_date, prose_terms, questions, sentences};
+use crate::text::{named_dates, names_dates, prose_terms, questions, sentences};
 
 /// Sentences kept at most: four, because answers in tables and lists take a row each ("加班费怎
 /// 么算？" needs the weekday, weekend and holiday rates); one fewer beside data results, which
@@ -159,7 +159,8 @@ fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, 
     // text says at that date: sentences that name every date it names come first.
     let dates = named_dates(question);
     if !dates.is_empty() {
-        scored.sort_by_key(|c| !dates.iter().all(|d| names_date(&c.3, d)));
+        // Each sentence is read once, not once per comparison.
+        scored.sort_by_cached_key(|c| !names_dates(&c.3, &dates));
     }
     scored.into_iter().map(|(_, i, _, s)| (s, i + 1)).collect()
 }

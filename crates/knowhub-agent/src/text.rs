@@ -262,9 +262,14 @@ fn sets_the_time(chars: &[char], start: usize, end: usize) -> bool {
         || after.is_none_or(|c| AFTER.contains(*c))
 }
 
+/// Whether `sentence` names every one of `dates` (see [`named_dates`]).
+pub(crate) fn names_dates(sentence: &str, dates: &[String]) -> bool {
+    dates.iter().all(|d| names_date(sentence, d))
+}
+
 /// Whether `sentence` names `date` whole: "1977年" stands in "1977年香港亚洲歌唱比赛" but not
 /// in "11977年", and "1998" not in "19985".
-pub(crate) fn names_date(sentence: &str, date: &str) -> bool {
+fn names_date(sentence: &str, date: &str) -> bool {
     sentence.match_indices(date).any(|(at, _)| {
         let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
         let before = sentence[..at].chars().next_back();

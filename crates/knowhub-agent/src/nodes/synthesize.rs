@@ -219,7 +219,7 @@ fn copy_phrase(
                     }
                     _ => found.words.clone(),
                 };
-                // Words the question already says ("什么是乙酰胺？" → "乙酰胺") answer nothing;
+                // The question's own subject ("什么是乙酰胺？" → "乙酰胺") answers nothing;
                 // the best evidence sentence ("乙酰胺是由乙酸衍生出的酰胺…") does. Asked again,
                 // the model repeats itself, so the extractive answer is shown at once.
                 if brief::echoes(&words, &question) {
