@@ -19,6 +19,7 @@ fi
 
 echo "== building the UI and the app (release)"
 build_ui
+ensure_build_space 12
 cargo build --release --locked -p knowhub-cli -p knowhub-desktop
 KNOWHUB="$CARGO_TARGET_DIR/release/knowhub"
 DESKTOP="$CARGO_TARGET_DIR/release/knowhub-desktop"

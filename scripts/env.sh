@@ -3,6 +3,25 @@
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/knowhub/target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
+# Every clone in a new folder builds its own copy of this workspace's crates into the shared
+# target dir (a path crate's build hash includes its path), so the dir grows with each fresh
+# clone until the disk fills. When less than $1 GiB is free, drop this project's own build
+# output (third-party crates, which every clone reuses, stay); if that is not enough, all of it.
+ensure_build_space() {
+  local need_kib=$(( ${1:-20} * 1024 * 1024 ))
+  free_kib() { mkdir -p "$CARGO_TARGET_DIR" && df -Pk "$CARGO_TARGET_DIR" | awk 'NR == 2 { print $4 }'; }
+  [ "$(free_kib)" -ge "$need_kib" ] && return 0
+  echo "low on disk ($(( $(free_kib) / 1024 / 1024 )) GiB free): removing earlier builds of this project from $CARGO_TARGET_DIR"
+  cargo clean --workspace --quiet 2>/dev/null || true
+  rm -rf "$CARGO_TARGET_DIR"/*/incremental "$CARGO_TARGET_DIR"/*/deps/*knowhub* \
+    "$CARGO_TARGET_DIR"/*/.fingerprint/knowhub* "$CARGO_TARGET_DIR"/*/build/knowhub*
+  [ "$(free_kib)" -ge "$need_kib" ] && return 0
+  echo "still low on disk: removing all build output (the next build starts cold)"
+  cargo clean --quiet || true
+  [ "$(free_kib)" -ge "$need_kib" ] ||
+    echo "warning: only $(( $(free_kib) / 1024 / 1024 )) GiB free; the build needs about ${1:-20} GiB" >&2
+}
+
 # Installs the Debian packages the build needs, when missing and when we can.
 ensure_system_packages() {
   local missing=()

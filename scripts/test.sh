@@ -5,12 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
+# Incremental state is kept per clone folder and never reused by a fresh clone: skip it.
+export CARGO_INCREMENTAL=0
 
 ensure_rust
 if command -v dpkg >/dev/null 2>&1; then
   ensure_system_packages build-essential pkg-config "${DESKTOP_PACKAGES[@]}" "${E2E_PACKAGES[@]}"
 fi
 
+ensure_build_space 20
 echo "== UI: install, type check, i18n check, build (ui/dist is embedded in the app)"
 build_ui
 npm --prefix ui run --silent typecheck
