@@ -62,6 +62,7 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
         (None, _, _) => (None, None),
     };
     let filter = pick_filter(&mut q, table)?;
+    let comparison = pick_comparison(&mut q, table)?;
     let order = match intent {
         Intent::List if group.is_none() => pick_order(&mut q, table, top, top_order)?,
         _ if top.is_some() => return None,
@@ -129,14 +130,21 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
             quote_ident(parent_key),
         ),
     };
+    let mut conditions = Vec::new();
     match filter {
-        Some((col, Filter::Text(value))) => from.push_str(&format!(
-            " WHERE {} = '{}'",
+        Some((col, Filter::Text(value))) => conditions.push(format!(
+            "{} = '{}'",
             own(&col.name),
             value.replace('\'', "''")
         )),
-        Some((col, Filter::True)) => from.push_str(&format!(" WHERE {} = 1", own(&col.name))),
+        Some((col, Filter::True)) => conditions.push(format!("{} = 1", own(&col.name))),
         None => {}
+    }
+    if let Some(c) = comparison {
+        conditions.push(format!("{} {} {}", own(&c.column.name), c.op, c.value));
+    }
+    if !conditions.is_empty() {
+        from.push_str(&format!(" WHERE {}", conditions.join(" AND ")));
     }
     // A group is shown by its labels and grouped by its key; the key also breaks ties, so the
     // order is the same every time.
@@ -340,7 +348,9 @@ impl Extreme {
                 "fewest" | "least" | "lowest" | "smallest" => Extreme::Fewest,
                 _ => return None,
             };
-            (!t.cjk).then_some((i, e))
+            // "at least 2", "at most 5" state a bound, not an end of a ranking.
+            let bound = i > 0 && q.toks[i - 1].norm == "at";
+            (!t.cjk && !bound).then_some((i, e))
         })
     }
 }
@@ -448,7 +458,8 @@ pub(crate) fn singular(w: &str) -> String {
     w.strip_suffix('s').unwrap_or(w).to_owned()
 }
 
-/// Splits text into word tokens (letters/digits) and single CJK characters.
+/// Splits text into word tokens (letters/digits, a number with its decimal point or thousands
+/// separators) and single CJK characters.
 fn tokenize(text: &str) -> Vec<Tok> {
     let mut out = Vec::new();
     let mut word = String::new();
@@ -463,8 +474,18 @@ fn tokenize(text: &str) -> Vec<Tok> {
             });
         }
     };
-    for c in text.chars() {
-        if is_cjk(c) {
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        // "0.99" and "100,000" are one number, as a comparison needs them.
+        let inside_number = matches!(c, '.' | ',')
+            && !word.is_empty()
+            && word
+                .chars()
+                .all(|d| d.is_ascii_digit() || d == '.' || d == ',')
+            && chars.get(i + 1).is_some_and(char::is_ascii_digit);
+        if inside_number {
+            word.push(c);
+        } else if is_cjk(c) {
             flush(&mut word, &mut out);
             out.push(Tok {
                 orig: c.to_string(),
@@ -1034,6 +1055,146 @@ fn pick_filter<'t>(
     }
 }
 
+/// A numeric condition: "budget over 100000", "at least 2 items", "预算超过10万".
+#[derive(Debug, Clone)]
+struct Comparison<'t> {
+    column: &'t ColumnInfo,
+    /// `>`, `>=`, `<` or `<=`.
+    op: &'static str,
+    /// The number as SQL writes it ("100000", "0.99").
+    value: String,
+}
+
+/// Words that compare with the number after them (Chinese ones arrive translated by the
+/// glossary: 超过 → "over", 不超过 → "at most"). Longer phrases first: "no less than" is not
+/// "less than".
+const COMPARE_BEFORE: &[(&[&str], &str)] = &[
+    (&["no", "less", "than"], ">="),
+    (&["no", "fewer", "than"], ">="),
+    (&["no", "more", "than"], "<="),
+    (&["more", "than"], ">"),
+    (&["greater", "than"], ">"),
+    (&["larger", "than"], ">"),
+    (&["bigger", "than"], ">"),
+    (&["higher", "than"], ">"),
+    (&["less", "than"], "<"),
+    (&["fewer", "than"], "<"),
+    (&["lower", "than"], "<"),
+    (&["smaller", "than"], "<"),
+    (&["at", "least"], ">="),
+    (&["at", "most"], "<="),
+    (&["over"], ">"),
+    (&["above"], ">"),
+    (&["exceeding"], ">"),
+    (&["under"], "<"),
+    (&["below"], "<"),
+];
+
+/// Words that compare with the number before them: "100 or more", "10万以上" (→ "or more").
+const COMPARE_AFTER: &[(&[&str], &str)] = &[
+    (&["or", "more"], ">="),
+    (&["or", "above"], ">="),
+    (&["and", "above"], ">="),
+    (&["or", "less"], "<="),
+    (&["or", "fewer"], "<="),
+    (&["or", "below"], "<="),
+    (&["and", "below"], "<="),
+];
+
+/// One numeric condition on a numeric column of `table`: `Some(None)` when the question states
+/// none, `None` when it states one that is not understood (no number beside the comparison
+/// word is left for the "every word explained" rule). The column is the numeric one the
+/// question names, or the table's only numeric column when it names none.
+fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<Comparison<'t>>> {
+    let phrase_at = |q: &Question, i: usize, words: &[&str]| {
+        q.toks
+            .get(i..i + words.len())
+            .is_some_and(|ts| ts.iter().zip(words).all(|(t, w)| !t.used && t.norm == *w))
+    };
+    let mut found = None;
+    'scan: for i in 0..q.toks.len() {
+        for (words, op) in COMPARE_BEFORE {
+            if phrase_at(q, i, words)
+                && let Some((value, len)) = number_at(q, i + words.len())
+            {
+                found = Some((i, words.len() + len, *op, value));
+                break 'scan;
+            }
+        }
+        if let Some((value, len)) = number_at(q, i) {
+            for (words, op) in COMPARE_AFTER {
+                if phrase_at(q, i + len, words) {
+                    found = Some((i, len + words.len(), *op, value));
+                    break 'scan;
+                }
+            }
+        }
+    }
+    let Some((start, len, op, value)) = found else {
+        return Some(None);
+    };
+    let numeric: Vec<&ColumnInfo> = table
+        .columns
+        .iter()
+        .filter(|c| c.is_numeric() && !is_id_like(c))
+        .collect();
+    let mut scratch = q.clone();
+    scratch.consume(start, len);
+    let named: Vec<(&ColumnInfo, Spans)> = numeric
+        .iter()
+        .filter_map(|c| scratch.find_all(&ident_parts(&c.name)).map(|s| (*c, s)))
+        .collect();
+    let column = match (named.as_slice(), numeric.as_slice()) {
+        ([(c, spans)], _) => {
+            scratch.consume_all(spans);
+            *c
+        }
+        ([], [only]) => *only,
+        _ => return None,
+    };
+    *q = scratch;
+    Some(Some(Comparison { column, op, value }))
+}
+
+/// The number written at token `i` ("100000", "0.99", "100,000"), with a following multiplier
+/// ("10 万", "5 k", "2 million"), as SQL writes it, and how many tokens it takes.
+fn number_at(q: &Question, i: usize) -> Option<(String, usize)> {
+    let t = q.toks.get(i).filter(|t| !t.used && !t.cjk)?;
+    let digits = t.norm.replace(',', "");
+    if !digits.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let n: f64 = digits.parse().ok()?;
+    let scale = q.toks.get(i + 1).filter(|t| !t.used).and_then(|t| {
+        Some(match t.norm.as_str() {
+            "万" => 1e4,
+            "亿" => 1e8,
+            "千" => 1e3,
+            "k" | "thousand" => 1e3,
+            "million" | "m" => 1e6,
+            "billion" => 1e9,
+            _ => return None,
+        })
+    });
+    Some((sql_number(n, scale)?, 1 + usize::from(scale.is_some())))
+}
+
+/// `n` times `scale` as SQL writes it: "0.07 万" is 700, not 700.0000000000001.
+fn sql_number(n: f64, scale: Option<f64>) -> Option<String> {
+    let mut value = n;
+    if let Some(scale) = scale {
+        value = (n * scale * 1e6).round() / 1e6;
+    }
+    if !value.is_finite() {
+        return None;
+    }
+    Some(if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{value:.0}")
+    } else {
+        value.to_string()
+    })
+}
+
 /// Where the question names a yes/no column: all of its words of three letters or more (any
 /// CJK word), with its short words ("on", "is") where they occur too.
 fn flag_mention(q: &Question, c: &ColumnInfo) -> Option<Spans> {
@@ -1122,6 +1283,21 @@ fn mentioned_columns<'t>(q: &mut Question, table: &'t TableInfo) -> Vec<&'t Colu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_as_sql_writes_them() {
+        for (n, scale, want) in [
+            (100000.0, None, Some("100000")),
+            (0.99, None, Some("0.99")),
+            (0.07, Some(1e4), Some("700")),
+            (0.007, Some(1e4), Some("70")),
+            (2.5, Some(1e6), Some("2500000")),
+            (1.25, Some(1e3), Some("1250")),
+            (f64::MAX, Some(1e8), None),
+        ] {
+            assert_eq!(sql_number(n, scale).as_deref(), want, "{n} × {scale:?}");
+        }
+    }
 
     #[test]
     fn plural_folding() {

@@ -462,6 +462,59 @@ fn questions_to_sql() {
             Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Canada' ORDER BY \"City\""),
             Some(Value::Integer(6)),
         ),
+        // One numeric condition, English and Chinese, with any of the shapes above.
+        (
+            "Which projects have a budget over 60?",
+            Some("SELECT * FROM \"Projects\" WHERE \"Budget\" > 60"),
+            Some(Value::Text("Mixer".into())),
+        ),
+        (
+            "How many projects have a budget of at least 70?",
+            Some("SELECT COUNT(*) FROM \"Projects\" WHERE \"Budget\" >= 70"),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "预算超过60的项目有哪些？",
+            Some("SELECT * FROM \"Projects\" WHERE \"Budget\" > 60"),
+            Some(Value::Text("Mixer".into())),
+        ),
+        (
+            "预算不超过70的项目有多少个？",
+            Some("SELECT COUNT(*) FROM \"Projects\" WHERE \"Budget\" <= 70"),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "预算0.007万以上的项目",
+            Some("SELECT * FROM \"Projects\" WHERE \"Budget\" >= 70"),
+            Some(Value::Text("Mixer".into())),
+        ),
+        (
+            "How many tracks have a unit price below 1.50?",
+            Some("SELECT COUNT(*) FROM \"Track\" WHERE \"UnitPrice\" < 1.5"),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "list prod projects with budget less than 90",
+            Some("SELECT * FROM \"Projects\" WHERE \"Environment\" = 'prod' AND \"Budget\" < 90"),
+            Some(Value::Text("Player".into())),
+        ),
+        (
+            "total budget of projects with a budget of 60 or more",
+            Some("SELECT SUM(\"Budget\") FROM \"Projects\" WHERE \"Budget\" >= 60"),
+            Some(Value::Integer(170)),
+        ),
+        (
+            "How many projects per environment have a budget under 80?",
+            Some(
+                "SELECT \"Environment\", COUNT(*) FROM \"Projects\" WHERE \"Budget\" < 80 \
+                 GROUP BY \"Environment\" ORDER BY COUNT(*) DESC, \"Environment\"",
+            ),
+            None,
+        ),
+        // A comparison without its number, two of them, or a number no column can take.
+        ("Which projects have a budget over the limit?", None, None),
+        ("projects with a budget over 60 and under 90", None, None),
+        ("tracks longer than 5 minutes", None, None),
         ("albums sorted by colour", None, None),
         ("top 3 customers", None, None),
         ("top 5 countries by number of customers", None, None),
