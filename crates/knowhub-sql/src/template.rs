@@ -1101,10 +1101,11 @@ const COMPARE_AFTER: &[(&[&str], &str)] = &[
     (&["and", "below"], "<="),
 ];
 
-/// One numeric condition on a numeric column of `table`: `Some(None)` when the question states
-/// none, `None` when it states one that is not understood (no number beside the comparison
-/// word is left for the "every word explained" rule). The column is the numeric one the
-/// question names, or the table's only numeric column when it names none.
+/// One numeric condition on a numeric column of `table`, its words consumed: `Some(None)` when
+/// the question states none (a comparison word with no number beside it stays unconsumed, so
+/// the question is not fully understood), `None` when which column it compares is not clear.
+/// The column is the numeric one the question names, or the table's only numeric column when
+/// it names none.
 fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<Comparison<'t>>> {
     let phrase_at = |q: &Question, i: usize, words: &[&str]| {
         q.toks
