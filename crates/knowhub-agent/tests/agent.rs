@@ -1049,3 +1049,78 @@ fn a_draft_that_copies_the_evidence_listing_is_stopped_early() {
         o.state.output.final_answer
     );
 }
+
+/// A scripted model that routes every question to data and writes a short partial list,
+/// counting the drafts it was asked for.
+#[derive(Debug, Default)]
+struct PartialLister {
+    drafts: std::sync::Mutex<usize>,
+}
+
+impl knowhub_llm::Llm for PartialLister {
+    fn model_id(&self) -> &str {
+        "scripted-partial-lister"
+    }
+    fn context_tokens(&self) -> usize {
+        4096
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        text.chars().count().div_ceil(4)
+    }
+    fn chat(
+        &self,
+        req: &knowhub_llm::ChatRequest,
+        on_token: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<knowhub_llm::ChatResponse, knowhub_llm::LlmError> {
+        let system = req.messages.first().map_or("", |m| m.content.as_str());
+        if system.contains("route questions") {
+            return respond("SQL".into(), on_token);
+        }
+        *self.drafts.lock().unwrap() += 1;
+        respond(
+            "The projects are Fleet Scheduler v2 and Customer Portal [1].".into(),
+            on_token,
+        )
+    }
+}
+
+#[test]
+fn a_result_longer_than_the_writer_reads_is_shown_whole() {
+    let f = fixture();
+    let bob = user(&f, "bob");
+    let lister = Arc::new(PartialLister::default());
+    let a = Agent::new(
+        Arc::clone(&f.engine),
+        Some(lister.clone() as Arc<dyn knowhub_llm::Llm>),
+        AgentOptions::default(),
+    );
+    // The demo sheet's projects: more rows than the writer reads, so no draft is asked for and
+    // the answer lists every row the query returned.
+    let o = ask(&a, &bob, "List all projects");
+    let rows: Vec<&str> = sql_result(&o)
+        .text
+        .lines()
+        .filter(|l| l.starts_with("Project="))
+        .collect();
+    assert!(rows.len() > 10, "{}", sql_result(&o).text);
+    assert_eq!(*lister.drafts.lock().unwrap(), 0);
+    assert_eq!(o.state.draft.written_by, "extractive");
+    for row in &rows {
+        assert!(
+            o.state.output.final_answer.contains(row),
+            "{row} missing from {}",
+            o.state.output.final_answer
+        );
+    }
+    let synthesis = o
+        .state
+        .trace_steps
+        .iter()
+        .find(|s| s.out.get("llm_attempts").is_some())
+        .unwrap();
+    assert_eq!(synthesis.out["result_too_long_for_the_writer"], true);
+    // A result the writer reads whole is written up by the model as before.
+    let o = ask(&a, &bob, "How many projects are there?");
+    assert_eq!(sql_result(&o).text.trim(), "COUNT(*)=15");
+    assert!(*lister.drafts.lock().unwrap() >= 1);
+}

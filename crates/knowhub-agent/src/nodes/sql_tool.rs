@@ -104,7 +104,9 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         report.out = json!({ "attempts": attempts });
         return Ok(report);
     };
-    let preview = result.preview(10);
+    // Every row the policy let through: the user sees the whole result in the answer and the
+    // citation (the writer is shown at most `synthesize::WRITER_ROWS` of them).
+    let preview = result.preview(target.policy.limit);
     let hash = short_hash(&format!("{sql}\n{preview}"));
     let evidence_id = format!("sql:{}:{}:{hash}", target.name, state.trace_id);
     state.evidence_items.push(EvidenceItem {

@@ -22,6 +22,11 @@ const MAX_EVIDENCE: usize = 8;
 const NO_ANSWER: &str = brief::NO_ANSWER;
 /// Tokens a brief answer may take: a phrase, not a paragraph.
 const BRIEF_TOKENS: usize = 64;
+/// Rows of a query result the writer reads at most. A longer result is shown to the user
+/// whole, without a draft: a draft made from part of the rows reads as the whole answer (the
+/// 1.5B wrote "The projects with a budget over 100000 are …" naming the 10 rows it was shown
+/// of 14), and every row in the prompt costs the writer time.
+pub(crate) const WRITER_ROWS: usize = 10;
 
 pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepReport> {
     let lang = Lang::from_code(&state.input.language);
@@ -52,7 +57,8 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     let several_questions = crate::text::questions(&question).len() > 1;
     let mut cut = Vec::new();
     let mut attempts = 0;
-    if deps.llm.is_some() {
+    let rows_for_the_user = refs.iter().any(|e| more_rows_than_the_writer_reads(e));
+    if deps.llm.is_some() && !rows_for_the_user {
         // Checked on every streamed token: what only a copy would hold is listed once.
         let verbatim = as_listed(&refs);
         let copying = |draft: &str| copies_the_evidence(draft, &verbatim);
@@ -306,11 +312,28 @@ fn report(state: &AgentState, attempts: usize, cut: usize) -> StepReport {
         json!({
             "written_by": state.draft.written_by,
             "llm_attempts": attempts,
+            "result_too_long_for_the_writer": state
+                .usable_evidence()
+                .iter()
+                .take(MAX_EVIDENCE)
+                .any(|e| more_rows_than_the_writer_reads(e)),
             "cited": state.output.final_citations.len(),
             "cut_sentences": cut,
             "stop_reason": state.output.stop_reason.as_str(),
         }),
     )
+}
+
+/// Whether `e` is a query result with more rows than [`WRITER_ROWS`]: the lines of its text
+/// other than the notes after the rows ("… 3 more row(s) not shown", "(result cut at …)").
+fn more_rows_than_the_writer_reads(e: &EvidenceItem) -> bool {
+    let rows = e
+        .text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('…') && !l.starts_with('('))
+        .count();
+    e.kind == "sql_result" && rows > WRITER_ROWS
 }
 
 /// The evidence title the prompt lists each item under (`[n] (title) text`).
@@ -522,6 +545,43 @@ mod tests {
                 ..EvidenceSource::default()
             },
             ..EvidenceItem::default()
+        }
+    }
+
+    #[test]
+    fn results_longer_than_the_writer_reads() {
+        let rows = |n: usize| -> String {
+            (0..n)
+                .map(|i| format!("Project=P{i}, Budget=1\n"))
+                .collect()
+        };
+        let table: &[(&str, String, bool)] = &[
+            ("sql_result", rows(10), false),
+            ("sql_result", rows(11), true),
+            (
+                "sql_result",
+                format!("{}… 4 more row(s) not shown\n", rows(10)),
+                false,
+            ),
+            (
+                "sql_result",
+                format!(
+                    "{}(result cut at 50 row(s) by the query policy; more rows may exist)\n (truncated)",
+                    rows(10)
+                ),
+                false,
+            ),
+            ("sql_result", format!("{} (truncated)", rows(11)), true),
+            ("sql_result", "(no rows)\n".into(), false),
+            ("doc_chunk", rows(20), false),
+        ];
+        for (kind, text, want) in table {
+            let e = EvidenceItem {
+                kind: (*kind).into(),
+                text: text.clone(),
+                ..EvidenceItem::default()
+            };
+            assert_eq!(more_rows_than_the_writer_reads(&e), *want, "{kind}: {text}");
         }
     }
 
