@@ -991,16 +991,27 @@ fn a_small_model_writes_one_draft_the_strict_one() {
     }
 }
 
-/// A model that answers by copying the prompt's evidence listing, word by word, and counts the
-/// words it got to stream before being stopped.
-#[derive(Debug, Default)]
-struct Copier {
-    streamed: std::sync::Mutex<usize>,
+/// A scripted model: `reply` answers each request (streaming through `on_token`); the model
+/// id, context size and token count are the same for every scripted model built this way.
+struct Scripted<F>(F);
+
+impl<F> std::fmt::Debug for Scripted<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Scripted")
+    }
 }
 
-impl knowhub_llm::Llm for Copier {
+impl<F> knowhub_llm::Llm for Scripted<F>
+where
+    F: Fn(
+            &knowhub_llm::ChatRequest,
+            &mut dyn FnMut(&str) -> bool,
+        ) -> Result<knowhub_llm::ChatResponse, knowhub_llm::LlmError>
+        + Send
+        + Sync,
+{
     fn model_id(&self) -> &str {
-        "scripted-copier"
+        "scripted"
     }
     fn context_tokens(&self) -> usize {
         4096
@@ -1013,32 +1024,46 @@ impl knowhub_llm::Llm for Copier {
         req: &knowhub_llm::ChatRequest,
         on_token: &mut dyn FnMut(&str) -> bool,
     ) -> Result<knowhub_llm::ChatResponse, knowhub_llm::LlmError> {
-        let system = req.messages.first().map_or("", |m| m.content.as_str());
-        if system.contains("route questions") {
-            return respond("DOC".into(), on_token);
-        }
-        let listing =
-            "[1] (Handbook) Employees get fifteen days of annual leave per year. ".repeat(20);
-        let words: Vec<&str> = listing.split_inclusive(' ').collect();
-        let response = respond_in_pieces(&words, on_token)?;
-        *self.streamed.lock().unwrap() += response.text.split_inclusive(' ').count();
-        Ok(response)
+        (self.0)(req, on_token)
     }
+}
+
+/// Whether `req` is the routing request (its system prompt).
+fn routing(req: &knowhub_llm::ChatRequest) -> bool {
+    req.messages
+        .first()
+        .is_some_and(|m| m.content.contains("route questions"))
 }
 
 #[test]
 fn a_draft_that_copies_the_evidence_listing_is_stopped_early() {
     let f = fixture();
     let bob = user(&f, "bob");
-    let copier = Arc::new(Copier::default());
+    // A model that answers by copying the prompt's evidence listing, word by word, counting
+    // the words it got to stream before being stopped.
+    let streamed = Arc::new(std::sync::Mutex::new(0usize));
+    let counter = Arc::clone(&streamed);
+    let copier = Scripted(
+        move |req: &knowhub_llm::ChatRequest, on_token: &mut dyn FnMut(&str) -> bool| {
+            if routing(req) {
+                return respond("DOC".into(), on_token);
+            }
+            let listing =
+                "[1] (Handbook) Employees get fifteen days of annual leave per year. ".repeat(20);
+            let words: Vec<&str> = listing.split_inclusive(' ').collect();
+            let response = respond_in_pieces(&words, on_token)?;
+            *counter.lock().unwrap() += response.text.split_inclusive(' ').count();
+            Ok(response)
+        },
+    );
     let a = Agent::new(
         Arc::clone(&f.engine),
-        Some(copier.clone() as Arc<dyn knowhub_llm::Llm>),
+        Some(Arc::new(copier) as Arc<dyn knowhub_llm::Llm>),
         AgentOptions::default(),
     );
     let o = ask(&a, &bob, "How many days of annual leave do employees get?");
     // Two words ("[1] ", "(Handbook) ") show it; 200 would have followed.
-    assert_eq!(*copier.streamed.lock().unwrap(), 2);
+    assert_eq!(*streamed.lock().unwrap(), 2);
     assert_eq!(o.state.draft.written_by, "extractive");
     assert!(
         o.state
@@ -1050,48 +1075,29 @@ fn a_draft_that_copies_the_evidence_listing_is_stopped_early() {
     );
 }
 
-/// A scripted model that routes every question to data and writes a short partial list,
-/// counting the drafts it was asked for.
-#[derive(Debug, Default)]
-struct PartialLister {
-    drafts: std::sync::Mutex<usize>,
-}
-
-impl knowhub_llm::Llm for PartialLister {
-    fn model_id(&self) -> &str {
-        "scripted-partial-lister"
-    }
-    fn context_tokens(&self) -> usize {
-        4096
-    }
-    fn count_tokens(&self, text: &str) -> usize {
-        text.chars().count().div_ceil(4)
-    }
-    fn chat(
-        &self,
-        req: &knowhub_llm::ChatRequest,
-        on_token: &mut dyn FnMut(&str) -> bool,
-    ) -> Result<knowhub_llm::ChatResponse, knowhub_llm::LlmError> {
-        let system = req.messages.first().map_or("", |m| m.content.as_str());
-        if system.contains("route questions") {
-            return respond("SQL".into(), on_token);
-        }
-        *self.drafts.lock().unwrap() += 1;
-        respond(
-            "The projects are Fleet Scheduler v2 and Customer Portal [1].".into(),
-            on_token,
-        )
-    }
-}
-
 #[test]
 fn a_result_longer_than_the_writer_reads_is_shown_whole() {
     let f = fixture();
     let bob = user(&f, "bob");
-    let lister = Arc::new(PartialLister::default());
+    // A model that routes every question to data and writes a short, partial list, counting
+    // the drafts it is asked for.
+    let drafts = Arc::new(std::sync::Mutex::new(0usize));
+    let counter = Arc::clone(&drafts);
+    let lister = Scripted(
+        move |req: &knowhub_llm::ChatRequest, on_token: &mut dyn FnMut(&str) -> bool| {
+            if routing(req) {
+                return respond("SQL".into(), on_token);
+            }
+            *counter.lock().unwrap() += 1;
+            respond(
+                "The projects are Fleet Scheduler v2 and Customer Portal [1].".into(),
+                on_token,
+            )
+        },
+    );
     let a = Agent::new(
         Arc::clone(&f.engine),
-        Some(lister.clone() as Arc<dyn knowhub_llm::Llm>),
+        Some(Arc::new(lister) as Arc<dyn knowhub_llm::Llm>),
         AgentOptions::default(),
     );
     // The demo sheet's projects: more rows than the writer reads, so no draft is asked for and
@@ -1103,7 +1109,7 @@ fn a_result_longer_than_the_writer_reads_is_shown_whole() {
         .filter(|l| l.starts_with("Project="))
         .collect();
     assert!(rows.len() > 10, "{}", sql_result(&o).text);
-    assert_eq!(*lister.drafts.lock().unwrap(), 0);
+    assert_eq!(*drafts.lock().unwrap(), 0);
     assert_eq!(o.state.draft.written_by, "extractive");
     for row in &rows {
         assert!(
@@ -1122,5 +1128,5 @@ fn a_result_longer_than_the_writer_reads_is_shown_whole() {
     // A result the writer reads whole is written up by the model as before.
     let o = ask(&a, &bob, "How many projects are there?");
     assert_eq!(sql_result(&o).text.trim(), "COUNT(*)=15");
-    assert!(*lister.drafts.lock().unwrap() >= 1);
+    assert!(*drafts.lock().unwrap() >= 1);
 }
