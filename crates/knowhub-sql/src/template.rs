@@ -152,11 +152,10 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
         None => {
             let mut sql = format!("SELECT {select} {from}");
             if let Some(order) = order {
-                let dir = if order.descending { " DESC" } else { "" };
-                sql.push_str(&format!(
-                    " ORDER BY {}{dir}",
-                    quote_ident(&order.column.name)
-                ));
+                if let Some(column) = order.column {
+                    let dir = if order.descending { " DESC" } else { "" };
+                    sql.push_str(&format!(" ORDER BY {}{dir}", quote_ident(&column.name)));
+                }
                 if let Some(n) = order.limit {
                     sql.push_str(&format!(" LIMIT {n}"));
                 }
@@ -196,16 +195,17 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
 /// How a listing is ordered: "sorted by title", "按预算降序", "top 3 projects by budget".
 #[derive(Debug, Clone, Copy)]
 struct Order<'t> {
-    column: &'t ColumnInfo,
+    /// `None`: the rows as stored ("the first 10 tracks").
+    column: Option<&'t ColumnInfo>,
     descending: bool,
     limit: Option<u32>,
 }
 
-/// "Top 3" / "前 3 个": the position of "top" (or 前) and the number. Its words are consumed
-/// only once the listing's order is understood.
+/// "Top 3" / "前 3 个" / "first 10": the position of "top" (or 前, "first") and the number. Its
+/// words are consumed only once the listing's order is understood.
 fn top_n(q: &Question) -> Option<(usize, u32)> {
     q.toks.windows(2).enumerate().find_map(|(i, w)| {
-        let opens = w[0].norm == "top" || w[0].orig == "前";
+        let opens = w[0].norm == "top" || w[0].norm == "first" || w[0].orig == "前";
         let n = w[1].norm.parse::<u32>().ok().filter(|n| *n > 0)?;
         opens.then_some((i, n))
     })
@@ -214,9 +214,10 @@ fn top_n(q: &Question) -> Option<(usize, u32)> {
 /// The order of a listing: `Some(None)` when the question asks for none, `None` when it asks
 /// for one that is not understood. The column is the one named after "sorted by" / "order
 /// by" / "by … sorted" (按…排序), or after "top N … by"; a top-N listing without "by" is
-/// ordered by the only numeric column it names ("预算最高的前 3 个项目"). "Top" lists the
-/// largest first unless the question says otherwise; a sort is ascending unless it says
-/// descending (降序).
+/// ordered by the only numeric column it names ("预算最高的前 3 个项目"); "the first 10 tracks"
+/// and "前 3 个项目", naming no order at all, are the first rows as stored. "Top" (and 前) list
+/// the largest first unless the question says otherwise; "first" and a sort are ascending
+/// unless it says descending (降序).
 fn pick_order<'t>(
     q: &mut Question,
     table: &'t TableInfo,
@@ -246,6 +247,12 @@ fn pick_order<'t>(
     if let Some(at) = sort_at {
         scratch.consume(at, 1);
     }
+    // "first 10" (or 前 10 without a superlative) may ask for no order, only a count of rows.
+    let first = top.is_some_and(|(at, _)| q.toks[at].norm == "first");
+    let rows_as_stored = (first || top.is_some_and(|(at, _)| q.toks[at].orig == "前"))
+        && top_order.is_none()
+        && sort_at.is_none()
+        && !direction_said;
     if let Some((at, _)) = top {
         scratch.consume(at, 2);
     }
@@ -255,16 +262,19 @@ fn pick_order<'t>(
             let the = scratch.toks.get(by + 1).is_some_and(|t| t.norm == "the");
             let start = by + 1 + usize::from(the);
             scratch.consume(by, start - by);
-            (1..=3).rev().find_map(|len| {
-                let words = scratch.toks.get(start..start + len)?;
-                if words.iter().any(|t| t.used) {
-                    return None;
-                }
-                let phrase: Vec<String> = words.iter().map(|t| t.norm.clone()).collect();
-                let column = column_named(table, &phrase)?;
-                scratch.consume(start, len);
-                Some(column)
-            })?
+            (1..=3)
+                .rev()
+                .find_map(|len| {
+                    let words = scratch.toks.get(start..start + len)?;
+                    if words.iter().any(|t| t.used) {
+                        return None;
+                    }
+                    let phrase: Vec<String> = words.iter().map(|t| t.norm.clone()).collect();
+                    let column = column_named(table, &phrase)?;
+                    scratch.consume(start, len);
+                    Some(column)
+                })
+                .map(Some)?
         }
         None if top.is_some() => {
             let numeric: Vec<(&ColumnInfo, Spans)> = table
@@ -273,18 +283,21 @@ fn pick_order<'t>(
                 .filter(|c| c.is_numeric() && !is_id_like(c))
                 .filter_map(|c| scratch.find_all(&ident_parts(&c.name)).map(|s| (c, s)))
                 .collect();
-            let [(column, spans)] = numeric.as_slice() else {
-                return None;
-            };
-            scratch.consume_all(spans);
-            *column
+            match numeric.as_slice() {
+                [(column, spans)] => {
+                    scratch.consume_all(spans);
+                    Some(*column)
+                }
+                [] if rows_as_stored => None,
+                _ => return None,
+            }
         }
         None => return None,
     };
     let mut descending = match top_order {
         Some(Extreme::Fewest) => false,
         Some(Extreme::Most) => true,
-        None => top.is_some(),
+        None => top.is_some() && !first,
     };
     for (i, t) in scratch.toks.clone().iter().enumerate() {
         if t.used {

@@ -515,6 +515,23 @@ fn questions_to_sql() {
         ("Which projects have a budget over the limit?", None, None),
         ("projects with a budget over 60 and under 90", None, None),
         ("tracks longer than 5 minutes", None, None),
+        // "The first N", with no order named: the first rows as stored; with one, ascending.
+        (
+            "Show the first 2 tracks in the database.",
+            Some("SELECT * FROM \"Track\" LIMIT 2"),
+            Some(Value::Integer(1)),
+        ),
+        (
+            "前2个项目",
+            Some("SELECT * FROM \"Projects\" LIMIT 2"),
+            Some(Value::Text("Mixer".into())),
+        ),
+        (
+            "first 2 albums sorted by title",
+            Some("SELECT * FROM \"Album\" ORDER BY \"Title\" LIMIT 2"),
+            Some(Value::Integer(2)),
+        ),
+        ("the first 2 customers by the most invoices", None, None),
         ("albums sorted by colour", None, None),
         ("top 3 customers", None, None),
         ("top 5 countries by number of customers", None, None),
