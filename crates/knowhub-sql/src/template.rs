@@ -247,12 +247,14 @@ fn pick_order<'t>(
     if let Some(at) = sort_at {
         scratch.consume(at, 1);
     }
-    // "first 10" (or 前 10 without a superlative) may ask for no order, only a count of rows.
+    // "first 10" (or 前 10 个 without a superlative) may ask for no order, only a count of
+    // rows. 前 5 名 is a ranking ("the top 5"): it needs its order.
     let first = top.is_some_and(|(at, _)| q.toks[at].norm == "first");
-    let rows_as_stored = (first || top.is_some_and(|(at, _)| q.toks[at].orig == "前"))
-        && top_order.is_none()
-        && sort_at.is_none()
-        && !direction_said;
+    let qian_ge = top.is_some_and(|(at, _)| {
+        q.toks[at].orig == "前" && q.toks.get(at + 2).is_none_or(|t| t.orig != "名")
+    });
+    let rows_as_stored =
+        (first || qian_ge) && top_order.is_none() && sort_at.is_none() && !direction_said;
     if let Some((at, _)) = top {
         scratch.consume(at, 2);
     }

@@ -532,6 +532,8 @@ fn questions_to_sql() {
             Some(Value::Integer(2)),
         ),
         ("the first 2 customers by the most invoices", None, None),
+        // 前 N 名 ranks: without an order it is not understood.
+        ("前2名项目", None, None),
         ("albums sorted by colour", None, None),
         ("top 3 customers", None, None),
         ("top 5 countries by number of customers", None, None),
