@@ -63,6 +63,7 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
     };
     let filter = pick_filter(&mut q, table)?;
     let comparison = pick_comparison(&mut q, table)?;
+    let year = pick_year(&mut q, table)?;
     let order = match intent {
         Intent::List if group.is_none() => pick_order(&mut q, table, top, top_order)?,
         _ if top.is_some() => return None,
@@ -142,6 +143,16 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
     }
     if let Some(c) = comparison {
         conditions.push(format!("{} {} {}", own(&c.column.name), c.op, c.value));
+    }
+    if let Some(y) = year {
+        let col = own(&y.column.name);
+        let (from, to) = y.range;
+        if let Some(from) = from {
+            conditions.push(format!("{col} >= '{from}-01-01'"));
+        }
+        if let Some(to) = to {
+            conditions.push(format!("{col} < '{to}-01-01'"));
+        }
     }
     if !conditions.is_empty() {
         from.push_str(&format!(" WHERE {}", conditions.join(" AND ")));
@@ -1170,6 +1181,94 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
     };
     *q = scratch;
     Some(Some(Comparison { column, op, value }))
+}
+
+/// A condition on a date column by year: "invoices from the year 2010", "projects started after
+/// 2023", "2024年的项目".
+#[derive(Debug, Clone)]
+struct YearFilter<'t> {
+    column: &'t ColumnInfo,
+    /// The years it spans, `[from, to)`; an open end is `None`.
+    range: (Option<u32>, Option<u32>),
+}
+
+/// Whether a column holds dates: every sample is text that opens with an ISO date
+/// ("2024-02-05", "2009-01-01 00:00:00"), whatever type it was declared with.
+fn is_date_column(c: &ColumnInfo) -> bool {
+    let iso = |t: &str| {
+        let b = t.as_bytes();
+        b.len() >= 10
+            && b[..4].iter().all(u8::is_ascii_digit)
+            && b[4] == b'-'
+            && b[5..7].iter().all(u8::is_ascii_digit)
+            && b[7] == b'-'
+            && b[8..10].iter().all(u8::is_ascii_digit)
+    };
+    !c.samples.is_empty()
+        && c.samples
+            .iter()
+            .all(|v| matches!(v, Value::Text(t) if iso(t)))
+}
+
+/// A year condition on a date column of `table`, its words consumed: `Some(None)` when the
+/// question names no year; `None` when which date column it means is not clear. A year is four
+/// digits (1900–2100) after "in"/"during"/"from [the year]" (within it), "after" (from the next),
+/// "before" (up to it), "since" (from it), or before 年 (within it). The column is the date
+/// column the question names, or the table's only one.
+fn pick_year<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<YearFilter<'t>>> {
+    let year_at = |i: usize| {
+        q.toks
+            .get(i)
+            .filter(|t| !t.used && !t.cjk && t.norm.len() == 4)
+            .and_then(|t| t.norm.parse::<u32>().ok())
+            .filter(|y| (1900..=2100).contains(y))
+    };
+    let word = |i: usize| q.toks.get(i).filter(|t| !t.used).map(|t| t.norm.as_str());
+    let mut found = None;
+    for i in 0..q.toks.len() {
+        let Some(y) = year_at(i) else { continue };
+        if word(i + 1) == Some("年") {
+            found = Some((i, 2, (Some(y), Some(y + 1))));
+            break;
+        }
+        // "from the year 2010": the words before the year.
+        let mut start = i;
+        if start >= 1 && word(start - 1) == Some("year") {
+            start -= 1;
+            if start >= 1 && word(start - 1) == Some("the") {
+                start -= 1;
+            }
+        }
+        let range = match start.checked_sub(1).and_then(word) {
+            Some("in" | "during" | "from") => (Some(y), Some(y + 1)),
+            Some("after") => (Some(y + 1), None),
+            Some("before") => (None, Some(y)),
+            Some("since") => (Some(y), None),
+            _ => continue,
+        };
+        found = Some((start - 1, i + 1 - (start - 1), range));
+        break;
+    }
+    let Some((start, len, range)) = found else {
+        return Some(None);
+    };
+    let dates: Vec<&ColumnInfo> = table.columns.iter().filter(|c| is_date_column(c)).collect();
+    let mut scratch = q.clone();
+    scratch.consume(start, len);
+    let named: Vec<(&ColumnInfo, Spans)> = dates
+        .iter()
+        .filter_map(|c| scratch.find_all(&ident_parts(&c.name)).map(|s| (*c, s)))
+        .collect();
+    let column = match (named.as_slice(), dates.as_slice()) {
+        ([(c, spans)], _) => {
+            scratch.consume_all(spans);
+            *c
+        }
+        ([], [only]) => *only,
+        _ => return None,
+    };
+    *q = scratch;
+    Some(Some(YearFilter { column, range }))
 }
 
 /// The number written at token `i` ("100000", "0.99", "100,000"), with a following multiplier

@@ -35,9 +35,12 @@ fn build_fixture(dir: &Path) -> PathBuf {
          INSERT INTO Track VALUES (1, 'Go Down', 4, 331180, 0.99), (2, 'Dog Eat Dog', 4, 215196, 0.99),
                                   (3, 'Overdose', 4, 369319, 1.99);
          CREATE TABLE Invoice (InvoiceId INTEGER PRIMARY KEY, CustomerId INTEGER,
+                               InvoiceDate DATETIME,
                                BillingCountry NVARCHAR(40), Total NUMERIC(10,2));
-         INSERT INTO Invoice VALUES (1, 2, 'Germany', 1.98), (2, 4, 'Norway', 3.96),
-                                    (3, 8, 'USA', 5.94), (4, 1, 'Brazil', 8.91);
+         INSERT INTO Invoice VALUES (1, 2, '2009-01-01 00:00:00', 'Germany', 1.98),
+                                    (2, 4, '2009-12-31 00:00:00', 'Norway', 3.96),
+                                    (3, 8, '2010-03-11 00:00:00', 'USA', 5.94),
+                                    (4, 1, '2011-06-01 00:00:00', 'Brazil', 8.91);
          CREATE TABLE InvoiceLine (InvoiceLineId INTEGER PRIMARY KEY, InvoiceId INTEGER,
                                    TrackId INTEGER, UnitPrice NUMERIC(10,2), Quantity INTEGER);
          INSERT INTO InvoiceLine VALUES (1, 1, 1, 0.99, 1), (2, 1, 2, 0.99, 1), (3, 2, 3, 1.99, 2);
@@ -534,6 +537,36 @@ fn questions_to_sql() {
         ("the first 2 customers by the most invoices", None, None),
         // 前 N 名 ranks: without an order it is not understood.
         ("前2名项目", None, None),
+        // A year on a date column (ISO text, whatever its declared type).
+        (
+            "Show all invoices from the year 2010.",
+            Some(
+                "SELECT * FROM \"Invoice\" WHERE \"InvoiceDate\" >= '2010-01-01' AND \
+                 \"InvoiceDate\" < '2011-01-01'",
+            ),
+            Some(Value::Integer(3)),
+        ),
+        (
+            "How many invoices before 2010?",
+            Some("SELECT COUNT(*) FROM \"Invoice\" WHERE \"InvoiceDate\" < '2010-01-01'"),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "2009年的发票有多少张？",
+            Some(
+                "SELECT COUNT(*) FROM \"Invoice\" WHERE \"InvoiceDate\" >= '2009-01-01' AND \
+                 \"InvoiceDate\" < '2010-01-01'",
+            ),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "total of invoice totals after 2009",
+            Some("SELECT SUM(\"Total\") FROM \"Invoice\" WHERE \"InvoiceDate\" >= '2010-01-01'"),
+            Some(Value::Real(14.85)),
+        ),
+        // A table without a date column, or a year with no word saying how it bounds.
+        ("albums from 2010", None, None),
+        ("invoices 2010", None, None),
         ("albums sorted by colour", None, None),
         ("top 3 customers", None, None),
         ("top 5 countries by number of customers", None, None),
