@@ -1219,8 +1219,9 @@ fn pick_year<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<YearFi
     let year_at = |i: usize| {
         q.toks
             .get(i)
-            .filter(|t| !t.used && !t.cjk && t.norm.len() == 4)
-            .and_then(|t| t.norm.parse::<u32>().ok())
+            // As written: "1990s" folds to "1990" but names a decade.
+            .filter(|t| !t.used && t.orig.len() == 4 && t.orig.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|t| t.orig.parse::<u32>().ok())
             .filter(|y| (1900..=2100).contains(y))
     };
     let word = |i: usize| q.toks.get(i).filter(|t| !t.used).map(|t| t.norm.as_str());

@@ -567,6 +567,8 @@ fn questions_to_sql() {
         // A table without a date column, or a year with no word saying how it bounds.
         ("albums from 2010", None, None),
         ("invoices 2010", None, None),
+        ("invoices in the 2000s", None, None),
+        ("invoices in 2000s", None, None),
         ("albums sorted by colour", None, None),
         ("top 3 customers", None, None),
         ("top 5 countries by number of customers", None, None),
