@@ -1167,18 +1167,7 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
         .collect();
     let mut scratch = q.clone();
     scratch.consume(start, len);
-    let named: Vec<(&ColumnInfo, Spans)> = numeric
-        .iter()
-        .filter_map(|c| scratch.find_all(&ident_parts(&c.name)).map(|s| (*c, s)))
-        .collect();
-    let column = match (named.as_slice(), numeric.as_slice()) {
-        ([(c, spans)], _) => {
-            scratch.consume_all(spans);
-            *c
-        }
-        ([], [only]) => *only,
-        _ => return None,
-    };
+    let column = named_or_only(&mut scratch, &numeric)?;
     *q = scratch;
     Some(Some(Comparison { column, op, value }))
 }
@@ -1256,20 +1245,26 @@ fn pick_year<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<YearFi
     let dates: Vec<&ColumnInfo> = table.columns.iter().filter(|c| is_date_column(c)).collect();
     let mut scratch = q.clone();
     scratch.consume(start, len);
-    let named: Vec<(&ColumnInfo, Spans)> = dates
-        .iter()
-        .filter_map(|c| scratch.find_all(&ident_parts(&c.name)).map(|s| (*c, s)))
-        .collect();
-    let column = match (named.as_slice(), dates.as_slice()) {
-        ([(c, spans)], _) => {
-            scratch.consume_all(spans);
-            *c
-        }
-        ([], [only]) => *only,
-        _ => return None,
-    };
+    let column = named_or_only(&mut scratch, &dates)?;
     *q = scratch;
     Some(Some(YearFilter { column, range }))
+}
+
+/// The one of `columns` the question names (its words consumed), or the only one when it names
+/// none; `None` when it names several, or names none of several.
+fn named_or_only<'t>(q: &mut Question, columns: &[&'t ColumnInfo]) -> Option<&'t ColumnInfo> {
+    let named: Vec<(&ColumnInfo, Spans)> = columns
+        .iter()
+        .filter_map(|c| q.find_all(&ident_parts(&c.name)).map(|s| (*c, s)))
+        .collect();
+    match (named.as_slice(), columns) {
+        ([(c, spans)], _) => {
+            q.consume_all(spans);
+            Some(*c)
+        }
+        ([], [only]) => Some(*only),
+        _ => None,
+    }
 }
 
 /// The number written at token `i` ("100000", "0.99", "100,000"), with a following multiplier

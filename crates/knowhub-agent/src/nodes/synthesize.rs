@@ -58,6 +58,12 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     let mut cut = Vec::new();
     let mut attempts = 0;
     let rows_for_the_user = refs.iter().any(|e| more_rows_than_the_writer_reads(e));
+    // The trace says when the writer was not asked because of that.
+    let answer_report = |state: &AgentState, attempts: usize, cut: usize| {
+        let mut step = report(state, attempts, cut);
+        step.out["result_too_long_for_the_writer"] = rows_for_the_user.into();
+        step
+    };
     if deps.llm.is_some() && !rows_for_the_user {
         // Checked on every streamed token: what only a copy would hold is listed once.
         let verbatim = as_listed(&refs);
@@ -123,7 +129,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                     "llm",
                     deps,
                 );
-                return Ok(report(state, attempts, cut.len()));
+                return Ok(answer_report(state, attempts, cut.len()));
             }
         }
     }
@@ -137,7 +143,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         replace,
         lang,
     );
-    Ok(report(state, attempts, cut.len()))
+    Ok(answer_report(state, attempts, cut.len()))
 }
 
 /// Models with fewer weights than this write one draft, the strict one (see [`drafts`]).
@@ -312,11 +318,6 @@ fn report(state: &AgentState, attempts: usize, cut: usize) -> StepReport {
         json!({
             "written_by": state.draft.written_by,
             "llm_attempts": attempts,
-            "result_too_long_for_the_writer": state
-                .usable_evidence()
-                .iter()
-                .take(MAX_EVIDENCE)
-                .any(|e| more_rows_than_the_writer_reads(e)),
             "cited": state.output.final_citations.len(),
             "cut_sentences": cut,
             "stop_reason": state.output.stop_reason.as_str(),
