@@ -96,6 +96,19 @@ pub(crate) const CHINESE: &[(&str, &str)] = &[
     ("最低", "lowest"),
     ("最大", "largest"),
     ("最小", "smallest"),
+    // A ranking by what the word implies: 最长 a duration, 最贵 a price.
+    ("最长", "longest"),
+    ("最短", "shortest"),
+    ("最贵", "most expensive"),
+    ("最便宜", "cheapest"),
+    // One figure at an end: "单价的最大值", "发票总额的最小值和最大值", "价格范围".
+    ("最大值", "maximum"),
+    ("最小值", "minimum"),
+    ("范围", "range"),
+    // A value that is not there: "作曲家为空的曲目", "没有公司的客户".
+    ("不为空", "is not empty"),
+    ("为空", "is empty"),
+    ("没有", "without"),
     ("哪位", "who"),
     ("谁", "who"),
     ("有多少人", "how many"),
@@ -181,6 +194,13 @@ pub(crate) const CHINESE: &[(&str, &str)] = &[
     ("预算", "budget"),
     ("入职日期", "hire date"),
     ("开始日期", "start date"),
+    ("时长", "duration"),
+    ("长度", "length"),
+    ("作曲家", "composer"),
+    ("美元", "dollar"),
+    // Verbs that name a date column by its event ("2002年以后入职的员工": `HireDate`).
+    ("入职", "hired"),
+    ("出生", "born"),
     // Common status values (matched against the column's sample values like any value).
     ("进行中", "in progress"),
     ("已完成", "done"),
@@ -249,6 +269,7 @@ pub(crate) const COUNTRIES: &[&str] = &[
 /// words). A question whose leftover words are all here is fully understood.
 pub(crate) const STOPWORDS: &[&str] = &[
     "a",
+    "about",
     "all",
     "an",
     "and",
@@ -263,6 +284,8 @@ pub(crate) const STOPWORDS: &[&str] = &[
     "count",
     "currently",
     "data",
+    "detail",
+    "details",
     "database",
     "db",
     "did",
@@ -272,6 +295,7 @@ pub(crate) const STOPWORDS: &[&str] = &[
     "do",
     "does",
     "entire",
+    "everything",
     "entries",
     "entry",
     "every",

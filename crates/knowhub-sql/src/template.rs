@@ -14,7 +14,14 @@
 //! each artist have": the one join the template writes; an artist without albums counts 0).
 //! "Which X has the most/fewest Y" (哪个…最多/最少) gives every group at that end, ties
 //! included. A listing can be ordered ("sorted by title", "按预算降序") or cut to its top N
-//! ("top 3 projects by budget", "预算最高的前 3 个项目").
+//! ("top 3 projects by budget", "预算最高的前 3 个项目", "the 10 longest tracks").
+//!
+//! Conditions beside these: one comparison with a number ("budget over 100000", "预算超过10万",
+//! "longer than 5 minutes" against `Milliseconds`, "cost more than $0.99" against the price
+//! column), a year on a date column ("hired after 2002", "2023年"), a missing or present value
+//! ("with NULL composer", "没有公司的客户"), a row's number ("customer #5"). Without a group, a
+//! superlative asks for the rows at that end ("the longest track", "哪个项目的预算最高"), and
+//! "minimum"/"maximum"/"the smallest and largest" for the values themselves.
 //!
 //! Matching: the question is lower-cased and cut into words (CJK: one token per character),
 //! plurals are folded ("companies" → "company"), Chinese phrases from a small glossary are
@@ -27,43 +34,82 @@
 use crate::conn::quote_ident;
 use crate::glossary::{CHINESE, CJK_STOP, COUNTRIES, STOPWORDS};
 use crate::schema::{ColumnInfo, Schema, TableInfo};
+use crate::units::TimeUnit;
 use crate::value::Value;
 
 /// SQL for a simple question about `schema`, or `None` when the question is not one of the
 /// simple shapes or any part of it is not understood.
 pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
+    // "哪个项目的预算最高？" could rank groups of projects, but counting them leaves the budget
+    // unexplained: read without groups, it asks for the project with the highest budget.
+    statement(question, schema, true).or_else(|| statement(question, schema, false))
+}
+
+/// [`template_sql`], with or without reading the question as one about groups.
+fn statement(question: &str, schema: &Schema, groups: bool) -> Option<String> {
     let mut q = Question::new(question, schema);
-    // "Which team has the most people" counts the people of each team; "the most" is only
-    // understood of groups, or as the order of a top-N listing ("预算最高的前 3 个项目").
+    // "The smallest and largest invoice totals", "the maximum unit price": figures, not rows.
+    let ends = Ends::find(&mut q);
+    // "Which team has the most people" counts the people of each team; "the most" is understood
+    // of groups, as the order of a top-N listing ("预算最高的前 3 个项目", "the 10 longest
+    // tracks"), or of the rows at that end ("Which project has the highest budget?").
     let extreme = Extreme::find(&q);
-    let top = top_n(&q);
-    let intent = match (Intent::detect(&q), extreme, top) {
-        (Intent::List, Some(_), None) => Intent::Count,
+    let top = top_n(&q, extreme.as_ref());
+    let asked = match (Intent::detect(&q), ends) {
+        // "Invoice totals" names a column, not a sum.
+        (Intent::List | Intent::Sum, Some(e)) => Intent::Ends(e),
+        (_, Some(_)) => return None,
+        (intent, None) => intent,
+    };
+    let mut intent = match (asked, extreme, top) {
+        (Intent::List, Some(s), None) if s.measure == Measure::Any => Intent::Count,
         (intent, _, _) => intent,
     };
     let ranks_groups = extreme.is_some() && top.is_none();
-    let (table, group) = match pick_grouped_table(&q, schema, intent, ranks_groups) {
+    let grouped = groups
+        .then(|| pick_grouped_table(&q, schema, intent, ranks_groups))
+        .flatten();
+    let (table, group) = match grouped {
         Some((grouped, table, group)) => {
             q = grouped;
             (table, Some(group))
         }
         None => (pick_table(&mut q, schema, intent)?, None),
     };
-    let (extreme, top_order) = match (extreme, &group, top) {
-        (Some((at, e)), Some(_), None) => {
-            q.consume(at, 1);
-            (Some(e), None)
+    let (extreme, top_order, row_extreme) = match (extreme, &group, top) {
+        // "Which genre has the most tracks": a count per group; "the longest" is no count.
+        (Some(s), Some(_), None) if s.measure == Measure::Any => {
+            q.consume(s.at, s.len);
+            (Some(s.end), None, None)
         }
-        (Some((at, e)), None, Some(_)) => {
-            q.consume(at, 1);
-            (None, Some(e))
+        (Some(s), None, Some(_)) => {
+            q.consume(s.at, s.len);
+            (None, Some(s), None)
+        }
+        // "Which project has the highest budget?", "What is the longest track?": the rows at
+        // that end.
+        (Some(s), None, None) if asked == Intent::List => {
+            q.consume(s.at, s.len);
+            intent = Intent::List;
+            (None, None, Some(s))
         }
         (Some(_), _, _) => return None,
-        (None, _, _) => (None, None),
+        (None, _, _) => (None, None, None),
     };
     let filter = pick_filter(&mut q, table)?;
     let comparison = pick_comparison(&mut q, table)?;
     let year = pick_year(&mut q, table)?;
+    let missing = pick_missing(&mut q, table);
+    let key = pick_key(&mut q, table);
+    let row_extreme = match row_extreme {
+        // "Which invoice is the largest?" names no number: by what is a guess. "The longest"
+        // says a duration, so the only one is meant.
+        Some(s) => Some((
+            ranked_column(&mut q, table, s.measure, s.measure != Measure::Any)?,
+            s.end,
+        )),
+        None => None,
+    };
     let order = match intent {
         Intent::List if group.is_none() => pick_order(&mut q, table, top, top_order)?,
         _ if top.is_some() => return None,
@@ -75,10 +121,24 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
         _ => quote_ident(name),
     };
     let select = match intent {
-        Intent::Sum | Intent::Avg => {
+        Intent::Sum | Intent::Avg | Intent::Ends(_) => {
             let col = pick_measure(&mut q, table)?;
-            let f = if intent == Intent::Sum { "SUM" } else { "AVG" };
-            format!("{f}({})", own(&col.name))
+            consume_repeats(&mut q, col);
+            let c = own(&col.name);
+            let figure = |f: &str| in_asked_unit(&mut q.clone(), col, &format!("{f}({c})"));
+            let select = match intent {
+                Intent::Sum => figure("SUM"),
+                Intent::Avg => figure("AVG"),
+                Intent::Ends(Ends::Min) => figure("MIN"),
+                Intent::Ends(Ends::Max) => figure("MAX"),
+                Intent::Ends(Ends::Both) if group.is_none() => {
+                    format!("{}, {}", figure("MIN"), figure("MAX"))
+                }
+                _ => return None,
+            };
+            // The unit asked for ("in minutes") is consumed once, whatever the figures.
+            in_asked_unit(&mut q, col, "");
+            select
         }
         Intent::Count => {
             let before = q.clone();
@@ -102,10 +162,8 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
                 cols = name_columns(table);
             }
             if cols.is_empty() {
-                if q.distinct {
-                    return None;
-                }
-                "*".to_owned()
+                // "all the different media types": the rows, each once.
+                if q.distinct { "DISTINCT *" } else { "*" }.to_owned()
             } else {
                 let list: Vec<String> = cols.iter().map(|c| quote_ident(&c.name)).collect();
                 let distinct = if q.distinct { "DISTINCT " } else { "" };
@@ -153,6 +211,32 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
         if let Some(to) = to {
             conditions.push(format!("{col} < '{to}-01-01'"));
         }
+    }
+    if let Some((column, absent)) = missing {
+        let col = own(&column.name);
+        // A spreadsheet's empty cell may be stored as '' rather than NULL.
+        conditions.push(match (absent, column.is_numeric()) {
+            (true, true) => format!("{col} IS NULL"),
+            (false, true) => format!("{col} IS NOT NULL"),
+            (true, false) => format!("({col} IS NULL OR {col} = '')"),
+            (false, false) => format!("({col} IS NOT NULL AND {col} <> '')"),
+        });
+    }
+    if let Some((column, n)) = key {
+        conditions.push(format!("{} = {n}", own(&column.name)));
+    }
+    // Every row at the end, among the rows the other conditions keep: a tie is shown whole.
+    if let Some((column, end)) = row_extreme {
+        let f = match end {
+            Extreme::Most => "MAX",
+            Extreme::Fewest => "MIN",
+        };
+        let col = quote_ident(&column.name);
+        let mut inner = format!("SELECT {f}({col}) FROM {}", quote_ident(&table.name));
+        if !conditions.is_empty() {
+            inner.push_str(&format!(" WHERE {}", conditions.join(" AND ")));
+        }
+        conditions.push(format!("{col} = ({inner})"));
     }
     if !conditions.is_empty() {
         from.push_str(&format!(" WHERE {}", conditions.join(" AND ")));
@@ -212,13 +296,49 @@ struct Order<'t> {
     limit: Option<u32>,
 }
 
-/// "Top 3" / "前 3 个" / "first 10": the position of "top" (or 前, "first") and the number. Its
-/// words are consumed only once the listing's order is understood.
-fn top_n(q: &Question) -> Option<(usize, u32)> {
-    q.toks.windows(2).enumerate().find_map(|(i, w)| {
+/// How many rows a listing is cut to, and where the question says so.
+#[derive(Debug, Clone, Copy)]
+struct TopN {
+    /// The words that say it: "top 3", "前 3", "first 10", or the number beside a superlative
+    /// ("the 10 longest tracks", "最贵的 5 首").
+    at: usize,
+    len: usize,
+    n: u32,
+}
+
+/// "Top 3" / "前 3 个" / "first 10", or a number beside the question's superlative ("the 10
+/// longest tracks", "最长的 10 首曲目"). Its words are consumed only once the listing's order
+/// is understood.
+fn top_n(q: &Question, superlative: Option<&Superlative>) -> Option<TopN> {
+    let count = |i: usize| {
+        q.toks
+            .get(i)
+            .filter(|t| !t.used && !t.cjk)
+            .and_then(|t| t.norm.parse::<u32>().ok())
+            .filter(|n| *n > 0)
+    };
+    let opened = q.toks.windows(2).enumerate().find_map(|(i, w)| {
         let opens = w[0].norm == "top" || w[0].norm == "first" || w[0].orig == "前";
-        let n = w[1].norm.parse::<u32>().ok().filter(|n| *n > 0)?;
-        opens.then_some((i, n))
+        let n = count(i + 1)?;
+        opens.then_some(TopN { at: i, len: 2, n })
+    });
+    opened.or_else(|| {
+        let s = superlative?;
+        let after = s.at + s.len;
+        let at = if s.at > 0 && count(s.at - 1).is_some() {
+            s.at - 1
+        } else if count(after).is_some() {
+            after
+        } else if q.toks.get(after).is_some_and(|t| t.orig == "的") && count(after + 1).is_some() {
+            after + 1
+        } else {
+            return None;
+        };
+        Some(TopN {
+            at,
+            len: 1,
+            n: count(at)?,
+        })
     })
 }
 
@@ -232,8 +352,8 @@ fn top_n(q: &Question) -> Option<(usize, u32)> {
 fn pick_order<'t>(
     q: &mut Question,
     table: &'t TableInfo,
-    top: Option<(usize, u32)>,
-    top_order: Option<Extreme>,
+    top: Option<TopN>,
+    top_order: Option<Superlative>,
 ) -> Option<Option<Order<'t>>> {
     const SORT: &[&str] = &["sorted", "ordered", "order", "sort", "arranged"];
     const DESCENDING: &[&str] = &["descending", "desc", "decreasing"];
@@ -260,14 +380,14 @@ fn pick_order<'t>(
     }
     // "first 10" (or 前 10 个 without a superlative) may ask for no order, only a count of
     // rows. 前 5 名 is a ranking ("the top 5"): it needs its order.
-    let first = top.is_some_and(|(at, _)| q.toks[at].norm == "first");
-    let qian_ge = top.is_some_and(|(at, _)| {
-        q.toks[at].orig == "前" && q.toks.get(at + 2).is_none_or(|t| t.orig != "名")
+    let first = top.is_some_and(|t| q.toks[t.at].norm == "first");
+    let qian_ge = top.is_some_and(|t| {
+        q.toks[t.at].orig == "前" && q.toks.get(t.at + 2).is_none_or(|t| t.orig != "名")
     });
     let rows_as_stored =
         (first || qian_ge) && top_order.is_none() && sort_at.is_none() && !direction_said;
-    if let Some((at, _)) = top {
-        scratch.consume(at, 2);
+    if let Some(t) = top {
+        scratch.consume(t.at, t.len);
     }
     let by = scratch.toks.iter().position(|t| !t.used && t.norm == "by");
     let column = match by {
@@ -290,24 +410,26 @@ fn pick_order<'t>(
                 .map(Some)?
         }
         None if top.is_some() => {
-            let numeric: Vec<(&ColumnInfo, Spans)> = table
-                .columns
-                .iter()
-                .filter(|c| c.is_numeric() && !is_id_like(c))
-                .filter_map(|c| scratch.find_all(&ident_parts(&c.name)).map(|s| (c, s)))
-                .collect();
-            match numeric.as_slice() {
+            // "预算最高的前 3 个项目": the column named; "the 10 longest tracks": the only
+            // column of what the superlative ranks by.
+            let measure = top_order.map_or(Measure::Any, |s| s.measure);
+            let pool = measure_columns(table, measure);
+            match named_columns(&scratch, &pool).as_slice() {
                 [(column, spans)] => {
                     scratch.consume_all(spans);
                     Some(*column)
                 }
                 [] if rows_as_stored => None,
+                [] if measure != Measure::Any && pool.len() == 1 => {
+                    consume_measure_words(&mut scratch, measure);
+                    Some(pool[0])
+                }
                 _ => return None,
             }
         }
         None => return None,
     };
-    let mut descending = match top_order {
+    let mut descending = match top_order.map(|s| s.end) {
         Some(Extreme::Fewest) => false,
         Some(Extreme::Most) => true,
         None => top.is_some() && !first,
@@ -329,7 +451,7 @@ fn pick_order<'t>(
     Some(Some(Order {
         column,
         descending,
-        limit: top.map(|(_, n)| n),
+        limit: top.map(|t| t.n),
     }))
 }
 
@@ -365,18 +487,59 @@ enum Extreme {
     Fewest,
 }
 
+/// What a ranking orders by: any number the question names, or the kind its superlative
+/// implies ("the longest": a duration; "the most expensive", "the cheapest": a price).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Measure {
+    Any,
+    Duration,
+    Money,
+}
+
+/// A superlative of the question: its words, the end it asks for and what it ranks by.
+#[derive(Debug, Clone, Copy)]
+struct Superlative {
+    at: usize,
+    len: usize,
+    end: Extreme,
+    measure: Measure,
+}
+
 impl Extreme {
-    /// The superlative word of the question, if any, with its position.
-    fn find(q: &Question) -> Option<(usize, Extreme)> {
+    /// The superlative of the question, if any (最长 and 最贵 arrive translated).
+    fn find(q: &Question) -> Option<Superlative> {
         q.toks.iter().enumerate().find_map(|(i, t)| {
-            let e = match t.norm.as_str() {
-                "most" | "highest" | "largest" | "biggest" | "greatest" => Extreme::Most,
-                "fewest" | "least" | "lowest" | "smallest" => Extreme::Fewest,
+            if t.used || t.cjk {
+                return None;
+            }
+            let next = q
+                .toks
+                .get(i + 1)
+                .filter(|n| !n.used)
+                .map(|n| n.norm.as_str());
+            let (end, measure, len) = match (t.norm.as_str(), next) {
+                ("most", Some("expensive")) => (Extreme::Most, Measure::Money, 2),
+                ("least", Some("expensive")) => (Extreme::Fewest, Measure::Money, 2),
+                ("most" | "highest" | "largest" | "biggest" | "greatest", _) => {
+                    (Extreme::Most, Measure::Any, 1)
+                }
+                ("fewest" | "least" | "lowest" | "smallest", _) => {
+                    (Extreme::Fewest, Measure::Any, 1)
+                }
+                ("longest", _) => (Extreme::Most, Measure::Duration, 1),
+                ("shortest", _) => (Extreme::Fewest, Measure::Duration, 1),
+                ("priciest" | "costliest", _) => (Extreme::Most, Measure::Money, 1),
+                ("cheapest", _) => (Extreme::Fewest, Measure::Money, 1),
                 _ => return None,
             };
             // "at least 2", "at most 5" state a bound, not an end of a ranking.
             let bound = i > 0 && q.toks[i - 1].norm == "at";
-            (!t.cjk && !bound).then_some((i, e))
+            (!bound).then_some(Superlative {
+                at: i,
+                len,
+                end,
+                measure,
+            })
         })
     }
 }
@@ -418,6 +581,49 @@ enum Intent {
     List,
     Sum,
     Avg,
+    /// The least and/or the greatest value of a column.
+    Ends(Ends),
+}
+
+/// Which ends of a column's values a question asks for as figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ends {
+    Min,
+    Max,
+    Both,
+}
+
+impl Ends {
+    /// "minimum", "maximum" (最小值, 最大值), "range" (范围), or a pair of opposite
+    /// superlatives ("the smallest and largest invoice totals", "最高和最低单价"), their words
+    /// consumed. A single superlative ranks rows instead ("the largest invoice").
+    fn find(q: &mut Question) -> Option<Ends> {
+        let pos = |q: &Question, words: &[&str]| {
+            q.toks.iter().enumerate().position(|(i, t)| {
+                let after_number = i > 0 && q.toks[i - 1].norm.parse::<f64>().is_ok();
+                // "5 min" is a duration.
+                !t.used && !t.cjk && words.contains(&t.norm.as_str()) && !after_number
+            })
+        };
+        let min = pos(q, &["minimum", "min"]);
+        let max = pos(q, &["maximum", "max"]);
+        let range = pos(q, &["range"]);
+        let low = pos(q, &["lowest", "smallest"]);
+        let high = pos(q, &["highest", "largest", "biggest", "greatest"]);
+        let (ends, words) = match (min, max, low, high) {
+            (Some(a), Some(b), _, _) | (None, None, Some(a), Some(b)) => (Ends::Both, vec![a, b]),
+            (Some(a), None, _, _) => (Ends::Min, vec![a]),
+            (None, Some(b), _, _) => (Ends::Max, vec![b]),
+            _ => match range {
+                Some(r) => (Ends::Both, vec![r]),
+                None => return None,
+            },
+        };
+        for at in words.into_iter().chain(range) {
+            q.consume(at, 1);
+        }
+        Some(ends)
+    }
 }
 
 impl Intent {
@@ -521,6 +727,15 @@ fn tokenize(text: &str) -> Vec<Tok> {
             });
         } else if c.is_alphanumeric() {
             word.push(c);
+        } else if c == '#' && chars.get(i + 1).is_some_and(char::is_ascii_digit) {
+            // "customer #5": a row's number.
+            flush(&mut word, &mut out);
+            out.push(Tok {
+                orig: "#".into(),
+                norm: "#".into(),
+                cjk: false,
+                used: false,
+            });
         } else {
             flush(&mut word, &mut out);
         }
@@ -803,7 +1018,7 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
             Some(*t)
         }
         [] => {
-            if matches!(intent, Intent::Sum | Intent::Avg) {
+            if matches!(intent, Intent::Sum | Intent::Avg | Intent::Ends(_)) {
                 let owners: Vec<&TableInfo> = schema
                     .tables
                     .iter()
@@ -1109,6 +1324,8 @@ const COMPARE_BEFORE: &[(&[&str], &str)] = &[
     (&["smaller", "than"], "<"),
     (&["at", "least"], ">="),
     (&["at", "most"], "<="),
+    (&["longer", "than"], ">"),
+    (&["shorter", "than"], "<"),
     (&["over"], ">"),
     (&["above"], ">"),
     (&["exceeding"], ">"),
@@ -1122,16 +1339,72 @@ const COMPARE_AFTER: &[(&[&str], &str)] = &[
     (&["or", "above"], ">="),
     (&["and", "above"], ">="),
     (&["or", "less"], "<="),
+    (&["or", "longer"], ">="),
+    (&["or", "shorter"], "<="),
     (&["or", "fewer"], "<="),
     (&["or", "below"], "<="),
     (&["and", "below"], "<="),
+];
+
+/// What follows a compared number: a unit of time ("5 minutes", "3分钟") or of money ("$0.99"
+/// leaves no word, "1 dollar", "10美元", "5元").
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Suffix {
+    Time(TimeUnit),
+    Money,
+}
+
+/// The unit written at token `i`, and how many tokens it takes.
+fn suffix_at(q: &Question, i: usize) -> Option<(Suffix, usize)> {
+    let word = |i: usize| q.toks.get(i).filter(|t| !t.used);
+    let first = word(i)?;
+    if first.cjk {
+        // Chinese units are runs of characters: 分钟, 小时, 美元.
+        for len in [2, 1] {
+            let Some(run) = q.toks.get(i..i + len) else {
+                continue;
+            };
+            if run.iter().any(|t| t.used || !t.cjk) {
+                continue;
+            }
+            let text: String = run.iter().map(|t| t.orig.as_str()).collect();
+            if let Some(unit) = TimeUnit::of_word(&text) {
+                return Some((Suffix::Time(unit), len));
+            }
+            if matches!(text.as_str(), "元" | "块") {
+                return Some((Suffix::Money, len));
+            }
+        }
+        return None;
+    }
+    if let Some(unit) = TimeUnit::of_word(&first.norm).or_else(|| TimeUnit::of_word(&first.orig)) {
+        // "s" and "h" alone are letters more often than units.
+        if first.norm.len() > 1 {
+            return Some((Suffix::Time(unit), 1));
+        }
+    }
+    matches!(
+        first.norm.as_str(),
+        "dollar" | "usd" | "yuan" | "rmb" | "cny" | "euro" | "eur" | "buck"
+    )
+    .then_some((Suffix::Money, 1))
+}
+
+/// Comparison words that say the column is a duration: "longer than 5 minutes".
+const DURATION_COMPARE: &[&[&str]] = &[
+    &["longer", "than"],
+    &["shorter", "than"],
+    &["or", "longer"],
+    &["or", "shorter"],
 ];
 
 /// One numeric condition on a numeric column of `table`, its words consumed: `Some(None)` when
 /// the question states none (a comparison word with no number beside it stays unconsumed, so
 /// the question is not fully understood), `None` when which column it compares is not clear.
 /// The column is the numeric one the question names, or the table's only numeric column when
-/// it names none.
+/// it names none. A number with a unit of time compares a column whose name states one
+/// (`Milliseconds`), converted ("longer than 5 minutes" is `> 300000`); one with a unit of
+/// money, or beside "cost"/"price", a column of prices or amounts.
 fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<Comparison<'t>>> {
     let phrase_at = |q: &Question, i: usize, words: &[&str]| {
         q.toks
@@ -1144,32 +1417,193 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
             if phrase_at(q, i, words)
                 && let Some((value, len)) = number_at(q, i + words.len())
             {
-                found = Some((i, words.len() + len, *op, value));
+                let suffix = suffix_at(q, i + words.len() + len);
+                let slen = suffix.map_or(0, |(_, l)| l);
+                found = Some((i, words.len() + len + slen, *op, value, suffix, *words));
                 break 'scan;
             }
         }
         if let Some((value, len)) = number_at(q, i) {
+            let suffix = suffix_at(q, i + len);
+            let slen = suffix.map_or(0, |(_, l)| l);
             for (words, op) in COMPARE_AFTER {
-                if phrase_at(q, i + len, words) {
-                    found = Some((i, len + words.len(), *op, value));
+                if phrase_at(q, i + len + slen, words) {
+                    found = Some((i, len + slen + words.len(), *op, value, suffix, *words));
                     break 'scan;
                 }
             }
         }
     }
-    let Some((start, len, op, value)) = found else {
+    let Some((start, len, op, value, suffix, words)) = found else {
         return Some(None);
     };
-    let numeric: Vec<&ColumnInfo> = table
-        .columns
-        .iter()
-        .filter(|c| c.is_numeric() && !is_id_like(c))
-        .collect();
     let mut scratch = q.clone();
     scratch.consume(start, len);
-    let column = named_or_only(&mut scratch, &numeric)?;
+    let measure = match suffix {
+        Some((Suffix::Time(_), _)) => Measure::Duration,
+        _ if DURATION_COMPARE.contains(&words) => Measure::Duration,
+        Some((Suffix::Money, _)) => Measure::Money,
+        None => Measure::Any,
+    };
+    let pool = measure_columns(table, measure);
+    let named = named_columns(&scratch, &pool);
+    let column = match named.as_slice() {
+        [(c, spans)] => {
+            scratch.consume_all(spans);
+            *c
+        }
+        [] => {
+            // "tracks that cost more than 0.99": the one column of prices.
+            let money_word = MONEY_WORDS
+                .iter()
+                .any(|w| scratch.find(&[(*w).to_owned()]).is_some());
+            let pool = if measure == Measure::Any && money_word {
+                measure_columns(table, Measure::Money)
+            } else {
+                pool
+            };
+            let [only] = pool.as_slice() else {
+                return None;
+            };
+            *only
+        }
+        _ => return None,
+    };
+    consume_measure_words(&mut scratch, measure);
+    if measure == Measure::Any && is_money_column(column) {
+        consume_measure_words(&mut scratch, Measure::Money);
+    }
+    let value = match suffix {
+        // The question's quantity in the column's unit.
+        Some((Suffix::Time(unit), _)) => {
+            let n: f64 = value.parse().ok()?;
+            let to = TimeUnit::of_column(&column.name)?;
+            sql_number(n * unit.millis() / to.millis(), None)?
+        }
+        _ => value,
+    };
     *q = scratch;
     Some(Some(Comparison { column, op, value }))
+}
+
+/// Words right before a column that say whether it holds a value: "tracks with NULL composer",
+/// "customers without a company", "没有公司的客户" (没有 arrives as "without"), "customers who
+/// have a company". `true`: no value. Longer phrases first: "do not have a" is not "have a".
+const STATE_BEFORE: &[(&[&str], bool)] = &[
+    (&["do", "not", "have", "a"], true),
+    (&["do", "not", "have", "an"], true),
+    (&["do", "not", "have"], true),
+    (&["does", "not", "have", "a"], true),
+    (&["does", "not", "have", "an"], true),
+    (&["does", "not", "have"], true),
+    (&["without", "a"], true),
+    (&["without", "an"], true),
+    (&["without", "any"], true),
+    (&["without"], true),
+    (&["with", "null"], true),
+    (&["with", "no"], true),
+    (&["have", "no"], true),
+    (&["has", "no"], true),
+    (&["missing"], true),
+    (&["null"], true),
+    (&["have", "a"], false),
+    (&["have", "an"], false),
+    (&["has", "a"], false),
+    (&["has", "an"], false),
+];
+
+/// Words after a column that say whether it holds a value: "whose company is not specified",
+/// "作曲家为空" ("is empty"), "… is not null". `true`: no value.
+const STATE_AFTER: &[(&[&str], bool)] = &[
+    (&["is", "not", "null"], false),
+    (&["is", "not", "empty"], false),
+    (&["is", "not", "blank"], false),
+    (&["is", "not", "specified"], true),
+    (&["is", "not", "set"], true),
+    (&["is", "not", "given"], true),
+    (&["is", "not", "provided"], true),
+    (&["is", "not", "known"], true),
+    (&["is", "null"], true),
+    (&["is", "missing"], true),
+    (&["is", "empty"], true),
+    (&["is", "blank"], true),
+    (&["is", "unknown"], true),
+    (&["is", "unspecified"], true),
+    (&["not", "specified"], true),
+    (&["unspecified"], true),
+    (&["missing"], true),
+];
+
+/// A column of `table` that the question says holds no value (`true`) or holds one (`false`),
+/// its words consumed: the column's whole name right after words such as "without", "with
+/// null" or "have a", or right before "is null", "is not specified", "is not empty". Keys and yes/no
+/// columns are not read so ("staff without probation" is a flag, not a missing value).
+fn pick_missing<'t>(q: &mut Question, table: &'t TableInfo) -> Option<(&'t ColumnInfo, bool)> {
+    let phrase_at = |q: &Question, i: usize, words: &[&str]| {
+        q.toks
+            .get(i..i + words.len())
+            .is_some_and(|ts| ts.iter().zip(words).all(|(t, w)| !t.used && t.norm == *w))
+    };
+    for c in &table.columns {
+        if c.primary_key > 0 || c.is_boolean() {
+            continue;
+        }
+        let name = ident_parts(&c.name).concat();
+        let Some(at) = q.find(&name) else { continue };
+        let end = at + name.len();
+        for (words, absent) in STATE_BEFORE {
+            if at >= words.len() && phrase_at(q, at - words.len(), words) {
+                q.consume(at - words.len(), end - (at - words.len()));
+                return Some((c, *absent));
+            }
+        }
+        for (words, absent) in STATE_AFTER {
+            if phrase_at(q, end, words) {
+                q.consume(at, name.len() + words.len());
+                return Some((c, *absent));
+            }
+        }
+    }
+    None
+}
+
+/// A row asked for by its number: "customer #5", "the invoice with id 37". The column is the id
+/// column whose words come right before ("invoice id 37" in invoice lines is `InvoiceId`),
+/// else the table's single-column numeric primary key.
+fn pick_key<'t>(q: &mut Question, table: &'t TableInfo) -> Option<(&'t ColumnInfo, i64)> {
+    let at = q
+        .toks
+        .windows(2)
+        .position(|w| !w[0].used && !w[1].used && matches!(w[0].norm.as_str(), "#" | "id"))?;
+    let n: i64 = q.toks[at + 1].norm.parse().ok()?;
+    let before = |len: usize| -> Option<Vec<String>> {
+        let start = at.checked_sub(len)?;
+        Some(q.toks[start..at].iter().map(|t| t.norm.clone()).collect())
+    };
+    let by_words = table
+        .columns
+        .iter()
+        .filter(|c| is_id_like(c) && c.is_numeric())
+        .filter_map(|c| {
+            let mut words = ident_parts(&c.name).concat();
+            words.pop();
+            (!words.is_empty() && before(words.len()).as_ref() == Some(&words))
+                .then_some((words.len(), c))
+        })
+        .max_by_key(|(len, _)| *len);
+    let (len, column) = match by_words {
+        Some(hit) => hit,
+        None => {
+            let keys: Vec<&ColumnInfo> =
+                table.columns.iter().filter(|c| c.primary_key > 0).collect();
+            match keys.as_slice() {
+                [key] if key.is_numeric() => (0, *key),
+                _ => return None,
+            }
+        }
+    };
+    q.consume(at - len, len + 2);
+    Some((column, n))
 }
 
 /// A condition on a date column by year: "invoices from the year 2010", "projects started after
@@ -1218,7 +1652,15 @@ fn pick_year<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<YearFi
     for i in 0..q.toks.len() {
         let Some(y) = year_at(i) else { continue };
         if word(i + 1) == Some("年") {
-            found = Some((i, 2, (Some(y), Some(y + 1))));
+            // "2002年以后" (after), "2010年以前" (before), "2020年起" / "2020年以来" (since).
+            let (range, len) = match (word(i + 2), word(i + 3)) {
+                (Some("以" | "之"), Some("后")) => ((Some(y + 1), None), 4),
+                (Some("以" | "之"), Some("前")) => ((None, Some(y)), 4),
+                (Some("以"), Some("来")) => ((Some(y), None), 4),
+                (Some("起"), _) => ((Some(y), None), 3),
+                _ => ((Some(y), Some(y + 1)), 2),
+            };
+            found = Some((i, len, range));
             break;
         }
         // "from the year 2010": the words before the year.
@@ -1245,24 +1687,183 @@ fn pick_year<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<YearFi
     let dates: Vec<&ColumnInfo> = table.columns.iter().filter(|c| is_date_column(c)).collect();
     let mut scratch = q.clone();
     scratch.consume(start, len);
-    let column = named_or_only(&mut scratch, &dates)?;
+    let column = match named_columns(&scratch, &dates).as_slice() {
+        [(c, spans)] => {
+            scratch.consume_all(spans);
+            *c
+        }
+        [] => match date_verb(&scratch, &dates) {
+            Some((c, at)) => {
+                scratch.consume(at, 1);
+                c
+            }
+            None => named_or_only(&mut scratch, &dates)?,
+        },
+        _ => return None,
+    };
     *q = scratch;
     Some(Some(YearFilter { column, range }))
+}
+
+/// The date column a verb of the question names by its event, and the verb's position:
+/// "hired" names `HireDate`, "started" `StartDate`, "shipped" `ShippedDate` (入职 arrives as
+/// "hired"); "born" names a birth date. `None` unless exactly one column is named so.
+fn date_verb<'t>(q: &Question, dates: &[&'t ColumnInfo]) -> Option<(&'t ColumnInfo, usize)> {
+    let event = |c: &ColumnInfo| -> Option<String> {
+        let words = ident_words(&c.name);
+        let (last, rest) = words.split_last()?;
+        matches!(last.as_str(), "date" | "time" | "at" | "on" | "day")
+            .then(|| rest.concat())
+            .filter(|e| !e.is_empty())
+    };
+    let mut hits = Vec::new();
+    for (i, t) in q.toks.iter().enumerate() {
+        if t.used || t.cjk {
+            continue;
+        }
+        let w = t.norm.as_str();
+        let mut stems: Vec<String> = Vec::new();
+        if w == "born" {
+            stems.push("birth".into());
+        }
+        if let Some(stem) = w.strip_suffix("ed") {
+            stems.push(stem.to_owned());
+            // "shipped" → "ship", "hired" → "hire".
+            let b = stem.as_bytes();
+            if b.len() >= 2 && b[b.len() - 1] == b[b.len() - 2] {
+                stems.push(stem[..stem.len() - 1].to_owned());
+            }
+            stems.push(format!("{stem}e"));
+        }
+        for c in dates {
+            if event(c).is_some_and(|e| stems.contains(&e)) {
+                hits.push((*c, i));
+            }
+        }
+    }
+    match hits.as_slice() {
+        [hit] => Some(*hit),
+        _ => None,
+    }
 }
 
 /// The one of `columns` the question names (its words consumed), or the only one when it names
 /// none; `None` when it names several, or names none of several.
 fn named_or_only<'t>(q: &mut Question, columns: &[&'t ColumnInfo]) -> Option<&'t ColumnInfo> {
-    let named: Vec<(&ColumnInfo, Spans)> = columns
-        .iter()
-        .filter_map(|c| q.find_all(&ident_parts(&c.name)).map(|s| (*c, s)))
-        .collect();
-    match (named.as_slice(), columns) {
+    match (named_columns(q, columns).as_slice(), columns) {
         ([(c, spans)], _) => {
             q.consume_all(spans);
             Some(*c)
         }
         ([], [only]) => Some(*only),
+        _ => None,
+    }
+}
+
+/// The `columns` the question names by all their words; when it names none so, the one whose
+/// last word it says ("price" for `UnitPrice`, "date" for `InvoiceDate`), if only one has it.
+fn named_columns<'t>(q: &Question, columns: &[&'t ColumnInfo]) -> Vec<(&'t ColumnInfo, Spans)> {
+    let whole: Vec<(&ColumnInfo, Spans)> = columns
+        .iter()
+        .filter_map(|c| q.find_all(&ident_parts(&c.name)).map(|s| (*c, s)))
+        .collect();
+    if !whole.is_empty() {
+        return whole;
+    }
+    let by_last: Vec<(&ColumnInfo, Spans)> = columns
+        .iter()
+        .filter_map(|c| {
+            let last = ident_parts(&c.name).pop()?;
+            q.find(&last).map(|i| (*c, vec![(i, last.len())]))
+        })
+        .collect();
+    if by_last.len() == 1 {
+        by_last
+    } else {
+        Vec::new()
+    }
+}
+
+/// The numeric columns (ids aside) a ranking or comparison of `measure` can be about: all of
+/// them, those whose name states a time unit (`Milliseconds`), or those that hold prices and
+/// amounts (`UnitPrice`, `Total`, `Budget`).
+fn measure_columns(table: &TableInfo, measure: Measure) -> Vec<&ColumnInfo> {
+    table
+        .columns
+        .iter()
+        .filter(|c| c.is_numeric() && !is_id_like(c))
+        .filter(|c| match measure {
+            Measure::Any => true,
+            Measure::Duration => TimeUnit::of_column(&c.name).is_some(),
+            Measure::Money => is_money_column(c),
+        })
+        .collect()
+}
+
+/// Whether a column's name says it holds money.
+fn is_money_column(c: &ColumnInfo) -> bool {
+    ident_words(&c.name).iter().any(|w| {
+        matches!(
+            w.as_str(),
+            "price"
+                | "cost"
+                | "amount"
+                | "total"
+                | "fee"
+                | "budget"
+                | "salary"
+                | "revenue"
+                | "sales"
+                | "spend"
+                | "价格"
+                | "单价"
+                | "金额"
+                | "预算"
+                | "费用"
+                | "总额"
+                | "销售额"
+        )
+    })
+}
+
+/// Words that say what a duration or a price ranking is about ("track length", "时长", "that
+/// cost"): consumed once the measure's column is chosen.
+const DURATION_WORDS: &[&str] = &["duration", "length", "long", "runtime", "lasting"];
+const MONEY_WORDS: &[&str] = &["cost", "price", "priced", "pricing", "expensive"];
+
+fn consume_measure_words(q: &mut Question, measure: Measure) {
+    let words = match measure {
+        Measure::Any => return,
+        Measure::Duration => DURATION_WORDS,
+        Measure::Money => MONEY_WORDS,
+    };
+    for t in &mut q.toks {
+        if !t.used && !t.cjk && words.contains(&t.norm.as_str()) {
+            t.used = true;
+        }
+    }
+}
+
+/// The column rows are ranked by for a superlative of `measure` ("the longest track", "the
+/// project with the highest budget"): the one of its columns the question names, or the only
+/// one (when `allow_only`); `None` when unclear.
+fn ranked_column<'t>(
+    q: &mut Question,
+    table: &'t TableInfo,
+    measure: Measure,
+    allow_only: bool,
+) -> Option<&'t ColumnInfo> {
+    let pool = measure_columns(table, measure);
+    match named_columns(q, &pool).as_slice() {
+        [(c, spans)] => {
+            q.consume_all(spans);
+            consume_measure_words(q, measure);
+            Some(*c)
+        }
+        [] if allow_only && pool.len() == 1 => {
+            consume_measure_words(q, measure);
+            Some(pool[0])
+        }
         _ => None,
     }
 }
@@ -1372,11 +1973,61 @@ fn pick_measure<'t>(q: &mut Question, table: &'t TableInfo) -> Option<&'t Column
             q.consume_all(&spans);
             Some(*c)
         }
-        [] => match numeric.as_slice() {
-            [only] => Some(*only),
-            _ => None,
-        },
+        [] => {
+            // "the maximum price": the one column whose last word is named; "the average track
+            // length": the one duration column.
+            if let [(c, spans)] = named_columns(q, &numeric).as_slice() {
+                q.consume_all(spans);
+                consume_repeats(q, c);
+                return Some(*c);
+            }
+            if DURATION_WORDS
+                .iter()
+                .any(|w| q.find(&[(*w).to_owned()]).is_some())
+            {
+                return ranked_column(q, table, Measure::Duration, true);
+            }
+            match numeric.as_slice() {
+                [only] => Some(*only),
+                _ => None,
+            }
+        }
     }
+}
+
+/// Consumes the words of `c`'s name said again ("the price range … unit price").
+fn consume_repeats(q: &mut Question, c: &ColumnInfo) {
+    let words = ident_parts(&c.name).concat();
+    for t in &mut q.toks {
+        if !t.used && words.contains(&t.norm) {
+            t.used = true;
+        }
+    }
+}
+
+/// `figure` (an aggregate of `col`) in the unit of time the question asks for, its words
+/// consumed: "the average track length in minutes" over `Milliseconds` is `AVG(…) / 60000.0`,
+/// "平均时长是多少分钟" the same. As it is when no unit is asked for or `col` states none.
+fn in_asked_unit(q: &mut Question, col: &ColumnInfo, figure: &str) -> String {
+    let Some(stored) = TimeUnit::of_column(&col.name) else {
+        return figure.to_owned();
+    };
+    for i in 0..q.toks.len() {
+        let Some((Suffix::Time(unit), len)) = suffix_at(q, i) else {
+            continue;
+        };
+        let mut start = i;
+        if i > 0 && !q.toks[i - 1].used && q.toks[i - 1].norm == "in" {
+            start -= 1;
+        }
+        q.consume(start, i + len - start);
+        let ratio = unit.millis() / stored.millis();
+        if (ratio - 1.0).abs() < f64::EPSILON {
+            return figure.to_owned();
+        }
+        return format!("CAST({figure} AS REAL) / {ratio:?}");
+    }
+    figure.to_owned()
 }
 
 /// Columns whose every name word occurs, in table order (each consumed).

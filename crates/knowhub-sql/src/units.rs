@@ -14,7 +14,7 @@ use sqlparser::parser::Parser;
 
 /// A unit of time, as a number of milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum TimeUnit {
+pub(crate) enum TimeUnit {
     Millisecond,
     Second,
     Minute,
@@ -22,7 +22,7 @@ enum TimeUnit {
 }
 
 impl TimeUnit {
-    fn millis(self) -> f64 {
+    pub(crate) fn millis(self) -> f64 {
         match self {
             TimeUnit::Millisecond => 1.0,
             TimeUnit::Second => 1_000.0,
@@ -32,7 +32,7 @@ impl TimeUnit {
     }
 
     /// The unit a question's word names (English or Chinese).
-    fn of_word(word: &str) -> Option<TimeUnit> {
+    pub(crate) fn of_word(word: &str) -> Option<TimeUnit> {
         Some(match word {
             "ms" | "millisecond" | "milliseconds" | "毫秒" => TimeUnit::Millisecond,
             "s" | "sec" | "secs" | "second" | "seconds" | "秒" | "秒钟" => TimeUnit::Second,
@@ -43,7 +43,7 @@ impl TimeUnit {
     }
 
     /// The unit a column's name states: `Milliseconds`, `duration_ms`, `LengthSeconds`.
-    fn of_column(name: &str) -> Option<TimeUnit> {
+    pub(crate) fn of_column(name: &str) -> Option<TimeUnit> {
         let lower = name.to_ascii_lowercase();
         let ends = |suffixes: &[&str]| suffixes.iter().any(|s| lower.ends_with(s));
         if ends(&["milliseconds", "millis", "_ms"]) || name.ends_with("Ms") {
