@@ -1130,3 +1130,73 @@ fn a_result_longer_than_the_writer_reads_is_shown_whole() {
     assert_eq!(sql_result(&o).text.trim(), "COUNT(*)=15");
     assert!(*drafts.lock().unwrap() >= 1);
 }
+
+#[test]
+fn a_query_result_is_kept_beside_many_passages() {
+    let f = fixture();
+    // Many readable passages about budgets: a hybrid question finds more of them than the
+    // answer is written from.
+    for i in 0..12 {
+        std::fs::write(
+            f.root.join(format!("public/budget-note-{i}.md")),
+            format!(
+                "# Budget note {i}\n\nThe minimum budget review for team {i} happens every \
+                 quarter, and the budget owner signs it."
+            ),
+        )
+        .unwrap();
+    }
+    f.engine
+        .ingest(
+            &dev_context(),
+            std::slice::from_ref(&f.root),
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    let bob = user(&f, "bob");
+    // Ten passages a search, as a user may set.
+    let a = Agent::new(
+        Arc::clone(&f.engine),
+        None,
+        AgentOptions {
+            top_k: 10,
+            ..AgentOptions::default()
+        },
+    );
+    let o = ask(&a, &bob, "What is the minimum budget?");
+    assert_eq!(o.state.plan.route, Route::Hybrid);
+    let docs = o
+        .state
+        .usable_evidence()
+        .iter()
+        .filter(|e| e.kind == "doc_chunk")
+        .count();
+    assert!(docs >= 8, "only {docs} passages found");
+    assert_eq!(sql_result(&o).text.trim(), "MIN(\"Budget\")=90000");
+    assert!(
+        o.state
+            .output
+            .final_answer
+            .contains("MIN(\"Budget\")=90000"),
+        "{}",
+        o.state.output.final_answer
+    );
+    // The answer's number for the result leads to the result, not to a passage.
+    let source = o
+        .state
+        .output
+        .rendered_sources
+        .iter()
+        .find(|s| s.text.contains("90000"))
+        .unwrap();
+    assert!(
+        o.state
+            .output
+            .final_answer
+            .contains(&format!("=90000 [{}]", source.number)),
+        "{}",
+        o.state.output.final_answer
+    );
+    assert!(source.title.starts_with("SQL"), "{}", source.title);
+}

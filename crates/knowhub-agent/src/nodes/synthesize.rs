@@ -43,12 +43,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             json!({}),
         ));
     }
-    let evidence: Vec<EvidenceItem> = state
-        .usable_evidence()
-        .into_iter()
-        .take(MAX_EVIDENCE)
-        .cloned()
-        .collect();
+    let evidence = answer_evidence(state.usable_evidence());
     let refs: Vec<&EvidenceItem> = evidence.iter().collect();
     if deps.options.brief_answers {
         return run_brief(state, deps, &refs, lang);
@@ -160,6 +155,28 @@ fn drafts(parameters: Option<u64>) -> &'static [bool] {
         Some(n) if n < SMALL_MODEL_PARAMETERS => &[true],
         _ => &[false, true],
     }
+}
+
+/// The evidence an answer is written from, in order: at most [`MAX_EVIDENCE`] items, every query
+/// result among them. A hybrid question's result comes after its passages, and with eleven
+/// passages found the first eight would leave out the one item that answers "What is the
+/// minimum budget?"; passages make room for it, the last first.
+fn answer_evidence(usable: Vec<&EvidenceItem>) -> Vec<EvidenceItem> {
+    let data = usable.iter().filter(|e| e.kind == "sql_result").count();
+    let room = MAX_EVIDENCE.saturating_sub(data);
+    let mut passages = 0;
+    usable
+        .into_iter()
+        .filter(|e| {
+            if e.kind == "sql_result" {
+                return true;
+            }
+            passages += 1;
+            passages <= room
+        })
+        .take(MAX_EVIDENCE)
+        .cloned()
+        .collect()
 }
 
 /// The extractive answer when there is one (`replace`: tell the window it replaces what was
@@ -492,12 +509,8 @@ fn finish(
     by: &str,
     _deps: &mut Deps<'_>,
 ) {
-    let usable: Vec<EvidenceItem> = state
-        .usable_evidence()
-        .into_iter()
-        .take(MAX_EVIDENCE)
-        .cloned()
-        .collect();
+    // Numbered as the answer was written from them.
+    let usable = answer_evidence(state.usable_evidence());
     let citations: Vec<Citation> = cited
         .iter()
         .filter_map(|k| usable.get(k - 1))
@@ -546,6 +559,36 @@ mod tests {
                 ..EvidenceSource::default()
             },
             ..EvidenceItem::default()
+        }
+    }
+
+    #[test]
+    fn query_results_are_kept_among_many_passages() {
+        let of = |kinds: &str| -> Vec<EvidenceItem> {
+            kinds
+                .chars()
+                .enumerate()
+                .map(|(i, k)| EvidenceItem {
+                    kind: if k == 's' { "sql_result" } else { "doc_chunk" }.into(),
+                    text: format!("{k}{i}"),
+                    ..EvidenceItem::default()
+                })
+                .collect()
+        };
+        for (usable, want) in [
+            ("dddddddddddds", "d0 d1 d2 d3 d4 d5 d6 s12"),
+            ("ddds", "d0 d1 d2 s3"),
+            ("dddddds", "d0 d1 d2 d3 d4 d5 s6"),
+            ("ddddddddd", "d0 d1 d2 d3 d4 d5 d6 d7"),
+            ("ddddddddss", "d0 d1 d2 d3 d4 d5 s8 s9"),
+            ("sddddddddd", "s0 d1 d2 d3 d4 d5 d6 d7"),
+        ] {
+            let items = of(usable);
+            let kept: Vec<String> = answer_evidence(items.iter().collect())
+                .into_iter()
+                .map(|e| e.text)
+                .collect();
+            assert_eq!(kept.join(" "), want, "{usable}");
         }
     }
 
