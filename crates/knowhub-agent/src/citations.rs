@@ -121,7 +121,7 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
         }
         // What the sentence says, without its markers: every rule below reads it.
         let text = unmarked(&clean);
-        if (claim && numbers.is_empty()) || is_sql(&text) {
+        if (claim && numbers.is_empty()) || is_sql(&text) || restates(&text, question) {
             out.cut.push(sentence.clone());
             continue;
         }
@@ -922,6 +922,116 @@ fn list_marker_len(chars: &[char]) -> usize {
     }
 }
 
+/// Words that carry no claim of their own in a draft's sentence: "According to the query
+/// result, …", "根据查询结果，…".
+const FILLER: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "of",
+    "in",
+    "on",
+    "at",
+    "to",
+    "for",
+    "and",
+    "or",
+    "that",
+    "this",
+    "these",
+    "those",
+    "with",
+    "by",
+    "there",
+    "it",
+    "its",
+    "as",
+    "from",
+    "which",
+    "what",
+    "who",
+    "how",
+    "according",
+    "based",
+    "query",
+    "result",
+    "results",
+    "sql",
+    "data",
+    "evidence",
+    "shows",
+    "show",
+    "returned",
+    "here",
+    "following",
+];
+const CJK_FILLER: &str = "的了是在和与及根据查询结果显示数据证据如下以下有";
+
+/// Whether a sentence only says the question back: "projects started after 2024 [1]." for
+/// "projects started after 2024" (the 0.5B wrote that, citing a query result, and it passed
+/// as an answer). Every word of it is the question's or filler; it has at least one. A
+/// question asking yes or no is answered in its own words ("Is the limit CNY 600?" — "The
+/// limit is CNY 600."), so it is never read so.
+fn restates(sentence: &str, question: &str) -> bool {
+    let words = |text: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut word = String::new();
+        for c in text.to_lowercase().chars() {
+            if crate::lang::is_cjk(c) {
+                if !word.is_empty() {
+                    out.push(std::mem::take(&mut word));
+                }
+                out.push(c.to_string());
+            } else if c.is_alphanumeric() {
+                word.push(c);
+            } else if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+        }
+        if !word.is_empty() {
+            out.push(word);
+        }
+        out
+    };
+    let asked: HashSet<String> = words(question).into_iter().collect();
+    let first = words(question).into_iter().next().unwrap_or_default();
+    let yes_no = matches!(
+        first.as_str(),
+        "is" | "are"
+            | "was"
+            | "were"
+            | "do"
+            | "does"
+            | "did"
+            | "can"
+            | "could"
+            | "should"
+            | "will"
+            | "would"
+            | "has"
+            | "have"
+            | "had"
+            | "may"
+            | "must"
+    ) || ["吗", "是否", "有没有", "能否", "可否"]
+        .iter()
+        .any(|w| question.contains(w));
+    if yes_no {
+        return false;
+    }
+    let content: Vec<String> = words(sentence)
+        .into_iter()
+        .filter(|w| !FILLER.contains(&w.as_str()) && !CJK_FILLER.contains(w.as_str()))
+        .collect();
+    !content.is_empty() && content.iter().all(|w| asked.contains(w))
+}
+
 /// Whether a sentence makes a claim that needs a source (not a greeting, a heading-like
 /// fragment or a statement about the sources themselves).
 fn states_something(sentence: &str) -> bool {
@@ -966,6 +1076,63 @@ fn join(sentences: &[(String, bool)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sentence_that_says_the_question_back_is_no_answer() {
+        for (sentence, question, want) in [
+            (
+                "projects started after 2024",
+                "projects started after 2024",
+                true,
+            ),
+            (
+                "According to the query result, projects started after 2024",
+                "projects started after 2024",
+                true,
+            ),
+            ("预算最高的项目", "哪个项目的预算最高？", true),
+            ("根据查询结果，预算最高的项目", "哪个项目的预算最高？", true),
+            // Anything the question did not say is an answer's.
+            (
+                "Singapore Region Rollout has the highest budget",
+                "Which project has the highest budget?",
+                false,
+            ),
+            ("新加坡区域上线的预算最高", "哪个项目的预算最高？", false),
+            (
+                "3 staff are on probation",
+                "How many staff are on probation?",
+                false,
+            ),
+            // Yes or no is answered in the question's words.
+            (
+                "The hotel limit in Shanghai is CNY 600",
+                "Is the hotel limit in Shanghai CNY 600?",
+                false,
+            ),
+            ("试用期是三个月", "试用期是三个月吗？", false),
+            ("", "projects started after 2024", false),
+        ] {
+            assert_eq!(
+                restates(sentence, question),
+                want,
+                "{sentence:?} for {question:?}"
+            );
+        }
+        // The check cuts it, and nothing is left to answer with.
+        let items = [Shown {
+            title: "SQL: projects.xlsx › Projects",
+            text: "Project=Spare Parts Forecast, Start date=2025-01-06",
+            data: Some("Project=Spare Parts Forecast, Start date=2025-01-06"),
+        }];
+        let checked = check_items(
+            "projects started after 2024 [1].",
+            &items,
+            "projects started after 2024",
+        );
+        assert_eq!(checked.answer, "");
+        assert_eq!(checked.cut.len(), 1);
+    }
 
     #[test]
     fn uncited_claims_are_cut_and_bad_numbers_dropped() {
