@@ -14,7 +14,8 @@
 //! each artist have": the one join the template writes; an artist without albums counts 0).
 //! "Which X has the most/fewest Y" (哪个…最多/最少) gives every group at that end, ties
 //! included. A listing can be ordered ("sorted by title", "按预算降序") or cut to its top N
-//! ("top 3 projects by budget", "预算最高的前 3 个项目", "the 10 longest tracks").
+//! ("top 3 projects by budget", "预算最高的前 3 个项目", "the 10 longest tracks"), and groups cut to
+//! the top N by their count ("the top 5 countries by number of customers", "客户最多的前5个国家").
 //!
 //! Conditions beside these: one comparison with a number ("budget over 100000", "预算超过10万",
 //! "longer than 5 minutes" against `Milliseconds`, "cost more than $0.99" against the price
@@ -40,13 +41,110 @@ use crate::value::Value;
 /// SQL for a simple question about `schema`, or `None` when the question is not one of the
 /// simple shapes or any part of it is not understood.
 pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
+    if let Some(ranked) = RankedGroups::read(question) {
+        let counting = ranked.counting.clone();
+        return statement(&counting, schema, true, Some(ranked));
+    }
     // "哪个项目的预算最高？" could rank groups of projects, but counting them leaves the budget
     // unexplained: read without groups, it asks for the project with the highest budget.
-    statement(question, schema, true).or_else(|| statement(question, schema, false))
+    statement(question, schema, true, None).or_else(|| statement(question, schema, false, None))
 }
 
-/// [`template_sql`], with or without reading the question as one about groups.
-fn statement(question: &str, schema: &Schema, groups: bool) -> Option<String> {
+/// "The top 5 countries by number of customers", "客户最多的前5个国家": a count per group, cut to
+/// its first N groups. Read as the count it ranks ("how many customers per country", "每个国家
+/// 有多少客户"), which the rest of the template must understand whole.
+#[derive(Debug, Clone, PartialEq)]
+struct RankedGroups {
+    counting: String,
+    n: u32,
+    descending: bool,
+}
+
+impl RankedGroups {
+    fn read(question: &str) -> Option<RankedGroups> {
+        let text = question
+            .trim()
+            .trim_end_matches(['?', '.', '!', '？', '。', '！'])
+            .trim();
+        let lower = text.to_lowercase();
+        // English: "[list the] top N <groups> by [the] number of <rows>".
+        if let Some(at) = lower.find("top ") {
+            const OPENINGS: &[&str] = &[
+                "",
+                "list",
+                "list the",
+                "show",
+                "show the",
+                "show me the",
+                "what are the",
+                "which are the",
+                "give me the",
+                "find the",
+                "the",
+            ];
+            if !OPENINGS.contains(&lower[..at].trim()) {
+                return None;
+            }
+            let rest = &lower[at + 4..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            let n: u32 = digits.parse().ok().filter(|n| *n > 0)?;
+            let rest = rest[digits.len()..].trim_start();
+            for by in [
+                " by the number of ",
+                " by number of ",
+                " by the count of ",
+                " by count of ",
+            ] {
+                if let Some(i) = rest.find(by) {
+                    let (groups, rows) = (rest[..i].trim(), rest[i + by.len()..].trim());
+                    if groups.is_empty() || rows.is_empty() || rows.contains(" by ") {
+                        return None;
+                    }
+                    return Some(RankedGroups {
+                        counting: format!("how many {rows} per {groups}"),
+                        n,
+                        descending: true,
+                    });
+                }
+            }
+            return None;
+        }
+        // Chinese: "[列出]<rows>最多的前N个<groups>[有哪些]" (最少: the fewest first).
+        for (word, descending) in [("最多的前", true), ("最少的前", false)] {
+            let Some(at) = text.find(word) else { continue };
+            let rows = text[..at]
+                .trim_start_matches("列出")
+                .trim_start_matches("显示")
+                .trim();
+            let rest = &text[at + word.len()..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            let n: u32 = digits.parse().ok().filter(|n| *n > 0)?;
+            let rest = rest[digits.len()..].trim_start_matches(['个', '名', '位', '家']);
+            let groups = rest
+                .trim_end_matches("有哪些")
+                .trim_end_matches("是哪些")
+                .trim();
+            if rows.is_empty() || groups.is_empty() {
+                return None;
+            }
+            return Some(RankedGroups {
+                counting: format!("每个{groups}有多少{rows}"),
+                n,
+                descending,
+            });
+        }
+        None
+    }
+}
+
+/// [`template_sql`], with or without reading the question as one about groups; `ranked`: the
+/// count per group is cut to its first N groups.
+fn statement(
+    question: &str,
+    schema: &Schema,
+    groups: bool,
+    ranked: Option<RankedGroups>,
+) -> Option<String> {
     let mut q = Question::new(question, schema);
     // "The smallest and largest invoice totals", "the maximum unit price": figures, not rows.
     let ends = Ends::find(&mut q);
@@ -76,6 +174,9 @@ fn statement(question: &str, schema: &Schema, groups: bool) -> Option<String> {
         }
         None => (pick_table(&mut q, schema, intent)?, None),
     };
+    if ranked.is_some() && group.is_none() {
+        return None;
+    }
     let (extreme, top_order, row_extreme) = match (extreme, &group, top) {
         // "Which genre has the most tracks": a count per group; "the longest" is no count.
         (Some(s), Some(_), None) if s.measure == Measure::Any => {
@@ -270,11 +371,19 @@ fn statement(question: &str, schema: &Schema, groups: bool) -> Option<String> {
         }
     };
     let grouped = format!("SELECT {labels}, {select} {from} GROUP BY {key}");
-    Some(match extreme {
+    Some(match (extreme, ranked) {
+        (None, Some(r)) if intent == Intent::Count => {
+            let dir = if r.descending { " DESC" } else { "" };
+            format!(
+                "{grouped} ORDER BY {select}{dir}, {tie_order} LIMIT {}",
+                r.n
+            )
+        }
+        (_, Some(_)) => return None,
         // Largest groups first.
-        None => format!("{grouped} ORDER BY {select} DESC, {tie_order}"),
+        (None, None) => format!("{grouped} ORDER BY {select} DESC, {tie_order}"),
         // Every group that reaches the extreme: a tie is shown, never settled silently.
-        Some(extreme) => {
+        (Some(extreme), None) => {
             let f = match extreme {
                 Extreme::Most => "MAX",
                 Extreme::Fewest => "MIN",

@@ -756,7 +756,38 @@ fn questions_to_sql() {
         ("invoices in 2000s", None, None),
         ("albums sorted by colour", None, None),
         ("top 3 customers", None, None),
-        ("top 5 countries by number of customers", None, None),
+        // The top N groups by their count: the count per group, cut to the first N.
+        (
+            "List the top 2 countries by number of customers.",
+            Some(
+                "SELECT \"Country\", COUNT(*) FROM \"Customer\" GROUP BY \"Country\" ORDER BY \
+                 COUNT(*) DESC, \"Country\" LIMIT 2",
+            ),
+            Some(Value::Text("Canada".into())),
+        ),
+        (
+            "客户最多的前2个国家",
+            Some(
+                "SELECT \"Country\", COUNT(*) FROM \"Customer\" GROUP BY \"Country\" ORDER BY \
+                 COUNT(*) DESC, \"Country\" LIMIT 2",
+            ),
+            Some(Value::Text("Canada".into())),
+        ),
+        (
+            "专辑最少的前1位艺术家",
+            Some(
+                "SELECT p.\"Name\", COUNT(c.\"ArtistId\") FROM \"Artist\" AS p LEFT JOIN \"Album\" \
+                 AS c ON c.\"ArtistId\" = p.\"ArtistId\" GROUP BY p.\"ArtistId\" ORDER BY \
+                 COUNT(c.\"ArtistId\"), p.\"Name\", p.\"ArtistId\" LIMIT 1",
+            ),
+            Some(Value::Text("Aerosmith".into())),
+        ),
+        ("top 2 rock countries by number of customers", None, None),
+        (
+            "top 2 countries by number of customers in the sales table",
+            None,
+            None,
+        ),
         // "by" with a list names an owner; a group word that names no column is not understood.
         ("list projects by environment", None, None),
         ("每周有多少发票", None, None),
