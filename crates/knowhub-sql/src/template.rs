@@ -372,11 +372,19 @@ fn statement(
     };
     let grouped = format!("SELECT {labels}, {select} {from} GROUP BY {key}");
     Some(match (extreme, ranked) {
+        // The first N groups, and every group tied with the N-th: a tie is not settled by
+        // where the list stops. Fewer groups than N are all shown.
         (None, Some(r)) if intent == Intent::Count => {
-            let dir = if r.descending { " DESC" } else { "" };
+            let counts = format!("(SELECT {select} AS v {from} GROUP BY {key})");
+            let (dir, cmp, fewer) = if r.descending {
+                (" DESC", ">=", "0".to_owned())
+            } else {
+                ("", "<=", format!("(SELECT MAX(v) FROM {counts})"))
+            };
             format!(
-                "{grouped} ORDER BY {select}{dir}, {tie_order} LIMIT {}",
-                r.n
+                "{grouped} HAVING {select} {cmp} COALESCE((SELECT v FROM {counts} ORDER BY v{dir} \
+                 LIMIT 1 OFFSET {}), {fewer}) ORDER BY {select}{dir}, {tie_order}",
+                r.n - 1
             )
         }
         (_, Some(_)) => return None,

@@ -760,16 +760,20 @@ fn questions_to_sql() {
         (
             "List the top 2 countries by number of customers.",
             Some(
-                "SELECT \"Country\", COUNT(*) FROM \"Customer\" GROUP BY \"Country\" ORDER BY \
-                 COUNT(*) DESC, \"Country\" LIMIT 2",
+                "SELECT \"Country\", COUNT(*) FROM \"Customer\" GROUP BY \"Country\" HAVING \
+                 COUNT(*) >= COALESCE((SELECT v FROM (SELECT COUNT(*) AS v FROM \"Customer\" GROUP \
+                 BY \"Country\") ORDER BY v DESC LIMIT 1 OFFSET 1), 0) ORDER BY COUNT(*) DESC, \
+                 \"Country\"",
             ),
             Some(Value::Text("Canada".into())),
         ),
         (
             "客户最多的前2个国家",
             Some(
-                "SELECT \"Country\", COUNT(*) FROM \"Customer\" GROUP BY \"Country\" ORDER BY \
-                 COUNT(*) DESC, \"Country\" LIMIT 2",
+                "SELECT \"Country\", COUNT(*) FROM \"Customer\" GROUP BY \"Country\" HAVING \
+                 COUNT(*) >= COALESCE((SELECT v FROM (SELECT COUNT(*) AS v FROM \"Customer\" GROUP \
+                 BY \"Country\") ORDER BY v DESC LIMIT 1 OFFSET 1), 0) ORDER BY COUNT(*) DESC, \
+                 \"Country\"",
             ),
             Some(Value::Text("Canada".into())),
         ),
@@ -777,8 +781,13 @@ fn questions_to_sql() {
             "专辑最少的前1位艺术家",
             Some(
                 "SELECT p.\"Name\", COUNT(c.\"ArtistId\") FROM \"Artist\" AS p LEFT JOIN \"Album\" \
-                 AS c ON c.\"ArtistId\" = p.\"ArtistId\" GROUP BY p.\"ArtistId\" ORDER BY \
-                 COUNT(c.\"ArtistId\"), p.\"Name\", p.\"ArtistId\" LIMIT 1",
+                 AS c ON c.\"ArtistId\" = p.\"ArtistId\" GROUP BY p.\"ArtistId\" HAVING \
+                 COUNT(c.\"ArtistId\") <= COALESCE((SELECT v FROM (SELECT COUNT(c.\"ArtistId\") AS v \
+                 FROM \"Artist\" AS p LEFT JOIN \"Album\" AS c ON c.\"ArtistId\" = p.\"ArtistId\" \
+                 GROUP BY p.\"ArtistId\") ORDER BY v LIMIT 1 OFFSET 0), (SELECT MAX(v) FROM (SELECT \
+                 COUNT(c.\"ArtistId\") AS v FROM \"Artist\" AS p LEFT JOIN \"Album\" AS c ON \
+                 c.\"ArtistId\" = p.\"ArtistId\" GROUP BY p.\"ArtistId\"))) ORDER BY \
+                 COUNT(c.\"ArtistId\"), p.\"Name\", p.\"ArtistId\"",
             ),
             Some(Value::Text("Aerosmith".into())),
         ),
@@ -853,6 +862,28 @@ fn a_parent_without_children_counts_zero_and_ties_are_shown_whole() {
             &[("AC/DC", 2), ("Accept", 2)],
         ),
         ("Which artist has the fewest albums?", &[("Aerosmith", 0)]),
+        // The top N groups, with every group tied with the N-th.
+        ("专辑最多的前1位艺术家", &[("AC/DC", 2), ("Accept", 2)]),
+        (
+            "List the top 3 countries by number of customers.",
+            &[
+                ("Canada", 3),
+                ("Brazil", 2),
+                ("Germany", 1),
+                ("Norway", 1),
+                ("USA", 1),
+            ],
+        ),
+        (
+            "top 9 countries by number of customers",
+            &[
+                ("Canada", 3),
+                ("Brazil", 2),
+                ("Germany", 1),
+                ("Norway", 1),
+                ("USA", 1),
+            ],
+        ),
     ] {
         let want: Vec<(String, i64)> = want.iter().map(|(n, c)| (n.to_string(), *c)).collect();
         assert_eq!(named_counts(&db, &schema, question), want, "{question}");
