@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, HashSet};
 
 use crate::lang::Lang;
-use crate::text::sentences;
+use crate::text::{prose_terms, sentences};
 
 /// The outcome of checking a generated answer against `n` evidence items.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -924,85 +924,23 @@ fn list_marker_len(chars: &[char]) -> usize {
 
 /// Words that carry no claim of their own in a draft's sentence: "According to the query
 /// result, …", "根据查询结果，…".
-const FILLER: &[&str] = &[
-    "a",
-    "an",
-    "the",
-    "is",
-    "are",
-    "was",
-    "were",
-    "be",
-    "been",
-    "of",
-    "in",
-    "on",
-    "at",
-    "to",
-    "for",
-    "and",
-    "or",
-    "that",
-    "this",
-    "these",
-    "those",
-    "with",
-    "by",
-    "there",
-    "it",
-    "its",
-    "as",
-    "from",
-    "which",
-    "what",
-    "who",
-    "how",
-    "according",
-    "based",
-    "query",
-    "result",
-    "results",
-    "sql",
-    "data",
-    "evidence",
-    "shows",
-    "show",
-    "returned",
-    "here",
-    "following",
-];
-const CJK_FILLER: &str = "的了是在和与及根据查询结果显示数据证据如下以下有";
+const FILLER: &str = "according based query result results sql data evidence shows show \
+                      returned here following 的了是在和与及根据查询结果显示数据证据如下以下有";
 
 /// Whether a sentence only says the question back: "projects started after 2024 [1]." for
 /// "projects started after 2024" (the 0.5B wrote that, citing a query result, and it passed
-/// as an answer). Every word of it is the question's or filler; it has at least one. A
-/// question asking yes or no is answered in its own words ("Is the limit CNY 600?" — "The
-/// limit is CNY 600."), so it is never read so.
+/// as an answer). Every term of it (as documents are matched: stemmed words, CJK characters)
+/// is the question's or filler, and it has at least one. A question asking yes or no is
+/// answered in its own words ("Is the limit CNY 600?" — "The limit is CNY 600."), so it is
+/// never read so.
 fn restates(sentence: &str, question: &str) -> bool {
-    let words = |text: &str| -> Vec<String> {
-        let mut out = Vec::new();
-        let mut word = String::new();
-        for c in text.to_lowercase().chars() {
-            if crate::lang::is_cjk(c) {
-                if !word.is_empty() {
-                    out.push(std::mem::take(&mut word));
-                }
-                out.push(c.to_string());
-            } else if c.is_alphanumeric() {
-                word.push(c);
-            } else if !word.is_empty() {
-                out.push(std::mem::take(&mut word));
-            }
-        }
-        if !word.is_empty() {
-            out.push(word);
-        }
-        out
-    };
-    let asked: HashSet<String> = words(question).into_iter().collect();
-    let first = words(question).into_iter().next().unwrap_or_default();
+    let lower = question.trim_start().to_lowercase();
+    let first = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or("");
     let yes_no = matches!(
-        first.as_str(),
+        first,
         "is" | "are"
             | "was"
             | "were"
@@ -1025,11 +963,21 @@ fn restates(sentence: &str, question: &str) -> bool {
     if yes_no {
         return false;
     }
-    let content: Vec<String> = words(sentence)
+    // Words and single characters: a Chinese echo reorders the question's characters ("预算
+    // 最高的项目" for "哪个项目的预算最高"), which makes bigrams of its own.
+    let content = |text: &str| -> HashSet<String> {
+        prose_terms(text)
+            .into_iter()
+            .filter(|t| !(t.chars().count() > 1 && t.chars().all(crate::lang::is_cjk)))
+            .collect()
+    };
+    let filler = content(FILLER);
+    let asked = content(question);
+    let said: Vec<String> = content(sentence)
         .into_iter()
-        .filter(|w| !FILLER.contains(&w.as_str()) && !CJK_FILLER.contains(w.as_str()))
+        .filter(|t| !filler.contains(t))
         .collect();
-    !content.is_empty() && content.iter().all(|w| asked.contains(w))
+    !said.is_empty() && said.iter().all(|t| asked.contains(t))
 }
 
 /// Whether a sentence makes a claim that needs a source (not a greeting, a heading-like
@@ -1087,6 +1035,11 @@ mod tests {
             ),
             (
                 "According to the query result, projects started after 2024",
+                "projects started after 2024",
+                true,
+            ),
+            (
+                "The project started after 2024",
                 "projects started after 2024",
                 true,
             ),

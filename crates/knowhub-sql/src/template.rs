@@ -1002,6 +1002,13 @@ impl Question {
             .any(|t| t.norm == w || t.orig.to_lowercase() == w)
     }
 
+    /// Whether the unused tokens from `i` are `words`.
+    fn phrase_at(&self, i: usize, words: &[&str]) -> bool {
+        self.toks
+            .get(i..i + words.len())
+            .is_some_and(|ts| ts.iter().zip(words).all(|(t, w)| !t.used && t.norm == *w))
+    }
+
     fn has_phrase(&self, words: &[&str]) -> bool {
         self.toks
             .windows(words.len())
@@ -1523,15 +1530,10 @@ const DURATION_COMPARE: &[&[&str]] = &[
 /// (`Milliseconds`), converted ("longer than 5 minutes" is `> 300000`); one with a unit of
 /// money, or beside "cost"/"price", a column of prices or amounts.
 fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<Comparison<'t>>> {
-    let phrase_at = |q: &Question, i: usize, words: &[&str]| {
-        q.toks
-            .get(i..i + words.len())
-            .is_some_and(|ts| ts.iter().zip(words).all(|(t, w)| !t.used && t.norm == *w))
-    };
     let mut found = None;
     'scan: for i in 0..q.toks.len() {
         for (words, op) in COMPARE_BEFORE {
-            if phrase_at(q, i, words)
+            if q.phrase_at(i, words)
                 && let Some((value, len)) = number_at(q, i + words.len())
             {
                 let suffix = suffix_at(q, i + words.len() + len);
@@ -1544,7 +1546,7 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
             let suffix = suffix_at(q, i + len);
             let slen = suffix.map_or(0, |(_, l)| l);
             for (words, op) in COMPARE_AFTER {
-                if phrase_at(q, i + len + slen, words) {
+                if q.phrase_at(i + len + slen, words) {
                     found = Some((i, len + slen + words.len(), *op, value, suffix, *words));
                     break 'scan;
                 }
@@ -1656,11 +1658,6 @@ const STATE_AFTER: &[(&[&str], bool)] = &[
 /// null" or "have a", or right before "is null", "is not specified", "is not empty". Keys and yes/no
 /// columns are not read so ("staff without probation" is a flag, not a missing value).
 fn pick_missing<'t>(q: &mut Question, table: &'t TableInfo) -> Option<(&'t ColumnInfo, bool)> {
-    let phrase_at = |q: &Question, i: usize, words: &[&str]| {
-        q.toks
-            .get(i..i + words.len())
-            .is_some_and(|ts| ts.iter().zip(words).all(|(t, w)| !t.used && t.norm == *w))
-    };
     for c in &table.columns {
         if c.primary_key > 0 || c.is_boolean() {
             continue;
@@ -1669,13 +1666,13 @@ fn pick_missing<'t>(q: &mut Question, table: &'t TableInfo) -> Option<(&'t Colum
         let Some(at) = q.find(&name) else { continue };
         let end = at + name.len();
         for (words, absent) in STATE_BEFORE {
-            if at >= words.len() && phrase_at(q, at - words.len(), words) {
+            if at >= words.len() && q.phrase_at(at - words.len(), words) {
                 q.consume(at - words.len(), end - (at - words.len()));
                 return Some((c, *absent));
             }
         }
         for (words, absent) in STATE_AFTER {
-            if phrase_at(q, end, words) {
+            if q.phrase_at(end, words) {
                 q.consume(at, name.len() + words.len());
                 return Some((c, *absent));
             }
