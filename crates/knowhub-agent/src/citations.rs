@@ -932,8 +932,12 @@ const FILLER: &str = "according based query result results sql data evidence sho
 /// as an answer). Every term of it (as documents are matched: stemmed words, CJK characters)
 /// is the question's or filler, and it has at least one. A question asking yes or no is
 /// answered in its own words ("Is the limit CNY 600?" — "The limit is CNY 600."), so it is
-/// never read so.
+/// never read so; nor is a lead-in ("The projects started after 2024 are:"), which the lines
+/// under it answer.
 fn restates(sentence: &str, question: &str) -> bool {
+    if sentence.trim_end().ends_with([':', '：']) {
+        return false;
+    }
     let lower = question.trim_start().to_lowercase();
     let first = lower
         .split(|c: char| !c.is_alphanumeric())
@@ -1065,6 +1069,11 @@ mod tests {
             ),
             ("试用期是三个月", "试用期是三个月吗？", false),
             ("", "projects started after 2024", false),
+            (
+                "The projects started after 2024 are:",
+                "projects started after 2024",
+                false,
+            ),
         ] {
             assert_eq!(
                 restates(sentence, question),
