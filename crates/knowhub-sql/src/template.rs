@@ -226,8 +226,9 @@ fn statement(
             let col = pick_measure(&mut q, table)?;
             consume_repeats(&mut q, col);
             let c = own(&col.name);
-            let figure = |f: &str| in_asked_unit(&mut q.clone(), col, &format!("{f}({c})"));
-            let select = match intent {
+            let divisor = asked_unit(&mut q, col);
+            let figure = |f: &str| in_unit(&format!("{f}({c})"), divisor);
+            match intent {
                 Intent::Sum => figure("SUM"),
                 Intent::Avg => figure("AVG"),
                 Intent::Ends(Ends::Min) => figure("MIN"),
@@ -236,10 +237,7 @@ fn statement(
                     format!("{}, {}", figure("MIN"), figure("MAX"))
                 }
                 _ => return None,
-            };
-            // The unit asked for ("in minutes") is consumed once, whatever the figures.
-            in_asked_unit(&mut q, col, "");
-            select
+            }
         }
         Intent::Count => {
             let before = q.clone();
@@ -1811,7 +1809,10 @@ fn pick_year<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<YearFi
                 scratch.consume(at, 1);
                 c
             }
-            None => named_or_only(&mut scratch, &dates)?,
+            None => match dates.as_slice() {
+                [only] => *only,
+                _ => return None,
+            },
         },
         _ => return None,
     };
@@ -2066,11 +2067,7 @@ fn consume_column_mention(q: &mut Question, c: &ColumnInfo) {
 /// The numeric column to sum or average: the one named (most words winning, ties unsure), else
 /// the table's only numeric non-id column.
 fn pick_measure<'t>(q: &mut Question, table: &'t TableInfo) -> Option<&'t ColumnInfo> {
-    let numeric: Vec<&ColumnInfo> = table
-        .columns
-        .iter()
-        .filter(|c| c.is_numeric() && !is_id_like(c))
-        .collect();
+    let numeric = measure_columns(table, Measure::Any);
     let mut named: Vec<(usize, &ColumnInfo, Spans)> = numeric
         .iter()
         .filter_map(|c| {
@@ -2119,29 +2116,32 @@ fn consume_repeats(q: &mut Question, c: &ColumnInfo) {
     }
 }
 
-/// `figure` (an aggregate of `col`) in the unit of time the question asks for, its words
-/// consumed: "the average track length in minutes" over `Milliseconds` is `AVG(…) / 60000.0`,
-/// "平均时长是多少分钟" the same. As it is when no unit is asked for or `col` states none.
-fn in_asked_unit(q: &mut Question, col: &ColumnInfo, figure: &str) -> String {
-    let Some(stored) = TimeUnit::of_column(&col.name) else {
-        return figure.to_owned();
+/// What figures of `col` are divided by to be in the unit of time the question asks for, its
+/// words consumed: "the average track length in minutes" over `Milliseconds` is 60000,
+/// "平均时长是多少分钟" the same. `None` when no unit is asked for, `col` states none, or they
+/// are the same.
+fn asked_unit(q: &mut Question, col: &ColumnInfo) -> Option<f64> {
+    let stored = TimeUnit::of_column(&col.name)?;
+    let (at, unit, len) = (0..q.toks.len()).find_map(|i| match suffix_at(q, i) {
+        Some((Suffix::Time(unit), len)) => Some((i, unit, len)),
+        _ => None,
+    })?;
+    let start = if at > 0 && !q.toks[at - 1].used && q.toks[at - 1].norm == "in" {
+        at - 1
+    } else {
+        at
     };
-    for i in 0..q.toks.len() {
-        let Some((Suffix::Time(unit), len)) = suffix_at(q, i) else {
-            continue;
-        };
-        let mut start = i;
-        if i > 0 && !q.toks[i - 1].used && q.toks[i - 1].norm == "in" {
-            start -= 1;
-        }
-        q.consume(start, i + len - start);
-        let ratio = unit.millis() / stored.millis();
-        if (ratio - 1.0).abs() < f64::EPSILON {
-            return figure.to_owned();
-        }
-        return format!("CAST({figure} AS REAL) / {ratio:?}");
+    q.consume(start, at + len - start);
+    let ratio = unit.millis() / stored.millis();
+    ((ratio - 1.0).abs() >= f64::EPSILON).then_some(ratio)
+}
+
+/// `figure` divided into the unit asked for ([`asked_unit`]).
+fn in_unit(figure: &str, divisor: Option<f64>) -> String {
+    match divisor {
+        Some(d) => format!("CAST({figure} AS REAL) / {d:?}"),
+        None => figure.to_owned(),
     }
-    figure.to_owned()
 }
 
 /// Columns whose every name word occurs, in table order (each consumed).
