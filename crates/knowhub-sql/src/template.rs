@@ -1862,19 +1862,6 @@ fn date_verb<'t>(q: &Question, dates: &[&'t ColumnInfo]) -> Option<(&'t ColumnIn
     }
 }
 
-/// The one of `columns` the question names (its words consumed), or the only one when it names
-/// none; `None` when it names several, or names none of several.
-fn named_or_only<'t>(q: &mut Question, columns: &[&'t ColumnInfo]) -> Option<&'t ColumnInfo> {
-    match (named_columns(q, columns).as_slice(), columns) {
-        ([(c, spans)], _) => {
-            q.consume_all(spans);
-            Some(*c)
-        }
-        ([], [only]) => Some(*only),
-        _ => None,
-    }
-}
-
 /// The `columns` the question names by all their words; when it names none so, the one whose
 /// last word it says ("price" for `UnitPrice`, "date" for `InvoiceDate`), if only one has it.
 fn named_columns<'t>(q: &Question, columns: &[&'t ColumnInfo]) -> Vec<(&'t ColumnInfo, Spans)> {
