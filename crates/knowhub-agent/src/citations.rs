@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, HashSet};
 
 use crate::lang::Lang;
-use crate::text::{prose_terms, sentences};
+use crate::text::{sentences, word_terms};
 
 /// The outcome of checking a generated answer against `n` evidence items.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -969,15 +969,9 @@ fn restates(sentence: &str, question: &str) -> bool {
     }
     // Words and single characters: a Chinese echo reorders the question's characters ("预算
     // 最高的项目" for "哪个项目的预算最高"), which makes bigrams of its own.
-    let content = |text: &str| -> HashSet<String> {
-        prose_terms(text)
-            .into_iter()
-            .filter(|t| !(t.chars().count() > 1 && t.chars().all(crate::lang::is_cjk)))
-            .collect()
-    };
-    let filler = content(FILLER);
-    let asked = content(question);
-    let said: Vec<String> = content(sentence)
+    let filler = word_terms(FILLER);
+    let asked = word_terms(question);
+    let said: Vec<String> = word_terms(sentence)
         .into_iter()
         .filter(|t| !filler.contains(t))
         .collect();

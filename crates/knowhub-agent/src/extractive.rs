@@ -6,7 +6,7 @@ use crate::answer_kind::AnswerKind;
 use crate::brief::looks_numbered_heading;
 use crate::lang::Lang;
 use crate::state::EvidenceItem;
-use crate::text::{named_dates, names_dates, prose_terms, questions, sentences};
+use crate::text::{named_dates, names_dates, prose_terms, questions, sentences, word_terms};
 
 /// Sentences kept at most: four, because answers in tables and lists take a row each ("加班费怎
 /// 么算？" needs the weekday, weekend and holiday rates); one fewer beside data results, which
@@ -19,6 +19,10 @@ const MIN_OVERLAP: f32 = 0.34;
 /// true:").
 const MAX_ITEMS: usize = 8;
 
+/// A line of the answer: the sentence (or a query result's lead-in), the number of the
+/// evidence item it comes from, and the list items or rows under it.
+type Part = (String, usize, Vec<String>);
+
 /// An extractive answer over `evidence` (numbered from 1 in this order), or `None` when no
 /// sentence covers enough of the question.
 pub(crate) fn answer(
@@ -26,24 +30,30 @@ pub(crate) fn answer(
     evidence: &[&EvidenceItem],
     lang: Lang,
 ) -> Option<(String, Vec<usize>)> {
-    // (sentence, evidence number, the list items it introduces)
-    let mut parts: Vec<(String, usize, Vec<String>)> = Vec::new();
     // SQL results answer data questions directly: one value on the line, rows under it.
-    for (i, e) in evidence.iter().enumerate() {
-        if e.kind == "sql_result" {
+    let results: Vec<(bool, Part)> = evidence
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind == "sql_result")
+        .map(|(i, e)| {
             let rows: Vec<String> = e.text.trim().lines().map(str::to_string).collect();
             let part = match rows.as_slice() {
-                [one] => (format!("{}: {one}", lang.sql_result_intro()), Vec::new()),
-                _ => (format!("{}:", lang.sql_result_intro()), rows),
+                [one] => (
+                    format!("{}: {one}", lang.sql_result_intro()),
+                    i + 1,
+                    Vec::new(),
+                ),
+                _ => (format!("{}:", lang.sql_result_intro()), i + 1, rows),
             };
-            parts.push((part.0, i + 1, part.1));
-        }
-    }
-    let limit = if parts.is_empty() {
+            (result_speaks_to(question, e), part)
+        })
+        .collect();
+    let limit = if results.is_empty() {
         MAX_SENTENCES
     } else {
-        parts.len() + MAX_SENTENCES - 1
+        MAX_SENTENCES - 1
     };
+    let mut sentences: Vec<Part> = Vec::new();
     let mut used = std::collections::HashSet::new();
     // A question of several questions ("报销单要在多少天内提交？多少钱以上需要发票？") gets each
     // part's best sentence first: ranked against the whole, the sentences of the part with more
@@ -54,11 +64,11 @@ pub(crate) fn answer(
         .filter(|_| asked.len() > 1)
         .filter_map(|part| ranked_sentences(part, evidence).into_iter().next());
     for (s, i) in firsts.chain(ranked_sentences(question, evidence)) {
-        if parts.len() >= limit {
+        if sentences.len() >= limit {
             break;
         }
         // A list item already quoted under its introduction is not repeated.
-        let quoted = parts
+        let quoted = sentences
             .iter()
             .any(|(_, _, items)| items.iter().any(|it| it.contains(&s)));
         if !quoted && used.insert(s.clone()) {
@@ -68,9 +78,21 @@ pub(crate) fn answer(
                 .into_iter()
                 .filter(|item| used.insert(item.clone()))
                 .collect();
-            parts.push((s, i, items));
+            sentences.push((s, i, items));
         }
     }
+    // A query result is the data's answer and leads, unless it does not speak to the
+    // question: one the model's SQL took from the wrong table ("How many replicas does
+    // api-gateway run in prod?" → the count of prod projects) follows the sentences that
+    // answer ("Replicas (prod): 6"). It is still shown: it is evidence the question found.
+    let (leading, trailing): (Vec<_>, Vec<_>) =
+        results.into_iter().partition(|(speaks, _)| *speaks);
+    let parts: Vec<Part> = leading
+        .into_iter()
+        .map(|(_, p)| p)
+        .chain(sentences)
+        .chain(trailing.into_iter().map(|(_, p)| p))
+        .collect();
     if parts.is_empty() {
         return None;
     }
@@ -100,6 +122,23 @@ pub(crate) fn brief(question: &str, evidence: &[&EvidenceItem]) -> Option<(Strin
     }
     let (s, k) = ranked_sentences(question, evidence).into_iter().next()?;
     Some((format!("{} [{k}]", s.trim_end()), vec![k]))
+}
+
+/// Whether a query result speaks to `question` as a quoted sentence must: it covers
+/// [`MIN_OVERLAP`] of the question's terms, counting those its statement says (tables,
+/// columns, the values it filters on) or its rows do, and the figure the question asks for
+/// when a row states one. Terms are words and single characters: a statement's terse
+/// `SUM("预算") FROM "项目"` makes none of the character pairs a sentence would.
+fn result_speaks_to(question: &str, result: &EvidenceItem) -> bool {
+    let q = word_terms(question);
+    let said = word_terms(&format!(
+        "{} {}",
+        result.source.sql.as_deref().unwrap_or_default(),
+        result.text
+    ));
+    let figure = usize::from(AnswerKind::of(question).is_some_and(|k| k.stated_in(&result.text)));
+    let shared = q.iter().filter(|t| said.contains(*t)).count() + figure;
+    shared as f32 / (q.len() + figure).max(1) as f32 >= MIN_OVERLAP
 }
 
 /// Document sentences covering enough of `question`, best first, with the 1-based number of
@@ -556,5 +595,55 @@ mod tests {
         };
         assert_eq!(count(&[&d]), MAX_SENTENCES);
         assert_eq!(count(&[&sql, &d]), MAX_SENTENCES);
+    }
+
+    #[test]
+    fn a_query_result_comes_after_the_sentences_that_answer_more_of_the_question() {
+        let spec = under(
+            &["5. Resource requests and limits per component"],
+            "Component: api-gateway; Namespace: edge; Replicas (prod): 6; CPU request: 500m\n\
+             Component: fleet-scheduler; Namespace: fleet; Replicas (prod): 4; CPU request: 1",
+        );
+        let mut count = doc("COUNT(*)=6");
+        count.kind = "sql_result".into();
+        count.source.sql =
+            Some("SELECT COUNT(*) FROM projects_2_1 WHERE Environment = 'prod' LIMIT 50".into());
+        let mut budgets = doc("SUM(\"预算\")=2400000");
+        budgets.kind = "sql_result".into();
+        budgets.source.sql = Some("SELECT SUM(\"预算\") FROM \"项目\" LIMIT 50".into());
+        let note = doc("项目预算由财务部每季度审核一次，审核结果发给项目负责人。");
+        // (question, evidence, the first line of the answer)
+        let rows: &[(&str, &[&EvidenceItem], &str)] = &[
+            // The model's SQL counted projects: the sentence that names the replicas leads.
+            (
+                "How many replicas does api-gateway run in prod?",
+                &[&spec, &count],
+                "- Component: api-gateway;",
+            ),
+            // The same result answers a question about projects.
+            (
+                "How many projects run in prod?",
+                &[&spec, &count],
+                "- Query result: COUNT(*)=6 [2]",
+            ),
+            (
+                "项目预算总共是多少？",
+                &[&note, &budgets],
+                "- Query result: SUM",
+            ),
+            // A result alone leads, whatever it covers.
+            (
+                "How many replicas does api-gateway run in prod?",
+                &[&count],
+                "- Query result: COUNT(*)=6 [1]",
+            ),
+        ];
+        for (question, evidence, first) in rows {
+            let (text, _) = answer(question, evidence, Lang::En).unwrap();
+            let line = text.lines().nth(1).unwrap_or_default();
+            assert!(line.starts_with(first), "{question}: {text}");
+            // The result is shown either way.
+            assert!(text.contains("- Query result: "), "{question}: {text}");
+        }
     }
 }

@@ -49,6 +49,16 @@ pub(crate) fn prose_terms(text: &str) -> HashSet<String> {
     collect_terms(text, Stem::Snowball)
 }
 
+/// [`prose_terms`] without the pairs of CJK characters: words and single characters. A
+/// reordering of the same characters ("预算最高的项目" / "哪个项目的预算最高") or a terse text
+/// (a query's `SUM("预算") FROM "项目"`) makes pairs of its own, or none.
+pub(crate) fn word_terms(text: &str) -> HashSet<String> {
+    prose_terms(text)
+        .into_iter()
+        .filter(|t| !(t.chars().count() > 1 && t.chars().all(is_cjk)))
+        .collect()
+}
+
 #[derive(Clone, Copy)]
 enum Stem {
     Crude,
