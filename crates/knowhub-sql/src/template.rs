@@ -743,7 +743,14 @@ impl Ends {
 
 impl Intent {
     fn detect(q: &Question) -> Intent {
-        if q.has_word("average") || q.has_word("avg") || q.has_word("mean") {
+        // "Tracks longer than the average track length" lists tracks: that average is what
+        // they are compared with.
+        let averages = q.toks.iter().enumerate().any(|(i, t)| {
+            (AVERAGE_WORDS.contains(&t.norm.as_str())
+                || AVERAGE_WORDS.contains(&t.orig.to_lowercase().as_str()))
+                && !compared_with_average(q, i)
+        });
+        if averages {
             Intent::Avg
         } else if q.has_phrase(&["how", "many"])
             || q.has_phrase(&["number", "of"])
@@ -1424,7 +1431,7 @@ struct Comparison<'t> {
     column: &'t ColumnInfo,
     /// `>`, `>=`, `<` or `<=`.
     op: &'static str,
-    /// The number as SQL writes it ("100000", "0.99").
+    /// The number as SQL writes it ("100000", "0.99"), or the subquery of the table's average.
     value: String,
 }
 
@@ -1467,6 +1474,40 @@ const COMPARE_AFTER: &[(&[&str], &str)] = &[
     (&["or", "below"], "<="),
     (&["and", "below"], "<="),
 ];
+
+/// Words that name an average: a figure asked for, or what rows are compared with.
+const AVERAGE_WORDS: &[&str] = &["average", "avg", "mean"];
+
+/// The length of "the average" or "average" (平均, 平均值 arrive as "average") at token `i`.
+fn average_at(q: &Question, i: usize) -> Option<usize> {
+    let the = usize::from(q.phrase_at(i, &["the"]));
+    q.toks
+        .get(i + the)
+        .filter(|t| !t.used && !t.cjk && AVERAGE_WORDS.contains(&t.norm.as_str()))
+        .map(|_| the + 1)
+}
+
+/// Whether the average at token `i` is what a comparison is against: "longer than the
+/// average", "budget above average", "预算高于平均值".
+fn compared_with_average(q: &Question, i: usize) -> bool {
+    COMPARE_BEFORE.iter().any(|(words, _)| {
+        (0..=1).any(|the| {
+            let start = i.checked_sub(words.len() + the);
+            start.is_some_and(|s| {
+                q.phrase_at(s, words) && average_at(q, s + words.len()) == Some(the + 1)
+            })
+        })
+    })
+}
+
+/// What a comparison measures rows against.
+#[derive(Debug, Clone, PartialEq)]
+enum Against {
+    /// A number the question states, as SQL writes it.
+    Number(String),
+    /// The column's average over the table: "longer than the average track length".
+    Average,
+}
 
 /// What follows a compared number: a unit of time ("5 minutes", "3分钟") or of money ("$0.99"
 /// leaves no word, "1 dollar", "10美元", "5元").
@@ -1531,12 +1572,19 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
     let mut found = None;
     'scan: for i in 0..q.toks.len() {
         for (words, op) in COMPARE_BEFORE {
-            if q.phrase_at(i, words)
-                && let Some((value, len)) = number_at(q, i + words.len())
-            {
-                let suffix = suffix_at(q, i + words.len() + len);
+            if !q.phrase_at(i, words) {
+                continue;
+            }
+            let after = i + words.len();
+            if let Some((value, len)) = number_at(q, after) {
+                let suffix = suffix_at(q, after + len);
                 let slen = suffix.map_or(0, |(_, l)| l);
-                found = Some((i, words.len() + len + slen, *op, value, suffix, *words));
+                let against = Against::Number(value);
+                found = Some((i, words.len() + len + slen, *op, against, suffix, *words));
+                break 'scan;
+            }
+            if let Some(len) = average_at(q, after) {
+                found = Some((i, words.len() + len, *op, Against::Average, None, *words));
                 break 'scan;
             }
         }
@@ -1545,13 +1593,14 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
             let slen = suffix.map_or(0, |(_, l)| l);
             for (words, op) in COMPARE_AFTER {
                 if q.phrase_at(i + len + slen, words) {
-                    found = Some((i, len + slen + words.len(), *op, value, suffix, *words));
+                    let against = Against::Number(value);
+                    found = Some((i, len + slen + words.len(), *op, against, suffix, *words));
                     break 'scan;
                 }
             }
         }
     }
-    let Some((start, len, op, value, suffix, words)) = found else {
+    let Some((start, len, op, against, suffix, words)) = found else {
         return Some(None);
     };
     let mut scratch = q.clone();
@@ -1570,14 +1619,17 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
             *c
         }
         [] => {
-            // "tracks that cost more than 0.99": the one column of prices.
-            let money_word = MONEY_WORDS
-                .iter()
-                .any(|w| scratch.find(&[(*w).to_owned()]).is_some());
-            let pool = if measure == Measure::Any && money_word {
-                measure_columns(table, Measure::Money)
-            } else {
-                pool
+            // "tracks that cost more than 0.99": the one column of prices; "时长超过平均时长"
+            // (duration over the average duration): the one of durations.
+            let said = |words: &[&str]| {
+                words
+                    .iter()
+                    .any(|w| scratch.find(&[(*w).to_owned()]).is_some())
+            };
+            let pool = match measure {
+                Measure::Any if said(MONEY_WORDS) => measure_columns(table, Measure::Money),
+                Measure::Any if said(DURATION_WORDS) => measure_columns(table, Measure::Duration),
+                _ => pool,
             };
             let [only] = pool.as_slice() else {
                 return None;
@@ -1590,14 +1642,40 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
     if measure == Measure::Any && is_money_column(column) {
         consume_measure_words(&mut scratch, Measure::Money);
     }
-    let value = match suffix {
+    if measure == Measure::Any && TimeUnit::of_column(&column.name).is_some() {
+        consume_measure_words(&mut scratch, Measure::Duration);
+    }
+    if against == Against::Average {
+        // "longer than the average track length": the words after "average" say whose it
+        // is and of what, the table's name said again.
+        let table_words = ident_parts(&table.name).concat();
+        let mut i = start + len;
+        while let Some(t) = scratch.toks.get_mut(i) {
+            if t.used {
+                i += 1;
+            } else if table_words.contains(&t.norm) {
+                t.used = true;
+                i += 1;
+            } else {
+                break;
+            }
+        }
+    }
+    let value = match (against, suffix) {
+        // "The average" with no other words is the table's: every row is compared with the
+        // same figure, whatever the question's other conditions keep.
+        (Against::Average, _) => format!(
+            "(SELECT AVG({}) FROM {})",
+            quote_ident(&column.name),
+            quote_ident(&table.name)
+        ),
         // The question's quantity in the column's unit.
-        Some((Suffix::Time(unit), _)) => {
+        (Against::Number(value), Some((Suffix::Time(unit), _))) => {
             let n: f64 = value.parse().ok()?;
             let to = TimeUnit::of_column(&column.name)?;
             sql_number(n * unit.millis() / to.millis(), None)?
         }
-        _ => value,
+        (Against::Number(value), _) => value,
     };
     *q = scratch;
     Some(Some(Comparison { column, op, value }))

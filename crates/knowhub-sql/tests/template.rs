@@ -556,6 +556,41 @@ fn questions_to_sql() {
             Some(Value::Integer(2)),
         ),
         ("projects longer than 5 minutes", None, None),
+        // Compared with the column's average over the table.
+        (
+            "Find all tracks that are longer than the average track length.",
+            Some(
+                "SELECT * FROM \"Track\" WHERE \"Milliseconds\" > \
+                 (SELECT AVG(\"Milliseconds\") FROM \"Track\")",
+            ),
+            Some(Value::Integer(1)),
+        ),
+        (
+            "Which projects have a budget above average?",
+            Some(
+                "SELECT * FROM \"Projects\" WHERE \"Budget\" > \
+                 (SELECT AVG(\"Budget\") FROM \"Projects\")",
+            ),
+            Some(Value::Text("Mixer".into())),
+        ),
+        (
+            "预算低于平均值的项目有多少个？",
+            Some(
+                "SELECT COUNT(*) FROM \"Projects\" WHERE \"Budget\" < \
+                 (SELECT AVG(\"Budget\") FROM \"Projects\")",
+            ),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "时长超过平均时长的曲目",
+            Some(
+                "SELECT * FROM \"Track\" WHERE \"Milliseconds\" > \
+                 (SELECT AVG(\"Milliseconds\") FROM \"Track\")",
+            ),
+            Some(Value::Integer(1)),
+        ),
+        // Which of the track's numbers is meant is a guess.
+        ("tracks above average", None, None),
         // A figure in the unit asked for.
         (
             "What is the average track length in minutes?",
