@@ -41,48 +41,114 @@ use crate::value::Value;
 /// SQL for a simple question about `schema`, or `None` when the question is not one of the
 /// simple shapes or any part of it is not understood.
 pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
-    if let Some(ranked) = RankedGroups::read(question) {
-        let counting = ranked.counting.clone();
-        return statement(&counting, schema, true, Some(ranked));
+    if let Some(cut) = CountCut::read(question) {
+        let sql = statement(&cut.counting, schema, true, Some(cut.keep));
+        // "top 5 …" read any other way would cut rows, not groups; "budgets over 60 元" is not
+        // a count, and is read as the comparison it is.
+        if sql.is_some() || matches!(cut.keep, Keep::Top { .. }) {
+            return sql;
+        }
     }
     // "哪个项目的预算最高？" could rank groups of projects, but counting them leaves the budget
     // unexplained: read without groups, it asks for the project with the highest budget.
     statement(question, schema, true, None).or_else(|| statement(question, schema, false, None))
 }
 
-/// "The top 5 countries by number of customers", "客户最多的前5个国家": a count per group, cut to
-/// its first N groups. Read as the count it ranks ("how many customers per country", "每个国家
-/// 有多少客户"), which the rest of the template must understand whole.
+/// A count per group of which only some groups are shown: the first N ("the top 5 countries
+/// by number of customers", "客户最多的前5个国家") or those whose count passes a number
+/// ("artists who have more than 10 albums", "超过10张专辑的艺术家"). Read as the count it cuts
+/// ("how many customers per country", "每个国家有多少客户"), which the rest of the template
+/// must understand whole.
 #[derive(Debug, Clone, PartialEq)]
-struct RankedGroups {
+struct CountCut {
     counting: String,
-    n: u32,
-    descending: bool,
+    keep: Keep,
 }
 
-impl RankedGroups {
-    fn read(question: &str) -> Option<RankedGroups> {
+/// Which groups of a count per group are shown.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Keep {
+    /// The first `n`, and every group tied with the `n`-th.
+    Top { n: u32, descending: bool },
+    /// Those whose count compares so with `n`.
+    Passing { op: &'static str, n: u32 },
+}
+
+/// Openings before the groups a question asks for ("List the", "Which").
+const GROUP_OPENINGS: &[&str] = &[
+    "",
+    "list",
+    "list the",
+    "list all",
+    "list all the",
+    "show",
+    "show the",
+    "show all",
+    "show me",
+    "show me the",
+    "show me all",
+    "what are the",
+    "which are the",
+    "give me the",
+    "give me all",
+    "find",
+    "find the",
+    "find all",
+    "find all the",
+    "get",
+    "which",
+    "what",
+    "the",
+];
+
+/// Comparisons of a count with a number, English ("more than 10 albums"), longer first.
+const COUNT_COMPARE_EN: &[(&str, &str)] = &[
+    ("no more than ", "<="),
+    ("no fewer than ", ">="),
+    ("no less than ", ">="),
+    ("more than ", ">"),
+    ("over ", ">"),
+    ("at least ", ">="),
+    ("fewer than ", "<"),
+    ("less than ", "<"),
+    ("at most ", "<="),
+];
+
+/// The same in Chinese ("超过10张专辑"), longer first.
+const COUNT_COMPARE_ZH: &[(&str, &str)] = &[
+    ("不超过", "<="),
+    ("不多于", "<="),
+    ("不少于", ">="),
+    ("不低于", ">="),
+    ("至少有", ">="),
+    ("至少", ">="),
+    ("超过", ">"),
+    ("多于", ">"),
+    ("大于", ">"),
+    ("少于", "<"),
+    ("不足", "<"),
+    ("小于", "<"),
+    ("至多", "<="),
+];
+
+/// Chinese measure words between a number and what it counts ("10张专辑", "2名员工").
+const MEASURE_WORDS_ZH: [char; 9] = ['个', '张', '首', '位', '名', '人', '家', '条', '本'];
+
+impl CountCut {
+    fn read(question: &str) -> Option<CountCut> {
         let text = question
             .trim()
             .trim_end_matches(['?', '.', '!', '？', '。', '！'])
             .trim();
+        Self::top(text).or_else(|| Self::passing(text))
+    }
+
+    /// "[list the] top N <groups> by [the] number of <rows>"; "[列出]<rows>最多的前N个<groups>
+    /// [有哪些]" (最少: the fewest first).
+    fn top(text: &str) -> Option<CountCut> {
         let lower = text.to_lowercase();
-        // English: "[list the] top N <groups> by [the] number of <rows>".
         if let Some(at) = lower.find("top ") {
-            const OPENINGS: &[&str] = &[
-                "",
-                "list",
-                "list the",
-                "show",
-                "show the",
-                "show me the",
-                "what are the",
-                "which are the",
-                "give me the",
-                "find the",
-                "the",
-            ];
-            if !OPENINGS.contains(&lower[..at].trim()) {
+            if !GROUP_OPENINGS.contains(&lower[..at].trim()) {
                 return None;
             }
             let rest = &lower[at + 4..];
@@ -100,16 +166,17 @@ impl RankedGroups {
                     if groups.is_empty() || rows.is_empty() || rows.contains(" by ") {
                         return None;
                     }
-                    return Some(RankedGroups {
+                    return Some(CountCut {
                         counting: format!("how many {rows} per {groups}"),
-                        n,
-                        descending: true,
+                        keep: Keep::Top {
+                            n,
+                            descending: true,
+                        },
                     });
                 }
             }
             return None;
         }
-        // Chinese: "[列出]<rows>最多的前N个<groups>[有哪些]" (最少: the fewest first).
         for (word, descending) in [("最多的前", true), ("最少的前", false)] {
             let Some(at) = text.find(word) else { continue };
             let rows = text[..at]
@@ -120,31 +187,112 @@ impl RankedGroups {
             let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
             let n: u32 = digits.parse().ok().filter(|n| *n > 0)?;
             let rest = rest[digits.len()..].trim_start_matches(['个', '名', '位', '家']);
-            let groups = rest
-                .trim_end_matches("有哪些")
-                .trim_end_matches("是哪些")
-                .trim();
+            let groups = trim_which(rest);
             if rows.is_empty() || groups.is_empty() {
                 return None;
             }
-            return Some(RankedGroups {
+            return Some(CountCut {
                 counting: format!("每个{groups}有多少{rows}"),
-                n,
-                descending,
+                keep: Keep::Top { n, descending },
+            });
+        }
+        None
+    }
+
+    /// "[find] <groups> (who|that|which) have more than N <rows>", "<groups> with at least N
+    /// <rows>"; "[有]超过N张<rows>的<groups>", "<rows>超过N个的<groups>", "哪些<groups>的<rows>
+    /// 超过N个".
+    fn passing(text: &str) -> Option<CountCut> {
+        let lower = text.to_lowercase();
+        for (words, op) in COUNT_COMPARE_EN {
+            let Some(at) = lower.find(&format!(" {words}")) else {
+                continue;
+            };
+            let before = lower[..at].trim();
+            let after = &lower[at + 1 + words.len()..];
+            let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+            let n: u32 = digits.parse().ok()?;
+            let rows = after[digits.len()..].trim();
+            let groups = [
+                " who have",
+                " who has",
+                " that have",
+                " that has",
+                " which have",
+                " which has",
+                " with",
+                " have",
+                " has",
+            ]
+            .iter()
+            .find_map(|link| before.strip_suffix(link))?;
+            let groups = GROUP_OPENINGS
+                .iter()
+                .rev()
+                .filter(|o| !o.is_empty())
+                .find_map(|o| groups.strip_prefix(&format!("{o} ")))
+                .unwrap_or(groups)
+                .trim();
+            if groups.is_empty() || rows.is_empty() || rows.split_whitespace().count() > 3 {
+                return None;
+            }
+            return Some(CountCut {
+                counting: format!("how many {rows} per {groups}"),
+                keep: Keep::Passing { op, n },
+            });
+        }
+        for (word, op) in COUNT_COMPARE_ZH {
+            let Some(at) = text.find(word) else { continue };
+            let before = text[..at]
+                .trim_start_matches("列出")
+                .trim_start_matches("显示");
+            let after = &text[at + word.len()..];
+            let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+            let n: u32 = digits.parse().ok()?;
+            let after = after[digits.len()..].trim_start_matches(MEASURE_WORDS_ZH);
+            let (groups, rows) = if let Some(groups) = after.strip_prefix('的') {
+                // "员工超过2人的团队", "专辑数超过1的艺术家"; "哪些艺术家的专辑超过1张"
+                let rows = before.trim_end_matches("的数量").trim_end_matches("数量");
+                let rows = rows.trim_end_matches('数').trim_end_matches('有');
+                (trim_which(groups), rows)
+            } else if after.is_empty() {
+                let (groups, rows) = before.trim_start_matches("哪些").split_once('的')?;
+                (groups, rows.trim_end_matches('数'))
+            } else {
+                // "超过10张专辑的艺术家", "有超过2名员工的团队"
+                let (rows, groups) = after.split_once('的')?;
+                if !before
+                    .trim_start_matches("哪些")
+                    .trim_end_matches('有')
+                    .is_empty()
+                {
+                    return None;
+                }
+                (trim_which(groups), rows)
+            };
+            let (groups, rows) = (groups.trim(), rows.trim());
+            if groups.is_empty() || rows.is_empty() {
+                return None;
+            }
+            return Some(CountCut {
+                counting: format!("每个{groups}有多少{rows}"),
+                keep: Keep::Passing { op, n },
             });
         }
         None
     }
 }
 
-/// [`template_sql`], with or without reading the question as one about groups; `ranked`: the
-/// count per group is cut to its first N groups.
-fn statement(
-    question: &str,
-    schema: &Schema,
-    groups: bool,
-    ranked: Option<RankedGroups>,
-) -> Option<String> {
+/// `text` without a closing "有哪些"/"是哪些" ("which are they").
+fn trim_which(text: &str) -> &str {
+    text.trim_end_matches("有哪些")
+        .trim_end_matches("是哪些")
+        .trim()
+}
+
+/// [`template_sql`], with or without reading the question as one about groups; `cut`: which
+/// groups of the count per group are shown.
+fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -> Option<String> {
     let mut q = Question::new(question, schema);
     // "The smallest and largest invoice totals", "the maximum unit price": figures, not rows.
     let ends = Ends::find(&mut q);
@@ -174,7 +322,7 @@ fn statement(
         }
         None => (pick_table(&mut q, schema, intent)?, None),
     };
-    if ranked.is_some() && group.is_none() {
+    if cut.is_some() && group.is_none() {
         return None;
     }
     let (extreme, top_order, row_extreme) = match (extreme, &group, top) {
@@ -369,12 +517,12 @@ fn statement(
         }
     };
     let grouped = format!("SELECT {labels}, {select} {from} GROUP BY {key}");
-    Some(match (extreme, ranked) {
+    Some(match (extreme, cut) {
         // The first N groups, and every group tied with the N-th: a tie is not settled by
         // where the list stops. Fewer groups than N are all shown.
-        (None, Some(r)) if intent == Intent::Count => {
+        (None, Some(Keep::Top { n, descending })) if intent == Intent::Count => {
             let counts = format!("(SELECT {select} AS v {from} GROUP BY {key})");
-            let (dir, cmp, fewer) = if r.descending {
+            let (dir, cmp, fewer) = if descending {
                 (" DESC", ">=", "0".to_owned())
             } else {
                 ("", "<=", format!("(SELECT MAX(v) FROM {counts})"))
@@ -382,8 +530,12 @@ fn statement(
             format!(
                 "{grouped} HAVING {select} {cmp} COALESCE((SELECT v FROM {counts} ORDER BY v{dir} \
                  LIMIT 1 OFFSET {}), {fewer}) ORDER BY {select}{dir}, {tie_order}",
-                r.n - 1
+                n - 1
             )
+        }
+        // The groups whose count passes the number, largest first.
+        (None, Some(Keep::Passing { op, n })) if intent == Intent::Count => {
+            format!("{grouped} HAVING {select} {op} {n} ORDER BY {select} DESC, {tie_order}")
         }
         (_, Some(_)) => return None,
         // Largest groups first.

@@ -591,6 +591,25 @@ fn questions_to_sql() {
         ),
         // Which of the track's numbers is meant is a guess.
         ("tracks above average", None, None),
+        // Groups by their count.
+        (
+            "Find artists who have more than 1 album.",
+            Some(
+                "SELECT p.\"Name\", COUNT(c.\"ArtistId\") FROM \"Artist\" AS p LEFT JOIN \
+                 \"Album\" AS c ON c.\"ArtistId\" = p.\"ArtistId\" GROUP BY p.\"ArtistId\" \
+                 HAVING COUNT(c.\"ArtistId\") > 1 ORDER BY COUNT(c.\"ArtistId\") DESC, \
+                 p.\"Name\", p.\"ArtistId\"",
+            ),
+            Some(Value::Text("AC/DC".into())),
+        ),
+        // How many groups pass is a count of groups: not understood.
+        ("How many artists have more than 1 album?", None, None),
+        // A number of money before "的" is no count of rows.
+        (
+            "超过60元的项目有多少个？",
+            Some("SELECT COUNT(*) FROM \"Projects\" WHERE \"Budget\" > 60"),
+            Some(Value::Integer(2)),
+        ),
         // A figure in the unit asked for.
         (
             "What is the average track length in minutes?",
@@ -909,6 +928,28 @@ fn a_parent_without_children_counts_zero_and_ties_are_shown_whole() {
                 ("USA", 1),
             ],
         ),
+        // The groups whose count passes a number, largest first; a parent without children
+        // counts 0.
+        (
+            "Find artists who have more than 1 album.",
+            &[("AC/DC", 2), ("Accept", 2)],
+        ),
+        (
+            "artists with at least 2 albums",
+            &[("AC/DC", 2), ("Accept", 2)],
+        ),
+        (
+            "Which artists have fewer than 1 album?",
+            &[("Aerosmith", 0)],
+        ),
+        ("专辑超过1张的艺术家", &[("AC/DC", 2), ("Accept", 2)]),
+        ("哪些艺术家的专辑少于1张？", &[("Aerosmith", 0)]),
+        ("有超过2名客户的国家有哪些？", &[("Canada", 3)]),
+        (
+            "List the countries with more than 1 customer.",
+            &[("Canada", 3), ("Brazil", 2)],
+        ),
+        ("客户不少于2个的国家", &[("Canada", 3), ("Brazil", 2)]),
         (
             "top 9 countries by number of customers",
             &[
