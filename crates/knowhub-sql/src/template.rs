@@ -1288,6 +1288,9 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
         if let Some(spans) = scratch.find_all(&parts) {
             let score: usize = parts.iter().map(Vec::len).sum();
             best.push((score, t, spans));
+        } else if let Some(spans) = said_for_people(&scratch, &parts) {
+            // Below any table the question names itself.
+            best.push((0, t, spans));
         }
     }
     best.sort_by_key(|(score, _, _)| std::cmp::Reverse(*score));
@@ -1331,6 +1334,31 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
             }
         }
     }
+}
+
+/// Names of a table of people, each of which the others name too: "每个团队有多少员工" (员工
+/// arrives as "employee") counts the rows of a `Staff` sheet, "How many staff …" those of an
+/// `Employee` table.
+const PEOPLE_WORDS: &[&str] = &[
+    "employee",
+    "staff",
+    "personnel",
+    "people",
+    "person",
+    "worker",
+];
+
+/// Where the question names a table called one of [`PEOPLE_WORDS`] by another of them.
+fn said_for_people(q: &Question, table_parts: &[Vec<String>]) -> Option<Spans> {
+    let [name] = table_parts else { return None };
+    let [word] = name.as_slice() else { return None };
+    if !PEOPLE_WORDS.contains(&word.as_str()) {
+        return None;
+    }
+    PEOPLE_WORDS
+        .iter()
+        .filter(|w| **w != word.as_str())
+        .find_map(|w| q.find_all(&[vec![(*w).to_owned()]]))
 }
 
 /// Words that ask for one figure per group: "per status", "for each team", "by country"

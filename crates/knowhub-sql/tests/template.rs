@@ -965,3 +965,44 @@ fn a_parent_without_children_counts_zero_and_ties_are_shown_whole() {
         assert_eq!(named_counts(&db, &schema, question), want, "{question}");
     }
 }
+
+#[test]
+fn a_table_of_people_is_named_by_any_word_for_people() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("team.sqlite");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "CREATE TABLE Staff (Name TEXT, Team TEXT);
+         INSERT INTO Staff VALUES ('Ada Li', 'Audio'), ('刘洋', 'Video'), ('Sam Cole', 'Audio');
+         CREATE TABLE Projects (Project TEXT, Team TEXT, Budget INTEGER);
+         INSERT INTO Projects VALUES ('Mixer', 'Audio', 100);",
+    )
+    .unwrap();
+    drop(c);
+    let schema = introspect(&db, 5).unwrap();
+    for (question, want) in [
+        ("每个团队有多少员工？", &[("Audio", 2), ("Video", 1)][..]),
+        (
+            "How many employees does each team have?",
+            &[("Audio", 2), ("Video", 1)],
+        ),
+        ("有超过1名员工的团队有哪些？", &[("Audio", 2)]),
+        ("Which teams have more than 1 person?", &[("Audio", 2)]),
+    ] {
+        let want: Vec<(String, i64)> = want.iter().map(|(n, c)| (n.to_string(), *c)).collect();
+        assert_eq!(named_counts(&db, &schema, question), want, "{question}");
+    }
+    assert_eq!(
+        template_sql("How many employees are there?", &schema).as_deref(),
+        Some("SELECT COUNT(*) FROM \"Staff\"")
+    );
+    // Where two tables hold people, a word that names neither is no choice between them.
+    let fixture_dir = tempfile::tempdir().unwrap();
+    let fixture = build_fixture(fixture_dir.path());
+    let both = introspect(&fixture, 5).unwrap();
+    assert_eq!(template_sql("How many people are there?", &both), None);
+    assert_eq!(
+        template_sql("How many employees are there?", &both).as_deref(),
+        Some("SELECT COUNT(*) FROM \"Employee\"")
+    );
+}
