@@ -1010,12 +1010,30 @@ fn tokenize(text: &str) -> Vec<Tok> {
                 cjk: false,
                 used: false,
             });
+        } else if c == '#' && word.is_empty() && followed_by_of(&chars[i + 1..]) {
+            // "the # of invoices": the number of them.
+            out.push(Tok {
+                orig: "#".into(),
+                norm: "number".into(),
+                cjk: false,
+                used: false,
+            });
         } else {
             flush(&mut word, &mut out);
         }
     }
     flush(&mut word, &mut out);
     out
+}
+
+/// Whether `rest` opens with the word "of" ("# of invoices").
+fn followed_by_of(rest: &[char]) -> bool {
+    let word: String = rest
+        .iter()
+        .skip_while(|c| c.is_whitespace())
+        .take_while(|c| c.is_alphanumeric())
+        .collect();
+    word.eq_ignore_ascii_case("of")
 }
 
 /// Splits an identifier into words: `_`, spaces and camelCase boundaries; CJK runs stay whole.

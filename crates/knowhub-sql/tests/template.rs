@@ -89,6 +89,20 @@ fn questions_to_sql() {
             Some("SELECT COUNT(*) FROM \"InvoiceLine\""),
             Some(Value::Integer(3)),
         ),
+        // "#" before "of" is a number of things; before a digit, a row's number.
+        (
+            "the # of invoice lines",
+            Some("SELECT COUNT(*) FROM \"InvoiceLine\""),
+            Some(Value::Integer(3)),
+        ),
+        (
+            "Show the # of invoices per country.",
+            Some(
+                "SELECT \"BillingCountry\", COUNT(*) FROM \"Invoice\" GROUP BY \"BillingCountry\" \
+                 ORDER BY COUNT(*) DESC, \"BillingCountry\"",
+            ),
+            Some(Value::Text("Brazil".into())),
+        ),
         (
             "有多少个客户",
             Some("SELECT COUNT(*) FROM \"Customer\""),
