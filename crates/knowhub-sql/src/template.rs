@@ -688,7 +688,7 @@ fn pick_order<'t>(
                 }
                 [] if rows_as_stored => None,
                 [] if measure != Measure::Any && pool.len() == 1 => {
-                    consume_measure_words(&mut scratch, measure);
+                    consume_measure_words(&mut scratch, measure, table, pool[0]);
                     Some(pool[0])
                 }
                 _ => return None,
@@ -1836,12 +1836,12 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
         }
         _ => return None,
     };
-    consume_measure_words(&mut scratch, measure);
+    consume_measure_words(&mut scratch, measure, table, column);
     if measure == Measure::Any && is_money_column(column) {
-        consume_measure_words(&mut scratch, Measure::Money);
+        consume_measure_words(&mut scratch, Measure::Money, table, column);
     }
     if measure == Measure::Any && TimeUnit::of_column(&column.name).is_some() {
-        consume_measure_words(&mut scratch, Measure::Duration);
+        consume_measure_words(&mut scratch, Measure::Duration, table, column);
     }
     if against == Against::Average {
         // "longer than the average track length": the words after "average" say whose it
@@ -2207,16 +2207,39 @@ fn is_money_column(c: &ColumnInfo) -> bool {
 /// Words that say what a duration or a price ranking is about ("track length", "时长", "that
 /// cost"): consumed once the measure's column is chosen.
 const DURATION_WORDS: &[&str] = &["duration", "length", "long", "runtime", "lasting"];
-const MONEY_WORDS: &[&str] = &["cost", "price", "priced", "pricing", "expensive"];
+/// Only words that say money of any kind: "revenue" or "sales" would take a budget for them.
+const MONEY_WORDS: &[&str] = &[
+    "cost",
+    "price",
+    "priced",
+    "pricing",
+    "expensive",
+    "amount",
+    "money",
+];
 
-fn consume_measure_words(q: &mut Question, measure: Measure) {
+/// Consumes the words of [`DURATION_WORDS`] or [`MONEY_WORDS`] once `column` of `table` is
+/// chosen, but not a word that names another of its columns ("sales" beside a `Sales Rep`
+/// column is that column's, "amount" beside an `Amount due` one).
+fn consume_measure_words(
+    q: &mut Question,
+    measure: Measure,
+    table: &TableInfo,
+    column: &ColumnInfo,
+) {
     let words = match measure {
         Measure::Any => return,
         Measure::Duration => DURATION_WORDS,
         Measure::Money => MONEY_WORDS,
     };
+    let others: Vec<String> = table
+        .columns
+        .iter()
+        .filter(|c| c.name != column.name)
+        .flat_map(|c| ident_parts(&c.name).concat())
+        .collect();
     for t in &mut q.toks {
-        if !t.used && !t.cjk && words.contains(&t.norm.as_str()) {
+        if !t.used && !t.cjk && words.contains(&t.norm.as_str()) && !others.contains(&t.norm) {
             t.used = true;
         }
     }
@@ -2235,11 +2258,11 @@ fn ranked_column<'t>(
     match named_columns(q, &pool).as_slice() {
         [(c, spans)] => {
             q.consume_all(spans);
-            consume_measure_words(q, measure);
+            consume_measure_words(q, measure, table, c);
             Some(*c)
         }
         [] if allow_only && pool.len() == 1 => {
-            consume_measure_words(q, measure);
+            consume_measure_words(q, measure, table, pool[0]);
             Some(pool[0])
         }
         _ => None,
@@ -2330,6 +2353,17 @@ fn consume_column_mention(q: &mut Question, c: &ColumnInfo) {
 /// The numeric column to sum or average: the one named (most words winning, ties unsure), else
 /// the table's only numeric non-id column.
 fn pick_measure<'t>(q: &mut Question, table: &'t TableInfo) -> Option<&'t ColumnInfo> {
+    let column = named_measure(q, table)?;
+    // "the total sales amount of all invoices" over `Total`: the words that say it is money.
+    if is_money_column(column) {
+        consume_measure_words(q, Measure::Money, table, column);
+    }
+    Some(column)
+}
+
+/// The numeric column a figure is of: the one the question names, else the one its words
+/// for durations or money point to, else the table's only one.
+fn named_measure<'t>(q: &mut Question, table: &'t TableInfo) -> Option<&'t ColumnInfo> {
     let numeric = measure_columns(table, Measure::Any);
     let mut named: Vec<(usize, &ColumnInfo, Spans)> = numeric
         .iter()
@@ -2349,17 +2383,18 @@ fn pick_measure<'t>(q: &mut Question, table: &'t TableInfo) -> Option<&'t Column
         }
         [] => {
             // "the maximum price": the one column whose last word is named; "the average track
-            // length": the one duration column.
+            // length": the one duration column; "the total revenue": the one of money.
             if let [(c, spans)] = named_columns(q, &numeric).as_slice() {
                 q.consume_all(spans);
                 consume_repeats(q, c);
                 return Some(*c);
             }
-            if DURATION_WORDS
-                .iter()
-                .any(|w| q.find(&[(*w).to_owned()]).is_some())
-            {
+            let said = |words: &[&str]| words.iter().any(|w| q.find(&[(*w).to_owned()]).is_some());
+            if said(DURATION_WORDS) {
                 return ranked_column(q, table, Measure::Duration, true);
+            }
+            if said(MONEY_WORDS) {
+                return ranked_column(q, table, Measure::Money, true);
             }
             match numeric.as_slice() {
                 [only] => Some(*only),

@@ -605,6 +605,20 @@ fn questions_to_sql() {
         ),
         // Which of the track's numbers is meant is a guess.
         ("tracks above average", None, None),
+        // A word for money points to the one column of money; "sales" or "revenue" might not
+        // be what it holds (a budget is neither).
+        (
+            "What is the average amount of an invoice?",
+            Some("SELECT AVG(\"Total\") FROM \"Invoice\""),
+            Some(Value::Real(20.79 / 4.0)),
+        ),
+        (
+            "projects with an amount over 60",
+            Some("SELECT * FROM \"Projects\" WHERE \"Budget\" > 60"),
+            Some(Value::Text("Mixer".into())),
+        ),
+        ("Which projects have revenue over 60?", None, None),
+        ("Show the total sales amount for all invoices.", None, None),
         // Groups by their count.
         (
             "Find artists who have more than 1 album.",
