@@ -69,6 +69,7 @@ impl fmt::Display for RepeatedSum {
 ///     name: name.into(),
 ///     decl_type: "NUMERIC".into(),
 ///     samples: vec![],
+///     values: vec![],
 ///     primary_key: key,
 /// };
 /// let schema = Schema {
@@ -337,6 +338,7 @@ mod tests {
                         "NUMERIC".into()
                     },
                     samples: vec![],
+                    values: vec![],
                     primary_key: *key,
                 })
                 .collect(),

@@ -137,6 +137,7 @@ fn resolves(e: &Expr, bound: &[Binding<'_>]) -> bool {
 ///             name: (*c).into(),
 ///             decl_type: "INTEGER".into(),
 ///             samples: vec![],
+///             values: vec![],
 ///             primary_key: u32::from(i == 0),
 ///         })
 ///         .collect(),
@@ -309,6 +310,7 @@ pub fn rejoin_by_foreign_keys(sql: &str, schema: &Schema) -> Option<String> {
 ///             name: (*c).into(),
 ///             decl_type: "INTEGER".into(),
 ///             samples: vec![],
+///             values: vec![],
 ///             primary_key: u32::from(i == 0),
 ///         })
 ///         .collect(),
@@ -454,6 +456,7 @@ pub fn mend_crossed_keys(sql: &str, schema: &Schema) -> Option<String> {
 ///                 name: (*c).into(),
 ///                 decl_type: "TEXT".into(),
 ///                 samples: vec![],
+///                 values: vec![],
 ///                 primary_key: 0,
 ///             })
 ///             .collect(),
@@ -683,6 +686,7 @@ mod tests {
                     name: (*c).into(),
                     decl_type: "TEXT".into(),
                     samples: vec![],
+                    values: vec![],
                     primary_key: u32::from(i == 0),
                 })
                 .collect(),

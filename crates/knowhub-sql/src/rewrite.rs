@@ -217,6 +217,7 @@ fn tested_aggregates(having: &Expr, out: &mut Vec<Expr>) -> Option<()> {
 ///     name: name.into(),
 ///     decl_type: "TEXT".into(),
 ///     samples: vec![],
+///     values: vec![],
 ///     primary_key: 0,
 /// };
 /// let schema = Schema {
@@ -313,6 +314,7 @@ pub fn join_name_parts(sql: &str, schema: &Schema) -> Option<String> {
 ///     name: name.into(),
 ///     decl_type: "TEXT".into(),
 ///     samples: vec![],
+///     values: vec![],
 ///     primary_key: 0,
 /// };
 /// let table = |name: &str, columns: &[&str]| TableInfo {
@@ -414,6 +416,7 @@ pub fn show_the_unpinned_column(sql: &str, schema: &Schema, asked: &[&str]) -> O
 ///     name: name.into(),
 ///     decl_type: "TEXT".into(),
 ///     samples: vec![],
+///     values: vec![],
 ///     primary_key,
 /// };
 /// let schema = Schema {
@@ -538,6 +541,7 @@ pub fn name_the_group_keys(sql: &str, schema: &Schema) -> Option<String> {
 ///             name: (*c).into(),
 ///             decl_type: "TEXT".into(),
 ///             samples: vec![],
+///             values: vec![],
 ///             primary_key: *pk,
 ///         })
 ///         .collect(),
@@ -639,6 +643,7 @@ pub fn group_by_row_key(sql: &str, schema: &Schema) -> Option<String> {
 ///             name: (*c).into(),
 ///             decl_type: "TEXT".into(),
 ///             samples: vec![],
+///             values: vec![],
 ///             primary_key: u32::from(i == 0),
 ///         })
 ///         .collect(),
@@ -809,6 +814,7 @@ pub fn compare_with_every_match(sql: &str) -> Option<String> {
 ///             name: (*c).into(),
 ///             decl_type: "TEXT".into(),
 ///             samples: vec![],
+///             values: vec![],
 ///             primary_key: u32::from(c.ends_with("Id")),
 ///         })
 ///         .collect(),
@@ -978,6 +984,7 @@ pub fn translate_date_functions(sql: &str) -> Option<String> {
 ///     name: name.into(),
 ///     decl_type: "TEXT".into(),
 ///     samples: vec![],
+///     values: vec![],
 ///     primary_key,
 /// };
 /// let table = |name: &str, columns: Vec<ColumnInfo>| TableInfo {
@@ -1166,6 +1173,7 @@ pub fn count_every_group(sql: &str, schema: &Schema) -> Option<String> {
 ///     name: name.into(),
 ///     decl_type: "INTEGER".into(),
 ///     samples: vec![],
+///     values: vec![],
 ///     primary_key: 0,
 /// };
 /// let table = |name: &str, columns: &[&str]| TableInfo {
@@ -1298,6 +1306,7 @@ pub(crate) fn conjuncts(e: &mut Expr) -> Vec<&mut Expr> {
 ///     name: name.into(),
 ///     decl_type: "TEXT".into(),
 ///     samples: vec![],
+///     values: vec![],
 ///     primary_key,
 /// };
 /// let table = |name: &str, columns: Vec<ColumnInfo>| TableInfo {
@@ -1527,6 +1536,7 @@ pub(crate) fn has_subquery(e: &Expr) -> bool {
 ///     name: name.into(),
 ///     decl_type: "TEXT".into(),
 ///     samples: vec![],
+///     values: vec![],
 ///     primary_key,
 /// };
 /// let table = |name: &str, columns: Vec<ColumnInfo>| TableInfo {
@@ -1663,6 +1673,7 @@ pub fn name_the_listed_rows(sql: &str, schema: &Schema) -> Option<String> {
 ///     name: name.into(),
 ///     decl_type: "INTEGER".into(),
 ///     samples: vec![],
+///     values: vec![],
 ///     primary_key: 0,
 /// };
 /// let schema = Schema {
@@ -2318,6 +2329,7 @@ mod tests {
                     name: (*c).into(),
                     decl_type: "TEXT".into(),
                     samples: vec![],
+                    values: vec![],
                     primary_key: *pk,
                 })
                 .collect(),

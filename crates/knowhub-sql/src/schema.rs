@@ -48,9 +48,38 @@ pub struct ColumnInfo {
     /// Position in the table's primary key (1-based); 0 when not part of it.
     #[serde(default)]
     pub primary_key: u32,
+    /// Every distinct text value of the column when it holds at most 200 of them, none longer
+    /// than 60 characters (statuses, teams, owners, countries), read where the table has at
+    /// most 200,000 rows; empty otherwise. The template path
+    /// matches a question's words against them: "李娜负责的项目" filters on an owner that three
+    /// samples would not show. Not serialized, nor shown to a model (the samples are).
+    #[serde(skip)]
+    pub values: Vec<String>,
 }
 
+/// Distinct values a column may have for `ColumnInfo::values` to list them all.
+pub(crate) const MAX_VALUES: usize = 200;
+/// Characters a listed value may have: longer text is prose, not a name to filter on.
+pub(crate) const MAX_VALUE_CHARS: usize = 60;
+/// Rows a table may have for its values to be read: a `DISTINCT` over more is a long scan.
+pub(crate) const MAX_VALUE_ROWS: u64 = 200_000;
+
 impl ColumnInfo {
+    /// The column's text values a question's words are matched against: all of them where
+    /// they are known ([`values`](Self::values)), else its text samples, less any cut short.
+    pub fn known_values(&self) -> Vec<&str> {
+        if !self.values.is_empty() {
+            return self.values.iter().map(String::as_str).collect();
+        }
+        self.samples
+            .iter()
+            .filter_map(|v| match v {
+                Value::Text(t) if !t.ends_with('…') => Some(t.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Whether the column holds numbers: INTEGER/REAL affinity, a NUMERIC/DECIMAL/MONEY declared
     /// type, or (no declared type) samples that are all numbers.
     pub fn is_numeric(&self) -> bool {
@@ -549,10 +578,16 @@ fn describe(
             Some(b) if samples_per_column > 0 => samples(conn, &q, &col, samples_per_column, b)?,
             _ => Vec::new(),
         };
+        let small = row_count.is_some_and(|n| n <= MAX_VALUE_ROWS);
+        let values = match budget(deadline) {
+            Some(b) if samples_per_column > 0 && small => all_values(conn, &q, &col, b)?,
+            _ => Vec::new(),
+        };
         columns.push(ColumnInfo {
             name: col,
             decl_type,
             samples,
+            values,
             primary_key,
         });
     }
@@ -627,6 +662,50 @@ fn budget(deadline: Instant) -> Option<Duration> {
 }
 
 /// Distinct sample values of one column; whatever was found before the budget ran out.
+/// Every distinct text value of `col` ([`ColumnInfo::values`]), or none when it has more than
+/// [`MAX_VALUES`], one is longer than [`MAX_VALUE_CHARS`], or the budget runs out.
+fn all_values(
+    conn: &mut Connection,
+    table: &str,
+    col: &str,
+    budget: Duration,
+) -> Result<Vec<String>> {
+    let c = quote_ident(col);
+    let sql = format!(
+        "SELECT DISTINCT {c} FROM {table} WHERE typeof({c}) = 'text' AND {c} <> '' LIMIT ?1"
+    );
+    set_deadline(conn, budget)?;
+    let mut out = Vec::new();
+    let mut complete = false;
+    if let Ok(mut stmt) = conn.prepare(&sql)
+        && let Ok(mut rows) = stmt.query([i64::try_from(MAX_VALUES + 1).unwrap_or(i64::MAX)])
+    {
+        complete = true;
+        loop {
+            match rows.next() {
+                Ok(Some(row)) => match row.get::<_, String>(0) {
+                    Ok(v) if v.chars().count() <= MAX_VALUE_CHARS => out.push(v),
+                    _ => {
+                        complete = false;
+                        break;
+                    }
+                },
+                Ok(None) => break,
+                // Interrupted at the deadline: the list may lack values.
+                Err(_) => {
+                    complete = false;
+                    break;
+                }
+            }
+        }
+    }
+    clear_deadline(conn)?;
+    if !complete || out.len() > MAX_VALUES {
+        out.clear();
+    }
+    Ok(out)
+}
+
 fn samples(
     conn: &mut Connection,
     table: &str,
@@ -713,6 +792,54 @@ mod tests {
         let sheet = s.table("sheet_销售").unwrap();
         assert_eq!(sheet.columns[0].name, "地区");
         assert!(sheet.columns[1].is_numeric());
+    }
+
+    #[test]
+    fn every_value_of_a_column_of_names_is_known_beyond_the_samples() {
+        let (_dir, path) = fixture();
+        let s = introspect(&path, 1).unwrap();
+        let c = s.table("Customer").unwrap();
+        let country = c.column("Country").unwrap();
+        assert_eq!(country.samples.len(), 1);
+        assert_eq!(country.values, ["Brazil", "Germany", "Canada", "Norway"]);
+        assert_eq!(
+            country.known_values(),
+            ["Brazil", "Germany", "Canada", "Norway"]
+        );
+        // A value longer than a sample is kept whole.
+        let name = c.column("Name").unwrap();
+        assert_eq!(
+            name.values.last().map(String::as_str),
+            Some("A very long name that goes on and on and on and on")
+        );
+        // No numbers, no blobs.
+        assert!(c.column("Photo").unwrap().values.is_empty());
+        assert!(s.table("order").unwrap().columns[1].values.is_empty());
+        // Without samples, no values are read either.
+        let bare = introspect(&path, 0).unwrap();
+        let bare_country = bare.table("Customer").unwrap().column("Country").unwrap();
+        assert!(bare_country.values.is_empty());
+        // More distinct values than a column of names has, or one too long to be a name: none
+        // listed, and the samples stand in, less any cut short.
+        let dir = tempfile::tempdir().unwrap();
+        let many = dir.path().join("many.sqlite");
+        let conn = Connection::open(&many).unwrap();
+        conn.execute_batch("CREATE TABLE t (code TEXT, note TEXT)")
+            .unwrap();
+        for i in 0..=MAX_VALUES {
+            conn.execute("INSERT INTO t VALUES (?1, 'short')", [format!("c{i}")])
+                .unwrap();
+        }
+        let prose = "x".repeat(MAX_VALUE_CHARS + 1);
+        conn.execute("INSERT INTO t VALUES ('c0', ?1)", [&prose])
+            .unwrap();
+        drop(conn);
+        let s = introspect(&many, 3).unwrap();
+        let t = s.table("t").unwrap();
+        assert!(t.columns[0].values.is_empty());
+        assert_eq!(t.columns[0].known_values(), ["c0", "c1", "c2"]);
+        assert!(t.columns[1].values.is_empty());
+        assert_eq!(t.columns[1].known_values(), ["short"]);
     }
 
     #[test]

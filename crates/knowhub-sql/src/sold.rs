@@ -117,6 +117,7 @@ fn quantity_of(table: &TableInfo) -> Option<String> {
 ///     name: name.into(),
 ///     decl_type: "NUMERIC".into(),
 ///     samples: vec![],
+///     values: vec![],
 ///     primary_key: 0,
 /// };
 /// let schema = Schema {
@@ -244,6 +245,7 @@ mod tests {
                     name: (*c).into(),
                     decl_type: "NUMERIC".into(),
                     samples: vec![],
+                    values: vec![],
                     primary_key: 0,
                 })
                 .collect(),

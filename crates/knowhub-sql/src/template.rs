@@ -1114,11 +1114,7 @@ fn translate(text: &str, schema: &Schema) -> String {
         names.push(t.name.clone());
         for c in &t.columns {
             names.push(c.name.clone());
-            for s in &c.samples {
-                if let Value::Text(s) = s {
-                    names.push(s.clone());
-                }
-            }
+            names.extend(c.known_values().into_iter().map(str::to_owned));
         }
     }
     for name in names.iter().filter(|n| n.chars().any(is_cjk)) {
@@ -1500,12 +1496,9 @@ fn mentions_something_of(q: &Question, table: &TableInfo) -> bool {
     table.columns.iter().any(|c| {
         (!is_id_like(c) && q.find_all(&ident_parts(&c.name)).is_some())
             || (c.is_boolean() && flag_mention(q, c).is_some())
-            || c.samples.iter().any(|s| match s {
-                Value::Text(s) if s.chars().count() >= 2 && !s.ends_with('…') => {
-                    let part: Vec<String> = tokenize(s).into_iter().map(|t| t.norm).collect();
-                    q.find(&part).is_some()
-                }
-                _ => false,
+            || c.known_values().into_iter().any(|s| {
+                let part: Vec<String> = tokenize(s).into_iter().map(|t| t.norm).collect();
+                s.chars().count() >= 2 && q.find(&part).is_some()
             })
     })
 }
@@ -1516,7 +1509,7 @@ fn pick_filter<'t>(
     table: &'t TableInfo,
 ) -> Option<Option<(&'t ColumnInfo, Filter)>> {
     let text_cols: Vec<&ColumnInfo> = table.columns.iter().filter(|c| c.is_text()).collect();
-    // 1. A quoted value: the column whose samples have it, else the one text column named.
+    // 1. A quoted value: the column that has it, else the one text column named.
     if let Some(value) = q.quoted.first().cloned() {
         if q.quoted.len() > 1 {
             return None;
@@ -1525,10 +1518,10 @@ fn pick_filter<'t>(
         let holders: Vec<(&ColumnInfo, String)> = text_cols
             .iter()
             .filter_map(|c| {
-                c.samples.iter().find_map(|s| match s {
-                    Value::Text(t) if t.to_lowercase() == lower => Some((*c, t.clone())),
-                    _ => None,
-                })
+                c.known_values()
+                    .into_iter()
+                    .find(|t| t.to_lowercase() == lower)
+                    .map(|t| (*c, t.to_owned()))
             })
             .collect();
         if let [(c, v)] = holders.as_slice() {
@@ -1547,17 +1540,17 @@ fn pick_filter<'t>(
             _ => None,
         };
     }
-    // 2. A sample value of a text column, longest match first.
+    // 2. A value of a text column (any where the column's values are known, else a sample),
+    // longest match first.
     let mut matches: Vec<(usize, &ColumnInfo, String, usize)> = Vec::new();
     for c in &text_cols {
-        for s in &c.samples {
-            let Value::Text(s) = s else { continue };
-            if s.chars().count() < 2 || s.ends_with('…') {
+        for s in c.known_values() {
+            if s.chars().count() < 2 {
                 continue;
             }
             let part: Vec<String> = tokenize(s).into_iter().map(|t| t.norm).collect();
             if let Some(start) = q.find(&part) {
-                matches.push((part.len(), *c, s.clone(), start));
+                matches.push((part.len(), *c, s.to_owned(), start));
             }
         }
     }

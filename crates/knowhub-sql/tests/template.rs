@@ -1034,3 +1034,32 @@ fn a_table_of_people_is_named_by_any_word_for_people() {
         Some("SELECT COUNT(*) FROM \"Employee\"")
     );
 }
+
+#[test]
+fn a_value_is_found_beyond_the_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_fixture(dir.path());
+    // One sample per column: "Brazil", "Audio", "prod".
+    let schema = introspect(&db, 1).unwrap();
+    let cases = [
+        (
+            "How many customers are in Norway?",
+            "SELECT COUNT(*) FROM \"Customer\" WHERE \"Country\" = 'Norway'",
+        ),
+        (
+            "How many test projects are there?",
+            "SELECT COUNT(*) FROM \"Projects\" WHERE \"Environment\" = 'test'",
+        ),
+        (
+            "Video团队有哪些人？",
+            "SELECT \"Name\" FROM \"Staff\" WHERE \"Team\" = 'Video'",
+        ),
+    ];
+    for (question, want) in cases {
+        assert_eq!(
+            template_sql(question, &schema).as_deref(),
+            Some(want),
+            "{question}"
+        );
+    }
+}

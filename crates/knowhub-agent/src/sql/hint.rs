@@ -409,6 +409,7 @@ mod tests {
             name: name.into(),
             decl_type: "TEXT".into(),
             samples: Vec::new(),
+            values: vec![],
             primary_key: pk,
         };
         let fk = |from: &str, to: &str| ForeignKey {

@@ -1367,6 +1367,7 @@ mod tests {
             name: name.into(),
             decl_type: ty.into(),
             samples: samples.iter().map(|s| Value::Text((*s).into())).collect(),
+            values: vec![],
             primary_key: pk,
         };
         let fk = |from: &str, to: &str, to_col: &str| ForeignKey {
@@ -1698,6 +1699,7 @@ mod tests {
                     name: (*c).into(),
                     decl_type: "INTEGER".into(),
                     samples: vec![],
+                    values: vec![],
                     primary_key: *pk,
                 })
                 .collect(),

@@ -9,6 +9,7 @@ fn col(name: &str) -> ColumnInfo {
         name: name.into(),
         decl_type: "TEXT".into(),
         samples: Vec::new(),
+        values: vec![],
         primary_key: 0,
     }
 }
