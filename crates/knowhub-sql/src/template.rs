@@ -1498,9 +1498,17 @@ fn mentions_something_of(q: &Question, table: &TableInfo) -> bool {
             || (c.is_boolean() && flag_mention(q, c).is_some())
             || c.known_values().into_iter().any(|s| {
                 let part: Vec<String> = tokenize(s).into_iter().map(|t| t.norm).collect();
-                s.chars().count() >= 2 && q.find(&part).is_some()
+                is_matched_value(s) && q.find(&part).is_some()
             })
     })
+}
+
+/// Whether a column's value is looked for among a question's words: two characters or more,
+/// and a letter among them. A number in a question is a year, a count or a bound, not a code
+/// that happens to be written the same ("invoices from the year 2010" beside the postcode
+/// 2010).
+fn is_matched_value(value: &str) -> bool {
+    value.chars().count() >= 2 && value.chars().any(char::is_alphabetic)
 }
 
 /// The filter `(column, value)`: `Some(None)` for no filter, `None` when unsure.
@@ -1545,7 +1553,7 @@ fn pick_filter<'t>(
     let mut matches: Vec<(usize, &ColumnInfo, String, usize)> = Vec::new();
     for c in &text_cols {
         for s in c.known_values() {
-            if s.chars().count() < 2 {
+            if !is_matched_value(s) {
                 continue;
             }
             let part: Vec<String> = tokenize(s).into_iter().map(|t| t.norm).collect();

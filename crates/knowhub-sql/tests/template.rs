@@ -1062,4 +1062,24 @@ fn a_value_is_found_beyond_the_samples() {
             "{question}"
         );
     }
+    // A code written as a number is not read into a number the question states.
+    let with_codes = tempfile::tempdir().unwrap();
+    let db = with_codes.path().join("codes.sqlite");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "CREATE TABLE Invoice (InvoiceId INTEGER PRIMARY KEY, InvoiceDate DATETIME,
+                               BillingPostalCode TEXT, Total NUMERIC(10,2));
+         INSERT INTO Invoice VALUES (1, '2009-01-01 00:00:00', '70174', 1.98),
+                                    (2, '2010-02-01 00:00:00', '2010', 3.96);",
+    )
+    .unwrap();
+    drop(c);
+    let schema = introspect(&db, 1).unwrap();
+    assert_eq!(
+        template_sql("Show all invoices from the year 2010.", &schema).as_deref(),
+        Some(
+            "SELECT * FROM \"Invoice\" WHERE \"InvoiceDate\" >= '2010-01-01' AND \
+             \"InvoiceDate\" < '2011-01-01'"
+        )
+    );
 }
