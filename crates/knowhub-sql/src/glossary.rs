@@ -189,6 +189,8 @@ pub(crate) const CHINESE: &[(&str, &str)] = &[
     ("环境", "environment"),
     ("状态", "status"),
     ("负责人", "owner"),
+    // The verb, for a column of owners: "李娜负责的项目".
+    ("负责", "own"),
     ("角色", "role"),
     ("岗位", "role"),
     ("预算", "budget"),

@@ -2345,9 +2345,36 @@ fn name_columns(table: &TableInfo) -> Vec<&ColumnInfo> {
         .collect()
 }
 
+/// Consumes the words that name `c`, the column a value was found in: its name ("owner
+/// 李娜"), or the verb a one-word name of a doer comes from, with "by" after it ("owned by
+/// Daniel Ng", "does Emily Carter own", "李娜负责的" — 负责 arrives as "own").
 fn consume_column_mention(q: &mut Question, c: &ColumnInfo) {
-    if let Some(spans) = q.find_all(&ident_parts(&c.name)) {
+    let parts = ident_parts(&c.name);
+    if let Some(spans) = q.find_all(&parts) {
         q.consume_all(&spans);
+        return;
+    }
+    let words = parts.concat();
+    let [word] = words.as_slice() else {
+        return;
+    };
+    let Some(stem) = word.strip_suffix("er").or_else(|| word.strip_suffix("or")) else {
+        return;
+    };
+    let verb = |w: &str| {
+        w.strip_prefix(stem)
+            .is_some_and(|end| ["", "e", "s", "es", "ed", "d", "ing"].contains(&end))
+    };
+    if stem.chars().count() < 3 {
+        return;
+    }
+    if let Some(i) = q
+        .toks
+        .iter()
+        .position(|t| !t.used && !t.cjk && verb(&t.norm))
+    {
+        let by = q.toks.get(i + 1).is_some_and(|t| !t.used && t.norm == "by");
+        q.consume(i, 1 + usize::from(by));
     }
 }
 

@@ -1083,3 +1083,46 @@ fn a_value_is_found_beyond_the_samples() {
         )
     );
 }
+
+#[test]
+fn a_column_of_doers_is_named_by_its_verb() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("owners.sqlite");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "CREATE TABLE Projects (Project TEXT, Owner TEXT, Budget INTEGER);
+         INSERT INTO Projects VALUES ('Mixer', 'Ada Li', 100), ('Portal', 'Emily Carter', 50),
+                                     ('Console', 'Emily Carter', 70), ('Rollout', 'Daniel Ng', 90),
+                                     ('Mapper', '李娜', 60);",
+    )
+    .unwrap();
+    drop(c);
+    let schema = introspect(&db, 1).unwrap();
+    let cases: &[(&str, Option<&str>)] = &[
+        (
+            "How many projects does Emily Carter own?",
+            Some("SELECT COUNT(*) FROM \"Projects\" WHERE \"Owner\" = 'Emily Carter'"),
+        ),
+        (
+            "Which projects are owned by Daniel Ng?",
+            Some("SELECT * FROM \"Projects\" WHERE \"Owner\" = 'Daniel Ng'"),
+        ),
+        (
+            "李娜负责的项目有哪些？",
+            Some("SELECT * FROM \"Projects\" WHERE \"Owner\" = '李娜'"),
+        ),
+        (
+            "projects of owner Ada Li",
+            Some("SELECT * FROM \"Projects\" WHERE \"Owner\" = 'Ada Li'"),
+        ),
+        // The verb of another column's doer is not this column's.
+        ("Which projects are managed by Daniel Ng?", None),
+    ];
+    for (question, want) in cases {
+        assert_eq!(
+            template_sql(question, &schema).as_deref(),
+            *want,
+            "{question}"
+        );
+    }
+}
