@@ -345,7 +345,7 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
         (Some(_), _, _) => return None,
         (None, _, _) => (None, None, None),
     };
-    let filter = pick_filter(&mut q, table)?;
+    let filter = pick_filter(&mut q, schema, table)?;
     let comparison = pick_comparison(&mut q, table)?;
     let year = pick_year(&mut q, table)?;
     let missing = pick_missing(&mut q, table);
@@ -444,6 +444,22 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
             value.replace('\'', "''")
         )),
         Some((col, Filter::True)) => conditions.push(format!("{} = 1", own(&col.name))),
+        Some((
+            col,
+            Filter::Parent {
+                table,
+                key,
+                column,
+                value,
+            },
+        )) => conditions.push(format!(
+            "{} IN (SELECT {} FROM {} WHERE {} = '{}')",
+            own(&col.name),
+            quote_ident(&key),
+            quote_ident(&table),
+            quote_ident(&column),
+            value.replace('\'', "''")
+        )),
         None => {}
     }
     if let Some(c) = comparison {
@@ -837,6 +853,14 @@ enum Filter {
     Text(String),
     /// A yes/no column that is true: "staff on probation".
     True,
+    /// A parent row's value, the column being the foreign key that leads to it: "jazz tracks"
+    /// is `GenreId IN (SELECT GenreId FROM Genre WHERE Name = 'Jazz')`.
+    Parent {
+        table: String,
+        key: String,
+        column: String,
+        value: String,
+    },
 }
 
 /// Token spans `(start, len)` of a match.
@@ -1503,6 +1527,101 @@ fn mentions_something_of(q: &Question, table: &TableInfo) -> bool {
     })
 }
 
+/// A filter on a value of the parent row a declared single-column foreign key of `table`
+/// leads to, its words consumed: "jazz tracks", "tracks on Let There Be Rock", "Accept的专辑".
+/// The parent's table name said beside it is consumed too ("the Rock genre"). `Some(None)`
+/// when no parent value is named; `None` when two are, equally long.
+fn parent_filter<'t>(
+    q: &mut Question,
+    schema: &'t Schema,
+    table: &'t TableInfo,
+) -> Option<Option<(&'t ColumnInfo, Filter)>> {
+    struct Found<'a> {
+        len: usize,
+        start: usize,
+        child: &'a ColumnInfo,
+        parent: &'a TableInfo,
+        key: String,
+        column: &'a ColumnInfo,
+        value: String,
+    }
+    let mut found: Vec<Found<'t>> = Vec::new();
+    for fk in &table.foreign_keys {
+        let [col] = fk.columns.as_slice() else {
+            continue;
+        };
+        let (Some(child), Some(parent)) = (table.column(col), schema.table(&fk.ref_table)) else {
+            continue;
+        };
+        let key = match fk.ref_columns.as_slice() {
+            [k] => k.clone(),
+            [] => match parent
+                .columns
+                .iter()
+                .filter(|c| c.primary_key > 0)
+                .collect::<Vec<_>>()[..]
+            {
+                [k] => k.name.clone(),
+                _ => continue,
+            },
+            _ => continue,
+        };
+        for column in parent.columns.iter().filter(|c| c.is_text()) {
+            for value in column.known_values() {
+                if !is_matched_value(value) {
+                    continue;
+                }
+                let part: Vec<String> = tokenize(value).into_iter().map(|t| t.norm).collect();
+                if let Some(start) = q.find(&part) {
+                    found.push(Found {
+                        len: part.len(),
+                        start,
+                        child,
+                        parent,
+                        key: key.clone(),
+                        column,
+                        value: value.to_owned(),
+                    });
+                }
+            }
+        }
+    }
+    found.sort_by_key(|f| std::cmp::Reverse(f.len));
+    let Some(best) = found.first() else {
+        return Some(None);
+    };
+    if found[1..].iter().any(|f| f.len == best.len) {
+        return None;
+    }
+    q.consume(best.start, best.len);
+    // "tracks on Let There Be Rock", "albums by AC/DC", "tracks in the Rock genre": the word
+    // that leads to the parent.
+    let mut at = best.start;
+    if at > 0 && q.phrase_at(at - 1, &["the"]) {
+        at -= 1;
+    }
+    if let Some(i) = at.checked_sub(1).filter(|&i| {
+        ["on", "in", "by", "from", "of"]
+            .iter()
+            .any(|w| q.phrase_at(i, &[w]))
+    }) {
+        q.consume(i, best.start - i);
+    }
+    if let Some(spans) = q.find_all(&ident_parts(&best.parent.name)) {
+        q.consume_all(&spans);
+    }
+    consume_column_mention(q, best.column);
+    Some(Some((
+        best.child,
+        Filter::Parent {
+            table: best.parent.name.clone(),
+            key: best.key.clone(),
+            column: best.column.name.clone(),
+            value: best.value.clone(),
+        },
+    )))
+}
+
 /// Whether a column's value is looked for among a question's words: two characters or more,
 /// and a letter among them. A number in a question is a year, a count or a bound, not a code
 /// that happens to be written the same ("invoices from the year 2010" beside the postcode
@@ -1514,6 +1633,7 @@ fn is_matched_value(value: &str) -> bool {
 /// The filter `(column, value)`: `Some(None)` for no filter, `None` when unsure.
 fn pick_filter<'t>(
     q: &mut Question,
+    schema: &'t Schema,
     table: &'t TableInfo,
 ) -> Option<Option<(&'t ColumnInfo, Filter)>> {
     let text_cols: Vec<&ColumnInfo> = table.columns.iter().filter(|c| c.is_text()).collect();
@@ -1575,7 +1695,11 @@ fn pick_filter<'t>(
         consume_column_mention(q, col);
         return Some(Some((col, Filter::Text(value))));
     }
-    // 3. "from <Country>": the table's country column.
+    // 3. A value of a parent row a declared foreign key leads to.
+    if let Some(found) = parent_filter(q, schema, table)? {
+        return Some(Some(found));
+    }
+    // 4. "from <Country>": the table's country column.
     for i in 0..q.toks.len().saturating_sub(1) {
         if q.toks[i].norm != "from" || q.toks[i + 1].used {
             continue;
@@ -1607,7 +1731,7 @@ fn pick_filter<'t>(
             };
         }
     }
-    // 4. A yes/no column named by its words: "staff on probation" (`On probation` true).
+    // 5. A yes/no column named by its words: "staff on probation" (`On probation` true).
     let flags: Vec<(&ColumnInfo, Spans)> = table
         .columns
         .iter()

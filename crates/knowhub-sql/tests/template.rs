@@ -199,7 +199,16 @@ fn questions_to_sql() {
             Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'USA'"),
             None,
         ),
-        ("albums by AC/DC", None, None),
+        // The artist is a parent row (was not understood before the template read parents'
+        // values).
+        (
+            "albums by AC/DC",
+            Some(
+                "SELECT * FROM \"Album\" WHERE \"ArtistId\" IN (SELECT \"ArtistId\" FROM \
+                 \"Artist\" WHERE \"Name\" = 'AC/DC')",
+            ),
+            Some(Value::Integer(1)),
+        ),
         (
             "names of all artists",
             Some("SELECT \"Name\" FROM \"Artist\""),
@@ -605,6 +614,31 @@ fn questions_to_sql() {
         ),
         // Which of the track's numbers is meant is a guess.
         ("tracks above average", None, None),
+        // A value of the parent row a foreign key leads to.
+        (
+            "How many tracks are on Let There Be Rock?",
+            Some(
+                "SELECT COUNT(*) FROM \"Track\" WHERE \"AlbumId\" IN (SELECT \"AlbumId\" FROM \
+                 \"Album\" WHERE \"Title\" = 'Let There Be Rock')",
+            ),
+            Some(Value::Integer(3)),
+        ),
+        (
+            "Accept的专辑有哪些？",
+            Some(
+                "SELECT * FROM \"Album\" WHERE \"ArtistId\" IN (SELECT \"ArtistId\" FROM \
+                 \"Artist\" WHERE \"Name\" = 'Accept')",
+            ),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "How many albums does Aerosmith have?",
+            Some(
+                "SELECT COUNT(*) FROM \"Album\" WHERE \"ArtistId\" IN (SELECT \"ArtistId\" FROM \
+                 \"Artist\" WHERE \"Name\" = 'Aerosmith')",
+            ),
+            Some(Value::Integer(0)),
+        ),
         // A word for money points to the one column of money; "sales" or "revenue" might not
         // be what it holds (a budget is neither).
         (
