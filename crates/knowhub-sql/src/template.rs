@@ -1332,6 +1332,24 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
         }
     }
     best.sort_by_key(|(score, _, _)| std::cmp::Reverse(*score));
+    // "tracks in the Jazz genre", "albums of the artist AC/DC": a table and its parent named
+    // alike are the rows and the parent they are filtered by, which the filter reads.
+    if let [(s1, a, _), (s2, b, _), rest @ ..] = best.as_slice()
+        && s1 == s2
+        && rest.first().is_none_or(|(s3, _, _)| s3 < s1)
+    {
+        let leads_to = |child: &TableInfo, parent: &TableInfo| {
+            child
+                .foreign_keys
+                .iter()
+                .any(|fk| fk.ref_table.eq_ignore_ascii_case(&parent.name))
+        };
+        match (leads_to(a, b), leads_to(b, a)) {
+            (true, false) => best.remove(1),
+            (false, true) => best.remove(0),
+            _ => return None,
+        };
+    }
     match best.as_slice() {
         [(s1, _, _), (s2, _, _), ..] if s1 == s2 => None,
         [(_, t, spans), ..] => {
@@ -1594,9 +1612,14 @@ fn parent_filter<'t>(
         return None;
     }
     q.consume(best.start, best.len);
-    // "tracks on Let There Be Rock", "albums by AC/DC", "tracks in the Rock genre": the word
-    // that leads to the parent.
+    // "tracks on Let There Be Rock", "albums by AC/DC", "tracks in the Rock genre", "tracks on
+    // the album Let There Be Rock": the words that lead to the parent.
     let mut at = best.start;
+    let parent_words = ident_parts(&best.parent.name).concat();
+    let named: Vec<&str> = parent_words.iter().map(String::as_str).collect();
+    if at >= named.len() && q.phrase_at(at - named.len(), &named) {
+        at -= named.len();
+    }
     if at > 0 && q.phrase_at(at - 1, &["the"]) {
         at -= 1;
     }
@@ -1606,6 +1629,8 @@ fn parent_filter<'t>(
             .any(|w| q.phrase_at(i, &[w]))
     }) {
         q.consume(i, best.start - i);
+    } else {
+        q.consume(at, best.start - at);
     }
     if let Some(spans) = q.find_all(&ident_parts(&best.parent.name)) {
         q.consume_all(&spans);

@@ -631,6 +631,17 @@ fn questions_to_sql() {
             ),
             Some(Value::Integer(2)),
         ),
+        // A table and its parent named alike: the rows, filtered by the parent.
+        (
+            "Show all tracks on the album Let There Be Rock.",
+            Some(
+                "SELECT * FROM \"Track\" WHERE \"AlbumId\" IN (SELECT \"AlbumId\" FROM \
+                 \"Album\" WHERE \"Title\" = 'Let There Be Rock')",
+            ),
+            Some(Value::Integer(1)),
+        ),
+        // The parent is what is asked for: not understood.
+        ("Which album is the track Go Down on?", None, None),
         (
             "How many albums does Aerosmith have?",
             Some(
