@@ -1717,6 +1717,12 @@ fn pick_filter<'t>(
             return None;
         }
         q.consume(start, len);
+        // "Who is on the Firmware team?": "on" leads to the value ("in", "of" and "from" are
+        // stop words).
+        let at = start - usize::from(start > 0 && q.phrase_at(start - 1, &["the"]));
+        if at > 0 && q.phrase_at(at - 1, &["on"]) {
+            q.consume(at - 1, start - at + 1);
+        }
         consume_column_mention(q, col);
         return Some(Some((col, Filter::Text(value))));
     }

@@ -1099,6 +1099,11 @@ fn a_value_is_found_beyond_the_samples() {
             "Video团队有哪些人？",
             "SELECT \"Name\" FROM \"Staff\" WHERE \"Team\" = 'Video'",
         ),
+        // "on" leads to a value.
+        (
+            "Who is on the Video team?",
+            "SELECT \"Name\" FROM \"Staff\" WHERE \"Team\" = 'Video'",
+        ),
     ];
     for (question, want) in cases {
         assert_eq!(
