@@ -1547,8 +1547,9 @@ fn mentions_something_of(q: &Question, table: &TableInfo) -> bool {
 
 /// A filter on a value of the parent row a declared single-column foreign key of `table`
 /// leads to, its words consumed: "jazz tracks", "tracks on Let There Be Rock", "Accept的专辑".
-/// The parent's table name said beside it is consumed too ("the Rock genre"). `Some(None)`
-/// when no parent value is named; `None` when two are, equally long.
+/// The parent's table name said right beside it is consumed too ("the Rock genre", "the album
+/// Let There Be Rock"). `Some(None)` when no parent value is named; `None` when two are,
+/// equally long.
 fn parent_filter<'t>(
     q: &mut Question,
     schema: &'t Schema,
@@ -1632,10 +1633,12 @@ fn parent_filter<'t>(
     } else {
         q.consume(at, best.start - at);
     }
-    if let Some(spans) = q.find_all(&ident_parts(&best.parent.name)) {
-        q.consume_all(&spans);
+    // "the Rock genre": the parent's name right after the value. Said anywhere else, it may be
+    // what is asked for ("How many genres have rock tracks?"), and stays unexplained.
+    let end = best.start + best.len;
+    if q.phrase_at(end, &named) {
+        q.consume(end, named.len());
     }
-    consume_column_mention(q, best.column);
     Some(Some((
         best.child,
         Filter::Parent {

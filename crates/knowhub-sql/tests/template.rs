@@ -642,6 +642,16 @@ fn questions_to_sql() {
         ),
         // The parent is what is asked for: not understood.
         ("Which album is the track Go Down on?", None, None),
+        ("How many artists have AC/DC albums?", None, None),
+        // The child's own column named beside the parent's value.
+        (
+            "Show the titles of the albums by Accept.",
+            Some(
+                "SELECT \"Title\" FROM \"Album\" WHERE \"ArtistId\" IN (SELECT \"ArtistId\" \
+                 FROM \"Artist\" WHERE \"Name\" = 'Accept')",
+            ),
+            Some(Value::Text("Balls to the Wall".into())),
+        ),
         (
             "How many albums does Aerosmith have?",
             Some(
