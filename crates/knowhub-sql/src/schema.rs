@@ -50,9 +50,10 @@ pub struct ColumnInfo {
     pub primary_key: u32,
     /// Every distinct text value of the column when it holds at most 200 of them, none longer
     /// than 60 characters (statuses, teams, owners, countries), read where the table has at
-    /// most 200,000 rows; empty otherwise. The template path
-    /// matches a question's words against them: "李娜负责的项目" filters on an owner that three
-    /// samples would not show. Not serialized, nor shown to a model (the samples are).
+    /// most 200,000 rows, with the time left once every table's samples are read; empty
+    /// otherwise. The template path matches a question's words against them: "李娜负责的项目"
+    /// filters on an owner that three samples would not show. Not serialized, nor shown to a
+    /// model (the samples are).
     #[serde(skip)]
     pub values: Vec<String>,
 }
@@ -527,6 +528,20 @@ pub fn introspect(db_path: impl AsRef<Path>, samples_per_column: usize) -> Resul
             Err(e) => tracing::warn!(table = %name, error = %e, "skipping unreadable table"),
         }
     }
+    // Every table's samples first, for the prompt; then, with the time left, every value of
+    // the columns of names, for the template.
+    if samples_per_column > 0 {
+        for t in &mut tables {
+            if t.row_count.is_none_or(|n| n > MAX_VALUE_ROWS) {
+                continue;
+            }
+            let q = quote_ident(&t.name);
+            for c in &mut t.columns {
+                let Some(b) = budget(deadline) else { break };
+                c.values = all_values(&mut conn, &q, &c.name, b)?;
+            }
+        }
+    }
     tables.sort_by(|a, b| {
         a.name
             .to_lowercase()
@@ -578,16 +593,11 @@ fn describe(
             Some(b) if samples_per_column > 0 => samples(conn, &q, &col, samples_per_column, b)?,
             _ => Vec::new(),
         };
-        let small = row_count.is_some_and(|n| n <= MAX_VALUE_ROWS);
-        let values = match budget(deadline) {
-            Some(b) if samples_per_column > 0 && small => all_values(conn, &q, &col, b)?,
-            _ => Vec::new(),
-        };
         columns.push(ColumnInfo {
             name: col,
             decl_type,
             samples,
-            values,
+            values: Vec::new(),
             primary_key,
         });
     }
@@ -661,7 +671,6 @@ fn budget(deadline: Instant) -> Option<Duration> {
     (!left.is_zero()).then(|| left.min(QUERY_BUDGET))
 }
 
-/// Distinct sample values of one column; whatever was found before the budget ran out.
 /// Every distinct text value of `col` ([`ColumnInfo::values`]), or none when it has more than
 /// [`MAX_VALUES`], one is longer than [`MAX_VALUE_CHARS`], or the budget runs out.
 fn all_values(
@@ -706,6 +715,7 @@ fn all_values(
     Ok(out)
 }
 
+/// Distinct sample values of one column; whatever was found before the budget ran out.
 fn samples(
     conn: &mut Connection,
     table: &str,

@@ -2519,13 +2519,14 @@ fn consume_column_mention(q: &mut Question, c: &ColumnInfo) {
     let Some(stem) = word.strip_suffix("er").or_else(|| word.strip_suffix("or")) else {
         return;
     };
+    // "user" gives no verb to look for.
+    if stem.chars().count() < 3 {
+        return;
+    }
     let verb = |w: &str| {
         w.strip_prefix(stem)
             .is_some_and(|end| ["", "e", "s", "es", "ed", "d", "ing"].contains(&end))
     };
-    if stem.chars().count() < 3 {
-        return;
-    }
     if let Some(i) = q
         .toks
         .iter()
@@ -2540,7 +2541,7 @@ fn consume_column_mention(q: &mut Question, c: &ColumnInfo) {
 /// the table's only numeric non-id column.
 fn pick_measure<'t>(q: &mut Question, table: &'t TableInfo) -> Option<&'t ColumnInfo> {
     let column = named_measure(q, table)?;
-    // "the total sales amount of all invoices" over `Total`: the words that say it is money.
+    // "the average amount of an invoice" over `Total`: the words that say it is money.
     if is_money_column(column) {
         consume_measure_words(q, Measure::Money, table, column);
     }
@@ -2569,7 +2570,7 @@ fn named_measure<'t>(q: &mut Question, table: &'t TableInfo) -> Option<&'t Colum
         }
         [] => {
             // "the maximum price": the one column whose last word is named; "the average track
-            // length": the one duration column; "the total revenue": the one of money.
+            // length": the one duration column; "the average amount": the one of money.
             if let [(c, spans)] = named_columns(q, &numeric).as_slice() {
                 q.consume_all(spans);
                 consume_repeats(q, c);
