@@ -404,9 +404,18 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
         Intent::List if group.is_some() => return None,
         Intent::List => {
             let mut cols = mentioned_columns(&mut q, table);
-            // "Who is on probation?" asks for the people's names.
+            // "Who owns the Customer Portal project?" asks for its owner; "Who is on
+            // probation?" for the people's names.
             if cols.is_empty() && q.asks_who {
-                cols = name_columns(table);
+                let doers: Vec<&ColumnInfo> = table
+                    .columns
+                    .iter()
+                    .filter(|c| c.is_text() && doer_verb_at(&q, c).is_some())
+                    .collect();
+                cols = match doers.as_slice() {
+                    [c] if consume_doer_verb(&mut q, c) => vec![*c],
+                    _ => name_columns(table),
+                };
             }
             if cols.is_empty() {
                 // "all the different media types": the rows, each once.
@@ -1459,8 +1468,8 @@ fn pick_grouped_table<'s>(
         let phrase: Vec<String> = phrase.iter().map(|t| t.norm.clone()).collect();
         let mut grouped = q.clone();
         grouped.consume(marker, start + len - marker);
-        // "for each": "for" belongs to the marker.
-        if marker > 0 && grouped.toks[marker - 1].norm == "for" {
+        // "for each", "on each team": the word belongs to the marker.
+        if marker > 0 && ["for", "on"].contains(&grouped.toks[marker - 1].norm.as_str()) {
             grouped.consume(marker - 1, 1);
         }
         // Without a named table, the only table with such a column: "各团队有多少人" is
@@ -2276,6 +2285,11 @@ fn date_verb<'t>(q: &Question, dates: &[&'t ColumnInfo]) -> Option<(&'t ColumnIn
         if w == "born" {
             stems.push("birth".into());
         }
+        // Joining a company is being hired: "staff who joined in 2023" (入职 arrives as
+        // "hired").
+        if w == "joined" {
+            stems.push("hire".into());
+        }
         if let Some(stem) = w.strip_suffix("ed") {
             stems.push(stem.to_owned());
             // "shipped" → "ship", "hired" → "hire".
@@ -2507,34 +2521,44 @@ fn name_columns(table: &TableInfo) -> Vec<&ColumnInfo> {
 /// 李娜"), or the verb a one-word name of a doer comes from, with "by" after it ("owned by
 /// Daniel Ng", "does Emily Carter own", "李娜负责的" — 负责 arrives as "own").
 fn consume_column_mention(q: &mut Question, c: &ColumnInfo) {
-    let parts = ident_parts(&c.name);
-    if let Some(spans) = q.find_all(&parts) {
+    if let Some(spans) = q.find_all(&ident_parts(&c.name)) {
         q.consume_all(&spans);
         return;
     }
-    let words = parts.concat();
+    consume_doer_verb(q, c);
+}
+
+/// Where the question says the verb `c`'s one-word name of a doer comes from ("owns", "owned"
+/// for `Owner`; "managed" for `Manager`): the token's position.
+fn doer_verb_at(q: &Question, c: &ColumnInfo) -> Option<usize> {
+    let words = ident_parts(&c.name).concat();
     let [word] = words.as_slice() else {
-        return;
+        return None;
     };
-    let Some(stem) = word.strip_suffix("er").or_else(|| word.strip_suffix("or")) else {
-        return;
-    };
+    let stem = word
+        .strip_suffix("er")
+        .or_else(|| word.strip_suffix("or"))?;
     // "user" gives no verb to look for.
     if stem.chars().count() < 3 {
-        return;
+        return None;
     }
     let verb = |w: &str| {
         w.strip_prefix(stem)
             .is_some_and(|end| ["", "e", "s", "es", "ed", "d", "ing"].contains(&end))
     };
-    if let Some(i) = q
-        .toks
+    q.toks
         .iter()
         .position(|t| !t.used && !t.cjk && verb(&t.norm))
-    {
-        let by = q.toks.get(i + 1).is_some_and(|t| !t.used && t.norm == "by");
-        q.consume(i, 1 + usize::from(by));
-    }
+}
+
+/// Consumes the verb of `c` ([`doer_verb_at`]) and a "by" after it; whether there was one.
+fn consume_doer_verb(q: &mut Question, c: &ColumnInfo) -> bool {
+    let Some(i) = doer_verb_at(q, c) else {
+        return false;
+    };
+    let by = q.toks.get(i + 1).is_some_and(|t| !t.used && t.norm == "by");
+    q.consume(i, 1 + usize::from(by));
+    true
 }
 
 /// The numeric column to sum or average: the one named (most words winning, ties unsure), else

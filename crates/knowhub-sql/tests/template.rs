@@ -783,6 +783,12 @@ fn questions_to_sql() {
             Some("SELECT * FROM \"Employee\" WHERE \"HireDate\" >= '2003-01-01'"),
             Some(Value::Integer(3)),
         ),
+        // Joining is being hired.
+        (
+            "Which employees joined after 2002?",
+            Some("SELECT * FROM \"Employee\" WHERE \"HireDate\" >= '2003-01-01'"),
+            Some(Value::Integer(3)),
+        ),
         (
             "2002年以后入职的员工",
             Some("SELECT * FROM \"Employee\" WHERE \"HireDate\" >= '2003-01-01'"),
@@ -1071,6 +1077,10 @@ fn a_table_of_people_is_named_by_any_word_for_people() {
         ),
         ("有超过1名员工的团队有哪些？", &[("Audio", 2)]),
         ("Which teams have more than 1 person?", &[("Audio", 2)]),
+        (
+            "How many people are on each team?",
+            &[("Audio", 2), ("Video", 1)],
+        ),
     ] {
         let want: Vec<(String, i64)> = want.iter().map(|(n, c)| (n.to_string(), *c)).collect();
         assert_eq!(named_counts(&db, &schema, question), want, "{question}");
@@ -1177,6 +1187,11 @@ fn a_column_of_doers_is_named_by_its_verb() {
         ),
         // The verb of another column's doer is not this column's.
         ("Which projects are managed by Daniel Ng?", None),
+        // Who does it: the doer's column.
+        (
+            "Who owns the Portal project?",
+            Some("SELECT \"Owner\" FROM \"Projects\" WHERE \"Project\" = 'Portal'"),
+        ),
     ];
     for (question, want) in cases {
         assert_eq!(
