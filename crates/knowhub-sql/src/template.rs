@@ -114,6 +114,10 @@ const COUNT_COMPARE_EN: &[(&str, &str)] = &[
     ("at most ", "<="),
 ];
 
+/// Comparisons written after the number ("2 or more projects").
+const COUNT_COMPARE_AFTER_EN: &[(&str, &str)] =
+    &[("or more ", ">="), ("or fewer ", "<="), ("or less ", "<=")];
+
 /// The same in Chinese ("超过10张专辑"), longer first.
 const COUNT_COMPARE_ZH: &[(&str, &str)] = &[
     ("不超过", "<="),
@@ -204,15 +208,42 @@ impl CountCut {
     /// 超过N个".
     fn passing(text: &str) -> Option<CountCut> {
         let lower = text.to_lowercase();
+        // (where the groups end, the comparison, the number's digits, the rows)
+        let mut found = None;
         for (words, op) in COUNT_COMPARE_EN {
-            let Some(at) = lower.find(&format!(" {words}")) else {
-                continue;
-            };
+            if let Some(at) = lower.find(&format!(" {words}")) {
+                let after = &lower[at + 1 + words.len()..];
+                let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+                let rows = after[digits.len()..].to_owned();
+                found = Some((at, *op, digits, rows));
+                break;
+            }
+        }
+        // "… have 2 or more <rows>": the comparison after the number.
+        if found.is_none() {
+            for (words, op) in COUNT_COMPARE_AFTER_EN {
+                let Some(at) = lower.find(&format!(" {words}")) else {
+                    continue;
+                };
+                let before = &lower[..at];
+                let digits: String = before
+                    .chars()
+                    .rev()
+                    .take_while(char::is_ascii_digit)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                let start = at - digits.len();
+                let rows = lower[at + 1 + words.len()..].to_owned();
+                found = Some((start.saturating_sub(1), *op, digits, rows));
+                break;
+            }
+        }
+        if let Some((at, op, digits, rows)) = found {
             let before = lower[..at].trim();
-            let after = &lower[at + 1 + words.len()..];
-            let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
             let n: u32 = digits.parse().ok()?;
-            let rows = after[digits.len()..].trim();
+            let rows = rows.trim();
             let groups = [
                 " who have",
                 " who has",
@@ -1969,6 +2000,16 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
     let Some((start, len, op, against, suffix, words)) = found else {
         return Some(None);
     };
+    // "owners with 2 or more projects", "超过2个项目": a number of the table's rows is a count
+    // per group, not a value of one of its columns (it read `Budget >= 2`).
+    let table_words = ident_parts(&table.name).concat();
+    let counted = q.toks[start + len..]
+        .iter()
+        .find(|t| !(t.cjk && MEASURE_WORDS_ZH.iter().any(|m| t.orig.starts_with(*m))))
+        .is_some_and(|t| table_words.contains(&t.norm));
+    if counted && matches!(against, Against::Number(_)) {
+        return None;
+    }
     let mut scratch = q.clone();
     scratch.consume(start, len);
     let measure = match suffix {

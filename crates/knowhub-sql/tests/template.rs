@@ -1028,6 +1028,11 @@ fn a_parent_without_children_counts_zero_and_ties_are_shown_whole() {
             &[("AC/DC", 2), ("Accept", 2)],
         ),
         (
+            "Which artists have 2 or more albums?",
+            &[("AC/DC", 2), ("Accept", 2)],
+        ),
+        ("artists with 0 or fewer albums", &[("Aerosmith", 0)]),
+        (
             "Which artists have fewer than 1 album?",
             &[("Aerosmith", 0)],
         ),
@@ -1187,6 +1192,17 @@ fn a_column_of_doers_is_named_by_its_verb() {
         ),
         // The verb of another column's doer is not this column's.
         ("Which projects are managed by Daniel Ng?", None),
+        // A number of projects is a count per owner, never a budget.
+        (
+            "Which owners have 2 or more projects?",
+            Some(
+                "SELECT \"Owner\", COUNT(*) FROM \"Projects\" GROUP BY \"Owner\" HAVING \
+                 COUNT(*) >= 2 ORDER BY COUNT(*) DESC, \"Owner\"",
+            ),
+        ),
+        ("Which owners have at least 2 projects in every year?", None),
+        ("owners of 2 or more projects", None),
+        ("负责2个以上项目的负责人", None),
         // Who does it: the doer's column.
         (
             "Who owns the Portal project?",
