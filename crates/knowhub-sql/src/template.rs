@@ -508,11 +508,11 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
     if let Some(y) = year {
         let col = own(&y.column.name);
         let (from, to) = y.range;
-        if let Some(from) = from {
-            conditions.push(format!("{col} >= '{from}-01-01'"));
+        if let Some((year, month)) = from {
+            conditions.push(format!("{col} >= '{year}-{month:02}-01'"));
         }
-        if let Some(to) = to {
-            conditions.push(format!("{col} < '{to}-01-01'"));
+        if let Some((year, month)) = to {
+            conditions.push(format!("{col} < '{year}-{month:02}-01'"));
         }
     }
     if let Some((column, absent)) = missing {
@@ -2203,13 +2203,50 @@ fn pick_key<'t>(q: &mut Question, table: &'t TableInfo) -> Option<(&'t ColumnInf
     Some((column, n))
 }
 
-/// A condition on a date column by year: "invoices from the year 2010", "projects started after
-/// 2023", "2024年的项目".
+/// A condition on a date column by year or month: "invoices from the year 2010", "projects
+/// started after 2023", "after March 2024", "2024年的项目", "2024年3月以后".
 #[derive(Debug, Clone)]
 struct YearFilter<'t> {
     column: &'t ColumnInfo,
-    /// The years it spans, `[from, to)`; an open end is `None`.
-    range: (Option<u32>, Option<u32>),
+    /// The months it spans, `[from, to)`; an open end is `None`.
+    range: (Option<Month>, Option<Month>),
+}
+
+/// A month: `(year, month)`, the month from 1.
+type Month = (u32, u32);
+
+/// The month after `(year, month)`.
+fn next_month((year, month): Month) -> Month {
+    if month >= 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    }
+}
+
+/// The month an English word names: "March", "mar", "Sept".
+fn month_named(word: &str) -> Option<u32> {
+    const MONTHS: [&str; 12] = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    let w = word.to_lowercase();
+    MONTHS
+        .iter()
+        .position(|m| {
+            *m == w || (w.len() >= 3 && m.starts_with(&w) && (w.len() == 3 || w == "sept"))
+        })
+        .and_then(|i| u32::try_from(i + 1).ok())
 }
 
 /// Whether a column holds dates: every sample is text that opens with an ISO date
@@ -2230,11 +2267,13 @@ fn is_date_column(c: &ColumnInfo) -> bool {
             .all(|v| matches!(v, Value::Text(t) if iso(t)))
 }
 
-/// A year condition on a date column of `table`, its words consumed: `Some(None)` when the
-/// question names no year; `None` when which date column it means is not clear. A year is four
-/// digits (1900–2100) after "in"/"during"/"from [the year]" (within it), "after" (from the next),
-/// "before" (up to it), "since" (from it), or before 年 (within it). The column is the date
-/// column the question names, or the table's only one.
+/// A year or month condition on a date column of `table`, its words consumed: `Some(None)` when
+/// the question names no year; `None` when which date column it means is not clear. A year is
+/// four digits (1900–2100), a month its English name before the year ("March 2024", "Sept
+/// 2023") or 2024年3月; after "in"/"during"/"from [the year]" (within it), "after" (from the
+/// next), "before" (up to it), "since" (from it), or before 年/月 (within it, 以后 after, 以前
+/// before, 起/以来 since). The column is the date column the question names, or the table's
+/// only one.
 fn pick_year<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<YearFilter<'t>>> {
     let year_at = |i: usize| {
         q.toks
@@ -2245,37 +2284,54 @@ fn pick_year<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<YearFi
             .filter(|y| (1900..=2100).contains(y))
     };
     let word = |i: usize| q.toks.get(i).filter(|t| !t.used).map(|t| t.norm.as_str());
+    // The month or year as `[from, to)`, and what the question's words make of it.
+    let span = |period: (Month, Month), relation: &str| match relation {
+        "after" => (Some(period.1), None),
+        "before" => (None, Some(period.0)),
+        "since" => (Some(period.0), None),
+        _ => (Some(period.0), Some(period.1)),
+    };
     let mut found = None;
     for i in 0..q.toks.len() {
         let Some(y) = year_at(i) else { continue };
         if word(i + 1) == Some("年") {
-            // "2002年以后" (after), "2010年以前" (before), "2020年起" / "2020年以来" (since).
-            let (range, len) = match (word(i + 2), word(i + 3)) {
-                (Some("以" | "之"), Some("后")) => ((Some(y + 1), None), 4),
-                (Some("以" | "之"), Some("前")) => ((None, Some(y)), 4),
-                (Some("以"), Some("来")) => ((Some(y), None), 4),
-                (Some("起"), _) => ((Some(y), None), 3),
-                _ => ((Some(y), Some(y + 1)), 2),
+            // "2024年3月": a month of that year.
+            let month = word(i + 2)
+                .and_then(|m| m.parse::<u32>().ok())
+                .filter(|m| (1..=12).contains(m) && word(i + 3) == Some("月"));
+            let (period, at) = match month {
+                Some(m) => (((y, m), next_month((y, m))), i + 4),
+                None => (((y, 1), (y + 1, 1)), i + 2),
             };
-            found = Some((i, len, range));
+            // "2002年以后" (after), "2010年以前" (before), "2020年起" / "2020年以来" (since).
+            let (relation, words) = match (word(at), word(at + 1)) {
+                (Some("以" | "之"), Some("后")) => ("after", 2),
+                (Some("以" | "之"), Some("前")) => ("before", 2),
+                (Some("以"), Some("来")) => ("since", 2),
+                (Some("起"), _) => ("since", 1),
+                _ => ("in", 0),
+            };
+            found = Some((i, at + words - i, span(period, relation)));
             break;
         }
-        // "from the year 2010": the words before the year.
+        // "from the year 2010", "after March 2024": the words before the year.
         let mut start = i;
-        if start >= 1 && word(start - 1) == Some("year") {
+        let mut period = ((y, 1), (y + 1, 1));
+        if let Some(m) = start.checked_sub(1).and_then(word).and_then(month_named) {
+            start -= 1;
+            period = ((y, m), next_month((y, m)));
+        } else if start >= 1 && word(start - 1) == Some("year") {
             start -= 1;
             if start >= 1 && word(start - 1) == Some("the") {
                 start -= 1;
             }
         }
-        let range = match start.checked_sub(1).and_then(word) {
-            Some("in" | "during" | "from") => (Some(y), Some(y + 1)),
-            Some("after") => (Some(y + 1), None),
-            Some("before") => (None, Some(y)),
-            Some("since") => (Some(y), None),
+        let relation = match start.checked_sub(1).and_then(word) {
+            Some("in" | "during" | "from") => "in",
+            Some(r @ ("after" | "before" | "since")) => r,
             _ => continue,
         };
-        found = Some((start - 1, i + 1 - (start - 1), range));
+        found = Some((start - 1, i + 1 - (start - 1), span(period, relation)));
         break;
     }
     let Some((start, len, range)) = found else {

@@ -783,6 +783,39 @@ fn questions_to_sql() {
             Some("SELECT * FROM \"Employee\" WHERE \"HireDate\" >= '2003-01-01'"),
             Some(Value::Integer(3)),
         ),
+        // A month of a year.
+        (
+            "Which employees were hired after May 2002?",
+            Some("SELECT * FROM \"Employee\" WHERE \"HireDate\" >= '2002-06-01'"),
+            Some(Value::Integer(1)),
+        ),
+        (
+            "employees hired in August 2002",
+            Some(
+                "SELECT * FROM \"Employee\" WHERE \"HireDate\" >= '2002-08-01' AND \
+                 \"HireDate\" < '2002-09-01'",
+            ),
+            Some(Value::Integer(1)),
+        ),
+        (
+            "Show invoices before Dec 2009.",
+            Some("SELECT * FROM \"Invoice\" WHERE \"InvoiceDate\" < '2009-12-01'"),
+            Some(Value::Integer(1)),
+        ),
+        (
+            "2002年5月入职的员工",
+            Some(
+                "SELECT * FROM \"Employee\" WHERE \"HireDate\" >= '2002-05-01' AND \
+                 \"HireDate\" < '2002-06-01'",
+            ),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "2002年12月以后入职的员工",
+            Some("SELECT * FROM \"Employee\" WHERE \"HireDate\" >= '2003-01-01'"),
+            Some(Value::Integer(3)),
+        ),
+        ("employees hired in month 13 of 2002", None, None),
         // Joining is being hired.
         (
             "Which employees joined after 2002?",
