@@ -203,6 +203,8 @@ pub(crate) const CHINESE: &[(&str, &str)] = &[
     // Verbs that name a date column by its event ("2002年以后入职的员工": `HireDate`).
     ("入职", "hired"),
     ("出生", "born"),
+    ("开始", "started"),
+    ("启动", "started"),
     // Common status values (matched against the column's sample values like any value).
     ("进行中", "in progress"),
     ("已完成", "done"),

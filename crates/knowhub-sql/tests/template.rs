@@ -1250,3 +1250,37 @@ fn a_column_of_doers_is_named_by_its_verb() {
         );
     }
 }
+
+#[test]
+fn a_start_is_named_by_its_verb_to_the_month() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("starts.sqlite");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "CREATE TABLE Projects (Project TEXT, \"Start date\" TEXT, Budget INTEGER);
+         INSERT INTO Projects VALUES ('Mixer', '2024-02-05', 100), ('Portal', '2024-04-15', 50),
+                                     ('Console', '2025-01-06', 70);",
+    )
+    .unwrap();
+    drop(c);
+    let schema = introspect(&db, 3).unwrap();
+    let after_march = "SELECT * FROM \"Projects\" WHERE \"Start date\" >= '2024-04-01'";
+    let cases: &[(&str, &str)] = &[
+        ("Which projects started after March 2024?", after_march),
+        ("2024年3月以后开始的项目有哪些？", after_march),
+        (
+            "2024年以后启动的项目",
+            "SELECT * FROM \"Projects\" WHERE \"Start date\" >= '2025-01-01'",
+        ),
+    ];
+    let policy = Policy::default();
+    for (question, want) in cases {
+        let sql = template_sql(question, &schema);
+        assert_eq!(sql.as_deref(), Some(*want), "{question}");
+        let q = validate(want, &schema, &policy).unwrap();
+        assert!(
+            !execute(&db, &q, &policy).unwrap().rows.is_empty(),
+            "{question}"
+        );
+    }
+}
