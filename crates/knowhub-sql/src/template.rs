@@ -183,10 +183,7 @@ impl CountCut {
         }
         for (word, descending) in [("最多的前", true), ("最少的前", false)] {
             let Some(at) = text.find(word) else { continue };
-            let rows = text[..at]
-                .trim_start_matches("列出")
-                .trim_start_matches("显示")
-                .trim();
+            let rows = without_opening_zh(&text[..at]).trim();
             let rest = &text[at + word.len()..];
             let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
             let n: u32 = digits.parse().ok().filter(|n| *n > 0)?;
@@ -274,9 +271,7 @@ impl CountCut {
         }
         for (word, op) in COUNT_COMPARE_ZH {
             let Some(at) = text.find(word) else { continue };
-            let before = text[..at]
-                .trim_start_matches("列出")
-                .trim_start_matches("显示");
+            let before = without_opening_zh(&text[..at]);
             let after = &text[at + word.len()..];
             let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
             let n: u32 = digits.parse().ok()?;
@@ -312,6 +307,11 @@ impl CountCut {
         }
         None
     }
+}
+
+/// `text` without an opening "列出"/"显示" ("list", "show").
+fn without_opening_zh(text: &str) -> &str {
+    text.trim_start_matches("列出").trim_start_matches("显示")
 }
 
 /// `text` without a closing "有哪些"/"是哪些" ("which are they").
@@ -1173,12 +1173,12 @@ fn extract_quoted(text: &str) -> (String, Vec<String>) {
 fn translate(text: &str, schema: &Schema) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut protected = vec![false; chars.len()];
-    let mut names: Vec<String> = Vec::new();
+    let mut names: Vec<&str> = Vec::new();
     for t in &schema.tables {
-        names.push(t.name.clone());
+        names.push(&t.name);
         for c in &t.columns {
-            names.push(c.name.clone());
-            names.extend(c.known_values().into_iter().map(str::to_owned));
+            names.push(&c.name);
+            names.extend(c.known_values());
         }
     }
     for name in names.iter().filter(|n| n.chars().any(is_cjk)) {
@@ -1248,6 +1248,13 @@ impl Question {
         self.toks
             .windows(words.len())
             .any(|win| win.iter().zip(words).all(|(t, w)| t.norm == *w))
+    }
+
+    /// Whether an unused token is one of `words` ("cost", "length").
+    fn says_any(&self, words: &[&str]) -> bool {
+        self.toks
+            .iter()
+            .any(|t| !t.used && words.contains(&t.norm.as_str()))
     }
 
     /// Start of an unused run of tokens equal to `part`.
@@ -1660,19 +1667,9 @@ fn parent_filter<'t>(
     let named: Vec<&str> = parent_words.iter().map(String::as_str).collect();
     if at >= named.len() && q.phrase_at(at - named.len(), &named) {
         at -= named.len();
+        q.consume(at, named.len());
     }
-    if at > 0 && q.phrase_at(at - 1, &["the"]) {
-        at -= 1;
-    }
-    if let Some(i) = at.checked_sub(1).filter(|&i| {
-        ["on", "in", "by", "from", "of"]
-            .iter()
-            .any(|w| q.phrase_at(i, &[w]))
-    }) {
-        q.consume(i, best.start - i);
-    } else {
-        q.consume(at, best.start - at);
-    }
+    consume_lead_in(q, at, &["on", "in", "by", "from", "of"]);
     // "the Rock genre": the parent's name right after the value. Said anywhere else, it may be
     // what is asked for ("How many genres have rock tracks?"), and stays unexplained.
     let end = best.start + best.len;
@@ -1688,6 +1685,19 @@ fn parent_filter<'t>(
             value: best.value.clone(),
         },
     )))
+}
+
+/// Consumes the words that lead to a value at token `start`: a "the" right before it, and one
+/// of `words` before that ("on the Firmware team", "tracks in the Rock genre").
+fn consume_lead_in(q: &mut Question, start: usize, words: &[&str]) {
+    let mut at = start;
+    if at > 0 && q.phrase_at(at - 1, &["the"]) {
+        at -= 1;
+    }
+    if at > 0 && words.iter().any(|w| q.phrase_at(at - 1, &[w])) {
+        at -= 1;
+    }
+    q.consume(at, start - at);
 }
 
 /// Whether a column's value is looked for among a question's words: two characters or more,
@@ -1760,12 +1770,9 @@ fn pick_filter<'t>(
             return None;
         }
         q.consume(start, len);
-        // "Who is on the Firmware team?": "on" leads to the value ("in", "of" and "from" are
-        // stop words).
-        let at = start - usize::from(start > 0 && q.phrase_at(start - 1, &["the"]));
-        if at > 0 && q.phrase_at(at - 1, &["on"]) {
-            q.consume(at - 1, start - at + 1);
-        }
+        // "Who is on the Firmware team?" ("in", "of" and "from" are stop words; "by" before a
+        // value of the table's own is left to the group reading).
+        consume_lead_in(q, start, &["on"]);
         consume_column_mention(q, col);
         return Some(Some((col, Filter::Text(value))));
     }
@@ -2028,14 +2035,13 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
         [] => {
             // "tracks that cost more than 0.99": the one column of prices; "时长超过平均时长"
             // (duration over the average duration): the one of durations.
-            let said = |words: &[&str]| {
-                words
-                    .iter()
-                    .any(|w| scratch.find(&[(*w).to_owned()]).is_some())
-            };
             let pool = match measure {
-                Measure::Any if said(MONEY_WORDS) => measure_columns(table, Measure::Money),
-                Measure::Any if said(DURATION_WORDS) => measure_columns(table, Measure::Duration),
+                Measure::Any if scratch.says_any(MONEY_WORDS) => {
+                    measure_columns(table, Measure::Money)
+                }
+                Measure::Any if scratch.says_any(DURATION_WORDS) => {
+                    measure_columns(table, Measure::Duration)
+                }
                 _ => pool,
             };
             let [only] = pool.as_slice() else {
@@ -2697,11 +2703,10 @@ fn named_measure<'t>(q: &mut Question, table: &'t TableInfo) -> Option<&'t Colum
                 consume_repeats(q, c);
                 return Some(*c);
             }
-            let said = |words: &[&str]| words.iter().any(|w| q.find(&[(*w).to_owned()]).is_some());
-            if said(DURATION_WORDS) {
+            if q.says_any(DURATION_WORDS) {
                 return ranked_column(q, table, Measure::Duration, true);
             }
-            if said(MONEY_WORDS) {
+            if q.says_any(MONEY_WORDS) {
                 return ranked_column(q, table, Measure::Money, true);
             }
             match numeric.as_slice() {
