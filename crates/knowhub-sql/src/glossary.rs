@@ -208,6 +208,10 @@ pub(crate) const CHINESE: &[(&str, &str)] = &[
     // Common status values (matched against the column's sample values like any value).
     ("进行中", "in progress"),
     ("已完成", "done"),
+    ("计划中", "planned"),
+    ("已计划", "planned"),
+    ("未开始", "not started"),
+    ("已取消", "cancelled"),
     // Places (capitalised: they become filter values).
     ("巴西", "Brazil"),
     ("加拿大", "Canada"),

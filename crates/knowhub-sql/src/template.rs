@@ -376,7 +376,7 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
         (Some(_), _, _) => return None,
         (None, _, _) => (None, None, None),
     };
-    let filter = pick_filter(&mut q, schema, table)?;
+    let filters = pick_filters(&mut q, schema, table)?;
     let comparison = pick_comparison(&mut q, table)?;
     let year = pick_year(&mut q, table)?;
     let missing = pick_missing(&mut q, table);
@@ -477,30 +477,26 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
         ),
     };
     let mut conditions = Vec::new();
-    match filter {
-        Some((col, Filter::Text(value))) => conditions.push(format!(
-            "{} = '{}'",
-            own(&col.name),
-            value.replace('\'', "''")
-        )),
-        Some((col, Filter::True)) => conditions.push(format!("{} = 1", own(&col.name))),
-        Some((
-            col,
+    for (col, filter) in filters {
+        conditions.push(match filter {
+            Filter::Text(value) => {
+                format!("{} = '{}'", own(&col.name), value.replace('\'', "''"))
+            }
+            Filter::True => format!("{} = 1", own(&col.name)),
             Filter::Parent {
                 table,
                 key,
                 column,
                 value,
-            },
-        )) => conditions.push(format!(
-            "{} IN (SELECT {} FROM {} WHERE {} = '{}')",
-            own(&col.name),
-            quote_ident(&key),
-            quote_ident(&table),
-            quote_ident(&column),
-            value.replace('\'', "''")
-        )),
-        None => {}
+            } => format!(
+                "{} IN (SELECT {} FROM {} WHERE {} = '{}')",
+                own(&col.name),
+                quote_ident(&key),
+                quote_ident(&table),
+                quote_ident(&column),
+                value.replace('\'', "''")
+            ),
+        });
     }
     if let Some(c) = comparison {
         conditions.push(format!("{} {} {}", own(&c.column.name), c.op, c.value));
@@ -1656,7 +1652,10 @@ fn parent_filter<'t>(
     let Some(best) = found.first() else {
         return Some(None);
     };
-    if found[1..].iter().any(|f| f.len == best.len) {
+    // The same words a value of two parents, or of two columns: unsure. A value elsewhere in
+    // the question is the next filter's ("Rock tracks on Let There Be Rock").
+    let overlaps = |f: &Found<'_>| f.start < best.start + best.len && best.start < f.start + f.len;
+    if found[1..].iter().any(|f| f.len == best.len && overlaps(f)) {
         return None;
     }
     q.consume(best.start, best.len);
@@ -1687,6 +1686,27 @@ fn parent_filter<'t>(
     )))
 }
 
+/// Whether the question names `c`: its words, or the verb of its doer ("owned by").
+fn says_column(q: &Question, c: &ColumnInfo) -> bool {
+    q.find_all(&ident_parts(&c.name)).is_some() || doer_verb_at(q, c).is_some()
+}
+
+/// The column of `table` whose whole name the question says right before token `start` (a
+/// "the" between): "report to Andrew Adams" puts the name in `ReportsTo`, "owner 李娜" in
+/// `Owner`. A value found in another column is then not what the question means by it.
+fn named_before<'t>(q: &Question, start: usize, table: &'t TableInfo) -> Option<&'t ColumnInfo> {
+    let end = if start > 0 && q.phrase_at(start - 1, &["the"]) {
+        start - 1
+    } else {
+        start
+    };
+    table.columns.iter().find(|c| {
+        let words = ident_parts(&c.name).concat();
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        end >= words.len() && !words.is_empty() && q.phrase_at(end - words.len(), &words)
+    })
+}
+
 /// Consumes the words that lead to a value at token `start`: a "the" right before it, and one
 /// of `words` before that ("on the Firmware team", "tracks in the Rock genre").
 fn consume_lead_in(q: &mut Question, start: usize, words: &[&str]) {
@@ -1708,15 +1728,41 @@ fn is_matched_value(value: &str) -> bool {
     value.chars().count() >= 2 && value.chars().any(char::is_alphabetic)
 }
 
-/// The filter `(column, value)`: `Some(None)` for no filter, `None` when unsure.
+/// The most equality filters one question is read with; more is a list of values, not
+/// conditions a reader would expect the template to settle.
+const MAX_FILTERS: usize = 3;
+
+/// Every equality filter of the question, each on its own column: "projects in progress owned
+/// by 李娜" is `Status = 'In progress' AND Owner = '李娜'`, "staff on probation in the Audio
+/// team" a value and a yes/no column. `None` when unsure, and when one column would have to
+/// equal two values ("projects owned by Ada Li or Daniel Ng" asks for either, an `OR` the
+/// template does not write).
+fn pick_filters<'t>(
+    q: &mut Question,
+    schema: &'t Schema,
+    table: &'t TableInfo,
+) -> Option<Vec<(&'t ColumnInfo, Filter)>> {
+    let mut filters: Vec<(&ColumnInfo, Filter)> = Vec::new();
+    while let Some((col, filter)) = pick_filter(q, schema, table, filters.is_empty())? {
+        if filters.len() == MAX_FILTERS || filters.iter().any(|(c, _)| c.name == col.name) {
+            return None;
+        }
+        filters.push((col, filter));
+    }
+    Some(filters)
+}
+
+/// One filter `(column, value)`, its words consumed: `Some(None)` for no (more) filter, `None`
+/// when unsure. A quoted value is looked for only by the `first` call: a question quotes one.
 fn pick_filter<'t>(
     q: &mut Question,
     schema: &'t Schema,
     table: &'t TableInfo,
+    first: bool,
 ) -> Option<Option<(&'t ColumnInfo, Filter)>> {
     let text_cols: Vec<&ColumnInfo> = table.columns.iter().filter(|c| c.is_text()).collect();
     // 1. A quoted value: the column that has it, else the one text column named.
-    if let Some(value) = q.quoted.first().cloned() {
+    if let Some(value) = q.quoted.first().cloned().filter(|_| first) {
         if q.quoted.len() > 1 {
             return None;
         }
@@ -1760,19 +1806,38 @@ fn pick_filter<'t>(
             }
         }
     }
-    matches.sort_by_key(|(len, _, _, _)| std::cmp::Reverse(*len));
-    if let Some((len, col, value, start)) = matches.first().cloned() {
-        let rivals: Vec<&(usize, &ColumnInfo, String, usize)> = matches
+    // Longest first; of equal ones, the first said, so several filters keep the question's
+    // order ("named Frank Harris": the first name, then the last).
+    matches.sort_by_key(|&(len, _, _, start)| (std::cmp::Reverse(len), start));
+    if let Some(&(len, _, _, start)) = matches.first() {
+        // The same words may be a value of several columns ("李娜" an owner and a reviewer):
+        // the one the question names is meant ("owned by 李娜"), else it is unsure. A value
+        // elsewhere in the question is the next filter's.
+        let same_words: Vec<&(usize, &ColumnInfo, String, usize)> = matches
             .iter()
-            .filter(|m| m.0 == len && (m.1.name != col.name || m.2 != value))
+            .filter(|m| m.0 == len && m.3 < start + len && start < m.3 + m.0)
             .collect();
-        if !rivals.is_empty() {
+        let chosen = match same_words.as_slice() {
+            [only] => Some(*only),
+            many => match many
+                .iter()
+                .filter(|m| m.3 == start && says_column(q, m.1))
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
+                [named] => Some(**named),
+                _ => None,
+            },
+        };
+        let (_, col, value, _) = chosen?.clone();
+        if named_before(q, start, table).is_some_and(|c| c.name != col.name) {
             return None;
         }
         q.consume(start, len);
-        // "Who is on the Firmware team?" ("in", "of" and "from" are stop words; "by" before a
-        // value of the table's own is left to the group reading).
-        consume_lead_in(q, start, &["on"]);
+        // "Who is on the Firmware team?", "customers named Frank Harris" ("in", "of" and
+        // "from" are stop words; "by" before a value of the table's own is left to the group
+        // reading).
+        consume_lead_in(q, start, &["on", "named", "called"]);
         consume_column_mention(q, col);
         return Some(Some((col, Filter::Text(value))));
     }

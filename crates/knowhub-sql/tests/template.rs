@@ -643,6 +643,17 @@ fn questions_to_sql() {
         // The parent is what is asked for: not understood.
         ("Which album is the track Go Down on?", None, None),
         ("How many artists have AC/DC albums?", None, None),
+        // Two values, two filters: a first and a last name.
+        (
+            "Which customers are named Mark Philips?",
+            Some(
+                "SELECT * FROM \"Customer\" WHERE \"FirstName\" = 'Mark' AND \"LastName\" = \
+                 'Philips'",
+            ),
+            Some(Value::Integer(6)),
+        ),
+        // The names are of the one reported to, in `ReportsTo`, not of the rows asked for.
+        ("List all employees who report to Andrew Adams.", None, None),
         // The child's own column named beside the parent's value.
         (
             "Show the titles of the albums by Accept.",
@@ -1283,4 +1294,92 @@ fn a_start_is_named_by_its_verb_to_the_month() {
             "{question}"
         );
     }
+}
+
+#[test]
+fn two_values_are_two_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("filters.sqlite");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "CREATE TABLE Projects (Project TEXT, Owner TEXT, Reviewer TEXT, Status TEXT,
+                                Environment TEXT, Budget INTEGER);
+         INSERT INTO Projects VALUES
+           ('Mixer', '李娜', 'Ada Li', 'In progress', 'prod', 100),
+           ('Portal', '李娜', 'Emily Carter', 'Done', 'prod', 50),
+           ('Console', 'Emily Carter', 'Ada Li', 'In progress', 'staging', 70),
+           ('Rollout', 'Daniel Ng', '李娜', 'In progress', 'prod', 90),
+           ('Pilot', '周欣', 'Ada Li', 'Planned', 'dev', 30);
+         CREATE TABLE Staff (Name TEXT, Team TEXT, \"On probation\" INTEGER);
+         INSERT INTO Staff VALUES ('Ada Li', 'Audio', 0), ('刘洋', 'Video', 1),
+                                  ('Sam Cole', 'Audio', 1);",
+    )
+    .unwrap();
+    drop(c);
+    let schema = introspect(&db, 3).unwrap();
+    let cases: &[(&str, Option<&str>, usize)] = &[
+        (
+            "Which projects in progress are owned by 李娜?",
+            Some(
+                "SELECT * FROM \"Projects\" WHERE \"Status\" = 'In progress' AND \
+                 \"Owner\" = '李娜'",
+            ),
+            1,
+        ),
+        (
+            "李娜负责的进行中的项目有哪些？",
+            Some(
+                "SELECT * FROM \"Projects\" WHERE \"Owner\" = '李娜' AND \"Status\" = \
+                 'In progress'",
+            ),
+            1,
+        ),
+        (
+            "How many prod projects are in progress?",
+            Some(
+                "SELECT COUNT(*) FROM \"Projects\" WHERE \"Status\" = 'In progress' AND \
+                 \"Environment\" = 'prod'",
+            ),
+            1,
+        ),
+        (
+            "What is the total budget of Daniel Ng's prod projects?",
+            Some(
+                "SELECT SUM(\"Budget\") FROM \"Projects\" WHERE \"Owner\" = 'Daniel Ng' AND \
+                 \"Environment\" = 'prod'",
+            ),
+            1,
+        ),
+        (
+            "Who is on probation in the Audio team?",
+            Some(
+                "SELECT \"Name\" FROM \"Staff\" WHERE \"Team\" = 'Audio' AND \"On probation\" = 1",
+            ),
+            1,
+        ),
+        (
+            "计划中的 dev 项目有哪些？",
+            Some(
+                "SELECT * FROM \"Projects\" WHERE \"Status\" = 'Planned' AND \"Environment\" = 'dev'",
+            ),
+            1,
+        ),
+        // One column asked to be two values is either of them, an OR.
+        ("projects owned by Daniel Ng or Emily Carter", None, 0),
+        // The same words in two columns: whose is unsure.
+        ("Which projects in progress are Emily Carter's?", None, 0),
+    ];
+    let policy = Policy::default();
+    let mut wrong = Vec::new();
+    for (question, want, rows) in cases {
+        let sql = template_sql(question, &schema);
+        if sql.as_deref() != *want {
+            wrong.push(format!("{question}\n  got  {sql:?}\n  want {want:?}"));
+        } else if let Some(want) = want {
+            let q = validate(want, &schema, &policy).unwrap();
+            let got = execute(&db, &q, &policy).unwrap().rows.len();
+            assert_eq!(got, *rows, "{question}");
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
