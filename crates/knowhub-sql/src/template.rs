@@ -135,6 +135,35 @@ const COUNT_COMPARE_ZH: &[(&str, &str)] = &[
     ("至多", "<="),
 ];
 
+/// Ways of asking that open an English question and say nothing of the data. ("see", "show",
+/// "me" and "please" are stop words anywhere; these are not, since "to", "like" and "need" may
+/// mean something later in a question.)
+const OPENINGS_EN: &[&[&str]] = &[
+    &["i", "want", "to"],
+    &["i", "wanna"],
+    &["i", "would", "like", "to"],
+    &["i", "d", "like", "to"],
+    &["i", "need", "to"],
+    &["i", "need"],
+    &["can", "you"],
+    &["could", "you"],
+    &["would", "you"],
+    &["let", "me"],
+    &["let", "us"],
+    &["please"],
+];
+
+/// The same written after the number ("2个以上项目", "3人以下"). 以上 and 以下 include the
+/// number, as in Chinese rules and statistics.
+const COUNT_COMPARE_AFTER_ZH: &[(&str, &str)] = &[
+    ("或以上", ">="),
+    ("及以上", ">="),
+    ("以上", ">="),
+    ("或以下", "<="),
+    ("及以下", "<="),
+    ("以下", "<="),
+];
+
 /// Chinese measure words between a number and what it counts ("10张专辑", "2名员工").
 const MEASURE_WORDS_ZH: [char; 9] = ['个', '张', '首', '位', '名', '人', '家', '条', '本'];
 
@@ -269,44 +298,75 @@ impl CountCut {
                 keep: Keep::Passing { op, n },
             });
         }
-        for (word, op) in COUNT_COMPARE_ZH {
-            let Some(at) = text.find(word) else { continue };
-            let before = without_opening_zh(&text[..at]);
-            let after = &text[at + word.len()..];
-            let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
-            let n: u32 = digits.parse().ok()?;
-            let after = after[digits.len()..].trim_start_matches(MEASURE_WORDS_ZH);
-            let (groups, rows) = if let Some(groups) = after.strip_prefix('的') {
-                // "员工超过2人的团队", "专辑数超过1的艺术家"; "哪些艺术家的专辑超过1张"
-                let rows = before.trim_end_matches("的数量").trim_end_matches("数量");
-                let rows = rows.trim_end_matches('数').trim_end_matches('有');
-                (trim_which(groups), rows)
-            } else if after.is_empty() {
-                let (groups, rows) = before.trim_start_matches("哪些").split_once('的')?;
-                (groups, rows.trim_end_matches('数'))
-            } else {
-                // "超过10张专辑的艺术家", "有超过2名员工的团队"
-                let (rows, groups) = after.split_once('的')?;
-                if !before
-                    .trim_start_matches("哪些")
-                    .trim_end_matches('有')
-                    .is_empty()
-                {
-                    return None;
-                }
-                (trim_which(groups), rows)
-            };
-            let (groups, rows) = (groups.trim(), rows.trim());
-            if groups.is_empty() || rows.is_empty() {
+        let (before, op, n, after) = compare_zh(text)?;
+        let before = without_opening_zh(before);
+        let after = after.trim_start_matches(MEASURE_WORDS_ZH);
+        // What the groups do with the rows, said before the number: "有", "负责2个以上项目的负责人".
+        let verb = |t: &str| {
+            let t = t.trim();
+            ["拥有", "负责", "有"]
+                .iter()
+                .find_map(|v| t.strip_suffix(v))
+                .unwrap_or(t)
+                .to_owned()
+        };
+        let (groups, rows) = if let Some(groups) = after.strip_prefix('的') {
+            // "员工超过2人的团队", "专辑数超过1的艺术家"; "哪些艺术家的专辑超过1张"
+            let rows = before.trim_end_matches("的数量").trim_end_matches("数量");
+            let rows = rows.trim_end_matches('数').trim_end_matches('有');
+            (trim_which(groups).to_owned(), rows.to_owned())
+        } else if after.is_empty() {
+            let (groups, rows) = before.trim_start_matches("哪些").split_once('的')?;
+            (groups.to_owned(), rows.trim_end_matches('数').to_owned())
+        } else if let Some((rows, groups)) = after.split_once('的') {
+            // "超过10张专辑的艺术家", "有超过2名员工的团队", "负责2个以上项目的负责人"
+            if !verb(before.trim_start_matches("哪些")).is_empty() {
                 return None;
             }
-            return Some(CountCut {
-                counting: format!("每个{groups}有多少{rows}"),
-                keep: Keep::Passing { op, n },
-            });
+            (trim_which(groups).to_owned(), rows.to_owned())
+        } else {
+            // "哪些艺术家有超过1张专辑", "哪些负责人负责2个以上项目"
+            let groups = verb(before.trim_start_matches("哪些"));
+            if groups == before.trim_start_matches("哪些").trim() {
+                return None;
+            }
+            (groups, trim_which(after).to_owned())
+        };
+        let (groups, rows) = (groups.trim(), rows.trim());
+        if groups.is_empty() || rows.is_empty() {
+            return None;
         }
-        None
+        Some(CountCut {
+            counting: format!("每个{groups}有多少{rows}"),
+            keep: Keep::Passing { op, n },
+        })
     }
+}
+
+/// A Chinese comparison of a count with a number, before it ("超过10张专辑") or after it
+/// ("2个以上项目", "3人以下"): the text before, the comparison, the number, the text after
+/// (measure words before the comparison dropped).
+fn compare_zh(text: &str) -> Option<(&str, &'static str, u32, &str)> {
+    for (word, op) in COUNT_COMPARE_ZH {
+        let Some(at) = text.find(word) else { continue };
+        let after = &text[at + word.len()..];
+        let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+        let n: u32 = digits.parse().ok()?;
+        return Some((&text[..at], op, n, &after[digits.len()..]));
+    }
+    for (word, op) in COUNT_COMPARE_AFTER_ZH {
+        let Some(at) = text.find(word) else { continue };
+        let number = text[..at].trim_end_matches(MEASURE_WORDS_ZH);
+        let digits = number.len() - number.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let n: u32 = number[number.len() - digits..].parse().ok()?;
+        return Some((
+            &number[..number.len() - digits],
+            op,
+            n,
+            &text[at + word.len()..],
+        ));
+    }
+    None
 }
 
 /// `text` without an opening "列出"/"显示" ("list", "show").
@@ -1224,6 +1284,12 @@ impl Question {
         q.distinct = ["distinct", "unique", "different"]
             .iter()
             .any(|w| q.has_word(w));
+        // "I want to see all projects in prod", "Could you please list …": the asking.
+        let mut at = 0;
+        while let Some(phrase) = OPENINGS_EN.iter().find(|p| q.phrase_at(at, p)) {
+            q.consume(at, phrase.len());
+            at += phrase.len();
+        }
         q
     }
 

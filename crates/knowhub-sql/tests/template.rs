@@ -184,6 +184,34 @@ fn questions_to_sql() {
             Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
             None,
         ),
+        // The asking itself says nothing of the data.
+        (
+            "I want to see all customers from Brazil",
+            Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
+            None,
+        ),
+        (
+            "Could you please show me the customers from Brazil?",
+            Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
+            None,
+        ),
+        (
+            "I'd like to know how many customers are from Brazil",
+            Some("SELECT COUNT(*) FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
+            Some(Value::Integer(2)),
+        ),
+        (
+            "我想看看来自巴西的客户",
+            Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
+            None,
+        ),
+        (
+            "请问有多少客户来自巴西？",
+            Some("SELECT COUNT(*) FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
+            Some(Value::Integer(2)),
+        ),
+        // Not the asking: a wish of the data's ("like" is no opening here).
+        ("customers like Brazil", None, None),
         (
             "Customers whose country is 'Norway'",
             Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Norway'"),
@@ -1217,6 +1245,8 @@ fn a_column_of_doers_is_named_by_its_verb() {
     .unwrap();
     drop(c);
     let schema = introspect(&db, 1).unwrap();
+    let two_or_more = "SELECT \"Owner\", COUNT(*) FROM \"Projects\" GROUP BY \"Owner\" HAVING \
+                       COUNT(*) >= 2 ORDER BY COUNT(*) DESC, \"Owner\"";
     let cases: &[(&str, Option<&str>)] = &[
         (
             "How many projects does Emily Carter own?",
@@ -1237,16 +1267,20 @@ fn a_column_of_doers_is_named_by_its_verb() {
         // The verb of another column's doer is not this column's.
         ("Which projects are managed by Daniel Ng?", None),
         // A number of projects is a count per owner, never a budget.
-        (
-            "Which owners have 2 or more projects?",
-            Some(
-                "SELECT \"Owner\", COUNT(*) FROM \"Projects\" GROUP BY \"Owner\" HAVING \
-                 COUNT(*) >= 2 ORDER BY COUNT(*) DESC, \"Owner\"",
-            ),
-        ),
+        ("Which owners have 2 or more projects?", Some(two_or_more)),
         ("Which owners have at least 2 projects in every year?", None),
         ("owners of 2 or more projects", None),
-        ("负责2个以上项目的负责人", None),
+        // 以上 after the number: that number or more.
+        ("负责2个以上项目的负责人", Some(two_or_more)),
+        ("哪些负责人负责2个以上项目？", Some(two_or_more)),
+        ("有2个及以上项目的负责人", Some(two_or_more)),
+        (
+            "项目1个以下的负责人",
+            Some(
+                "SELECT \"Owner\", COUNT(*) FROM \"Projects\" GROUP BY \"Owner\" HAVING \
+                 COUNT(*) <= 1 ORDER BY COUNT(*) DESC, \"Owner\"",
+            ),
+        ),
         // Who does it: the doer's column.
         (
             "Who owns the Portal project?",
