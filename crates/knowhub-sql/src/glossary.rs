@@ -186,6 +186,9 @@ pub(crate) const CHINESE: &[(&str, &str)] = &[
     ("项目", "project"),
     ("团队", "team"),
     ("试用期", "probation"),
+    // People ("Firmware 团队的人", "有多少人"); longer words with 人 (负责人, 人数) go first.
+    ("人员", "people"),
+    ("人", "people"),
     // Columns.
     ("单价", "unit price"),
     ("价格", "price"),

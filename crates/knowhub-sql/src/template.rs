@@ -1290,6 +1290,17 @@ impl Question {
             q.consume(at, phrase.len());
             at += phrase.len();
         }
+        // "How many people work in each team?", "staff who work on the Audio team": where
+        // people are is said by the place, not by the verb.
+        for i in 1..q.toks.len().saturating_sub(1) {
+            let (before, verb, after) = (&q.toks[i - 1], &q.toks[i], &q.toks[i + 1]);
+            if matches!(verb.norm.as_str(), "work" | "working")
+                && (PEOPLE_WORDS.contains(&before.norm.as_str()) || before.norm == "who")
+                && matches!(after.norm.as_str(), "in" | "on" | "for" | "at")
+            {
+                q.consume(i, 1);
+            }
+        }
         q
     }
 
@@ -1492,6 +1503,17 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
                 .collect();
             if let [t] = owners.as_slice() {
                 return Some(*t);
+            }
+            // "Who works in the Audio team?" asks for names: of those tables, the one that has
+            // a column of names (staff beside projects; customers beside employees stay unsure).
+            if q.asks_who {
+                let named: Vec<&TableInfo> = owners
+                    .into_iter()
+                    .filter(|t| !name_columns(t).is_empty())
+                    .collect();
+                if let [t] = named.as_slice() {
+                    return Some(*t);
+                }
             }
             match schema.tables.as_slice() {
                 [only] => Some(only),

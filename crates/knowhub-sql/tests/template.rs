@@ -1050,7 +1050,8 @@ fn questions_to_sql() {
 /// The (name, count) rows the template's statement for `question` returns.
 fn named_counts(db: &Path, schema: &knowhub_sql::Schema, question: &str) -> Vec<(String, i64)> {
     let policy = Policy::default();
-    let sql = template_sql(question, schema).unwrap();
+    let sql =
+        template_sql(question, schema).unwrap_or_else(|| panic!("{question}: not understood"));
     let q = validate(&sql, schema, &policy).unwrap();
     let rows = execute(db, &q, &policy).unwrap().rows;
     rows.iter()
@@ -1158,6 +1159,11 @@ fn a_table_of_people_is_named_by_any_word_for_people() {
             "How many people are on each team?",
             &[("Audio", 2), ("Video", 1)],
         ),
+        (
+            "How many people work in each team?",
+            &[("Audio", 2), ("Video", 1)],
+        ),
+        ("各团队的人员数量", &[("Audio", 2), ("Video", 1)]),
     ] {
         let want: Vec<(String, i64)> = want.iter().map(|(n, c)| (n.to_string(), *c)).collect();
         assert_eq!(named_counts(&db, &schema, question), want, "{question}");
@@ -1165,6 +1171,26 @@ fn a_table_of_people_is_named_by_any_word_for_people() {
     assert_eq!(
         template_sql("How many employees are there?", &schema).as_deref(),
         Some("SELECT COUNT(*) FROM \"Staff\"")
+    );
+    // A listing of the people is their rows; "who" asks for their names.
+    for (question, select) in [
+        ("帮我列出 Audio 团队的人", "*"),
+        ("Audio 团队的人员有哪些？", "*"),
+        ("Audio团队有哪些人？", "\"Name\""),
+        ("Who works in the Audio team?", "\"Name\""),
+    ] {
+        assert_eq!(
+            template_sql(question, &schema),
+            Some(format!(
+                "SELECT {select} FROM \"Staff\" WHERE \"Team\" = 'Audio'"
+            )),
+            "{question}"
+        );
+    }
+    // "work" is no place, and a verb of no people is not consumed.
+    assert_eq!(
+        template_sql("How many projects work in each team?", &schema),
+        None
     );
     // Where two tables hold people, a word that names neither is no choice between them.
     let fixture_dir = tempfile::tempdir().unwrap();
@@ -1175,6 +1201,19 @@ fn a_table_of_people_is_named_by_any_word_for_people() {
         template_sql("How many employees are there?", &both).as_deref(),
         Some("SELECT COUNT(*) FROM \"Employee\"")
     );
+    // Two tables with names hold the value: whose names are asked for is unsure.
+    let two = dir.path().join("two.sqlite");
+    let c = rusqlite::Connection::open(&two).unwrap();
+    c.execute_batch(
+        "CREATE TABLE Customer (Name TEXT, City TEXT);
+         INSERT INTO Customer VALUES ('Ada Li', 'Calgary');
+         CREATE TABLE Employee (Name TEXT, City TEXT);
+         INSERT INTO Employee VALUES ('Sam Cole', 'Calgary');",
+    )
+    .unwrap();
+    drop(c);
+    let two = introspect(&two, 5).unwrap();
+    assert_eq!(template_sql("Who is in Calgary?", &two), None);
 }
 
 #[test]
