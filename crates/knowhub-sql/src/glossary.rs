@@ -74,7 +74,6 @@ pub(crate) const CHINESE: &[(&str, &str)] = &[
     ("从大到小", "descending"),
     ("从低到高", "ascending"),
     ("从小到大", "ascending"),
-    // List / show.
     // Ways of asking ("我想看看进行中的项目", "帮我列出…", "请问…").
     ("我想看看", "see"),
     ("我想看", "see"),
@@ -87,6 +86,7 @@ pub(crate) const CHINESE: &[(&str, &str)] = &[
     ("看看", "see"),
     ("看一下", "see"),
     ("查一下", "show"),
+    // List / show.
     ("列出", "list"),
     ("列举", "list"),
     ("显示", "show"),
