@@ -301,36 +301,30 @@ impl CountCut {
         let (before, op, n, after) = compare_zh(text)?;
         let before = without_opening_zh(before);
         let after = after.trim_start_matches(MEASURE_WORDS_ZH);
-        // What the groups do with the rows, said before the number: "有", "负责2个以上项目的负责人".
-        let verb = |t: &str| {
-            let t = t.trim();
-            ["拥有", "负责", "有"]
-                .iter()
-                .find_map(|v| t.strip_suffix(v))
-                .unwrap_or(t)
-                .to_owned()
-        };
         let (groups, rows) = if let Some(groups) = after.strip_prefix('的') {
             // "员工超过2人的团队", "专辑数超过1的艺术家"; "哪些艺术家的专辑超过1张"
             let rows = before.trim_end_matches("的数量").trim_end_matches("数量");
-            let rows = rows.trim_end_matches('数').trim_end_matches('有');
-            (trim_which(groups).to_owned(), rows.to_owned())
+            (
+                trim_which(groups),
+                rows.trim_end_matches('数').trim_end_matches('有'),
+            )
         } else if after.is_empty() {
             let (groups, rows) = before.trim_start_matches("哪些").split_once('的')?;
-            (groups.to_owned(), rows.trim_end_matches('数').to_owned())
+            (groups, rows.trim_end_matches('数'))
         } else if let Some((rows, groups)) = after.split_once('的') {
-            // "超过10张专辑的艺术家", "有超过2名员工的团队", "负责2个以上项目的负责人"
-            if !verb(before.trim_start_matches("哪些")).is_empty() {
+            // "超过10张专辑的艺术家", "有超过2名员工的团队", "负责2个以上项目的负责人": nothing
+            // but what the groups do with the rows before the number.
+            let lead = before.trim_start_matches("哪些").trim();
+            if !without_verb_zh(lead).unwrap_or(lead).is_empty() {
                 return None;
             }
-            (trim_which(groups).to_owned(), rows.to_owned())
+            (trim_which(groups), rows)
         } else {
             // "哪些艺术家有超过1张专辑", "哪些负责人负责2个以上项目"
-            let groups = verb(before.trim_start_matches("哪些"));
-            if groups == before.trim_start_matches("哪些").trim() {
-                return None;
-            }
-            (groups, trim_which(after).to_owned())
+            (
+                without_verb_zh(before.trim_start_matches("哪些"))?,
+                trim_which(after),
+            )
         };
         let (groups, rows) = (groups.trim(), rows.trim());
         if groups.is_empty() || rows.is_empty() {
@@ -341,6 +335,15 @@ impl CountCut {
             keep: Keep::Passing { op, n },
         })
     }
+}
+
+/// `text` without the verb that ends it, what groups do with the rows they count ("艺术家有",
+/// "负责人负责"); `None` when it ends in none.
+fn without_verb_zh(text: &str) -> Option<&str> {
+    let text = text.trim();
+    ["拥有", "负责", "有"]
+        .iter()
+        .find_map(|v| text.strip_suffix(v))
 }
 
 /// A Chinese comparison of a count with a number, before it ("超过10张专辑") or after it
