@@ -1,6 +1,6 @@
 //! The no-LLM path: simple English and Chinese questions → SQL, or `None` when unsure.
 //!
-//! Handled shapes, each over one table with at most one equality filter:
+//! Handled shapes, each over one table with at most three equality filters:
 //! count ("how many customers", "有多少个客户"), list ("list the albums", "列出所有专辑",
 //! "names of all genres"), sum/average of a numeric column ("total of invoice totals",
 //! "发票总额", "average track milliseconds") and distinct count/list ("how many different
@@ -16,6 +16,10 @@
 //! included. A listing can be ordered ("sorted by title", "按预算降序") or cut to its top N
 //! ("top 3 projects by budget", "预算最高的前 3 个项目", "the 10 longest tracks"), and groups cut to
 //! the top N by their count ("the top 5 countries by number of customers", "客户最多的前5个国家").
+//! A listing can show each row by its labels with the labels of the parent rows its foreign keys
+//! lead to ("albums with their artist names", "列出所有专辑及其艺术家": a left join, so a row
+//! without a parent is still listed) or with some of its own columns ("projects with their
+//! budgets", "each project's owner", "每个项目的负责人").
 //!
 //! Conditions beside these: one comparison with a number ("budget over 100000", "预算超过10万",
 //! "longer than 5 minutes" against `Milliseconds`, "cost more than $0.99" against the price
@@ -409,12 +413,24 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
     let grouped = groups
         .then(|| pick_grouped_table(&q, schema, intent, ranks_groups))
         .flatten();
+    // "List all albums with their artist names": what each row is shown with.
+    let mut shown = Vec::new();
     let (table, group) = match grouped {
         Some((grouped, table, group)) => {
             q = grouped;
             (table, Some(group))
         }
-        None => (pick_table(&mut q, schema, intent)?, None),
+        None => match (intent == Intent::List)
+            .then(|| pick_shown_with(&q, schema))
+            .flatten()
+        {
+            Some((with, table, items)) => {
+                q = with;
+                shown = items;
+                (table, None)
+            }
+            None => (pick_table(&mut q, schema, intent)?, None),
+        },
     };
     if cut.is_some() && group.is_none() {
         return None;
@@ -445,6 +461,8 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
     let missing = pick_missing(&mut q, table);
     let key = pick_key(&mut q, table);
     let row_extreme = match row_extreme {
+        // The end is found among the rows of the table alone, not the joined ones.
+        Some(_) if !shown.is_empty() => return None,
         // "Which invoice is the largest?" names no number: by what is a guess. "The longest"
         // says a duration, so the only one is meant.
         Some(s) => Some((
@@ -459,9 +477,14 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
         _ => None,
     };
     // Beside a parent table, the question's own table is `c` and its columns are qualified.
-    let own = |name: &str| match group {
-        Some(Group::Parent { .. }) => format!("c.{}", quote_ident(name)),
-        _ => quote_ident(name),
+    let joined = matches!(group, Some(Group::Parent { .. }))
+        || shown.iter().any(|s| matches!(s, Shown::Parent(_)));
+    let own = |name: &str| {
+        if joined {
+            format!("c.{}", quote_ident(name))
+        } else {
+            quote_ident(name)
+        }
     };
     let select = match intent {
         Intent::Sum | Intent::Avg | Intent::Ends(_) => {
@@ -496,8 +519,60 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
             }
         }
         Intent::List if group.is_some() => return None,
+        // Each row by its labels (or whole, without any), then what it is shown with.
+        Intent::List if !shown.is_empty() => {
+            let labels = label_columns(table);
+            let mut list: Vec<String> = if labels.is_empty() {
+                vec![if joined { "c.*" } else { "*" }.to_owned()]
+            } else {
+                labels.iter().map(|c| own(&c.name)).collect()
+            };
+            // Result columns are shown by name: a parent's "Name" beside the track's own is
+            // "Genre Name".
+            let mut names: Vec<&str> = if labels.is_empty() {
+                table.columns.iter().map(|c| c.name.as_str()).collect()
+            } else {
+                labels.iter().map(|c| c.name.as_str()).collect()
+            };
+            for (i, item) in shown.iter().enumerate() {
+                match item {
+                    Shown::Column(c)
+                        if labels.is_empty() || labels.iter().any(|l| l.name == c.name) => {}
+                    Shown::Column(c) => {
+                        list.push(own(&c.name));
+                        names.push(&c.name);
+                    }
+                    Shown::Parent(p) => {
+                        for l in &p.labels {
+                            let column = format!("p{}.{}", i + 1, quote_ident(&l.name));
+                            list.push(if names.contains(&l.name.as_str()) {
+                                let alias = format!("{} {}", p.table.name, l.name);
+                                format!("{column} AS {}", quote_ident(&alias))
+                            } else {
+                                column
+                            });
+                            names.push(&l.name);
+                        }
+                    }
+                }
+            }
+            let distinct = if q.distinct { "DISTINCT " } else { "" };
+            format!("{distinct}{}", list.join(", "))
+        }
         Intent::List => {
             let mut cols = mentioned_columns(&mut q, table);
+            // "List project names and budgets", "album titles": the rows' labels.
+            if let Some(i) = q.toks.iter().position(|t| !t.used && t.norm == "name") {
+                let labels = label_columns(table);
+                if !labels.is_empty() {
+                    q.consume(i, 1);
+                    let rest: Vec<&ColumnInfo> = cols
+                        .into_iter()
+                        .filter(|c| !labels.iter().any(|l| l.name == c.name))
+                        .collect();
+                    cols = labels.into_iter().chain(rest).collect();
+                }
+            }
             // "Who owns the Customer Portal project?" asks for its owner; "Who is on
             // probation?" for the people's names.
             if cols.is_empty() && q.asks_who {
@@ -525,6 +600,22 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
         return None;
     }
     let mut from = match &group {
+        None if joined => {
+            let mut from = format!("FROM {} AS c", quote_ident(&table.name));
+            for (i, item) in shown.iter().enumerate() {
+                if let Shown::Parent(p) = item {
+                    // Left: a row without a parent is still listed.
+                    from.push_str(&format!(
+                        " LEFT JOIN {} AS p{n} ON p{n}.{} = c.{}",
+                        quote_ident(&p.table.name),
+                        quote_ident(p.parent_key),
+                        quote_ident(&p.key.name),
+                        n = i + 1
+                    ));
+                }
+            }
+            from
+        }
         None | Some(Group::Column(_)) => format!("FROM {}", quote_ident(&table.name)),
         Some(Group::Parent {
             key,
@@ -611,7 +702,7 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
             if let Some(order) = order {
                 if let Some(column) = order.column {
                     let dir = if order.descending { " DESC" } else { "" };
-                    sql.push_str(&format!(" ORDER BY {}{dir}", quote_ident(&column.name)));
+                    sql.push_str(&format!(" ORDER BY {}{dir}", own(&column.name)));
                 }
                 if let Some(n) = order.limit {
                     sql.push_str(&format!(" LIMIT {n}"));
@@ -1626,44 +1717,242 @@ fn group_by<'s>(schema: &'s Schema, table: &'s TableInfo, phrase: &[String]) -> 
     if let Some(c) = column_named(table, phrase) {
         return Some(Group::Column(c));
     }
+    let parent = parent_named(schema, table, phrase, false)?;
+    Some(Group::Parent {
+        key: parent.key,
+        parent: parent.table,
+        parent_key: parent.parent_key,
+        labels: parent
+            .labels
+            .iter()
+            .map(|c| format!("p.{}", quote_ident(&c.name)))
+            .collect(),
+    })
+}
+
+/// A parent row that a declared single-column foreign key of a table leads to.
+#[derive(Debug, Clone)]
+struct ParentRow<'s> {
+    /// The referencing column (`Album.ArtistId`).
+    key: &'s ColumnInfo,
+    table: &'s TableInfo,
+    /// The referenced column (`Artist.ArtistId`).
+    parent_key: &'s str,
+    /// The parent's [`label_columns`], never empty.
+    labels: Vec<&'s ColumnInfo>,
+}
+
+/// The parent table of `table` that `phrase` (normalized words) names: by its table name
+/// ("artist" → `Album.ArtistId` → `Artist`), or with `by_key`, by the referencing column's own
+/// words, each word of it said whole or begun ("support rep" or "support representative" for
+/// `Customer.SupportRepId` → `Employee`). A parent with nothing to show it by is none.
+fn parent_named<'s>(
+    schema: &'s Schema,
+    table: &'s TableInfo,
+    phrase: &[String],
+    by_key: bool,
+) -> Option<ParentRow<'s>> {
     let words_of = |name: &str| -> Vec<String> { ident_parts(name).concat() };
+    let said_by_key = |col: &str| {
+        let mut words = words_of(col);
+        if words.last().is_some_and(|w| w == "id") {
+            words.pop();
+        }
+        words.len() == phrase.len()
+            && words.iter().zip(phrase).all(|(w, p)| {
+                w == p
+                    || (w.chars().count() >= 3
+                        && !w.chars().any(is_cjk)
+                        && p.starts_with(w.as_str()))
+            })
+    };
     table.foreign_keys.iter().find_map(|fk| {
         let ([col], [parent_key]) = (fk.columns.as_slice(), fk.ref_columns.as_slice()) else {
             return None;
         };
         let parent = schema.table(&fk.ref_table)?;
-        if words_of(&parent.name) != phrase {
+        if words_of(&parent.name) != phrase && !(by_key && said_by_key(col)) {
             return None;
         }
         let labels = label_columns(parent);
         if labels.is_empty() {
             return None;
         }
-        Some(Group::Parent {
+        Some(ParentRow {
             key: table.column(col)?,
-            parent,
+            table: parent,
             parent_key,
-            labels: labels
-                .iter()
-                .map(|c| format!("p.{}", quote_ident(&c.name)))
-                .collect(),
+            labels,
         })
     })
 }
 
 /// The columns that name a row of `table` for a reader: its name columns ("Name", "FirstName"
-/// and "LastName"), else a title column ("Title" of an album).
+/// and "LastName"), else the column named as the table ("Project" of a projects sheet), else a
+/// title column ("Title" of an album).
 fn label_columns(table: &TableInfo) -> Vec<&ColumnInfo> {
     let names = name_columns(table);
     if !names.is_empty() {
         return names;
     }
-    table
-        .columns
-        .iter()
-        .filter(|c| c.is_text() && ident_words(&c.name).iter().any(|w| w == "title"))
+    // A sheet of projects whose first column is "Project".
+    let table_words = ident_parts(&table.name).concat();
+    let text = || table.columns.iter().filter(|c| c.is_text());
+    if let Some(c) =
+        text().find(|c| !table_words.is_empty() && ident_parts(&c.name).concat() == table_words)
+    {
+        return vec![c];
+    }
+    text()
+        .filter(|c| ident_words(&c.name).iter().any(|w| w == "title"))
         .take(1)
         .collect()
+}
+
+/// What a listing shows beside each row's labels, after "with their", "along with",
+/// "including" or 及其 (which arrives as "with their").
+#[derive(Debug, Clone)]
+enum Shown<'s> {
+    /// A column of the listed table: "projects with their budgets".
+    Column(&'s ColumnInfo),
+    /// The parent row, by its labels: "albums with their artist names".
+    Parent(ParentRow<'s>),
+}
+
+/// Where a listing says what it shows each row with: the marker's start, the position after
+/// it, and whether it may show the rows' own columns. "with" alone shows only parents ("albums
+/// with artist names"): before a column it is a condition ("projects with budget less than
+/// 90", "customers with a company").
+fn with_marker(q: &Question) -> Option<(usize, usize, bool)> {
+    let norm = |i: usize| q.toks.get(i).filter(|t| !t.used).map(|t| t.norm.as_str());
+    (0..q.toks.len()).find_map(|i| {
+        let (end, marked) = match (norm(i)?, norm(i + 1)) {
+            ("along" | "together", Some("with")) => (i + 2, true),
+            ("including" | "include", _) => (i + 1, true),
+            ("with", _) => (i + 1, false),
+            _ => return None,
+        };
+        let owner = matches!(
+            norm(end),
+            Some("their" | "its" | "respective" | "corresponding")
+        );
+        let the = !owner && norm(end) == Some("the");
+        Some((i, end + usize::from(owner || the), marked || owner))
+    })
+}
+
+/// A listing of rows shown with their parents' labels or some of their own columns: "List all
+/// albums with their artist names", "tracks with their album and genre", "customers with their
+/// support rep", "列出所有项目及其预算". The table is the one named before the marker; every
+/// item after it is consumed. `None` when no marker or nothing it could show.
+fn pick_shown_with<'s>(
+    q: &Question,
+    schema: &'s Schema,
+) -> Option<(Question, &'s TableInfo, Vec<Shown<'s>>)> {
+    if let Some(each) = pick_each_ones(q, schema) {
+        return Some(each);
+    }
+    let (start, end, columns) = with_marker(q)?;
+    let mut head = q.clone();
+    // The table is named before the marker: "tracks with their media type" lists tracks, though
+    // `MediaType` is named by more words.
+    let after: Vec<usize> = (start..head.toks.len())
+        .filter(|&i| !head.toks[i].used)
+        .collect();
+    for &i in &after {
+        head.toks[i].used = true;
+    }
+    let table = pick_table(&mut head, schema, Intent::List)?;
+    for &i in &after {
+        head.toks[i].used = false;
+    }
+    head.consume(start, end - start);
+    let shown = shown_items(&mut head, schema, table, end)?;
+    if !columns && shown.iter().any(|s| matches!(s, Shown::Column(_))) {
+        return None;
+    }
+    Some((head, table, shown))
+}
+
+/// "Show each project's owner", "每个项目的负责人是谁？" (每个 arrives as "each"): a listing of
+/// the rows of the table named right after "each", shown with what its possessive names.
+fn pick_each_ones<'s>(
+    q: &Question,
+    schema: &'s Schema,
+) -> Option<(Question, &'s TableInfo, Vec<Shown<'s>>)> {
+    let each = q.toks.iter().position(|t| !t.used && t.norm == "each")?;
+    schema.tables.iter().find_map(|table| {
+        let words = ident_parts(&table.name).concat();
+        let named = q.toks.get(each + 1..each + 1 + words.len())?;
+        if words.is_empty()
+            || named
+                .iter()
+                .zip(&words)
+                .any(|(t, w)| t.used || t.norm != *w)
+        {
+            return None;
+        }
+        let mut end = each + 1 + words.len();
+        // The possessive: "project's" leaves an "s"; 的.
+        if q.toks
+            .get(end)
+            .is_some_and(|t| !t.used && matches!(t.norm.as_str(), "s" | "的"))
+        {
+            end += 1;
+        }
+        let mut listed = q.clone();
+        listed.consume(each, end - each);
+        let shown = shown_items(&mut listed, schema, table, end)?;
+        Some((listed, table, shown))
+    })
+}
+
+/// The items a listing shows from `at` on, each consumed: parent tables (followed by "name" or
+/// "title", which are their labels) and columns of `table`, joined by "and" or commas.
+fn shown_items<'s>(
+    q: &mut Question,
+    schema: &'s Schema,
+    table: &'s TableInfo,
+    mut at: usize,
+) -> Option<Vec<Shown<'s>>> {
+    let mut out: Vec<Shown<'s>> = Vec::new();
+    loop {
+        while q.toks.get(at).is_some_and(|t| {
+            !t.used
+                && matches!(
+                    t.norm.as_str(),
+                    "and" | "the" | "their" | "its" | "和" | "与" | "及"
+                )
+        }) {
+            q.consume(at, 1);
+            at += 1;
+        }
+        let found = (1..=3).rev().find_map(|len| {
+            let words = q.toks.get(at..at + len)?;
+            if words.iter().any(|t| t.used) {
+                return None;
+            }
+            let phrase: Vec<String> = words.iter().map(|t| t.norm.clone()).collect();
+            let item = match column_named(table, &phrase) {
+                Some(c) if !is_id_like(c) => Shown::Column(c),
+                _ => Shown::Parent(parent_named(schema, table, &phrase, true)?),
+            };
+            Some((item, len))
+        });
+        let Some((item, len)) = found else { break };
+        q.consume(at, len);
+        at += len;
+        if matches!(item, Shown::Parent(_))
+            && q.toks
+                .get(at)
+                .is_some_and(|t| !t.used && matches!(t.norm.as_str(), "name" | "title"))
+        {
+            q.consume(at, 1);
+            at += 1;
+        }
+        out.push(item);
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// Whether the question names a column of `table` (not an id), a yes/no column of it, or one

@@ -1456,3 +1456,164 @@ fn two_values_are_two_filters() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+#[test]
+fn a_listing_shows_each_row_with_its_parents_or_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shown.sqlite");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "CREATE TABLE Artist (ArtistId INTEGER PRIMARY KEY, Name TEXT);
+         INSERT INTO Artist VALUES (1, 'AC/DC'), (2, 'Accept');
+         CREATE TABLE Album (AlbumId INTEGER PRIMARY KEY, Title TEXT,
+                             ArtistId INTEGER REFERENCES Artist (ArtistId));
+         INSERT INTO Album VALUES (1, 'For Those About To Rock', 1), (2, 'Balls to the Wall', 2),
+                                  (3, 'Let There Be Rock', 1);
+         CREATE TABLE Genre (GenreId INTEGER PRIMARY KEY, Name TEXT);
+         INSERT INTO Genre VALUES (1, 'Rock'), (2, 'Jazz');
+         CREATE TABLE MediaType (MediaTypeId INTEGER PRIMARY KEY, Name TEXT);
+         INSERT INTO MediaType VALUES (1, 'MPEG audio file');
+         CREATE TABLE Track (TrackId INTEGER PRIMARY KEY, Name TEXT,
+                             AlbumId INTEGER REFERENCES Album (AlbumId),
+                             GenreId INTEGER REFERENCES Genre (GenreId),
+                             MediaTypeId INTEGER REFERENCES MediaType (MediaTypeId),
+                             Milliseconds INTEGER);
+         INSERT INTO Track VALUES (1, 'Go Down', 3, 1, 1, 331180),
+                                  (2, 'Dog Eat Dog', 3, 1, 1, 215196),
+                                  (3, 'Fast As a Shark', 2, NULL, 1, 230619);
+         CREATE TABLE Employee (EmployeeId INTEGER PRIMARY KEY, LastName TEXT, FirstName TEXT);
+         INSERT INTO Employee VALUES (3, 'Peacock', 'Jane'), (4, 'Park', 'Margaret');
+         CREATE TABLE Customer (CustomerId INTEGER PRIMARY KEY, FirstName TEXT, LastName TEXT,
+                                SupportRepId INTEGER REFERENCES Employee (EmployeeId));
+         INSERT INTO Customer VALUES (1, 'Luís', 'Gonçalves', 3), (2, 'Leonie', 'Köhler', 4);
+         CREATE TABLE InvoiceLine (InvoiceLineId INTEGER PRIMARY KEY,
+                                   TrackId INTEGER REFERENCES Track (TrackId),
+                                   UnitPrice NUMERIC(10,2), Quantity INTEGER);
+         INSERT INTO InvoiceLine VALUES (1, 1, 0.99, 1), (2, 3, 0.99, 2);
+         CREATE TABLE Projects (Project TEXT, Owner TEXT, Status TEXT, Environment TEXT,
+                                Budget INTEGER);
+         INSERT INTO Projects VALUES ('Mixer', '李娜', 'In progress', 'prod', 100),
+                                     ('Portal', 'Emily Carter', 'Done', 'prod', 50),
+                                     ('Pilot', '周欣', 'Planned', 'dev', 30);",
+    )
+    .unwrap();
+    drop(c);
+    let schema = introspect(&db, 3).unwrap();
+    let cases: &[(&str, Option<&str>, usize)] = &[
+        // A parent, by its labels; a track without a genre is still listed.
+        (
+            "List all albums with their artist names.",
+            Some(
+                "SELECT c.\"Title\", p1.\"Name\" FROM \"Album\" AS c LEFT JOIN \"Artist\" AS p1 \
+                 ON p1.\"ArtistId\" = c.\"ArtistId\"",
+            ),
+            3,
+        ),
+        (
+            "列出所有专辑及其艺术家",
+            Some(
+                "SELECT c.\"Title\", p1.\"Name\" FROM \"Album\" AS c LEFT JOIN \"Artist\" AS p1 \
+                 ON p1.\"ArtistId\" = c.\"ArtistId\"",
+            ),
+            3,
+        ),
+        // The table named before the marker is listed, though `MediaType` has more words.
+        (
+            "List all tracks with their media type.",
+            Some(
+                "SELECT c.\"Name\", p1.\"Name\" AS \"MediaType Name\" FROM \"Track\" AS c LEFT \
+                 JOIN \"MediaType\" AS p1 ON p1.\"MediaTypeId\" = c.\"MediaTypeId\"",
+            ),
+            3,
+        ),
+        (
+            "Show all tracks with their album, genre and media type, sorted by name.",
+            Some(
+                "SELECT c.\"Name\", p1.\"Title\", p2.\"Name\" AS \"Genre Name\", p3.\"Name\" AS \
+                 \"MediaType Name\" FROM \"Track\" AS c LEFT JOIN \"Album\" AS p1 ON \
+                 p1.\"AlbumId\" = c.\"AlbumId\" LEFT JOIN \"Genre\" AS p2 ON p2.\"GenreId\" = \
+                 c.\"GenreId\" LEFT JOIN \"MediaType\" AS p3 ON p3.\"MediaTypeId\" = \
+                 c.\"MediaTypeId\" ORDER BY c.\"Name\"",
+            ),
+            3,
+        ),
+        // A filter on a parent value beside a shown parent.
+        (
+            "List rock tracks along with the album title.",
+            Some(
+                "SELECT c.\"Name\", p1.\"Title\" FROM \"Track\" AS c LEFT JOIN \"Album\" AS p1 ON \
+                 p1.\"AlbumId\" = c.\"AlbumId\" WHERE c.\"GenreId\" IN (SELECT \"GenreId\" FROM \
+                 \"Genre\" WHERE \"Name\" = 'Rock')",
+            ),
+            2,
+        ),
+        // The referencing column names its parent, a word of it begun ("rep").
+        (
+            "Show all customers with their support representative.",
+            Some(
+                "SELECT c.\"FirstName\", c.\"LastName\", p1.\"LastName\" AS \"Employee LastName\", \
+                 p1.\"FirstName\" AS \"Employee FirstName\" FROM \"Customer\" AS c LEFT JOIN \
+                 \"Employee\" AS p1 ON p1.\"EmployeeId\" = c.\"SupportRepId\"",
+            ),
+            2,
+        ),
+        // Rows without labels are shown whole.
+        (
+            "List all invoice line items with their track names.",
+            Some(
+                "SELECT c.*, p1.\"Name\" FROM \"InvoiceLine\" AS c LEFT JOIN \"Track\" AS p1 ON \
+                 p1.\"TrackId\" = c.\"TrackId\"",
+            ),
+            2,
+        ),
+        // A sheet's rows by the column named as the sheet, with their own columns.
+        (
+            "List all projects with their budgets.",
+            Some("SELECT \"Project\", \"Budget\" FROM \"Projects\""),
+            3,
+        ),
+        (
+            "列出所有项目及其负责人和状态",
+            Some("SELECT \"Project\", \"Owner\", \"Status\" FROM \"Projects\""),
+            3,
+        ),
+        (
+            "Show each project's owner.",
+            Some("SELECT \"Project\", \"Owner\" FROM \"Projects\""),
+            3,
+        ),
+        (
+            "每个项目的负责人是谁？",
+            Some("SELECT \"Project\", \"Owner\" FROM \"Projects\""),
+            3,
+        ),
+        (
+            "List project names and budgets.",
+            Some("SELECT \"Project\", \"Budget\" FROM \"Projects\""),
+            3,
+        ),
+        // "with" before a column is a condition, not what is shown.
+        (
+            "list prod projects with budget less than 90",
+            Some(
+                "SELECT * FROM \"Projects\" WHERE \"Environment\" = 'prod' AND \"Budget\" < 90",
+            ),
+            1,
+        ),
+        // Nothing to show: not this shape.
+        ("List all albums with their colours.", None, 0),
+    ];
+    let policy = Policy::default();
+    let mut wrong = Vec::new();
+    for (question, want, rows) in cases {
+        let sql = template_sql(question, &schema);
+        if sql.as_deref() != *want {
+            wrong.push(format!("{question}\n  got  {sql:?}\n  want {want:?}"));
+        } else if let Some(want) = want {
+            let q = validate(want, &schema, &policy).unwrap();
+            let got = execute(&db, &q, &policy).unwrap().rows.len();
+            assert_eq!(got, *rows, "{question}");
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
