@@ -522,42 +522,54 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
         // Each row by its labels (or whole, without any), then what it is shown with.
         Intent::List if !shown.is_empty() => {
             let labels = label_columns(table);
-            let mut list: Vec<String> = if labels.is_empty() {
-                vec![if joined { "c.*" } else { "*" }.to_owned()]
-            } else {
-                labels.iter().map(|c| own(&c.name)).collect()
-            };
-            // Result columns are shown by name: a parent's "Name" beside the track's own is
+            // Results are read by column name, so a parent's "Name" beside the track's own is
             // "Genre Name".
-            let mut names: Vec<&str> = if labels.is_empty() {
-                table.columns.iter().map(|c| c.name.as_str()).collect()
+            let mut list: Vec<Label> = if labels.is_empty() {
+                let star = if joined { "c.*" } else { "*" };
+                table
+                    .columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| Label {
+                        expr: if i == 0 { star } else { "" }.to_owned(),
+                        name: c.name.clone(),
+                        renamed: false,
+                    })
+                    .collect()
             } else {
-                labels.iter().map(|c| c.name.as_str()).collect()
+                shown_labels(&labels, joined.then_some("c"))
             };
             for (i, item) in shown.iter().enumerate() {
                 match item {
                     Shown::Column(c)
                         if labels.is_empty() || labels.iter().any(|l| l.name == c.name) => {}
-                    Shown::Column(c) => {
-                        list.push(own(&c.name));
-                        names.push(&c.name);
-                    }
+                    Shown::Column(c) => list.push(Label {
+                        expr: own(&c.name),
+                        name: c.name.clone(),
+                        renamed: false,
+                    }),
                     Shown::Parent(p) => {
-                        for l in &p.labels {
-                            let column = format!("p{}.{}", i + 1, quote_ident(&l.name));
-                            list.push(if names.contains(&l.name.as_str()) {
-                                let alias = format!("{} {}", p.table.name, l.name);
-                                format!("{column} AS {}", quote_ident(&alias))
-                            } else {
-                                column
-                            });
-                            names.push(&l.name);
+                        let alias = format!("p{}", i + 1);
+                        for mut label in shown_labels(&p.labels, Some(&alias)) {
+                            if list.iter().any(|l| l.name == label.name) {
+                                label.name = format!("{} {}", p.table.name, label.name);
+                                label.renamed = true;
+                            }
+                            list.push(label);
                         }
                     }
                 }
             }
             let distinct = if q.distinct { "DISTINCT " } else { "" };
-            format!("{distinct}{}", list.join(", "))
+            let exprs: Vec<String> = list
+                .iter()
+                .filter(|l| !l.expr.is_empty())
+                .map(|l| match l.renamed {
+                    true => format!("{} AS {}", l.expr, quote_ident(&l.name)),
+                    false => l.expr.clone(),
+                })
+                .collect();
+            format!("{distinct}{}", exprs.join(", "))
         }
         Intent::List => {
             let mut cols = mentioned_columns(&mut q, table);
@@ -1872,6 +1884,42 @@ fn pick_shown_with<'s>(
         return None;
     }
     Some((head, table, shown))
+}
+
+/// A result column of a listing: its expression (empty for a column a `*` before it shows),
+/// its name, and whether the name must be given with `AS`.
+struct Label {
+    expr: String,
+    name: String,
+    renamed: bool,
+}
+
+/// How labels are shown: a person's first and last names as one name ("Jane Peacock",
+/// `concat_ws` passing over a missing part), other labels as they are; qualified by `alias`
+/// where the table has one.
+fn shown_labels(labels: &[&ColumnInfo], alias: Option<&str>) -> Vec<Label> {
+    let column = |c: &ColumnInfo| match alias {
+        Some(a) => format!("{a}.{}", quote_ident(&c.name)),
+        None => quote_ident(&c.name),
+    };
+    let has = |c: &ColumnInfo, word: &str| ident_words(&c.name).iter().any(|w| w == word);
+    let first = labels.iter().find(|c| has(c, "first"));
+    let last = labels.iter().find(|c| has(c, "last"));
+    if let (2, Some(first), Some(last)) = (labels.len(), first, last) {
+        return vec![Label {
+            expr: format!("concat_ws(' ', {}, {})", column(first), column(last)),
+            name: "Name".to_owned(),
+            renamed: true,
+        }];
+    }
+    labels
+        .iter()
+        .map(|c| Label {
+            expr: column(c),
+            name: c.name.clone(),
+            renamed: false,
+        })
+        .collect()
 }
 
 /// "Show each project's owner", "每个项目的负责人是谁？" (每个 arrives as "each"): a listing of
