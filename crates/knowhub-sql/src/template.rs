@@ -376,9 +376,33 @@ fn compare_zh(text: &str) -> Option<(&str, &'static str, u32, &str)> {
     None
 }
 
-/// `text` without an opening "列出"/"显示" ("list", "show").
+/// `text` without its opening asking and listing words: "请问", "帮我列出", "我想看看", "显示"
+/// (the glossary drops or translates the same words elsewhere).
 fn without_opening_zh(text: &str) -> &str {
-    text.trim_start_matches("列出").trim_start_matches("显示")
+    const OPENINGS: &[&str] = &[
+        "请问",
+        "麻烦",
+        "请",
+        "帮我",
+        "给我",
+        "我想看看",
+        "我想看",
+        "我想知道",
+        "我想",
+        "我要",
+        "列出",
+        "列举",
+        "显示",
+        "展示",
+        "查一下",
+        "看看",
+        "找出",
+    ];
+    let mut rest = text.trim_start();
+    while let Some(shorter) = OPENINGS.iter().find_map(|o| rest.strip_prefix(o)) {
+        rest = shorter.trim_start();
+    }
+    rest
 }
 
 /// `text` without a closing "有哪些"/"是哪些" ("which are they").

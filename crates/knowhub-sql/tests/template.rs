@@ -983,6 +983,16 @@ fn questions_to_sql() {
             Some(Value::Text("Canada".into())),
         ),
         (
+            "请帮我列出客户最多的前2个国家",
+            Some(
+                "SELECT \"Country\", COUNT(*) FROM \"Customer\" GROUP BY \"Country\" HAVING \
+                 COUNT(*) >= COALESCE((SELECT v FROM (SELECT COUNT(*) AS v FROM \"Customer\" GROUP \
+                 BY \"Country\") ORDER BY v DESC LIMIT 1 OFFSET 1), 0) ORDER BY COUNT(*) DESC, \
+                 \"Country\"",
+            ),
+            Some(Value::Text("Canada".into())),
+        ),
+        (
             "客户最多的前2个国家",
             Some(
                 "SELECT \"Country\", COUNT(*) FROM \"Customer\" GROUP BY \"Country\" HAVING \
@@ -1311,6 +1321,9 @@ fn a_column_of_doers_is_named_by_its_verb() {
         ("owners of 2 or more projects", None),
         // 以上 after the number: that number or more.
         ("负责2个以上项目的负责人", Some(two_or_more)),
+        // The asking before it is not part of what is counted.
+        ("帮我列出负责2个以上项目的负责人", Some(two_or_more)),
+        ("请问哪些负责人负责2个以上项目？", Some(two_or_more)),
         ("哪些负责人负责2个以上项目？", Some(two_or_more)),
         ("有2个及以上项目的负责人", Some(two_or_more)),
         (
