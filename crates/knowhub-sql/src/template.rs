@@ -678,14 +678,25 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
                 key,
                 column,
                 value,
-            } => format!(
-                "{} IN (SELECT {} FROM {} WHERE {} = '{}')",
-                own(&col.name),
-                quote_ident(&key),
-                quote_ident(&table),
-                quote_ident(&column),
-                value.replace('\'', "''")
-            ),
+                via,
+            } => {
+                let mut rows =
+                    format!("{} = '{}'", quote_ident(&column), value.replace('\'', "''"));
+                if let Some(via) = via {
+                    rows = format!(
+                        "{} IN (SELECT {} FROM {} WHERE {rows})",
+                        quote_ident(&via.key),
+                        quote_ident(&via.table_key),
+                        quote_ident(&via.table),
+                    );
+                }
+                format!(
+                    "{} IN (SELECT {} FROM {} WHERE {rows})",
+                    own(&col.name),
+                    quote_ident(&key),
+                    quote_ident(&table),
+                )
+            }
         });
     }
     if let Some(c) = comparison {
@@ -1080,13 +1091,26 @@ enum Filter {
     /// A yes/no column that is true: "staff on probation".
     True,
     /// A parent row's value, the column being the foreign key that leads to it: "jazz tracks"
-    /// is `GenreId IN (SELECT GenreId FROM Genre WHERE Name = 'Jazz')`.
+    /// is `GenreId IN (SELECT GenreId FROM Genre WHERE Name = 'Jazz')`. With `via`, the value
+    /// is the grandparent's, one more key away: "tracks by AC/DC" is `AlbumId IN (SELECT
+    /// AlbumId FROM Album WHERE ArtistId IN (SELECT ArtistId FROM Artist WHERE Name =
+    /// 'AC/DC'))`.
     Parent {
         table: String,
         key: String,
         column: String,
         value: String,
+        via: Option<Via>,
     },
+}
+
+/// The step from a parent to the grandparent whose value filters: the parent's foreign key
+/// column, the grandparent table and its key.
+#[derive(Debug, Clone, PartialEq)]
+struct Via {
+    key: String,
+    table: String,
+    table_key: String,
 }
 
 /// Token spans `(start, len)` of a match.
@@ -1582,17 +1606,20 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
         }
     }
     best.sort_by_key(|(score, _, _)| std::cmp::Reverse(*score));
-    // "tracks in the Jazz genre", "albums of the artist AC/DC": a table and its parent named
-    // alike are the rows and the parent they are filtered by, which the filter reads.
+    // "tracks in the Jazz genre", "albums of the artist AC/DC", "tracks by the artist AC/DC": a
+    // table and its parent (or grandparent) named alike are the rows and the parent they are
+    // filtered by, which the filter reads.
     if let [(s1, a, _), (s2, b, _), rest @ ..] = best.as_slice()
         && s1 == s2
         && rest.first().is_none_or(|(s3, _, _)| s3 < s1)
     {
         let leads_to = |child: &TableInfo, parent: &TableInfo| {
-            child
-                .foreign_keys
-                .iter()
-                .any(|fk| fk.ref_table.eq_ignore_ascii_case(&parent.name))
+            parents(schema, child).iter().any(|(_, p, _)| {
+                p.name == parent.name
+                    || parents(schema, p)
+                        .iter()
+                        .any(|(_, g, _)| g.name == parent.name)
+            })
         };
         match (leads_to(a, b), leads_to(b, a)) {
             (true, false) => best.remove(1),
@@ -2041,10 +2068,11 @@ fn mentions_something_of(q: &Question, table: &TableInfo) -> bool {
 }
 
 /// A filter on a value of the parent row a declared single-column foreign key of `table`
-/// leads to, its words consumed: "jazz tracks", "tracks on Let There Be Rock", "Accept的专辑".
-/// The parent's table name said right beside it is consumed too ("the Rock genre", "the album
-/// Let There Be Rock"). `Some(None)` when no parent value is named; `None` when two are,
-/// equally long.
+/// leads to, its words consumed: "jazz tracks", "tracks on Let There Be Rock", "Accept的专辑";
+/// or of the grandparent row one more key away ("tracks by AC/DC": track → album → artist),
+/// where the same words as a parent's value are the parent's. The value's table name said right
+/// beside it is consumed too ("the Rock genre", "the album Let There Be Rock"). `Some(None)`
+/// when no such value is named; `None` when two are, equally long, as near.
 fn parent_filter<'t>(
     q: &mut Question,
     schema: &'t Schema,
@@ -2056,72 +2084,79 @@ fn parent_filter<'t>(
         child: &'a ColumnInfo,
         parent: &'a TableInfo,
         key: String,
+        /// The table that holds the value: the parent, or the grandparent `via` leads to.
+        holder: &'a TableInfo,
         column: &'a ColumnInfo,
         value: String,
+        via: Option<Via>,
     }
     let mut found: Vec<Found<'t>> = Vec::new();
-    for fk in &table.foreign_keys {
-        let [col] = fk.columns.as_slice() else {
-            continue;
-        };
-        let (Some(child), Some(parent)) = (table.column(col), schema.table(&fk.ref_table)) else {
-            continue;
-        };
-        let key = match fk.ref_columns.as_slice() {
-            [k] => k.clone(),
-            [] => match parent
-                .columns
-                .iter()
-                .filter(|c| c.primary_key > 0)
-                .collect::<Vec<_>>()[..]
-            {
-                [k] => k.name.clone(),
-                _ => continue,
-            },
-            _ => continue,
-        };
-        for column in parent.columns.iter().filter(|c| c.is_text()) {
-            for value in column.known_values() {
-                if !is_matched_value(value) {
-                    continue;
-                }
-                let part: Vec<String> = tokenize(value).into_iter().map(|t| t.norm).collect();
-                if let Some(start) = q.find(&part) {
-                    found.push(Found {
-                        len: part.len(),
-                        start,
-                        child,
-                        parent,
-                        key: key.clone(),
-                        column,
-                        value: value.to_owned(),
-                    });
+    for (child, parent, key) in parents(schema, table) {
+        // The parent's own values, then those of its parents: "tracks by AC/DC" (an artist's
+        // tracks, through their albums).
+        let mut holders = vec![(parent, None)];
+        for (via_key, grand, grand_key) in parents(schema, parent) {
+            if grand.name != table.name && grand.name != parent.name {
+                holders.push((
+                    grand,
+                    Some(Via {
+                        key: via_key.name.clone(),
+                        table: grand.name.clone(),
+                        table_key: grand_key,
+                    }),
+                ));
+            }
+        }
+        for (holder, via) in holders {
+            for column in holder.columns.iter().filter(|c| c.is_text()) {
+                for value in column.known_values() {
+                    if !is_matched_value(value) {
+                        continue;
+                    }
+                    let part: Vec<String> = tokenize(value).into_iter().map(|t| t.norm).collect();
+                    if let Some(start) = q.find(&part) {
+                        found.push(Found {
+                            len: part.len(),
+                            start,
+                            child,
+                            parent,
+                            key: key.clone(),
+                            holder,
+                            column,
+                            value: value.to_owned(),
+                            via: via.clone(),
+                        });
+                    }
                 }
             }
         }
     }
-    found.sort_by_key(|f| std::cmp::Reverse(f.len));
+    // The longest value first; of the same words, a parent's before a grandparent's.
+    found.sort_by_key(|f| (std::cmp::Reverse(f.len), f.via.is_some()));
     let Some(best) = found.first() else {
         return Some(None);
     };
-    // The same words a value of two parents, or of two columns: unsure. A value elsewhere in
-    // the question is the next filter's ("Rock tracks on Let There Be Rock").
+    // The same words a value of two parents (or two grandparents), or of two columns: unsure. A
+    // value elsewhere in the question is the next filter's ("Rock tracks on Let There Be Rock").
     let overlaps = |f: &Found<'_>| f.start < best.start + best.len && best.start < f.start + f.len;
-    if found[1..].iter().any(|f| f.len == best.len && overlaps(f)) {
+    if found[1..]
+        .iter()
+        .any(|f| f.len == best.len && overlaps(f) && f.via.is_some() == best.via.is_some())
+    {
         return None;
     }
     q.consume(best.start, best.len);
     // "tracks on Let There Be Rock", "albums by AC/DC", "tracks in the Rock genre", "tracks on
-    // the album Let There Be Rock": the words that lead to the parent.
+    // the album Let There Be Rock": the words that lead to the value's table.
     let mut at = best.start;
-    let parent_words = ident_parts(&best.parent.name).concat();
-    let named: Vec<&str> = parent_words.iter().map(String::as_str).collect();
+    let holder_words = ident_parts(&best.holder.name).concat();
+    let named: Vec<&str> = holder_words.iter().map(String::as_str).collect();
     if at >= named.len() && q.phrase_at(at - named.len(), &named) {
         at -= named.len();
         q.consume(at, named.len());
     }
     consume_lead_in(q, at, &["on", "in", "by", "from", "of"]);
-    // "the Rock genre": the parent's name right after the value. Said anywhere else, it may be
+    // "the Rock genre": the table's name right after the value. Said anywhere else, it may be
     // what is asked for ("How many genres have rock tracks?"), and stays unexplained.
     let end = best.start + best.len;
     if q.phrase_at(end, &named) {
@@ -2134,8 +2169,41 @@ fn parent_filter<'t>(
             key: best.key.clone(),
             column: best.column.name.clone(),
             value: best.value.clone(),
+            via: best.via.clone(),
         },
     )))
+}
+
+/// The parents a table's declared single-column foreign keys lead to: `(referencing column,
+/// parent table, referenced key)`; a key left unnamed is the parent's one primary key column.
+fn parents<'t>(
+    schema: &'t Schema,
+    table: &'t TableInfo,
+) -> Vec<(&'t ColumnInfo, &'t TableInfo, String)> {
+    table
+        .foreign_keys
+        .iter()
+        .filter_map(|fk| {
+            let [col] = fk.columns.as_slice() else {
+                return None;
+            };
+            let (child, parent) = (table.column(col)?, schema.table(&fk.ref_table)?);
+            let key = match fk.ref_columns.as_slice() {
+                [k] => k.clone(),
+                [] => match parent
+                    .columns
+                    .iter()
+                    .filter(|c| c.primary_key > 0)
+                    .collect::<Vec<_>>()[..]
+                {
+                    [k] => k.name.clone(),
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            Some((child, parent, key))
+        })
+        .collect()
 }
 
 /// Whether the question names `c`: its words, or the verb of its doer ("owned by").

@@ -1470,10 +1470,10 @@ fn two_values_are_two_filters() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-#[test]
-fn a_listing_shows_each_row_with_its_parents_or_columns() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("shown.sqlite");
+/// A catalogue with keys two steps deep (track → album → artist), a track without a genre, a
+/// table without labels (`InvoiceLine`), people with first and last names, and a sheet.
+fn catalogue_fixture(dir: &Path) -> PathBuf {
+    let db = dir.join("catalogue.sqlite");
     let c = rusqlite::Connection::open(&db).unwrap();
     c.execute_batch(
         "CREATE TABLE Artist (ArtistId INTEGER PRIMARY KEY, Name TEXT);
@@ -1510,9 +1510,32 @@ fn a_listing_shows_each_row_with_its_parents_or_columns() {
                                      ('Pilot', '周欣', 'Planned', 'dev', 30);",
     )
     .unwrap();
-    drop(c);
+    db
+}
+
+/// Runs `cases` (question, statement wanted, rows it returns) against the catalogue.
+fn check_catalogue(cases: &[(&str, Option<&str>, usize)]) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = catalogue_fixture(dir.path());
     let schema = introspect(&db, 3).unwrap();
-    let cases: &[(&str, Option<&str>, usize)] = &[
+    let policy = Policy::default();
+    let mut wrong = Vec::new();
+    for (question, want, rows) in cases {
+        let sql = template_sql(question, &schema);
+        if sql.as_deref() != *want {
+            wrong.push(format!("{question}\n  got  {sql:?}\n  want {want:?}"));
+        } else if let Some(want) = want {
+            let q = validate(want, &schema, &policy).unwrap();
+            let got = execute(&db, &q, &policy).unwrap().rows.len();
+            assert_eq!(got, *rows, "{question}");
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_listing_shows_each_row_with_its_parents_or_columns() {
+    check_catalogue(&[
         // A parent, by its labels; a track without a genre is still listed.
         (
             "List all albums with their artist names.",
@@ -1615,25 +1638,54 @@ fn a_listing_shows_each_row_with_its_parents_or_columns() {
         ),
         // Nothing to show: not this shape.
         ("List all albums with their colours.", None, 0),
-    ];
-    let policy = Policy::default();
-    let mut wrong = Vec::new();
-    for (question, want, rows) in cases {
-        let sql = template_sql(question, &schema);
-        if sql.as_deref() != *want {
-            wrong.push(format!("{question}\n  got  {sql:?}\n  want {want:?}"));
-        } else if let Some(want) = want {
-            let q = validate(want, &schema, &policy).unwrap();
-            let got = execute(&db, &q, &policy).unwrap().rows.len();
-            assert_eq!(got, *rows, "{question}");
-        }
-    }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    ]);
     // What the reader sees: each customer beside their rep, by name.
+    let dir = tempfile::tempdir().unwrap();
+    let db = catalogue_fixture(dir.path());
+    let schema = introspect(&db, 3).unwrap();
+    let policy = Policy::default();
     let sql = template_sql("Show all customers with their support rep.", &schema).unwrap();
     let q = validate(&sql, &schema, &policy).unwrap();
     let result = execute(&db, &q, &policy).unwrap();
     assert_eq!(result.columns, ["Name", "Employee Name"]);
     let first: Vec<String> = result.rows[0].iter().map(ToString::to_string).collect();
     assert_eq!(first, ["Luís Gonçalves", "Jane Peacock"]);
+}
+
+#[test]
+fn a_value_two_keys_away_filters_through_the_parent() {
+    let by_acdc = "\"AlbumId\" IN (SELECT \"AlbumId\" FROM \"Album\" WHERE \"ArtistId\" IN \
+                   (SELECT \"ArtistId\" FROM \"Artist\" WHERE \"Name\" = 'AC/DC'))";
+    check_catalogue(&[
+        (
+            "How many tracks does AC/DC have?",
+            Some(&format!("SELECT COUNT(*) FROM \"Track\" WHERE {by_acdc}")),
+            1,
+        ),
+        (
+            "AC/DC的曲目有哪些？",
+            Some(&format!("SELECT * FROM \"Track\" WHERE {by_acdc}")),
+            2,
+        ),
+        (
+            "List all tracks by the artist AC/DC including album name and genre.",
+            Some(&format!(
+                "SELECT c.\"Name\", p1.\"Title\", p2.\"Name\" AS \"Genre Name\" FROM \"Track\" AS c \
+                 LEFT JOIN \"Album\" AS p1 ON p1.\"AlbumId\" = c.\"AlbumId\" LEFT JOIN \"Genre\" AS \
+                 p2 ON p2.\"GenreId\" = c.\"GenreId\" WHERE c.{by_acdc}"
+            )),
+            2,
+        ),
+        // A parent's value is the parent's, one key away.
+        (
+            "tracks in the Rock genre",
+            Some(
+                "SELECT * FROM \"Track\" WHERE \"GenreId\" IN (SELECT \"GenreId\" FROM \"Genre\" \
+                 WHERE \"Name\" = 'Rock')",
+            ),
+            2,
+        ),
+        // Three keys away is too far: an invoice line's artist is not read.
+        ("invoice lines of AC/DC", None, 0),
+    ]);
 }
