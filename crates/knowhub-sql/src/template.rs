@@ -1635,6 +1635,21 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
             Some(*t)
         }
         [] => {
+            // "What are the total sales?": the one table with a column of takings ("total" may
+            // name an invoice's `Total`, but the sales of two tables are unsure).
+            if matches!(intent, Intent::Sum | Intent::Avg | Intent::Ends(_))
+                && q.says_any(SALES_WORDS)
+            {
+                let owners: Vec<&TableInfo> = schema
+                    .tables
+                    .iter()
+                    .filter(|t| !takings_columns(t).is_empty())
+                    .collect();
+                return match owners.as_slice() {
+                    [t] => Some(*t),
+                    _ => None,
+                };
+            }
             if matches!(intent, Intent::Sum | Intent::Avg | Intent::Ends(_)) {
                 let owners: Vec<&TableInfo> = schema
                     .tables
@@ -3068,6 +3083,40 @@ fn is_money_column(c: &ColumnInfo) -> bool {
 /// Words that say what a duration or a price ranking is about ("track length", "时长", "that
 /// cost"): consumed once the measure's column is chosen.
 const DURATION_WORDS: &[&str] = &["duration", "length", "long", "runtime", "lasting"];
+/// Words for money taken in: they name a column of takings only ([`is_takings_column`]: an
+/// invoice's `Total`, an order's `Amount`), never a budget or a price.
+const SALES_WORDS: &[&str] = &["sales", "sale", "revenue", "income", "earnings", "turnover"];
+
+/// Whether `c` holds money taken in: a money column named total, amount, revenue or sales, not
+/// a price, cost, budget, fee, salary or spend.
+fn is_takings_column(c: &ColumnInfo) -> bool {
+    is_money_column(c)
+        && ident_words(&c.name).iter().all(|w| {
+            !matches!(
+                w.as_str(),
+                "price"
+                    | "cost"
+                    | "fee"
+                    | "budget"
+                    | "salary"
+                    | "spend"
+                    | "价格"
+                    | "单价"
+                    | "预算"
+                    | "费用"
+            )
+        })
+}
+
+/// The columns of takings of `table` ([`is_takings_column`]), ids aside.
+fn takings_columns(table: &TableInfo) -> Vec<&ColumnInfo> {
+    table
+        .columns
+        .iter()
+        .filter(|c| c.is_numeric() && !is_id_like(c) && is_takings_column(c))
+        .collect()
+}
+
 /// Only words that say money of any kind: "revenue" or "sales" would take a budget for them.
 const MONEY_WORDS: &[&str] = &[
     "cost",
@@ -3099,8 +3148,11 @@ fn consume_measure_words(
         .filter(|c| c.name != column.name)
         .flat_map(|c| ident_parts(&c.name).concat())
         .collect();
+    let takings = measure == Measure::Money && is_takings_column(column);
     for t in &mut q.toks {
-        if !t.used && !t.cjk && words.contains(&t.norm.as_str()) && !others.contains(&t.norm) {
+        let said =
+            words.contains(&t.norm.as_str()) || (takings && SALES_WORDS.contains(&t.norm.as_str()));
+        if !t.used && !t.cjk && said && !others.contains(&t.norm) {
             t.used = true;
         }
     }
@@ -3290,6 +3342,14 @@ fn named_measure<'t>(q: &mut Question, table: &'t TableInfo) -> Option<&'t Colum
             }
             if q.says_any(DURATION_WORDS) {
                 return ranked_column(q, table, Measure::Duration, true);
+            }
+            // "the total sales": the one column of takings.
+            if q.says_any(SALES_WORDS) {
+                let [c] = takings_columns(table)[..] else {
+                    return None;
+                };
+                consume_measure_words(q, Measure::Money, table, c);
+                return Some(c);
             }
             if q.says_any(MONEY_WORDS) {
                 return ranked_column(q, table, Measure::Money, true);

@@ -288,6 +288,29 @@ fn questions_to_sql() {
             Some("SELECT SUM(\"Total\") FROM \"Invoice\" WHERE \"BillingCountry\" = 'Germany'"),
             Some(Value::Real(1.98)),
         ),
+        // Sales and revenue are money taken in: an invoice's total, never a price or a budget.
+        (
+            "Show the total sales amount for all invoices.",
+            Some("SELECT SUM(\"Total\") FROM \"Invoice\""),
+            Some(Value::Real(20.79)),
+        ),
+        (
+            "What is the total revenue per billing country?",
+            Some(
+                "SELECT \"BillingCountry\", SUM(\"Total\") FROM \"Invoice\" GROUP BY \
+                 \"BillingCountry\" ORDER BY SUM(\"Total\") DESC, \"BillingCountry\"",
+            ),
+            Some(Value::Text("Brazil".into())),
+        ),
+        (
+            "发票的总收入是多少？",
+            Some("SELECT SUM(\"Total\") FROM \"Invoice\""),
+            Some(Value::Real(20.79)),
+        ),
+        ("What is the total revenue of tracks?", None, None),
+        ("What is the total revenue of projects?", None, None),
+        // Two tables of takings (invoices, the sales sheet): which one is unsure.
+        ("What are the total sales?", None, None),
         // Spreadsheet with Chinese headers.
         (
             "销售额总和",
@@ -699,8 +722,8 @@ fn questions_to_sql() {
             ),
             Some(Value::Integer(0)),
         ),
-        // A word for money points to the one column of money; "sales" or "revenue" might not
-        // be what it holds (a budget is neither).
+        // A word for money points to the one column of money; "sales" or "revenue" only to a
+        // column of takings (a budget is neither).
         (
             "What is the average amount of an invoice?",
             Some("SELECT AVG(\"Total\") FROM \"Invoice\""),
@@ -712,7 +735,6 @@ fn questions_to_sql() {
             Some(Value::Text("Mixer".into())),
         ),
         ("Which projects have revenue over 60?", None, None),
-        ("Show the total sales amount for all invoices.", None, None),
         // Groups by their count.
         (
             "Find artists who have more than 1 album.",
@@ -1031,6 +1053,7 @@ fn questions_to_sql() {
         ("which customer spent the most", None, None),
         ("what is the weather today", None, None),
         ("", None, None),
+        // Two tables of takings.
         ("total sales", None, None),
         ("歌曲的制作人是谁", None, None),
     ];
