@@ -155,6 +155,7 @@ const OPENINGS_EN: &[&[&str]] = &[
     &["let", "me"],
     &["let", "us"],
     &["please"],
+    &["looking", "at"],
 ];
 
 /// The same written after the number ("2个以上项目", "3人以下"). 以上 and 以下 include the
@@ -1274,6 +1275,11 @@ fn tokenize(text: &str) -> Vec<Tok> {
                 used: false,
             });
         } else if c.is_alphanumeric() {
+            // "the InvoiceLine table", "MediaTypeId": an identifier written as it is named,
+            // split as names are ([`ident_words`]).
+            if c.is_uppercase() && word.chars().last().is_some_and(char::is_lowercase) {
+                flush(&mut word, &mut out);
+            }
             word.push(c);
         } else if c == '#' && chars.get(i + 1).is_some_and(char::is_ascii_digit) {
             // "customer #5": a row's number.

@@ -89,6 +89,17 @@ fn questions_to_sql() {
             Some("SELECT COUNT(*) FROM \"InvoiceLine\""),
             Some(Value::Integer(3)),
         ),
+        // A table written as it is named.
+        (
+            "How many rows are in the InvoiceLine table?",
+            Some("SELECT COUNT(*) FROM \"InvoiceLine\""),
+            Some(Value::Integer(3)),
+        ),
+        (
+            "Looking at the Customer table, how many are from Brazil?",
+            Some("SELECT COUNT(*) FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
+            Some(Value::Integer(2)),
+        ),
         // "#" before "of" is a number of things; before a digit, a row's number.
         (
             "the # of invoice lines",
