@@ -575,9 +575,17 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
                     }),
                     Shown::Parent(p) => {
                         let alias = format!("p{}", i + 1);
+                        // Named by the key that leads there: `SupportRepId` → "SupportRep Name",
+                        // `ReportsTo` → "ReportsTo Name", `GenreId` → "Genre Name".
+                        let key = &p.key.name;
+                        let role = ["Id", "ID", "_id", "_ID"]
+                            .iter()
+                            .find_map(|id| key.strip_suffix(id))
+                            .filter(|r| !r.is_empty())
+                            .unwrap_or(key);
                         for mut label in shown_labels(&p.labels, Some(&alias)) {
                             if list.iter().any(|l| l.name == label.name) {
-                                label.name = format!("{} {}", p.table.name, label.name);
+                                label.name = format!("{role} {}", label.name);
                                 label.renamed = true;
                             }
                             list.push(label);
@@ -1855,7 +1863,15 @@ fn parent_named<'s>(
             return None;
         };
         let parent = schema.table(&fk.ref_table)?;
-        if words_of(&parent.name) != phrase && !(by_key && said_by_key(col)) {
+        let superior = by_key
+            && parent.name == table.name
+            && SUPERIOR_WORDS.iter().any(|w| {
+                tokenize(w)
+                    .into_iter()
+                    .map(|t| t.norm)
+                    .eq(phrase.iter().cloned())
+            });
+        if words_of(&parent.name) != phrase && !(by_key && said_by_key(col)) && !superior {
             return None;
         }
         let labels = label_columns(parent);
@@ -1949,6 +1965,13 @@ fn pick_shown_with<'s>(
     let table = pick_table(&mut head, schema, Intent::List)?;
     for &i in &after {
         head.toks[i].used = false;
+    }
+    // "List each employee with their manager": "each" belongs to the table named after it.
+    if let Some(each) = (1..start).find(|&i| {
+        let t = &head.toks[i - 1];
+        !t.used && matches!(t.norm.as_str(), "each" | "every") && head.toks[i].used
+    }) {
+        head.consume(each - 1, 1);
     }
     head.consume(start, end - start);
     let shown = shown_items(&mut head, schema, table, end)?;
@@ -2757,23 +2780,44 @@ fn pick_missing<'t>(q: &mut Question, table: &'t TableInfo) -> Option<(&'t Colum
         if c.primary_key > 0 || c.is_boolean() {
             continue;
         }
-        let name = ident_parts(&c.name).concat();
-        let Some(at) = q.find(&name) else { continue };
-        let end = at + name.len();
-        for (words, absent) in STATE_BEFORE {
-            if at >= words.len() && q.phrase_at(at - words.len(), words) {
-                q.consume(at - words.len(), end - (at - words.len()));
-                return Some((c, *absent));
-            }
+        // "employees who do not have a manager": the key to the employee they report to.
+        let mut names = vec![ident_parts(&c.name).concat()];
+        if leads_to_own_table(table, c) {
+            names.extend(
+                SUPERIOR_WORDS
+                    .iter()
+                    .map(|w| tokenize(w).into_iter().map(|t| t.norm).collect()),
+            );
         }
-        for (words, absent) in STATE_AFTER {
-            if q.phrase_at(end, words) {
-                q.consume(at, name.len() + words.len());
-                return Some((c, *absent));
+        for name in names {
+            let Some(at) = q.find(&name) else { continue };
+            let end = at + name.len();
+            for (words, absent) in STATE_BEFORE {
+                if at >= words.len() && q.phrase_at(at - words.len(), words) {
+                    q.consume(at - words.len(), end - (at - words.len()));
+                    return Some((c, *absent));
+                }
+            }
+            for (words, absent) in STATE_AFTER {
+                if q.phrase_at(end, words) {
+                    q.consume(at, name.len() + words.len());
+                    return Some((c, *absent));
+                }
             }
         }
     }
     None
+}
+
+/// Words for the row a row reports to, which name a key of a table to itself
+/// (`Employee.ReportsTo`): "with their manager", "do not have a manager", "每个员工的上级".
+const SUPERIOR_WORDS: &[&str] = &["manager", "boss", "supervisor", "superior", "上级", "领导"];
+
+/// Whether `c` is a declared single-column foreign key of `table` to `table` itself.
+fn leads_to_own_table(table: &TableInfo, c: &ColumnInfo) -> bool {
+    table.foreign_keys.iter().any(|fk| {
+        fk.columns.as_slice() == [c.name.clone()] && fk.ref_table.eq_ignore_ascii_case(&table.name)
+    })
 }
 
 /// A row asked for by its number: "customer #5", "the invoice with id 37". The column is the id

@@ -1505,7 +1505,8 @@ fn two_values_are_two_filters() {
 }
 
 /// A catalogue with keys two steps deep (track → album → artist), a track without a genre, a
-/// table without labels (`InvoiceLine`), people with first and last names, and a sheet.
+/// table without labels (`InvoiceLine`), people with first and last names who report to one
+/// another, and a sheet.
 fn catalogue_fixture(dir: &Path) -> PathBuf {
     let db = dir.join("catalogue.sqlite");
     let c = rusqlite::Connection::open(&db).unwrap();
@@ -1528,8 +1529,10 @@ fn catalogue_fixture(dir: &Path) -> PathBuf {
          INSERT INTO Track VALUES (1, 'Go Down', 3, 1, 1, 331180),
                                   (2, 'Dog Eat Dog', 3, 1, 1, 215196),
                                   (3, 'Fast As a Shark', 2, NULL, 1, 230619);
-         CREATE TABLE Employee (EmployeeId INTEGER PRIMARY KEY, LastName TEXT, FirstName TEXT);
-         INSERT INTO Employee VALUES (3, 'Peacock', 'Jane'), (4, 'Park', 'Margaret');
+         CREATE TABLE Employee (EmployeeId INTEGER PRIMARY KEY, LastName TEXT, FirstName TEXT,
+                                ReportsTo INTEGER REFERENCES Employee (EmployeeId));
+         INSERT INTO Employee VALUES (3, 'Peacock', 'Jane', NULL), (4, 'Park', 'Margaret', 3),
+                                     (5, 'Johnson', 'Steve', 3);
          CREATE TABLE Customer (CustomerId INTEGER PRIMARY KEY, FirstName TEXT, LastName TEXT,
                                 SupportRepId INTEGER REFERENCES Employee (EmployeeId));
          INSERT INTO Customer VALUES (1, 'Luís', 'Gonçalves', 3), (2, 'Leonie', 'Köhler', 4);
@@ -1623,7 +1626,7 @@ fn a_listing_shows_each_row_with_its_parents_or_columns() {
             "Show all customers with their support representative.",
             Some(
                 "SELECT concat_ws(' ', c.\"FirstName\", c.\"LastName\") AS \"Name\", \
-                 concat_ws(' ', p1.\"FirstName\", p1.\"LastName\") AS \"Employee Name\" FROM \
+                 concat_ws(' ', p1.\"FirstName\", p1.\"LastName\") AS \"SupportRep Name\" FROM \
                  \"Customer\" AS c LEFT JOIN \"Employee\" AS p1 ON p1.\"EmployeeId\" = \
                  c.\"SupportRepId\"",
             ),
@@ -1681,7 +1684,7 @@ fn a_listing_shows_each_row_with_its_parents_or_columns() {
     let sql = template_sql("Show all customers with their support rep.", &schema).unwrap();
     let q = validate(&sql, &schema, &policy).unwrap();
     let result = execute(&db, &q, &policy).unwrap();
-    assert_eq!(result.columns, ["Name", "Employee Name"]);
+    assert_eq!(result.columns, ["Name", "SupportRep Name"]);
     let first: Vec<String> = result.rows[0].iter().map(ToString::to_string).collect();
     assert_eq!(first, ["Luís Gonçalves", "Jane Peacock"]);
 }
@@ -1721,5 +1724,34 @@ fn a_value_two_keys_away_filters_through_the_parent() {
         ),
         // Three keys away is too far: an invoice line's artist is not read.
         ("invoice lines of AC/DC", None, 0),
+    ]);
+}
+
+#[test]
+fn a_key_to_its_own_table_is_named_by_words_for_a_superior() {
+    let with_manager = "SELECT concat_ws(' ', c.\"FirstName\", c.\"LastName\") AS \"Name\", \
+                        concat_ws(' ', p1.\"FirstName\", p1.\"LastName\") AS \"ReportsTo Name\" \
+                        FROM \"Employee\" AS c LEFT JOIN \"Employee\" AS p1 ON p1.\"EmployeeId\" = \
+                        c.\"ReportsTo\"";
+    check_catalogue(&[
+        (
+            "Find all employees who do not have a manager.",
+            Some("SELECT * FROM \"Employee\" WHERE \"ReportsTo\" IS NULL"),
+            1,
+        ),
+        (
+            "Which employees have a boss?",
+            Some("SELECT * FROM \"Employee\" WHERE \"ReportsTo\" IS NOT NULL"),
+            2,
+        ),
+        (
+            "List each employee with their manager.",
+            Some(with_manager),
+            3,
+        ),
+        ("每个员工的上级是谁？", Some(with_manager), 3),
+        ("列出所有员工及其上级", Some(with_manager), 3),
+        // Customers report to no one: a manager is no column of theirs.
+        ("Which customers do not have a manager?", None, 0),
     ]);
 }
