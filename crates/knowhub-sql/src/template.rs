@@ -653,7 +653,7 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
                     from.push_str(&format!(
                         " LEFT JOIN {} AS p{n} ON p{n}.{} = c.{}",
                         quote_ident(&p.table.name),
-                        quote_ident(p.parent_key),
+                        quote_ident(&p.parent_key),
                         quote_ident(&p.key.name),
                         n = i + 1
                     ));
@@ -1086,7 +1086,7 @@ enum Group<'s> {
         key: &'s ColumnInfo,
         parent: &'s TableInfo,
         /// The referenced column (`Artist.ArtistId`).
-        parent_key: &'s str,
+        parent_key: String,
         /// The parent's name columns, qualified (`p."Name"`).
         labels: Vec<String>,
     },
@@ -1829,7 +1829,7 @@ struct ParentRow<'s> {
     key: &'s ColumnInfo,
     table: &'s TableInfo,
     /// The referenced column (`Artist.ArtistId`).
-    parent_key: &'s str,
+    parent_key: String,
     /// The parent's [`label_columns`], never empty.
     labels: Vec<&'s ColumnInfo>,
 }
@@ -1858,33 +1858,32 @@ fn parent_named<'s>(
                         && p.starts_with(w.as_str()))
             })
     };
-    table.foreign_keys.iter().find_map(|fk| {
-        let ([col], [parent_key]) = (fk.columns.as_slice(), fk.ref_columns.as_slice()) else {
-            return None;
-        };
-        let parent = schema.table(&fk.ref_table)?;
-        let superior = by_key
-            && parent.name == table.name
-            && SUPERIOR_WORDS.iter().any(|w| {
-                tokenize(w)
-                    .into_iter()
-                    .map(|t| t.norm)
-                    .eq(phrase.iter().cloned())
-            });
-        if words_of(&parent.name) != phrase && !(by_key && said_by_key(col)) && !superior {
-            return None;
-        }
-        let labels = label_columns(parent);
-        if labels.is_empty() {
-            return None;
-        }
-        Some(ParentRow {
-            key: table.column(col)?,
-            table: parent,
-            parent_key,
-            labels,
+    parents(schema, table)
+        .into_iter()
+        .find_map(|(key, parent, parent_key)| {
+            let superior = by_key
+                && parent.name == table.name
+                && SUPERIOR_WORDS.iter().any(|w| {
+                    tokenize(w)
+                        .into_iter()
+                        .map(|t| t.norm)
+                        .eq(phrase.iter().cloned())
+                });
+            if words_of(&parent.name) != phrase && !(by_key && said_by_key(&key.name)) && !superior
+            {
+                return None;
+            }
+            let labels = label_columns(parent);
+            if labels.is_empty() {
+                return None;
+            }
+            Some(ParentRow {
+                key,
+                table: parent,
+                parent_key,
+                labels,
+            })
         })
-    })
 }
 
 /// The columns that name a row of `table` for a reader: its name columns ("Name", "FirstName"
@@ -2816,7 +2815,8 @@ const SUPERIOR_WORDS: &[&str] = &["manager", "boss", "supervisor", "superior", "
 /// Whether `c` is a declared single-column foreign key of `table` to `table` itself.
 fn leads_to_own_table(table: &TableInfo, c: &ColumnInfo) -> bool {
     table.foreign_keys.iter().any(|fk| {
-        fk.columns.as_slice() == [c.name.clone()] && fk.ref_table.eq_ignore_ascii_case(&table.name)
+        matches!(fk.columns.as_slice(), [col] if *col == c.name)
+            && fk.ref_table.eq_ignore_ascii_case(&table.name)
     })
 }
 

@@ -1524,7 +1524,7 @@ fn catalogue_fixture(dir: &Path) -> PathBuf {
          CREATE TABLE Track (TrackId INTEGER PRIMARY KEY, Name TEXT,
                              AlbumId INTEGER REFERENCES Album (AlbumId),
                              GenreId INTEGER REFERENCES Genre (GenreId),
-                             MediaTypeId INTEGER REFERENCES MediaType (MediaTypeId),
+                             MediaTypeId INTEGER REFERENCES MediaType,
                              Milliseconds INTEGER);
          INSERT INTO Track VALUES (1, 'Go Down', 3, 1, 1, 331180),
                                   (2, 'Dog Eat Dog', 3, 1, 1, 215196),
