@@ -47,9 +47,10 @@ use crate::value::Value;
 pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
     if let Some(cut) = CountCut::read(question) {
         let sql = statement(&cut.counting, schema, true, Some(cut.keep));
-        // "top 5 …" read any other way would cut rows, not groups; "budgets over 60 元" is not
-        // a count, and is read as the comparison it is.
-        if sql.is_some() || matches!(cut.keep, Keep::Top { .. }) {
+        // "top 5 …" read any other way would cut rows, not groups, and "the average number of
+        // staff" would average some column of theirs; "budgets over 60 元" is not a count, and
+        // is read as the comparison it is.
+        if sql.is_some() || matches!(cut.keep, Keep::Top { .. } | Keep::Average) {
             return sql;
         }
     }
@@ -76,6 +77,8 @@ enum Keep {
     Top { n: u32, descending: bool },
     /// Those whose count compares so with `n`.
     Passing { op: &'static str, n: u32 },
+    /// None: the average of the counts ("the average number of tracks per album").
+    Average,
 }
 
 /// Openings before the groups a question asks for ("List the", "Which").
@@ -139,6 +142,20 @@ const COUNT_COMPARE_ZH: &[(&str, &str)] = &[
     ("至多", "<="),
 ];
 
+/// What may stand before "average number of": the asking ("What is the", "Calculate the").
+const AVERAGE_OPENINGS: &[&str] = &[
+    "",
+    "what is",
+    "what's",
+    "calculate",
+    "compute",
+    "show",
+    "give me",
+    "find",
+    "get",
+    "tell me",
+];
+
 /// Ways of asking that open an English question and say nothing of the data. ("see", "show",
 /// "me" and "please" are stop words anywhere; these are not, since "to", "like" and "need" may
 /// mean something later in a question.)
@@ -178,7 +195,46 @@ impl CountCut {
             .trim()
             .trim_end_matches(['?', '.', '!', '？', '。', '！'])
             .trim();
-        Self::top(text).or_else(|| Self::passing(text))
+        Self::top(text)
+            .or_else(|| Self::passing(text))
+            .or_else(|| Self::average(text))
+    }
+
+    /// "[the] average number of <rows> per <group>" (or "for each", "in each"), "平均每个<group>
+    /// 有多少<rows>", "每个<group>平均有多少<rows>": the average of the count per group. Groups
+    /// without rows are counted as the count per group counts them.
+    fn average(text: &str) -> Option<CountCut> {
+        let lower = text.to_lowercase();
+        for opening in ["average number of ", "average count of ", "mean number of "] {
+            let Some(at) = lower.find(opening) else {
+                continue;
+            };
+            let before = lower[..at].trim().trim_end_matches("the").trim();
+            if !AVERAGE_OPENINGS.contains(&before) {
+                return None;
+            }
+            let rest = &lower[at + opening.len()..];
+            return Some(CountCut {
+                counting: format!("how many {rest}"),
+                keep: Keep::Average,
+            });
+        }
+        let text = without_opening_zh(text);
+        let rest = text
+            .strip_prefix("平均每个")
+            .map(|r| format!("每个{r}"))
+            .or_else(|| {
+                let (group, rows) = text.strip_prefix("每个")?.split_once("平均")?;
+                Some(format!("每个{group}{rows}"))
+            })?;
+        // The count itself must be asked: "平均每个团队有多少人", not "平均每个项目的预算".
+        if !rest.contains("多少") && !rest.contains('几') {
+            return None;
+        }
+        Some(CountCut {
+            counting: rest,
+            keep: Keep::Average,
+        })
     }
 
     /// "[list the] top N <groups> by [the] number of <rows>"; "[列出]<rows>最多的前N个<groups>
@@ -798,6 +854,10 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
         // The groups whose count passes the number, largest first.
         (None, Some(Keep::Passing { op, n })) if intent == Intent::Count => {
             format!("{grouped} HAVING {select} {op} {n} ORDER BY {select} DESC, {tie_order}")
+        }
+        // The average of the counts, over the groups the count per group shows.
+        (None, Some(Keep::Average)) if intent == Intent::Count => {
+            format!("SELECT AVG(v) FROM (SELECT {select} AS v {from} GROUP BY {key})")
         }
         (_, Some(_)) => return None,
         // Largest groups first.

@@ -759,6 +759,38 @@ fn questions_to_sql() {
         ),
         // How many groups pass is a count of groups: not understood.
         ("How many artists have more than 1 album?", None, None),
+        // The average of a count per group; an artist without albums counts 0.
+        (
+            "Calculate the average number of albums per artist.",
+            Some(
+                "SELECT AVG(v) FROM (SELECT COUNT(c.\"ArtistId\") AS v FROM \"Artist\" AS p \
+                 LEFT JOIN \"Album\" AS c ON c.\"ArtistId\" = p.\"ArtistId\" GROUP BY \
+                 p.\"ArtistId\")",
+            ),
+            Some(Value::Real(4.0 / 3.0)),
+        ),
+        (
+            "What is the average number of staff in each team?",
+            Some("SELECT AVG(v) FROM (SELECT COUNT(*) AS v FROM \"Staff\" GROUP BY \"Team\")"),
+            Some(Value::Real(1.5)),
+        ),
+        (
+            "平均每个团队有多少人？",
+            Some("SELECT AVG(v) FROM (SELECT COUNT(*) AS v FROM \"Staff\" GROUP BY \"Team\")"),
+            Some(Value::Real(1.5)),
+        ),
+        (
+            "每个环境平均有多少个项目？",
+            Some(
+                "SELECT AVG(v) FROM (SELECT COUNT(*) AS v FROM \"Projects\" GROUP BY \
+                 \"Environment\")",
+            ),
+            Some(Value::Real(1.5)),
+        ),
+        // Without groups, an average number is no figure the template writes (it read the
+        // staff's one numeric column, `On probation`, as the one averaged).
+        ("the average number of albums", None, None),
+        ("What is the average number of staff?", None, None),
         // A number of money before "的" is no count of rows.
         (
             "超过60元的项目有多少个？",
