@@ -855,9 +855,11 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
         (None, Some(Keep::Passing { op, n })) if intent == Intent::Count => {
             format!("{grouped} HAVING {select} {op} {n} ORDER BY {select} DESC, {tie_order}")
         }
-        // The average of the counts, over the groups the count per group shows.
+        // The average of the counts, over the groups the count per group shows; named as it
+        // is computed ("AVG(COUNT(*))"), as other figures are.
         (None, Some(Keep::Average)) if intent == Intent::Count => {
-            format!("SELECT AVG(v) FROM (SELECT {select} AS v {from} GROUP BY {key})")
+            let name = quote_ident(&format!("AVG({})", select.replace('"', "")));
+            format!("SELECT AVG(v) AS {name} FROM (SELECT {select} AS v {from} GROUP BY {key})")
         }
         (_, Some(_)) => return None,
         // Largest groups first.

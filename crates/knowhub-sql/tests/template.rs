@@ -763,7 +763,7 @@ fn questions_to_sql() {
         (
             "Calculate the average number of albums per artist.",
             Some(
-                "SELECT AVG(v) FROM (SELECT COUNT(c.\"ArtistId\") AS v FROM \"Artist\" AS p \
+                "SELECT AVG(v) AS \"AVG(COUNT(c.ArtistId))\" FROM (SELECT COUNT(c.\"ArtistId\") AS v FROM \"Artist\" AS p \
                  LEFT JOIN \"Album\" AS c ON c.\"ArtistId\" = p.\"ArtistId\" GROUP BY \
                  p.\"ArtistId\")",
             ),
@@ -771,18 +771,22 @@ fn questions_to_sql() {
         ),
         (
             "What is the average number of staff in each team?",
-            Some("SELECT AVG(v) FROM (SELECT COUNT(*) AS v FROM \"Staff\" GROUP BY \"Team\")"),
+            Some(
+                "SELECT AVG(v) AS \"AVG(COUNT(*))\" FROM (SELECT COUNT(*) AS v FROM \"Staff\" GROUP BY \"Team\")",
+            ),
             Some(Value::Real(1.5)),
         ),
         (
             "平均每个团队有多少人？",
-            Some("SELECT AVG(v) FROM (SELECT COUNT(*) AS v FROM \"Staff\" GROUP BY \"Team\")"),
+            Some(
+                "SELECT AVG(v) AS \"AVG(COUNT(*))\" FROM (SELECT COUNT(*) AS v FROM \"Staff\" GROUP BY \"Team\")",
+            ),
             Some(Value::Real(1.5)),
         ),
         (
             "每个环境平均有多少个项目？",
             Some(
-                "SELECT AVG(v) FROM (SELECT COUNT(*) AS v FROM \"Projects\" GROUP BY \
+                "SELECT AVG(v) AS \"AVG(COUNT(*))\" FROM (SELECT COUNT(*) AS v FROM \"Projects\" GROUP BY \
                  \"Environment\")",
             ),
             Some(Value::Real(1.5)),
