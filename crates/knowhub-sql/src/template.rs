@@ -227,8 +227,19 @@ impl CountCut {
                 let (group, rows) = text.strip_prefix("每个")?.split_once("平均")?;
                 Some(format!("每个{group}{rows}"))
             })?;
-        // The count itself must be asked: "平均每个团队有多少人", not "平均每个项目的预算".
-        if !rest.contains("多少") && !rest.contains('几') {
+        // The count itself must be asked: "平均每个团队有多少人", "每个团队平均有几个人", not
+        // "每个环境的平均预算是多少" (an average of the budget).
+        let asks_count = rest.contains("有多少")
+            || rest.contains("有几")
+            || ["多少", "几"].iter().any(|w| {
+                rest.match_indices(w).any(|(at, _)| {
+                    rest[at + w.len()..]
+                        .chars()
+                        .next()
+                        .is_some_and(|c| MEASURE_WORDS_ZH.contains(&c))
+                })
+            });
+        if !asks_count {
             return None;
         }
         Some(CountCut {

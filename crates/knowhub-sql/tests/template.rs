@@ -791,6 +791,23 @@ fn questions_to_sql() {
             ),
             Some(Value::Real(1.5)),
         ),
+        (
+            "每个团队平均有几个人？",
+            Some(
+                "SELECT AVG(v) AS \"AVG(COUNT(*))\" FROM (SELECT COUNT(*) AS v FROM \"Staff\" \
+                 GROUP BY \"Team\")",
+            ),
+            Some(Value::Real(1.5)),
+        ),
+        // An average of a column per group is that, not an average of counts.
+        (
+            "每个环境的平均预算是多少？",
+            Some(
+                "SELECT \"Environment\", AVG(\"Budget\") FROM \"Projects\" GROUP BY \
+                 \"Environment\" ORDER BY AVG(\"Budget\") DESC, \"Environment\"",
+            ),
+            Some(Value::Text("prod".into())),
+        ),
         // Without groups, an average number is no figure the template writes (it read the
         // staff's one numeric column, `On probation`, as the one averaged).
         ("the average number of albums", None, None),
