@@ -3180,28 +3180,24 @@ fn measure_columns(table: &TableInfo, measure: Measure) -> Vec<&ColumnInfo> {
 /// Whether a column's name says it holds money.
 fn is_money_column(c: &ColumnInfo) -> bool {
     ident_words(&c.name).iter().any(|w| {
-        matches!(
-            w.as_str(),
-            "price"
-                | "cost"
-                | "amount"
-                | "total"
-                | "fee"
-                | "budget"
-                | "salary"
-                | "revenue"
-                | "sales"
-                | "spend"
-                | "价格"
-                | "单价"
-                | "金额"
-                | "预算"
-                | "费用"
-                | "总额"
-                | "销售额"
-        )
+        TAKINGS_COLUMN_WORDS.contains(&w.as_str()) || PAID_COLUMN_WORDS.contains(&w.as_str())
     })
 }
+
+/// Words of a money column's name that say money taken in ([`is_takings_column`]).
+const TAKINGS_COLUMN_WORDS: &[&str] = &[
+    "amount",
+    "total",
+    "revenue",
+    "sales",
+    "金额",
+    "总额",
+    "销售额",
+];
+/// Words of a money column's name that say money set or paid out: never takings.
+const PAID_COLUMN_WORDS: &[&str] = &[
+    "price", "cost", "fee", "budget", "salary", "spend", "价格", "单价", "预算", "费用",
+];
 
 /// Words that say what a duration or a price ranking is about ("track length", "时长", "that
 /// cost"): consumed once the measure's column is chosen.
@@ -3213,22 +3209,13 @@ const SALES_WORDS: &[&str] = &["sales", "sale", "revenue", "income", "earnings",
 /// Whether `c` holds money taken in: a money column named total, amount, revenue or sales, not
 /// a price, cost, budget, fee, salary or spend.
 fn is_takings_column(c: &ColumnInfo) -> bool {
-    is_money_column(c)
-        && ident_words(&c.name).iter().all(|w| {
-            !matches!(
-                w.as_str(),
-                "price"
-                    | "cost"
-                    | "fee"
-                    | "budget"
-                    | "salary"
-                    | "spend"
-                    | "价格"
-                    | "单价"
-                    | "预算"
-                    | "费用"
-            )
-        })
+    let words = ident_words(&c.name);
+    words
+        .iter()
+        .any(|w| TAKINGS_COLUMN_WORDS.contains(&w.as_str()))
+        && !words
+            .iter()
+            .any(|w| PAID_COLUMN_WORDS.contains(&w.as_str()))
 }
 
 /// The columns of takings of `table` ([`is_takings_column`]), ids aside.
