@@ -213,6 +213,8 @@ pub(crate) const CHINESE: &[(&str, &str)] = &[
     ("名称", "name"),
     ("名字", "name"),
     ("国家", "country"),
+    // "各国的销售额" is each country's: 国 alone is too short a word to translate.
+    ("各国", "each country"),
     ("城市", "city"),
     ("标题", "title"),
     ("邮箱", "email"),

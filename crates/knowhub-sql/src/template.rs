@@ -1265,12 +1265,30 @@ impl Intent {
             || q.has_word("count")
         {
             Intent::Count
-        } else if q.has_word("sum") || q.has_word("total") {
+        } else if q.has_word("sum") || q.has_word("total") || asks_sales(q) {
             Intent::Sum
         } else {
             Intent::List
         }
     }
+}
+
+/// Whether the question asks how much was sold: sales are a sum of takings, so "What are the
+/// sales per country?", "每个国家的销售额是多少？" ("each … sales what is") and "How much revenue
+/// is there?" ask a total as "the total sales" does. Not "invoices with revenue over 10",
+/// which lists rows.
+fn asks_sales(q: &Question) -> bool {
+    q.says_any(SALES_WORDS)
+        && (["per", "each", "by"].iter().any(|w| q.has_word(w))
+            || [
+                ["how", "much"],
+                ["what", "is"],
+                ["what", "are"],
+                ["what", "was"],
+                ["what", "were"],
+            ]
+            .iter()
+            .any(|p| q.has_phrase(p)))
 }
 
 /// One word (or one CJK character) of the question.
@@ -1854,12 +1872,15 @@ fn pick_grouped_table<'s>(
             grouped.consume(marker - 1, 1);
         }
         // Without a named table, the only table with such a column: "各团队有多少人" is
-        // about the table with a team column.
+        // about the table with a team column; "sales per country", about the one with a
+        // country column and a column of takings.
+        let sales = grouped.says_any(SALES_WORDS);
         let table = pick_table(&mut grouped, schema, intent).or_else(|| {
             let owners: Vec<&TableInfo> = schema
                 .tables
                 .iter()
                 .filter(|t| group_by(schema, t, &phrase).is_some())
+                .filter(|t| !sales || !takings_columns(t).is_empty())
                 .collect();
             match owners.as_slice() {
                 [t] => Some(*t),

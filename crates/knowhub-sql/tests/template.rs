@@ -313,6 +313,44 @@ fn questions_to_sql() {
             ),
             Some(Value::Text("Brazil".into())),
         ),
+        // Sales are a sum of takings: asked per group or how much, without "total".
+        (
+            "What are the sales per billing country?",
+            Some(
+                "SELECT \"BillingCountry\", SUM(\"Total\") FROM \"Invoice\" GROUP BY \
+                 \"BillingCountry\" ORDER BY SUM(\"Total\") DESC, \"BillingCountry\"",
+            ),
+            Some(Value::Text("Brazil".into())),
+        ),
+        (
+            "每个国家的收入是多少？",
+            Some(
+                "SELECT \"BillingCountry\", SUM(\"Total\") FROM \"Invoice\" GROUP BY \
+                 \"BillingCountry\" ORDER BY SUM(\"Total\") DESC, \"BillingCountry\"",
+            ),
+            Some(Value::Text("Brazil".into())),
+        ),
+        (
+            "各国的收入是多少？",
+            Some(
+                "SELECT \"BillingCountry\", SUM(\"Total\") FROM \"Invoice\" GROUP BY \
+                 \"BillingCountry\" ORDER BY SUM(\"Total\") DESC, \"BillingCountry\"",
+            ),
+            Some(Value::Text("Brazil".into())),
+        ),
+        (
+            "How much revenue do the invoices have?",
+            Some("SELECT SUM(\"Total\") FROM \"Invoice\""),
+            Some(Value::Real(20.79)),
+        ),
+        // 销售额 is also the whole name of the sales sheet's column: which table is unsure.
+        ("每个国家的销售额是多少？", None, None),
+        // Sales asked without a group or an amount list the rows they are said of.
+        (
+            "invoices with revenue over 5",
+            Some("SELECT * FROM \"Invoice\" WHERE \"Total\" > 5"),
+            Some(Value::Integer(3)),
+        ),
         (
             "发票的总收入是多少？",
             Some("SELECT SUM(\"Total\") FROM \"Invoice\""),
