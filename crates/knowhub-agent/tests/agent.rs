@@ -838,6 +838,23 @@ fn brief_answers_are_the_evidences_own_words_or_its_best_sentence() {
             "llm",
             1,
         ),
+        // A question of what kind is answered by the statement, its own words included …
+        (
+            Some("三个月"),
+            "新员工有什么样的试用期？",
+            "所有新入职的正式员工均有三个月的试用期 [1]",
+            "llm",
+            1,
+        ),
+        // … which does not make the subject an answer (two asks: 简称 is not in the handbook,
+        // so the search first asks the model for keywords).
+        (
+            Some("试用期"),
+            "试用期是什么的简称？",
+            "所有新入职的正式员工均有三个月的试用期。",
+            "extractive",
+            2,
+        ),
     ];
     for (reply, question, want, by, asked) in table {
         let reader = reply.map(|r| {

@@ -242,16 +242,26 @@ fn copy_phrase(
         let reply = deps.ask_llm(state, messages, BRIEF_TOKENS, false).ok()?;
         match brief::ground(&reply, shown) {
             Ok(found) => {
-                let words = match (lang, shown.get(found.line)) {
+                // `own`: the model's words with what the question leaves out of their clause;
+                // `words`: what is shown, with the question's own words too where it asks what
+                // kind or how. Whether the model answered is judged on `own`: "南宁二中" for
+                // "南宁二中是什么的简称？" names the subject, however its clause dresses it.
+                let (own, words) = match (lang, shown.get(found.line)) {
                     (Lang::Zh, Some(line)) => {
-                        brief::widen(&line.text, found.range.clone(), &question)
+                        let own = brief::widen(&line.text, found.range.clone(), &question, false);
+                        let words = if brief::asks_kind_or_manner(&question) {
+                            brief::widen(&line.text, found.range.clone(), &question, true)
+                        } else {
+                            own.clone()
+                        };
+                        (own, words)
                     }
-                    _ => found.words.clone(),
+                    _ => (found.words.clone(), found.words.clone()),
                 };
                 // The question's own subject ("什么是乙酰胺？" → "乙酰胺") answers nothing;
                 // the best evidence sentence ("乙酰胺是由乙酸衍生出的酰胺…") does. Asked again,
                 // the model repeats itself, so the extractive answer is shown at once.
-                if brief::echoes(&words, &question) {
+                if brief::echoes(&own, &question) {
                     cut.push(clip_chars(&reply, 200));
                     return None;
                 }
