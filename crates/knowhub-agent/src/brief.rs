@@ -448,7 +448,8 @@ pub(crate) fn echoes(answer: &str, question: &str) -> bool {
             .any(|rest| rest.starts_with(&a))
 }
 
-/// Words that ask for a reason, a time, a person, a number, a place or a choice.
+/// Words that ask for a time, a person, a number, a place or a choice (a reason is asked
+/// apart: 为什么 holds 什么).
 const ASKS_OTHER: &[&str] = &[
     "何时",
     "什么时候",
