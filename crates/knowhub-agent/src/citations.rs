@@ -77,6 +77,21 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
             }
         })
         .collect();
+    let title_subjects: Vec<HashSet<String>> =
+        items.iter().map(|item| subject_words(item.title)).collect();
+    // What a claim's figure is said of is read from the words it shares with the question,
+    // among those the writer was shown: a word no item uses ("vacation" asked, "annual leave"
+    // written) cannot tell which sentence a figure is from.
+    let shown_words: HashSet<&String> = passages
+        .iter()
+        .flatten()
+        .flat_map(|p| &p.subject)
+        .chain(title_subjects.iter().flatten())
+        .collect();
+    let question_subject: HashSet<String> = subject_words(question)
+        .into_iter()
+        .filter(|w| shown_words.contains(w))
+        .collect();
     let question_lower = question.to_lowercase();
     let evidence_lower: Vec<String> = items
         .iter()
@@ -149,6 +164,11 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
         let stated = figures(&text);
         if !stated.is_empty() {
             let own = Passage::of(&text);
+            let subject: HashSet<String> = own
+                .subject
+                .intersection(&question_subject)
+                .cloned()
+                .collect();
             let beside = if own.cjk {
                 Vec::new()
             } else {
@@ -182,7 +202,10 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
                     || numbers.iter().any(|&k| {
                         (items[k - 1].data.is_some() && f.stands_in(&result_figures[k - 1]))
                             || passages[k - 1].iter().any(|p| {
-                                f.stands_in(&p.figures) && own.speaks_of(p) && beside_it(p)
+                                f.stands_in(&p.figures)
+                                    && own.speaks_of(p)
+                                    && beside_it(p)
+                                    && own.holds_subject(p, &subject, &title_subjects[k - 1])
                             })
                     })
             };
@@ -604,11 +627,12 @@ pub(crate) fn markers(sentence: &str, n: usize) -> (String, Vec<usize>) {
     (clean, numbers)
 }
 
-/// A sentence as the figure check reads it: its figures, its words (figures aside) and its
-/// script.
+/// A sentence as the figure check reads it: its figures, its words (figures aside), the words
+/// that can name what a figure is of ([`subject_words`]) and its script.
 struct Passage {
     figures: Vec<Figure>,
     words: HashSet<String>,
+    subject: HashSet<String>,
     cjk: bool,
 }
 
@@ -620,8 +644,31 @@ impl Passage {
                 .into_iter()
                 .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
                 .collect(),
+            subject: subject_words(sentence),
             cjk: Lang::detect(sentence) == Lang::Zh,
         }
+    }
+
+    /// Whether a sentence stating a figure of `source` says it of what the question asked
+    /// about: of `subject` (the claim's words that the question also uses, see
+    /// [`subject_words`]), at least [`SUBJECT_SHARE`] stands in `source` itself or in its
+    /// document's `title`. "核心工作时间是 40 小时" citing "每周工作 40 小时" shares 工作 with
+    /// it, but not 核心 or 时间: the figure is the week's, not the core hours'. The heading
+    /// above `source` does not count: every sentence of its section has it.
+    fn holds_subject(
+        &self,
+        source: &Passage,
+        subject: &HashSet<String>,
+        title: &HashSet<String>,
+    ) -> bool {
+        if subject.is_empty() || self.cjk != source.cjk {
+            return true;
+        }
+        let held = subject
+            .iter()
+            .filter(|w| source.subject.contains(*w) || title.contains(*w))
+            .count();
+        held as f32 >= SUBJECT_SHARE * subject.len() as f32
     }
 
     /// Whether a sentence stating a figure of `source` speaks of what `source` does: a word
@@ -632,6 +679,56 @@ impl Passage {
             || self.cjk != source.cjk
             || self.words.iter().any(|w| source.words.contains(w))
     }
+}
+
+/// The share of a figure claim's subject (its words the question also uses) that the sentence
+/// stating its figure must hold: see [`Passage::holds_subject`].
+const SUBJECT_SHARE: f32 = 0.5;
+
+/// Chinese question words: a claim that repeats one ("加班费是多少") names nothing by it.
+const ASKING_ZH: &[&str] = &[
+    "什么",
+    "多少",
+    "哪些",
+    "哪个",
+    "哪里",
+    "怎么",
+    "怎样",
+    "如何",
+    "是否",
+    "可以",
+    "为什么",
+    "请问",
+    "几点",
+    "多久",
+    "多长",
+    "多大",
+    "多高",
+];
+
+/// The words of `text` that can name what a figure is of: English words (stemmed, as documents
+/// are matched) other than stop words, figures and the words that only stand around a figure
+/// ([`NOT_BESIDE`]: units, "within", "per"); Chinese words of two characters or more as the
+/// index cuts them (jieba, compounds with their parts: 工作时间 is 工作, 时间 and 工作时间)
+/// other than question words. Single Chinese characters are mostly units or particles (天, 是).
+fn subject_words(text: &str) -> HashSet<String> {
+    let mut out: HashSet<String> = HashSet::new();
+    let lower = text.to_lowercase();
+    for token in lower.split(|c: char| !c.is_alphanumeric() || crate::lang::is_cjk(c)) {
+        if token.is_empty()
+            || token.starts_with(|c: char| c.is_ascii_digit())
+            || NOT_BESIDE.contains(&token)
+        {
+            continue;
+        }
+        out.extend(crate::text::prose_terms(token));
+    }
+    out.extend(knowhub_index::analyze(text).into_iter().filter(|w| {
+        w.chars().count() >= 2
+            && w.chars().all(crate::lang::is_cjk)
+            && !ASKING_ZH.contains(&w.as_str())
+    }));
+    out
 }
 
 /// Words that say nothing of what a figure is of: the words around it ("within", "is", "per"),
@@ -1476,6 +1573,78 @@ mod tests {
         for (claim, kept) in table {
             let c = check(claim, &evidence, "");
             assert_eq!(!c.answer.is_empty(), *kept, "{claim}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn a_figure_must_be_said_of_what_the_question_asks_about() {
+        let evidence = [
+            "公司实行标准工时制，每周工作 40 小时，周一至周五，午休 1 小时。\
+             公司支持弹性上班：上班时间可在 8:00 至 10:00 之间自行安排，但 10:00—16:00 为核心工作时间。",
+            "Every new permanent employee starts with a probation period of 3 months.\n\
+             Annual leave accrues from your first day, but you may take at most 3 days of it \
+             before probation ends.",
+            "On-call engineers receive an on-call allowance of CNY 300 per week of on-call duty.",
+            "年假天数按司龄计算：\n司龄不满 3 年（含新员工）：每年 10 个工作日；\n\
+             司龄满 3 年不满 6 年：每年 15 个工作日。",
+            "maxSurge: 25%\nAnnual leave: 10 working days per year.",
+        ];
+        let table: &[(&str, &str, bool)] = &[
+            // (question, claim, kept)
+            // The week's 40 hours are not the core hours'.
+            (
+                "核心工作时间是几点到几点？",
+                "核心工作时间是 40 小时 [1]。",
+                false,
+            ),
+            (
+                "核心工作时间是几点到几点？",
+                "核心工作时间是 10:00—16:00 [1]。",
+                true,
+            ),
+            // The 3 days are the leave one may take on probation, not the on-call allowance,
+            // which another item states.
+            (
+                "What is the on-call allowance per week?",
+                "The on-call allowance per week is 3 days [2].",
+                false,
+            ),
+            (
+                "What is the on-call allowance per week?",
+                "The on-call allowance is CNY 300 per week [3].",
+                true,
+            ),
+            (
+                "How long is the probation period?",
+                "The probation period is 3 months [2].",
+                true,
+            ),
+            // The subject may be partly in the sentence before (年假 in the lead-in).
+            (
+                "新员工有多少天年假？",
+                "新员工每年有 10 个工作日年假 [4]。",
+                true,
+            ),
+            (
+                "新员工有多少天年假？",
+                "新员工每年有 15 个工作日年假 [4]。",
+                false,
+            ),
+            // A word of the question no item uses ("vacation") cannot tell sentences apart.
+            (
+                "How many vacation days do I get?",
+                "You get 10 vacation days per year [5].",
+                true,
+            ),
+            (
+                "What is the default maxSurge?",
+                "The default maxSurge is 25% [5].",
+                true,
+            ),
+        ];
+        for (question, claim, kept) in table {
+            let c = check(claim, &evidence, question);
+            assert_eq!(!c.answer.is_empty(), *kept, "{question} {claim}: {c:?}");
         }
     }
 
