@@ -31,7 +31,8 @@ pub(crate) fn answer(
     lang: Lang,
 ) -> Option<(String, Vec<usize>)> {
     // SQL results answer data questions directly: one value on the line, rows under it.
-    let results: Vec<(bool, Part)> = evidence
+    // Each with whether it speaks to the question and whether it found nothing.
+    let results: Vec<(bool, bool, Part)> = evidence
         .iter()
         .enumerate()
         .filter(|(_, e)| e.kind == "sql_result")
@@ -45,10 +46,20 @@ pub(crate) fn answer(
                 ),
                 _ => (format!("{}:", lang.sql_result_intro()), i + 1, rows),
             };
-            (result_speaks_to(question, e), part)
+            (result_speaks_to(question, e), found_nothing(&e.text), part)
         })
         .collect();
-    let limit = if results.is_empty() {
+    // A query result is the data's answer and leads, unless it does not speak to the
+    // question: one the model's SQL took from the wrong table ("How many replicas does
+    // api-gateway run in prod?" → the count of prod projects) follows the sentences that
+    // answer ("Replicas (prod): 6"). It is still shown, as evidence the question found (a
+    // question of several parts may ask for it in words it does not share: "…目前有多少人在
+    // 试用期？" → a `COUNT(*)` where "On probation" = 1), unless it found nothing and
+    // sentences answer: under them "COUNT(*)=0" from a query of something else ("未休完的年假
+    // 可以结转吗？" → a count of projects) reads as part of the answer, and says nothing. The
+    // trace keeps it either way.
+    let shown_beside_sentences = |(speaks, nothing, _): &(bool, bool, Part)| *speaks || !*nothing;
+    let limit = if !results.iter().any(shown_beside_sentences) {
         MAX_SENTENCES
     } else {
         MAX_SENTENCES - 1
@@ -81,17 +92,19 @@ pub(crate) fn answer(
             sentences.push((s, i, items));
         }
     }
-    // A query result is the data's answer and leads, unless it does not speak to the
-    // question: one the model's SQL took from the wrong table ("How many replicas does
-    // api-gateway run in prod?" → the count of prod projects) follows the sentences that
-    // answer ("Replicas (prod): 6"). It is still shown: it is evidence the question found.
+    let unanswered = sentences.is_empty();
     let (leading, trailing): (Vec<_>, Vec<_>) =
-        results.into_iter().partition(|(speaks, _)| *speaks);
+        results.into_iter().partition(|(speaks, _, _)| *speaks);
     let parts: Vec<Part> = leading
         .into_iter()
-        .map(|(_, p)| p)
+        .map(|(_, _, p)| p)
         .chain(sentences)
-        .chain(trailing.into_iter().map(|(_, p)| p))
+        .chain(
+            trailing
+                .into_iter()
+                .filter(|r| unanswered || shown_beside_sentences(r))
+                .map(|(_, _, p)| p),
+        )
         .collect();
     if parts.is_empty() {
         return None;
@@ -122,6 +135,20 @@ pub(crate) fn brief(question: &str, evidence: &[&EvidenceItem]) -> Option<(Strin
     }
     let (s, k) = ranked_sentences(question, evidence).into_iter().next()?;
     Some((format!("{} [{k}]", s.trim_end()), vec![k]))
+}
+
+/// Whether a query result's rows (as `QueryResult::preview` writes them) hold nothing: no row,
+/// or one row of zeros and NULLs ("COUNT(*)=0", "SUM(\"Budget\")=NULL").
+fn found_nothing(result: &str) -> bool {
+    let lines: Vec<&str> = result.trim().lines().map(str::trim).collect();
+    match lines.as_slice() {
+        ["(no rows)"] => true,
+        [row] => row.split(", ").all(|cell| {
+            cell.rsplit_once('=')
+                .is_some_and(|(_, v)| matches!(v, "0" | "0.0" | "NULL"))
+        }),
+        _ => false,
+    }
 }
 
 /// Whether a query result speaks to `question` as a quoted sentence must: it covers
@@ -589,12 +616,21 @@ mod tests {
         let d = doc(text);
         let mut sql = doc("COUNT(*)=6");
         sql.kind = "sql_result".into();
-        let count = |ev: &[&EvidenceItem]| {
+        sql.source.sql =
+            Some("SELECT COUNT(*) FROM leave_rules WHERE kind = 'annual' LIMIT 50".into());
+        // A result of another question that found nothing leaves all four places to them.
+        let mut other = doc("COUNT(*)=0");
+        other.kind = "sql_result".into();
+        other.source.sql = Some("SELECT COUNT(*) FROM projects LIMIT 50".into());
+        let sentences = |ev: &[&EvidenceItem]| {
             let (text, _) = answer("Which rules apply to annual leave?", ev, Lang::En).unwrap();
-            text.lines().filter(|l| l.starts_with("- ")).count()
+            text.lines()
+                .filter(|l| l.starts_with("- ") && !l.contains("Query result"))
+                .count()
         };
-        assert_eq!(count(&[&d]), MAX_SENTENCES);
-        assert_eq!(count(&[&sql, &d]), MAX_SENTENCES);
+        assert_eq!(sentences(&[&d]), MAX_SENTENCES);
+        assert_eq!(sentences(&[&sql, &d]), MAX_SENTENCES - 1);
+        assert_eq!(sentences(&[&other, &d]), MAX_SENTENCES);
     }
 
     #[test]
@@ -612,38 +648,67 @@ mod tests {
         budgets.kind = "sql_result".into();
         budgets.source.sql = Some("SELECT SUM(\"预算\") FROM \"项目\" LIMIT 50".into());
         let note = doc("项目预算由财务部每季度审核一次，审核结果发给项目负责人。");
-        // (question, evidence, the first line of the answer)
-        let rows: &[(&str, &[&EvidenceItem], &str)] = &[
-            // The model's SQL counted projects: the sentence that names the replicas leads.
+        let leave =
+            doc("未休完的年假最多可结转 5 天到下一年，结转的天数须在次年 3 月 31 日前休完。");
+        let mut none = doc("COUNT(*)=0");
+        none.kind = "sql_result".into();
+        none.source.sql =
+            Some("SELECT COUNT(*) FROM projects_2_1 WHERE Status = 'In progress' LIMIT 50".into());
+        // (question, evidence, the first line of the answer, whether the result is shown)
+        let rows: &[(&str, &[&EvidenceItem], &str, bool)] = &[
+            // The model's SQL counted projects: the sentence that names the replicas leads, and
+            // the count, evidence the question found, follows.
             (
                 "How many replicas does api-gateway run in prod?",
                 &[&spec, &count],
                 "- Component: api-gateway;",
+                true,
+            ),
+            // A query of something else that found nothing says nothing under a sentence; alone,
+            // it is what was found.
+            (
+                "未休完的年假可以结转吗？",
+                &[&leave, &none],
+                "- 未休完的年假",
+                false,
+            ),
+            (
+                "未休完的年假可以结转吗？",
+                &[&none],
+                "- Query result: COUNT(*)=0",
+                true,
             ),
             // The same result answers a question about projects.
             (
                 "How many projects run in prod?",
                 &[&spec, &count],
                 "- Query result: COUNT(*)=6 [2]",
+                true,
             ),
             (
                 "项目预算总共是多少？",
                 &[&note, &budgets],
                 "- Query result: SUM",
+                true,
             ),
-            // A result alone leads, whatever it covers.
+            // A result alone is shown, whatever it covers.
             (
                 "How many replicas does api-gateway run in prod?",
                 &[&count],
                 "- Query result: COUNT(*)=6 [1]",
+                true,
             ),
         ];
-        for (question, evidence, first) in rows {
-            let (text, _) = answer(question, evidence, Lang::En).unwrap();
+        for (question, evidence, first, shown) in rows {
+            let (text, cited) = answer(question, evidence, Lang::En).unwrap();
             let line = text.lines().nth(1).unwrap_or_default();
             assert!(line.starts_with(first), "{question}: {text}");
-            // The result is shown either way.
-            assert!(text.contains("- Query result: "), "{question}: {text}");
+            assert_eq!(text.contains("Query result"), *shown, "{question}: {text}");
+            assert_eq!(
+                cited.len(),
+                1 + usize::from(*shown && evidence.len() > 1),
+                "{question}: {text}"
+            );
         }
     }
 }
