@@ -74,7 +74,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             if seen.insert(hit.evidence_id.clone()) {
                 new += 1;
                 ids.push(hit.evidence_id.clone());
-                state.evidence_items.push(evidence(&hit, &snapshot));
+                state.evidence_items.push(evidence(&hit, &snapshot, &query));
             }
         }
         if let Some(next) = planned.next() {
@@ -171,8 +171,9 @@ fn reformulate(
         .join(" ")
 }
 
-fn evidence(hit: &SearchHit, snapshot: &str) -> EvidenceItem {
-    let text: String = hit.text.chars().take(EVIDENCE_CHARS).collect();
+/// `hit` as evidence, its text the part of the passage that `query` found (see [`window`]).
+fn evidence(hit: &SearchHit, snapshot: &str, query: &str) -> EvidenceItem {
+    let text = window(&hit.text, query, EVIDENCE_CHARS);
     EvidenceItem {
         evidence_id: hit.evidence_id.clone(),
         kind: "doc_chunk".into(),
@@ -201,5 +202,118 @@ fn evidence(hit: &SearchHit, snapshot: &str) -> EvidenceItem {
             perm_snapshot_id: snapshot.to_string(),
         },
         by: "retriever".into(),
+    }
+}
+
+/// The part of `text` the evidence keeps: all of it when it has at most `max` characters, else
+/// the run of whole sentences (or lines) of at most `max` characters that holds the most of
+/// `query`'s terms, the earliest of equals. A passage longer than that is cut where the
+/// question is answered, not at its head: the handbook passage that a search for "on-call
+/// allowance per week" finds by its last sentence ("…receive an on-call allowance of CNY 300
+/// per week") runs on from the probation rules before it, and its first 1,200 characters held
+/// none of it — the answer was searched for, found, and not shown.
+fn window(text: &str, query: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let wanted = terms(query);
+    // (byte start, byte end, characters, query terms held) of each piece: a sentence, ended
+    // by its punctuation or a line break.
+    let mut pieces: Vec<(usize, usize, usize, usize)> = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        let ends = c == '\n'
+            || matches!(c, '。' | '！' | '？' | '；')
+            || (matches!(c, '.' | '!' | '?' | ';') && next.is_none_or(char::is_whitespace));
+        let end = i + c.len_utf8();
+        if ends || next.is_none() {
+            let piece = &text[start..end];
+            let held = terms(piece).intersection(&wanted).count();
+            pieces.push((start, end, piece.chars().count(), held));
+            start = end;
+        }
+    }
+    // The best run of pieces that fits (each start, as far as it fits; the pieces are few).
+    let mut best = (0, 0, 0); // (terms held, first piece, last piece + 1)
+    for first in 0..pieces.len() {
+        let (mut size, mut held, mut last) = (0, 0, first);
+        while last < pieces.len() && size + pieces[last].2 <= max {
+            size += pieces[last].2;
+            held += pieces[last].3;
+            last += 1;
+        }
+        if last > first && held > best.0 {
+            best = (held, first, last);
+        }
+    }
+    let (_, first, last) = best;
+    if last == 0 {
+        // Nothing held a term, or the first piece alone is longer than `max`: the head.
+        return text.chars().take(max).collect();
+    }
+    text[pieces[first].0..pieces[last - 1].1].trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_passage_is_kept_where_the_question_is_answered() {
+        let probation = "1.1 Probation period\nEvery new permanent employee starts with a \
+            probation period of 3 months. The notice period for either side is 3 working days.\n";
+        let filler = "Overtime must be approved in advance by your manager in the HR portal. ";
+        let on_call = "On-call engineers receive an on-call allowance of CNY 300 per week.";
+        let long = format!("{probation}{}{on_call}", filler.repeat(6));
+        let max = 200;
+        assert!(long.chars().count() > max);
+        // (passage, query, a sentence kept, a sentence left out)
+        let rows: &[(&str, &str, &str, Option<&str>)] = &[
+            (
+                &long,
+                "What is the on-call allowance per week?",
+                on_call,
+                Some("1.1 Probation"),
+            ),
+            (
+                &long,
+                "How long is the probation period?",
+                "Every new permanent employee",
+                Some(on_call),
+            ),
+            // Nothing of the query in it: the head, as before.
+            (
+                &long,
+                "expense claims",
+                "1.1 Probation period",
+                Some(on_call),
+            ),
+            // Short enough: whole.
+            (probation, "on-call allowance", "1.1 Probation period", None),
+            (
+                "值班工程师按排班表轮值。每值班一周发放值班补贴 300 元。",
+                "值班补贴多少钱？",
+                "值班补贴 300 元",
+                None,
+            ),
+        ];
+        for (passage, query, kept, left_out) in rows {
+            let w = window(passage, query, max);
+            assert!(w.chars().count() <= max, "{query}: {w}");
+            assert!(w.contains(kept), "{query}: {w}");
+            if let Some(out) = left_out {
+                assert!(!w.contains(out), "{query}: {w}");
+            }
+        }
+        // Chinese sentences are cut at their own punctuation.
+        let zh = format!(
+            "{}每值班一周发放值班补贴 300 元。",
+            "加班须提前在人事系统中提交申请。".repeat(20)
+        );
+        let w = window(&zh, "值班补贴多少钱？", 100);
+        assert!(w.ends_with("每值班一周发放值班补贴 300 元。"), "{w}");
+        assert!(w.starts_with("加班须"), "{w}");
     }
 }
