@@ -7,6 +7,7 @@
 //! the passages: searched whole, the part with more words takes every place.
 
 use std::collections::HashSet;
+use std::ops::Range;
 
 use knowhub_engine::{RetrievalMode, SearchHit, SearchOptions};
 use knowhub_llm::Message;
@@ -14,6 +15,7 @@ use serde_json::json;
 
 use super::{Deps, StepReport, clip};
 use crate::Result;
+use crate::brief::looks_numbered_heading;
 use crate::state::{
     AgentState, EvidenceAuthz, EvidenceItem, EvidenceSource, RagSummary, Route, ToolError,
 };
@@ -171,9 +173,13 @@ fn reformulate(
         .join(" ")
 }
 
-/// `hit` as evidence, its text the part of the passage that `query` found (see [`window`]).
+/// `hit` as evidence, its text the part of the passage that `query` found (see [`window`]),
+/// under the section of the sentence it is found by (see [`heading_at`]): a passage may run
+/// over from one section into the next.
 fn evidence(hit: &SearchHit, snapshot: &str, query: &str) -> EvidenceItem {
-    let text = window(&hit.text, query, EVIDENCE_CHARS);
+    let kept = window(&hit.text, query, EVIDENCE_CHARS);
+    let heading = heading_at(&hit.heading_path, &hit.text, kept.focus);
+    let text = hit.text[kept.range].trim().to_string();
     EvidenceItem {
         evidence_id: hit.evidence_id.clone(),
         kind: "doc_chunk".into(),
@@ -189,7 +195,7 @@ fn evidence(hit: &SearchHit, snapshot: &str, query: &str) -> EvidenceItem {
             doc_id: Some(hit.document_id.0),
             title: Some(hit.title.clone()),
             page: hit.page_start,
-            heading: hit.heading_path.clone(),
+            heading,
             chunk_id: Some(hit.chunk_id.0),
             uri: Some(format!(
                 "kb://doc/{}#chunk={}",
@@ -205,6 +211,15 @@ fn evidence(hit: &SearchHit, snapshot: &str, query: &str) -> EvidenceItem {
     }
 }
 
+/// The part of a passage the evidence keeps, as byte offsets into its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Window {
+    range: Range<usize>,
+    /// Where the sentence of the part that holds the most of the search's terms starts (the
+    /// part's start when none holds any): what the part is cited for, whose section it is.
+    focus: usize,
+}
+
 /// The part of `text` the evidence keeps: all of it when it has at most `max` characters, else
 /// the run of whole sentences (or lines) of at most `max` characters that holds the most of
 /// `query`'s terms, the earliest of equals. A passage longer than that is cut where the
@@ -212,10 +227,7 @@ fn evidence(hit: &SearchHit, snapshot: &str, query: &str) -> EvidenceItem {
 /// allowance per week" finds by its last sentence ("…receive an on-call allowance of CNY 300
 /// per week") runs on from the probation rules before it, and its first 1,200 characters held
 /// none of it — the answer was searched for, found, and not shown.
-fn window(text: &str, query: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
+fn window(text: &str, query: &str, max: usize) -> Window {
     let wanted = terms(query);
     // (byte start, byte end, characters, query terms held) of each piece: a sentence, ended
     // by its punctuation or a line break.
@@ -235,6 +247,26 @@ fn window(text: &str, query: &str, max: usize) -> String {
             start = end;
         }
     }
+    // The piece of `range` holding the most terms, the earliest of equals.
+    let focus = |range: &Range<usize>| {
+        pieces
+            .iter()
+            .filter(|p| range.contains(&p.0) && p.3 > 0)
+            .fold(None::<(usize, usize)>, |best, p| match best {
+                Some((held, _)) if held >= p.3 => best,
+                _ => Some((p.3, p.0)),
+            })
+            .map_or(range.start, |(_, at)| at)
+    };
+    let kept = |range: Range<usize>| Window {
+        focus: focus(&range),
+        range,
+    };
+    // Where the first `max` characters end: all of a short text, or the head of a long one.
+    let head = text.char_indices().nth(max).map_or(text.len(), |(i, _)| i);
+    if head == text.len() {
+        return kept(0..head);
+    }
     // The best run of pieces that fits (each start, as far as it fits; the pieces are few).
     let mut best = (0, 0, 0); // (terms held, first piece, last piece + 1)
     for first in 0..pieces.len() {
@@ -250,10 +282,56 @@ fn window(text: &str, query: &str, max: usize) -> String {
     }
     let (_, first, last) = best;
     if last == 0 {
-        // Nothing held a term, or the first piece alone is longer than `max`: the head.
-        return text.chars().take(max).collect();
+        // Nothing held a term, or every piece alone is longer than `max`: the head.
+        return kept(0..head);
     }
-    text[pieces[first].0..pieces[last - 1].1].trim().to_string()
+    kept(pieces[first].0..pieces[last - 1].1)
+}
+
+/// The heading path at byte `start` of a chunk's `text`: the chunk's own `path` (where it
+/// starts), moved on by the last numbered section title ([`looks_numbered_heading`]: "1.2
+/// Working hours", "三、假期") on a line of the text before `start` or on the line at `start`,
+/// unless it is one of the path's own. A title of depth d (the count of its numbers: "1.2" is
+/// 2, "2." and "三、" are 1) replaces the path's titles of depth d or more.
+fn heading_at(path: &[String], text: &str, start: usize) -> Vec<String> {
+    let before = text[..start]
+        .lines()
+        .chain(text[start..].lines().take(1))
+        .map(str::trim)
+        .filter(|line| looks_numbered_heading(line))
+        .last();
+    // The chunk's text opens with its own path's titles: those say nothing new.
+    let Some(title) = before.filter(|t| !path.iter().any(|h| h == t)) else {
+        return path.to_vec();
+    };
+    let Some(depth) = numbering_depth(title) else {
+        return path.to_vec();
+    };
+    let mut out: Vec<String> = path
+        .iter()
+        .take_while(|h| numbering_depth(h).is_none_or(|d| d < depth))
+        .cloned()
+        .collect();
+    out.push(title.to_string());
+    out
+}
+
+/// How many numbers a section title's numbering has ("1.2 Working hours" 2, "2. Leave" and
+/// "三、假期" 1), or `None` when it has none.
+fn numbering_depth(title: &str) -> Option<usize> {
+    let number: String = title
+        .trim()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let parts = number.split('.').filter(|p| !p.is_empty()).count();
+    if parts > 0 {
+        return Some(parts);
+    }
+    let chinese = title
+        .trim()
+        .trim_start_matches(|c: char| "一二三四五六七八九十".contains(c));
+    (chinese.len() < title.trim().len() && chinese.starts_with('、')).then_some(1)
 }
 
 #[cfg(test)]
@@ -299,6 +377,8 @@ mod tests {
                 None,
             ),
         ];
+        let window =
+            |text: &str, query: &str, max: usize| text[window(text, query, max).range].to_string();
         for (passage, query, kept, left_out) in rows {
             let w = window(passage, query, max);
             assert!(w.chars().count() <= max, "{query}: {w}");
@@ -315,5 +395,68 @@ mod tests {
         let w = window(&zh, "值班补贴多少钱？", 100);
         assert!(w.ends_with("每值班一周发放值班补贴 300 元。"), "{w}");
         assert!(w.starts_with("加班须"), "{w}");
+    }
+
+    #[test]
+    fn a_passage_is_cited_under_the_section_of_the_sentence_it_is_found_by() {
+        let chunk = "1.1 Probation period\nProbation lasts 3 months.\n1.2 Working hours\n\
+                     On-call engineers receive an allowance of CNY 300 per week.";
+        let path = vec!["Handbook".to_string(), "1.1 Probation period".to_string()];
+        let found = window(chunk, "on-call allowance", 1_200);
+        assert_eq!(found.range, 0..chunk.len());
+        assert_eq!(
+            heading_at(&path, chunk, found.focus),
+            ["Handbook", "1.2 Working hours"]
+        );
+        let probation = window(chunk, "how long is probation", 1_200);
+        assert_eq!(heading_at(&path, chunk, probation.focus), path);
+        // Found by nothing in it: where it starts.
+        assert_eq!(window(chunk, "expense claims", 1_200).focus, 0);
+    }
+
+    #[test]
+    fn the_part_kept_is_under_the_section_it_is_in() {
+        let path = |p: &[&str]| p.iter().map(|h| h.to_string()).collect::<Vec<_>>();
+        let chunk = "1. Working at Northwind\n1.1 Probation period\nProbation lasts 3 months.\n\
+                     1.2 Working hours\nCore hours are 10:00 to 16:00.\n2. Leave\nTake 10 days.";
+        let start = |s: &str| chunk.find(s).unwrap_or(0);
+        let handbook = path(&[
+            "Handbook",
+            "1. Working at Northwind",
+            "1.1 Probation period",
+        ]);
+        // (where the part starts, its heading path)
+        let rows: &[(usize, Vec<String>)] = &[
+            (0, handbook.clone()),
+            (start("Probation lasts"), handbook.clone()),
+            (
+                start("Core hours"),
+                path(&["Handbook", "1. Working at Northwind", "1.2 Working hours"]),
+            ),
+            // The part's first line may be the title.
+            (
+                start("1.2 Working"),
+                path(&["Handbook", "1. Working at Northwind", "1.2 Working hours"]),
+            ),
+            (start("Take 10"), path(&["Handbook", "2. Leave"])),
+        ];
+        for (at, expected) in rows {
+            assert_eq!(
+                &heading_at(&handbook, chunk, *at),
+                expected,
+                "{}",
+                &chunk[*at..]
+            );
+        }
+        let zh =
+            "二、工作时间与加班\n2.1 标准工时\n每周工作 40 小时。\n三、假期\n婚假 3 个工作日。";
+        let zh_path = path(&["员工手册", "二、工作时间与加班", "2.1 标准工时"]);
+        assert_eq!(
+            heading_at(&zh_path, zh, zh.find("婚假").unwrap_or(0)),
+            path(&["员工手册", "三、假期"])
+        );
+        // No numbered title before the part: the chunk's own path.
+        let plain = path(&["Guide", "Remote work"]);
+        assert_eq!(heading_at(&plain, "Remote work\nUse the VPN.", 12), plain);
     }
 }
