@@ -289,49 +289,112 @@ fn window(text: &str, query: &str, max: usize) -> Window {
 }
 
 /// The heading path at byte `start` of a chunk's `text`: the chunk's own `path` (where it
-/// starts), moved on by the last numbered section title ([`looks_numbered_heading`]: "1.2
-/// Working hours", "三、假期") on a line of the text before `start` or on the line at `start`,
-/// unless it is one of the path's own. A title of depth d (the count of its numbers: "1.2" is
-/// 2, "2." and "三、" are 1) replaces the path's titles of depth d or more.
+/// starts), moved on by the last section title on a line of the text before `start` or on the
+/// line at `start` (see [`is_section_title`]), unless it is one of the path's own. A title of
+/// depth d (the count of its numbers: "1.2" is 2, "三、" is 1) replaces the path's titles of
+/// depth d or more.
 fn heading_at(path: &[String], text: &str, start: usize) -> Vec<String> {
-    let before = text[..start]
-        .lines()
-        .chain(text[start..].lines().take(1))
-        .map(str::trim)
-        .filter(|line| looks_numbered_heading(line))
-        .last();
-    // The chunk's text opens with its own path's titles: those say nothing new.
-    let Some(title) = before.filter(|t| !path.iter().any(|h| h == t)) else {
-        return path.to_vec();
-    };
-    let Some(depth) = numbering_depth(title) else {
-        return path.to_vec();
-    };
-    let mut out: Vec<String> = path
-        .iter()
-        .take_while(|h| numbering_depth(h).is_none_or(|d| d < depth))
-        .cloned()
-        .collect();
-    out.push(title.to_string());
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    // Up to the line `start` is on.
+    let upto = text[..start].matches('\n').count() + 1;
+    // The numberings known so far: the path's, then each title found (a "2.1" under the
+    // chunk's own "2. Leave").
+    let mut known: Vec<Numbering> = path.iter().filter_map(|h| numbering(h)).collect();
+    let mut out = path.to_vec();
+    for (i, line) in lines.iter().enumerate().take(upto) {
+        // The chunk's text opens with its own path's titles: those say nothing new.
+        if out.iter().any(|h| h == line) {
+            continue;
+        }
+        let Some(number) =
+            numbering(line).filter(|n| is_section_title(line, n, &known, &lines[i + 1..]))
+        else {
+            continue;
+        };
+        let depth = number.numbers.len();
+        let above = out
+            .iter()
+            .take_while(|h| numbering(h).is_none_or(|n| n.numbers.len() < depth))
+            .count();
+        out.truncate(above);
+        out.push((*line).to_string());
+        known.push(number);
+    }
     out
 }
 
-/// How many numbers a section title's numbering has ("1.2 Working hours" 2, "2. Leave" and
-/// "三、假期" 1), or `None` when it has none.
-fn numbering_depth(title: &str) -> Option<usize> {
+/// A section title's numbering: "1.2 Working hours" is [1, 2], "2. Leave" [2], "三、假期" [3]
+/// in Chinese numerals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Numbering {
+    numbers: Vec<u32>,
+    chinese: bool,
+}
+
+/// Whether `line` (numbered `number`) of a chunk is a section title, given the numberings of
+/// the titles `known` above it and the chunk's lines `after` it: numbered
+/// ([`looks_numbered_heading`]) the way they are, under one of them, and not one of them. A
+/// numbered list item looks the same ("2. Open an incident channel"), so a title of one number
+/// ("2. Leave") counts only where a later line opens a section under it ("2.1 Annual leave");
+/// "1.2 Working hours" needs a known title numbered 1 (or 1.x); "三、假期" a known title
+/// numbered in Chinese numerals.
+fn is_section_title(line: &str, number: &Numbering, known: &[Numbering], after: &[&str]) -> bool {
+    if !looks_numbered_heading(line) || known.iter().any(|k| k.numbers == number.numbers) {
+        return false;
+    }
+    match number.numbers.as_slice() {
+        _ if number.chinese => known.iter().any(|k| k.chinese),
+        [top] => after.iter().any(|l| {
+            looks_numbered_heading(l)
+                && numbering(l)
+                    .is_some_and(|n| !n.chinese && n.numbers.len() == 2 && n.numbers[0] == *top)
+        }),
+        [parent @ .., _] => known.iter().any(|k| k.numbers.starts_with(parent)),
+        [] => false,
+    }
+}
+
+/// The numbering of a section title ("1.2 Working hours", "2. Leave", "三、假期", "十二、附则"),
+/// or `None` when it has none.
+fn numbering(title: &str) -> Option<Numbering> {
+    let title = title.trim();
     let number: String = title
-        .trim()
         .chars()
         .take_while(|c| c.is_ascii_digit() || *c == '.')
         .collect();
-    let parts = number.split('.').filter(|p| !p.is_empty()).count();
-    if parts > 0 {
-        return Some(parts);
+    let numbers: Vec<u32> = number
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .map_while(|p| p.parse().ok())
+        .collect();
+    if !numbers.is_empty() {
+        return Some(Numbering {
+            numbers,
+            chinese: false,
+        });
     }
-    let chinese = title
-        .trim()
-        .trim_start_matches(|c: char| "一二三四五六七八九十".contains(c));
-    (chinese.len() < title.trim().len() && chinese.starts_with('、')).then_some(1)
+    const DIGITS: &str = "一二三四五六七八九";
+    let numeral: String = title
+        .chars()
+        .take_while(|c| DIGITS.contains(*c) || *c == '十')
+        .collect();
+    if numeral.is_empty() || !title[numeral.len()..].starts_with('、') {
+        return None;
+    }
+    let digit = |c: char| DIGITS.chars().position(|d| d == c).map(|i| i as u32 + 1);
+    // 三 3, 十 10, 十二 12, 二十 20, 二十三 23.
+    let value = match numeral.split_once('十') {
+        None => numeral.chars().next().and_then(digit)?,
+        Some((tens, units)) => {
+            let tens = tens.chars().next().map_or(Some(1), digit)?;
+            let units = units.chars().next().map_or(Some(0), digit)?;
+            tens * 10 + units
+        }
+    };
+    Some(Numbering {
+        numbers: vec![value],
+        chinese: true,
+    })
 }
 
 #[cfg(test)]
@@ -438,7 +501,11 @@ mod tests {
                 start("1.2 Working"),
                 path(&["Handbook", "1. Working at Northwind", "1.2 Working hours"]),
             ),
-            (start("Take 10"), path(&["Handbook", "2. Leave"])),
+            // "2. Leave" opens no "2.1" here: it may be a list item, and is not read as a title.
+            (
+                start("Take 10"),
+                path(&["Handbook", "1. Working at Northwind", "1.2 Working hours"]),
+            ),
         ];
         for (at, expected) in rows {
             assert_eq!(
@@ -448,12 +515,50 @@ mod tests {
                 &chunk[*at..]
             );
         }
-        let zh =
-            "二、工作时间与加班\n2.1 标准工时\n每周工作 40 小时。\n三、假期\n婚假 3 个工作日。";
+        let zh = "二、工作时间与加班\n2.1 标准工时\n每周工作 40 小时。\n2.2 加班\n加班须提前申请。\n\
+                  三、假期\n3.1 年假\n每年 10 个工作日。\n3.4 其他假期\n婚假 3 个工作日。";
         let zh_path = path(&["员工手册", "二、工作时间与加班", "2.1 标准工时"]);
+        // (a sentence, its heading path)
+        let zh_rows: &[(&str, &[&str])] = &[
+            (
+                "每周工作",
+                &["员工手册", "二、工作时间与加班", "2.1 标准工时"],
+            ),
+            ("加班须", &["员工手册", "二、工作时间与加班", "2.2 加班"]),
+            ("每年 10", &["员工手册", "三、假期", "3.1 年假"]),
+            ("婚假", &["员工手册", "三、假期", "3.4 其他假期"]),
+        ];
+        for (sentence, expected) in zh_rows {
+            assert_eq!(
+                heading_at(&zh_path, zh, zh.find(sentence).unwrap_or(0)),
+                path(expected),
+                "{sentence}"
+            );
+        }
+        assert_eq!(numbering("十二、附则").map(|n| n.numbers), Some(vec![12]));
+        assert_eq!(numbering("二十三、附录").map(|n| n.numbers), Some(vec![23]));
+        assert_eq!(numbering("、开头"), None);
+        // A title of one number that opens a section under it is one.
+        let leave = format!("{chunk}\n2.1 Annual leave\nNew hires get 10 days.");
         assert_eq!(
-            heading_at(&zh_path, zh, zh.find("婚假").unwrap_or(0)),
-            path(&["员工手册", "三、假期"])
+            heading_at(&handbook, &leave, leave.find("Take 10").unwrap_or(0)),
+            path(&["Handbook", "2. Leave"])
+        );
+        assert_eq!(
+            heading_at(&handbook, &leave, leave.find("New hires").unwrap_or(0)),
+            path(&["Handbook", "2. Leave", "2.1 Annual leave"])
+        );
+        // Numbered list items are not section titles.
+        let steps = path(&[
+            "Runbook",
+            "2. First response",
+            "2.1 Steps for the on-call engineer",
+        ]);
+        let list = "2.1 Steps for the on-call engineer\n1. Acknowledge the page\n\
+                    2. Open an incident channel\n3. Post the alert link\nThen wait.";
+        assert_eq!(
+            heading_at(&steps, list, list.find("Then").unwrap_or(0)),
+            steps
         );
         // No numbered title before the part: the chunk's own path.
         let plain = path(&["Guide", "Remote work"]);
