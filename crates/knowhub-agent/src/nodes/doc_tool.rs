@@ -450,6 +450,13 @@ mod tests {
                 assert!(!w.contains(out), "{query}: {w}");
             }
         }
+        // One sentence longer than the limit: its head, as before; an empty passage stays empty.
+        let run_on = "on-call allowance ".repeat(20);
+        assert_eq!(
+            window(&run_on, "on-call allowance", max).chars().count(),
+            max
+        );
+        assert_eq!(window("", "on-call allowance", max), "");
         // Chinese sentences are cut at their own punctuation.
         let zh = format!(
             "{}每值班一周发放值班补贴 300 元。",
