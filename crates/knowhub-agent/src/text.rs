@@ -138,29 +138,37 @@ fn push_word(out: &mut HashSet<String>, word: &str, stem: Stem) {
 
 /// Splits text into sentences (English and Chinese punctuation, and line breaks).
 pub(crate) fn sentences(text: &str) -> Vec<String> {
+    sentence_spans(text)
+        .into_iter()
+        .map(|span| text[span].trim())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Where the sentences of `text` lie, as [`sentences`] splits it: consecutive byte ranges
+/// covering the whole text, each with its end mark and the spaces before it (blank ones
+/// included).
+pub(crate) fn sentence_spans(text: &str) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
-    let mut cur = String::new();
-    let chars: Vec<char> = text.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
-        cur.push(c);
-        let next = chars.get(i + 1).copied();
-        let end = matches!(c, '。' | '！' | '？' | '；' | '\n')
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        let end = i + c.len_utf8();
+        let ends = matches!(c, '。' | '！' | '？' | '；' | '\n')
             || (matches!(c, '.' | '!' | '?')
                 && next.is_none_or(|n| n.is_whitespace())
                 // "e.g." and "3.5" are not sentence ends.
-                && !cur.trim_end().ends_with("e.g.")
-                && !cur.trim_end().ends_with("i.e."));
-        if end {
-            let s = cur.trim();
-            if !s.is_empty() {
-                out.push(s.to_string());
-            }
-            cur.clear();
+                && !text[start..end].trim_end().ends_with("e.g.")
+                && !text[start..end].trim_end().ends_with("i.e."));
+        if ends {
+            out.push(start..end);
+            start = end;
         }
     }
-    let s = cur.trim();
-    if !s.is_empty() {
-        out.push(s.to_string());
+    if start < text.len() {
+        out.push(start..text.len());
     }
     out
 }

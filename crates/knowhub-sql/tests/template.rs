@@ -72,6 +72,9 @@ fn questions_to_sql() {
     let dir = tempfile::tempdir().unwrap();
     let db = build_fixture(dir.path());
     let schema = introspect(&db, 5).unwrap();
+    // The sum of takings per billing country, asked in several ways below.
+    const SALES_PER_COUNTRY: &str = "SELECT \"BillingCountry\", SUM(\"Total\") FROM \"Invoice\" \
+        GROUP BY \"BillingCountry\" ORDER BY SUM(\"Total\") DESC, \"BillingCountry\"";
     let cases: &[(&str, Option<&str>, Option<Value>)] = &[
         // Counting.
         (
@@ -307,35 +310,23 @@ fn questions_to_sql() {
         ),
         (
             "What is the total revenue per billing country?",
-            Some(
-                "SELECT \"BillingCountry\", SUM(\"Total\") FROM \"Invoice\" GROUP BY \
-                 \"BillingCountry\" ORDER BY SUM(\"Total\") DESC, \"BillingCountry\"",
-            ),
+            Some(SALES_PER_COUNTRY),
             Some(Value::Text("Brazil".into())),
         ),
         // Sales are a sum of takings: asked per group or how much, without "total".
         (
             "What are the sales per billing country?",
-            Some(
-                "SELECT \"BillingCountry\", SUM(\"Total\") FROM \"Invoice\" GROUP BY \
-                 \"BillingCountry\" ORDER BY SUM(\"Total\") DESC, \"BillingCountry\"",
-            ),
+            Some(SALES_PER_COUNTRY),
             Some(Value::Text("Brazil".into())),
         ),
         (
             "每个国家的收入是多少？",
-            Some(
-                "SELECT \"BillingCountry\", SUM(\"Total\") FROM \"Invoice\" GROUP BY \
-                 \"BillingCountry\" ORDER BY SUM(\"Total\") DESC, \"BillingCountry\"",
-            ),
+            Some(SALES_PER_COUNTRY),
             Some(Value::Text("Brazil".into())),
         ),
         (
             "各国的收入是多少？",
-            Some(
-                "SELECT \"BillingCountry\", SUM(\"Total\") FROM \"Invoice\" GROUP BY \
-                 \"BillingCountry\" ORDER BY SUM(\"Total\") DESC, \"BillingCountry\"",
-            ),
+            Some(SALES_PER_COUNTRY),
             Some(Value::Text("Brazil".into())),
         ),
         (
@@ -504,10 +495,7 @@ fn questions_to_sql() {
         ("How many invoice lines per track?", None, None),
         (
             "total invoice totals by country",
-            Some(
-                "SELECT \"BillingCountry\", SUM(\"Total\") FROM \"Invoice\" GROUP BY \
-                 \"BillingCountry\" ORDER BY SUM(\"Total\") DESC, \"BillingCountry\"",
-            ),
+            Some(SALES_PER_COUNTRY),
             Some(Value::Text("Brazil".into())),
         ),
         (

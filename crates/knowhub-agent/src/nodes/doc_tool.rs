@@ -19,7 +19,7 @@ use crate::brief::looks_numbered_heading;
 use crate::state::{
     AgentState, EvidenceAuthz, EvidenceItem, EvidenceSource, RagSummary, Route, ToolError,
 };
-use crate::text::{overlap, questions, terms};
+use crate::text::{overlap, questions, sentence_spans, terms};
 
 /// Passage text kept per evidence item (seed: 500–1200 characters).
 const EVIDENCE_CHARS: usize = 1_200;
@@ -229,24 +229,16 @@ struct Window {
 /// none of it — the answer was searched for, found, and not shown.
 fn window(text: &str, query: &str, max: usize) -> Window {
     let wanted = terms(query);
-    // (byte start, byte end, characters, query terms held) of each piece: a sentence, ended
-    // by its punctuation or a line break.
-    let mut pieces: Vec<(usize, usize, usize, usize)> = Vec::new();
-    let mut start = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let next = chars.peek().map(|&(_, n)| n);
-        let ends = c == '\n'
-            || matches!(c, '。' | '！' | '？' | '；')
-            || (matches!(c, '.' | '!' | '?' | ';') && next.is_none_or(char::is_whitespace));
-        let end = i + c.len_utf8();
-        if ends || next.is_none() {
-            let piece = &text[start..end];
+    // (byte start, byte end, characters, query terms held) of each piece: a sentence or a
+    // line, as the answer nodes read them.
+    let pieces: Vec<(usize, usize, usize, usize)> = sentence_spans(text)
+        .into_iter()
+        .map(|span| {
+            let piece = &text[span.clone()];
             let held = terms(piece).intersection(&wanted).count();
-            pieces.push((start, end, piece.chars().count(), held));
-            start = end;
-        }
-    }
+            (span.start, span.end, piece.chars().count(), held)
+        })
+        .collect();
     // The piece of `range` holding the most terms, the earliest of equals.
     let focus = |range: &Range<usize>| {
         pieces
@@ -357,6 +349,7 @@ fn is_section_title(line: &str, number: &Numbering, known: &[Numbering], after: 
 /// The numbering of a section title ("1.2 Working hours", "2. Leave", "三、假期", "十二、附则"),
 /// or `None` when it has none.
 fn numbering(title: &str) -> Option<Numbering> {
+    use chinese_number::{ChineseCountMethod, ChineseToNumber};
     let title = title.trim();
     let number: String = title
         .chars()
@@ -373,24 +366,14 @@ fn numbering(title: &str) -> Option<Numbering> {
             chinese: false,
         });
     }
-    const DIGITS: &str = "一二三四五六七八九";
     let numeral: String = title
         .chars()
-        .take_while(|c| DIGITS.contains(*c) || *c == '十')
+        .take_while(|c| "一二三四五六七八九十".contains(*c))
         .collect();
     if numeral.is_empty() || !title[numeral.len()..].starts_with('、') {
         return None;
     }
-    let digit = |c: char| DIGITS.chars().position(|d| d == c).map(|i| i as u32 + 1);
-    // 三 3, 十 10, 十二 12, 二十 20, 二十三 23.
-    let value = match numeral.split_once('十') {
-        None => numeral.chars().next().and_then(digit)?,
-        Some((tens, units)) => {
-            let tens = tens.chars().next().map_or(Some(1), digit)?;
-            let units = units.chars().next().map_or(Some(0), digit)?;
-            tens * 10 + units
-        }
-    };
+    let value: u32 = numeral.to_number(ChineseCountMethod::TenThousand).ok()?;
     Some(Numbering {
         numbers: vec![value],
         chinese: true,
