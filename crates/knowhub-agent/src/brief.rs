@@ -54,9 +54,9 @@ pub(crate) fn lines(question: &str, evidence: &[&EvidenceItem]) -> Vec<Line> {
             ));
             continue;
         }
-        // Every sentence of a passage is about what its title names: "树高可达55米" in the
-        // passage titled 纽西兰鸡毛松 answers "纽西兰鸡毛松有多高" as much as a sentence that
-        // repeats the name does.
+        // Every sentence of a passage is about what its title names: "塔高约120米" in the
+        // passage titled 江心塔 answers "江心塔有多高" as much as a sentence that repeats the
+        // name does.
         let title = e
             .source
             .title
@@ -475,13 +475,9 @@ const ASKS_OTHER: &[&str] = &[
 /// Whether a Chinese question asks what kind of thing (什么 before a short noun or frame at its
 /// end: "担任什么职务？", "以什么为食？", "有什么作用？", "什么样的") or how (怎么, 如何, 怎样).
 /// Such a question is answered by a statement, and its answer keeps the clause's words the
-/// question repeats: "以甲壳类、头足类和小鱼为食" for "蓝线裸顶鲷以什么为食？", "任中共温州市委
-/// 书记" for "…蒋巨峰担任什么职务？". Not "…是什么？" (a name or a definition), nor a question
+/// question repeats: "以草籽和昆虫为食" for "这种鸟以什么为食？", "任市图书馆馆长" for "…她担任
+/// 什么职务？". Not "…是什么？" (a name or a definition), nor a question
 /// of why, when, who, how many, where or which one, whose answer is the thing asked for.
-///
-/// Measured on CMRC 2018 with the 1.5B's replies (character F1 of the same replies, the
-/// question's words kept here against stopping at them): questions 1–300 66.2% → 66.9%,
-/// 301–600 61.5% → 62.5% (docs/measurements.md).
 pub(crate) fn asks_kind_or_manner(question: &str) -> bool {
     // 为什么 holds 什么.
     if ["为什么", "为何", "原因"]
@@ -517,18 +513,15 @@ const OPENING: &[char] = &['（', '(', '[', '「', '『', '“', '《', '【'];
 const CLOSING: &[char] = &['）', ')', ']', '」', '』', '”', '》', '】'];
 
 /// A Chinese brief answer widened to the words around it, in its clause, that the question
-/// does not already say: "55米" in "树高可达55米" answers "有多高" as "树高可达55米", "2010年" in
-/// "佩内塔在2010年法国网球公开赛后首度跻身前十" answers "什么时候跻身前十" as
-/// "在2010年法国网球公开赛后首度". Small models copy the bare number or name and drop what
+/// does not already say: "120米" in "塔高约120米" answers "有多高" as "塔高约120米", "1998年" in
+/// "该馆在1998年扩建工程完成后首次对外开放" answers "什么时候对外开放" as
+/// "在1998年扩建工程完成后首次". Small models copy the bare number or name and drop what
 /// qualifies it (约, 可达, 以后, 原生于); the words the question repeats mark where the answer
 /// stops. Widening stops at a word found in the question (unless `restated`: the question asks
 /// what kind or how, [`asks_kind_or_manner`]), at the clause's end, at a list's "、" unless the
-/// answer is itself a list, and never leaves a bracket half-open.
-///
-/// Measured on CMRC 2018 with the 1.5B (character F1 of the same replies before → after):
-/// questions 1–200, where the rule was designed, 63.4% → 67.8%; questions 201–400, held out,
-/// 60.0% → 61.2% (docs/measurements.md). English answers are not widened (SQuAD-style answers
-/// are the shortest span, and no English set was measured).
+/// answer is itself a list, and never leaves a bracket half-open. English answers are not
+/// widened (SQuAD-style answers are the shortest span). Its measurements are in
+/// docs/measurements.md.
 pub(crate) fn widen(line: &str, range: Range<usize>, question: &str, restated: bool) -> String {
     let found = &line[range.clone()];
     // The clause holding the answer.

@@ -80,8 +80,8 @@ pub fn analyzer() -> TextAnalyzer {
 /// boundaries in Chinese text rather than index terms (e.g. where a phrase can end).
 ///
 /// ```
-/// let words = knowhub_index::words("树高可达55米");
-/// assert_eq!(words.concat(), "树高可达55米");
+/// let words = knowhub_index::words("塔高可达120米");
+/// assert_eq!(words.concat(), "塔高可达120米");
 /// assert!(words.contains(&"可达"));
 /// ```
 pub fn words(text: &str) -> Vec<&str> {

@@ -152,7 +152,7 @@ pub(crate) struct UserBody {
     display_name: String,
     /// `ROOT`, `ADMIN` or `USER`.
     role: String,
-    /// Milliseconds since the Unix epoch.
+    /// Time since the Unix epoch, in milliseconds.
     created_at: i64,
 }
 

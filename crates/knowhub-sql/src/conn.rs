@@ -99,7 +99,7 @@ pub(crate) fn is_internal(name: &str) -> bool {
 }
 
 /// Quotes an identifier for SQLite (`"` doubled inside).
-pub(crate) fn quote_ident(name: &str) -> String {
+pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 

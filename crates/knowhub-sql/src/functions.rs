@@ -5,10 +5,18 @@
 //! world or the engine is absent (so refused): `load_extension`, `readfile`, `writefile`, `edit`,
 //! `fts3_tokenizer`, `zipfile`, `sqlar_*`, the `sqlite_*` introspection functions,
 //! `changes`/`last_insert_rowid`, and the allocation helpers `randomblob`/`zeroblob` (a one-call
-//! way to ask for a gigabyte). `random()` is allowed: it is harmless and "five random customers"
+//! way to ask for a gigabyte). `random()` is allowed: it is harmless and "five random members"
 //! is a fair question. The same list is enforced twice: by [`crate::validate`] on the parsed
 //! query and by SQLite's authorizer in [`crate::execute`] (which also covers function calls
 //! inside views).
+
+/// Aggregate functions of SQLite, lower case.
+pub const AGGREGATES: &[&str] = &["count", "sum", "avg", "min", "max", "total", "group_concat"];
+
+/// Whether `name` (any case, unquoted) is one of [`AGGREGATES`].
+pub fn is_aggregate(name: &str) -> bool {
+    AGGREGATES.iter().any(|a| name.eq_ignore_ascii_case(a))
+}
 
 /// Function names that may be called, lower case, sorted.
 pub const ALLOWED_FUNCTIONS: &[&str] = &[

@@ -112,6 +112,25 @@ impl fmt::Display for SafeQuery {
     }
 }
 
+/// Whether `text` is SQL that would change something (any statement but a query): how the
+/// copilot tells "DELETE FROM orders" from a question. Text that does not parse as SQL is not.
+///
+/// ```
+/// assert!(knowhub_sql::changes_data("UPDATE orders SET total = 0"));
+/// assert!(!knowhub_sql::changes_data("SELECT * FROM orders"));
+/// assert!(!knowhub_sql::changes_data("Which field do I set for a rolling update?"));
+/// ```
+pub fn changes_data(text: &str) -> bool {
+    if text.len() > MAX_SQL_BYTES {
+        return false;
+    }
+    Parser::new(&SQLiteDialect {})
+        .with_recursion_limit(RECURSION_LIMIT)
+        .try_with_sql(text)
+        .and_then(|mut p| p.parse_statements())
+        .is_ok_and(|statements| statements.iter().any(|s| !matches!(s, Statement::Query(_))))
+}
+
 /// Checks and rewrites `sql` (SQLite dialect) against `schema` and `policy`; see the module
 /// documentation for the rules.
 pub fn validate(sql: &str, schema: &Schema, policy: &Policy) -> Result<SafeQuery> {
@@ -200,11 +219,7 @@ fn computes_constants(query: &Query) -> bool {
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
             match e {
                 Expr::Identifier(_) | Expr::CompoundIdentifier(_) => ControlFlow::Break(()),
-                Expr::Function(f)
-                    if crate::rewrite::AGGREGATES
-                        .iter()
-                        .any(|a| f.name.to_string().eq_ignore_ascii_case(a)) =>
-                {
+                Expr::Function(f) if crate::functions::is_aggregate(&f.name.to_string()) => {
                     ControlFlow::Break(())
                 }
                 _ => ControlFlow::Continue(()),

@@ -1,19 +1,18 @@
 //! The Chinook sample database from `shared/corpora/sql/chinook` (skipped with a message when
 //! the corpus is absent): introspection, every gold query of the DeepAgents text-to-SQL set
-//! through `validate` + `execute`, and the template path scored by execution accuracy.
+//! through `validate` + `execute`.
 //! `cargo test -p knowhub-sql --test chinook -- --nocapture` prints the counts.
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::PathBuf;
 
-use knowhub_sql::{Policy, execute, introspect, results_match, template_sql, validate};
+use knowhub_sql::{Policy, execute, introspect, validate};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
 struct Gold {
     id: u32,
-    question: String,
     gold_sql: String,
     n_rows: usize,
     columns: Vec<String>,
@@ -27,6 +26,10 @@ fn corpus() -> Option<PathBuf> {
         eprintln!(
             "skipping: Chinook corpus not found at {} (it lives in the shared/ folder beside the workspace)",
             dir.display()
+        );
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "under CI=true a test may not skip"
         );
         None
     }
@@ -64,12 +67,6 @@ fn chinook_introspection_and_gold_queries() {
         ]
     );
     assert_eq!(schema.table("track").unwrap().row_count, Some(3503));
-    let prompt = schema.prompt_text(6000);
-    assert!(prompt.chars().count() <= 6000 && prompt.contains("CREATE TABLE Track("));
-    println!(
-        "schema prompt ({} chars):\n{prompt}",
-        prompt.chars().count()
-    );
 
     let golds: Vec<Gold> = serde_json::from_str(
         &std::fs::read_to_string(
@@ -107,50 +104,4 @@ fn chinook_introspection_and_gold_queries() {
     );
     assert_eq!(golds.len(), 78);
     assert_eq!(validated, 78);
-}
-
-#[test]
-fn chinook_template_execution_accuracy() {
-    let Some(dir) = corpus() else { return };
-    let db = dir.join("Chinook_Sqlite.sqlite");
-    let schema = introspect(&db, 5).unwrap();
-    let golds: Vec<Gold> = serde_json::from_str(
-        &std::fs::read_to_string(
-            dir.join("deepagents_chinook_text2sql.gold_results__latest_db.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let wide = wide_policy();
-    let (mut answered, mut matched) = (0, 0);
-    for g in &golds {
-        let Some(sql) = template_sql(&g.question, &schema) else {
-            continue;
-        };
-        answered += 1;
-        let got = validate(&sql, &schema, &wide)
-            .and_then(|q| execute(&db, &q, &wide))
-            .unwrap_or_else(|e| panic!("#{} template SQL {sql}: {e}", g.id));
-        let gold = execute(&db, &validate(&g.gold_sql, &schema, &wide).unwrap(), &wide).unwrap();
-        let ok = results_match(&gold, &got);
-        matched += usize::from(ok);
-        println!(
-            "#{:<2} {} {:<60} → {sql}",
-            g.id,
-            if ok { "match   " } else { "MISMATCH" },
-            g.question
-        );
-    }
-    println!(
-        "templates: answered {answered} of {} questions, {matched} match the gold result",
-        golds.len()
-    );
-    assert!(
-        answered >= 5,
-        "the template path should answer the simple questions"
-    );
-    assert!(
-        matched * 10 >= answered * 7,
-        "most template answers should be right"
-    );
 }

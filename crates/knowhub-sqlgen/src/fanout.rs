@@ -1,35 +1,33 @@
 //! Sums that count a row many times. Joined to its children, a parent row is repeated once per
-//! child: `SUM(i.Total)` over `Invoice JOIN InvoiceLine` adds each invoice's total once for
-//! every line of it. Small models write this for "total revenue per artist" (the artist is
+//! child: `SUM(i.Total)` over `Sale JOIN SaleLine` adds each sale's total once for
+//! every line of it. Small models write this for "total revenue per author" (the author is
 //! reached through the lines), and the statement runs and prints a number several times too
 //! large. Nothing in the statement says which measure was meant, so it is not rewritten: it is
 //! refused with a reason the model's retry can act on, and a wrong number is never shown.
 //!
-//! A link table (one whose primary key is its references, like `PlaylistTrack`) is not a
-//! repetition: each track is in a playlist once, so summing a track's length per playlist is
+//! A link table (one whose primary key is its references, like `ReadingListBook`) is not a
+//! repetition: each chapter is in a reading list once, so summing a chapter's length per reading list is
 //! right. Nor is a child whose reference is its own key (one child per parent).
 
 use std::fmt;
 use std::ops::ControlFlow;
 
+use knowhub_sql::{Schema, TableInfo};
 use sqlparser::ast::{
-    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Visit, Visitor,
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Statement, Visit,
+    Visitor,
 };
-use sqlparser::dialect::SQLiteDialect;
-use sqlparser::parser::Parser;
 
 use crate::joins::{Link, links};
-use crate::rewrite::{Binding, bind_all, column_of, conjuncts, on_condition, only_select};
-use crate::schema::{Schema, TableInfo};
-
+use crate::repair::{Binding, bind_all, column_of, conjuncts, on_condition, only_select};
 /// A sum of a parent's column over a join that repeats the parent once per child row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RepeatedSum {
     /// The summed expression as written (`SUM(i.Total)`).
     pub sum: String,
-    /// The table whose rows are repeated (`Invoice`).
+    /// The table whose rows are repeated (`Sale`).
     pub parent: String,
-    /// The joined table with many rows per parent row (`InvoiceLine`).
+    /// The joined table with many rows per parent row (`SaleLine`).
     pub child: String,
     /// The child's own number columns (not keys or references): what could be summed instead.
     pub child_measures: Vec<String>,
@@ -64,7 +62,8 @@ impl fmt::Display for RepeatedSum {
 /// statement whose joins the schema does not explain is never refused here.
 ///
 /// ```
-/// use knowhub_sql::{ColumnInfo, ForeignKey, Schema, TableInfo, TableKind, repeated_sum};
+/// use knowhub_sql::{ColumnInfo, ForeignKey, Schema, TableInfo, TableKind};
+/// use knowhub_sqlgen::{parse, repeated_sum};
 /// let column = |name: &str, key: u32| ColumnInfo {
 ///     name: name.into(),
 ///     decl_type: "NUMERIC".into(),
@@ -75,48 +74,45 @@ impl fmt::Display for RepeatedSum {
 /// let schema = Schema {
 ///     tables: vec![
 ///         TableInfo {
-///             name: "Invoice".into(),
+///             name: "Sale".into(),
 ///             kind: TableKind::Table,
-///             columns: vec![column("InvoiceId", 1), column("Total", 0)],
+///             columns: vec![column("SaleId", 1), column("Total", 0)],
 ///             foreign_keys: vec![],
 ///             row_count: None,
 ///         },
 ///         TableInfo {
-///             name: "InvoiceLine".into(),
+///             name: "SaleLine".into(),
 ///             kind: TableKind::Table,
 ///             columns: vec![
-///                 column("InvoiceLineId", 1),
-///                 column("InvoiceId", 0),
-///                 column("UnitPrice", 0),
+///                 column("SaleLineId", 1),
+///                 column("SaleId", 0),
+///                 column("ItemPrice", 0),
 ///             ],
 ///             foreign_keys: vec![ForeignKey {
-///                 columns: vec!["InvoiceId".into()],
-///                 ref_table: "Invoice".into(),
-///                 ref_columns: vec!["InvoiceId".into()],
+///                 columns: vec!["SaleId".into()],
+///                 ref_table: "Sale".into(),
+///                 ref_columns: vec!["SaleId".into()],
 ///             }],
 ///             row_count: None,
 ///         },
 ///     ],
 /// };
-/// let found = repeated_sum(
-///     "SELECT SUM(i.Total) FROM Invoice i JOIN InvoiceLine il ON il.InvoiceId = i.InvoiceId",
-///     &schema,
-/// )
-/// .unwrap();
-/// assert_eq!((found.parent.as_str(), found.child.as_str()), ("Invoice", "InvoiceLine"));
-/// assert_eq!(found.child_measures, ["UnitPrice"]);
+/// let sql = "SELECT SUM(i.Total) FROM Sale i JOIN SaleLine il ON il.SaleId = i.SaleId";
+/// let found = repeated_sum(&parse(sql).unwrap(), &schema).unwrap();
+/// assert_eq!((found.parent.as_str(), found.child.as_str()), ("Sale", "SaleLine"));
+/// assert_eq!(found.child_measures, ["ItemPrice"]);
 /// // The lines' own amounts are summed once each.
 /// assert_eq!(
 ///     repeated_sum(
-///         "SELECT SUM(il.UnitPrice) FROM Invoice i \
-///          JOIN InvoiceLine il ON il.InvoiceId = i.InvoiceId",
+///         &parse("SELECT SUM(il.ItemPrice) FROM Sale i JOIN SaleLine il ON il.SaleId = i.SaleId")
+///             .unwrap(),
 ///         &schema,
 ///     ),
 ///     None
 /// );
 /// ```
-pub fn repeated_sum(sql: &str, schema: &Schema) -> Option<RepeatedSum> {
-    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+pub fn repeated_sum(statement: &Statement, schema: &Schema) -> Option<RepeatedSum> {
+    let mut statements = [statement.clone()];
     let select = only_select(&mut statements)?;
     let [from] = select.from.as_slice() else {
         return None;
@@ -152,7 +148,7 @@ pub fn repeated_sum(sql: &str, schema: &Schema) -> Option<RepeatedSum> {
         }
     }
     let mut sums = Sums(Vec::new(), 0);
-    let _ = statements.visit(&mut sums);
+    let _ = statements[0].visit(&mut sums);
     for sum in sums.0 {
         let Expr::Function(f) = &sum else { continue };
         let FunctionArguments::List(list) = &f.args else {
@@ -322,7 +318,7 @@ fn measures(table: &TableInfo, links: &[Link<'_>]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{ColumnInfo, ForeignKey, TableKind};
+    use knowhub_sql::{ColumnInfo, ForeignKey, TableKind};
 
     fn table(name: &str, columns: &[(&str, u32)], refs: &[(&str, &str, &str)]) -> TableInfo {
         TableInfo {
@@ -506,7 +502,7 @@ mod tests {
         ];
         let schema = store();
         for (sql, want) in rows {
-            let got = repeated_sum(sql, &schema);
+            let got = repeated_sum(&crate::parse(sql).unwrap(), &schema);
             assert_eq!(
                 got.as_ref().map(|r| (r.parent.as_str(), r.child.as_str())),
                 *want,
@@ -517,10 +513,7 @@ mod tests {
 
     #[test]
     fn the_reason_names_what_to_sum_instead() {
-        let found = repeated_sum(
-            "SELECT SUM(i.Total) FROM Invoice i JOIN InvoiceLine il ON i.InvoiceId = il.InvoiceId",
-            &store(),
-        )
+        let found = repeated_sum(&crate::parse("SELECT SUM(i.Total) FROM Invoice i JOIN InvoiceLine il ON i.InvoiceId = il.InvoiceId").unwrap(), &store())
         .unwrap();
         assert_eq!(found.child_measures, ["UnitPrice", "Quantity"]);
         let text = found.to_string();
@@ -532,10 +525,7 @@ mod tests {
             text.contains("sum InvoiceLine's own columns (UnitPrice, Quantity)"),
             "{text}"
         );
-        let found = repeated_sum(
-            "SELECT SUM(c.CreditLimit) FROM Customer c JOIN Invoice i ON c.CustomerId = i.CustomerId",
-            &store(),
-        )
+        let found = repeated_sum(&crate::parse("SELECT SUM(c.CreditLimit) FROM Customer c JOIN Invoice i ON c.CustomerId = i.CustomerId").unwrap(), &store())
         .unwrap();
         assert_eq!(found.child_measures, ["Total"]);
     }

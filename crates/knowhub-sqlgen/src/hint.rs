@@ -1,7 +1,7 @@
 //! What to tell the model after a statement failed, worked out from the schema rather than left
-//! to the model: small models answer "no such column: T2.SupportRepId" by writing the same join
-//! again, but given "SupportRepId is a column of Customer, not of Invoice; join with
-//! Invoice.CustomerId = Customer.CustomerId" they usually fix it. The hint also names the
+//! to the model: small models answer "no such column: T2.AccountManagerId" by writing the same join
+//! again, but given "AccountManagerId is a column of Member, not of Sale; join with
+//! Sale.MemberId = Member.MemberId" they usually fix it. The hint also names the
 //! tables the retry's prompt must describe (the one that holds the column may have been left
 //! out by the question's focus).
 //!
@@ -278,8 +278,8 @@ fn resolve(schema: &Schema, sql: &str, qualifier: &str) -> Option<String> {
 }
 
 /// One table's reference to another: a declared foreign key, or (for a table that declares
-/// none) a `…Id` / `…_id` column named after another table (ArtistId → Artist, customer_id →
-/// customer). The one description of how tables join, for the question's focus and for hints.
+/// none) a `…Id` / `…_id` column named after another table (AuthorId → Author, customer_id →
+/// member). The one description of how tables join, for the question's focus and for hints.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Reference {
     /// Index of the referencing table in `schema.tables`.

@@ -1,31 +1,31 @@
 //! The no-LLM path: simple English and Chinese questions → SQL, or `None` when unsure.
 //!
 //! Handled shapes, each over one table with at most three equality filters:
-//! count ("how many customers", "有多少个客户"), list ("list the albums", "列出所有专辑",
-//! "names of all genres"), sum/average of a numeric column ("total of invoice totals",
-//! "发票总额", "average track milliseconds") and distinct count/list ("how many different
-//! countries do customers come from"). A filter comes from a quoted value, a sample value of a
-//! text column found in the question ("customers from Brazil"), or "from X" with X a country
+//! count ("how many members", "有多少个客户"), list ("list the books", "列出所有图书",
+//! "names of all categories"), sum/average of a numeric column ("total of sale totals",
+//! "销售单总额", "average chapter ms") and distinct count/list ("how many different
+//! countries do members come from"). A filter comes from a quoted value, a sample value of a
+//! text column found in the question ("members from Brazil"), or "from X" with X a country
 //! (then the table's country column).
 //!
 //! Counts, sums and averages can be given per group, largest first: per a column of the table
 //! ("how many projects per status", "每个环境有多少项目", "按环境统计项目数量"), or per row of
-//! the parent table a declared foreign key leads to, shown by its name ("how many albums does
-//! each artist have": the one join the template writes; an artist without albums counts 0).
+//! the parent table a declared foreign key leads to, shown by its name ("how many books does
+//! each author have": the one join the template writes; an author without books counts 0).
 //! "Which X has the most/fewest Y" (哪个…最多/最少) gives every group at that end, ties
 //! included. A listing can be ordered ("sorted by title", "按预算降序") or cut to its top N
-//! ("top 3 projects by budget", "预算最高的前 3 个项目", "the 10 longest tracks"), and groups cut to
-//! the top N by their count ("the top 5 countries by number of customers", "客户最多的前5个国家").
+//! ("top 3 projects by budget", "预算最高的前 3 个项目", "the 10 longest chapters"), and groups cut to
+//! the top N by their count ("the top 5 countries by number of members", "客户最多的前5个国家").
 //! A listing can show each row by its labels with the labels of the parent rows its foreign keys
-//! lead to ("albums with their artist names", "列出所有专辑及其艺术家": a left join, so a row
+//! lead to ("books with their author names", "列出所有图书及其作者": a left join, so a row
 //! without a parent is still listed) or with some of its own columns ("projects with their
 //! budgets", "each project's owner", "每个项目的负责人").
 //!
 //! Conditions beside these: one comparison with a number ("budget over 100000", "预算超过10万",
-//! "longer than 5 minutes" against `Milliseconds`, "cost more than $0.99" against the price
+//! "longer than 5 minutes" against `DurationMs`, "cost more than $0.99" against the price
 //! column), a year on a date column ("hired after 2002", "2023年"), a missing or present value
-//! ("with NULL composer", "没有公司的客户"), a row's number ("customer #5"). Without a group, a
-//! superlative asks for the rows at that end ("the longest track", "哪个项目的预算最高"), and
+//! ("with NULL editor", "没有公司的客户"), a row's number ("member #5"). Without a group, a
+//! superlative asks for the rows at that end ("the longest chapter", "哪个项目的预算最高"), and
 //! "minimum"/"maximum"/"the smallest and largest" for the values themselves.
 //!
 //! Matching: the question is lower-cased and cut into words (CJK: one token per character),
@@ -33,14 +33,13 @@
 //! translated first (except inside names and sample values of the schema, which match as they
 //! are), and table/column names are split at `_` and camelCase. The template answers only when
 //! *every* word of the question is accounted for (a table, a column, a value, or a stop/intent
-//! word): "how many rock tracks" leaves "rock" unexplained when no column of the track table
-//! has it as a sample, so the answer is `None`, never a count of all tracks.
+//! word): "how many rock chapters" leaves "rock" unexplained when no column of the chapter table
+//! has it as a sample, so the answer is `None`, never a count of all chapters.
 
-use crate::conn::quote_ident;
-use crate::glossary::{CHINESE, CJK_STOP, COUNTRIES, STOPWORDS};
-use crate::schema::{ColumnInfo, Schema, TableInfo};
+use knowhub_sql::{ColumnInfo, Schema, TableInfo, Value, quote_ident};
+
 use crate::units::TimeUnit;
-use crate::value::Value;
+use crate::words::words;
 
 /// SQL for a simple question about `schema`, or `None` when the question is not one of the
 /// simple shapes or any part of it is not understood.
@@ -60,9 +59,9 @@ pub fn template_sql(question: &str, schema: &Schema) -> Option<String> {
 }
 
 /// A count per group of which only some groups are shown: the first N ("the top 5 countries
-/// by number of customers", "客户最多的前5个国家") or those whose count passes a number
-/// ("artists who have more than 10 albums", "超过10张专辑的艺术家"). Read as the count it cuts
-/// ("how many customers per country", "每个国家有多少客户"), which the rest of the template
+/// by number of members", "客户最多的前5个国家") or those whose count passes a number
+/// ("authors who have more than 10 books", "超过10张图书的作者"). Read as the count it cuts
+/// ("how many members per country", "每个国家有多少客户"), which the rest of the template
 /// must understand whole.
 #[derive(Debug, Clone, PartialEq)]
 struct CountCut {
@@ -77,7 +76,7 @@ enum Keep {
     Top { n: u32, descending: bool },
     /// Those whose count compares so with `n`.
     Passing { op: &'static str, n: u32 },
-    /// None: the average of the counts ("the average number of tracks per album").
+    /// None: the average of the counts ("the average number of chapters per book").
     Average,
 }
 
@@ -108,7 +107,7 @@ const GROUP_OPENINGS: &[&str] = &[
     "the",
 ];
 
-/// Comparisons of a count with a number, English ("more than 10 albums"), longer first.
+/// Comparisons of a count with a number, English ("more than 10 books"), longer first.
 const COUNT_COMPARE_EN: &[(&str, &str)] = &[
     ("no more than ", "<="),
     ("no fewer than ", ">="),
@@ -125,7 +124,7 @@ const COUNT_COMPARE_EN: &[(&str, &str)] = &[
 const COUNT_COMPARE_AFTER_EN: &[(&str, &str)] =
     &[("or more ", ">="), ("or fewer ", "<="), ("or less ", "<=")];
 
-/// The same in Chinese ("超过10张专辑"), longer first.
+/// The same in Chinese ("超过10张图书"), longer first.
 const COUNT_COMPARE_ZH: &[(&str, &str)] = &[
     ("不超过", "<="),
     ("不多于", "<="),
@@ -186,7 +185,7 @@ const COUNT_COMPARE_AFTER_ZH: &[(&str, &str)] = &[
     ("以下", "<="),
 ];
 
-/// Chinese measure words between a number and what it counts ("10张专辑", "2名员工").
+/// Chinese measure words between a number and what it counts ("10张图书", "2名员工").
 const MEASURE_WORDS_ZH: [char; 9] = ['个', '张', '首', '位', '名', '人', '家', '条', '本'];
 
 impl CountCut {
@@ -374,7 +373,7 @@ impl CountCut {
         let before = without_opening_zh(before);
         let after = after.trim_start_matches(MEASURE_WORDS_ZH);
         let (groups, rows) = if let Some(groups) = after.strip_prefix('的') {
-            // "员工超过2人的团队", "专辑数超过1的艺术家"; "哪些艺术家的专辑超过1张"
+            // "员工超过2人的团队", "图书数超过1的作者"; "哪些作者的图书超过1张"
             let rows = before.trim_end_matches("的数量").trim_end_matches("数量");
             (
                 trim_which(groups),
@@ -384,7 +383,7 @@ impl CountCut {
             let (groups, rows) = before.trim_start_matches("哪些").split_once('的')?;
             (groups, rows.trim_end_matches('数'))
         } else if let Some((rows, groups)) = after.split_once('的') {
-            // "超过10张专辑的艺术家", "有超过2名员工的团队", "负责2个以上项目的负责人": nothing
+            // "超过10张图书的作者", "有超过2名员工的团队", "负责2个以上项目的负责人": nothing
             // but what the groups do with the rows before the number.
             let lead = before.trim_start_matches("哪些").trim();
             if !without_verb_zh(lead).unwrap_or(lead).is_empty() {
@@ -392,7 +391,7 @@ impl CountCut {
             }
             (trim_which(groups), rows)
         } else {
-            // "哪些艺术家有超过1张专辑", "哪些负责人负责2个以上项目"
+            // "哪些作者有超过1张图书", "哪些负责人负责2个以上项目"
             (
                 without_verb_zh(before.trim_start_matches("哪些"))?,
                 trim_which(after),
@@ -409,7 +408,7 @@ impl CountCut {
     }
 }
 
-/// `text` without the verb that ends it, what groups do with the rows they count ("艺术家有",
+/// `text` without the verb that ends it, what groups do with the rows they count ("作者有",
 /// "负责人负责"); `None` when it ends in none.
 fn without_verb_zh(text: &str) -> Option<&str> {
     let text = text.trim();
@@ -418,7 +417,7 @@ fn without_verb_zh(text: &str) -> Option<&str> {
         .find_map(|v| text.strip_suffix(v))
 }
 
-/// A Chinese comparison of a count with a number, before it ("超过10张专辑") or after it
+/// A Chinese comparison of a count with a number, before it ("超过10张图书") or after it
 /// ("2个以上项目", "3人以下"): the text before, the comparison, the number, the text after
 /// (measure words before the comparison dropped).
 fn compare_zh(text: &str) -> Option<(&str, &'static str, u32, &str)> {
@@ -484,15 +483,15 @@ fn trim_which(text: &str) -> &str {
 /// groups of the count per group are shown.
 fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -> Option<String> {
     let mut q = Question::new(question, schema);
-    // "The smallest and largest invoice totals", "the maximum unit price": figures, not rows.
+    // "The smallest and largest sale totals", "the maximum unit price": figures, not rows.
     let ends = Ends::find(&mut q);
     // "Which team has the most people" counts the people of each team; "the most" is understood
     // of groups, as the order of a top-N listing ("预算最高的前 3 个项目", "the 10 longest
-    // tracks"), or of the rows at that end ("Which project has the highest budget?").
+    // chapters"), or of the rows at that end ("Which project has the highest budget?").
     let extreme = Extreme::find(&q);
     let top = top_n(&q, extreme.as_ref());
     let asked = match (Intent::detect(&q), ends) {
-        // "Invoice totals" names a column, not a sum.
+        // "Sale totals" names a column, not a sum.
         (Intent::List | Intent::Sum, Some(e)) => Intent::Ends(e),
         (_, Some(_)) => return None,
         (intent, None) => intent,
@@ -505,7 +504,7 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
     let grouped = groups
         .then(|| pick_grouped_table(&q, schema, intent, ranks_groups))
         .flatten();
-    // "List all albums with their artist names": what each row is shown with.
+    // "List all books with their author names": what each row is shown with.
     let mut shown = Vec::new();
     let (table, group) = match grouped {
         Some((grouped, table, group)) => {
@@ -528,7 +527,7 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
         return None;
     }
     let (extreme, top_order, row_extreme) = match (extreme, &group, top) {
-        // "Which genre has the most tracks": a count per group; "the longest" is no count.
+        // "Which category has the most chapters": a count per group; "the longest" is no count.
         (Some(s), Some(_), None) if s.measure == Measure::Any => {
             q.consume(s.at, s.len);
             (Some(s.end), None, None)
@@ -537,7 +536,7 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
             q.consume(s.at, s.len);
             (None, Some(s), None)
         }
-        // "Which project has the highest budget?", "What is the longest track?": the rows at
+        // "Which project has the highest budget?", "What is the longest chapter?": the rows at
         // that end.
         (Some(s), None, None) if asked == Intent::List => {
             q.consume(s.at, s.len);
@@ -555,7 +554,7 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
     let row_extreme = match row_extreme {
         // The end is found among the rows of the table alone, not the joined ones.
         Some(_) if !shown.is_empty() => return None,
-        // "Which invoice is the largest?" names no number: by what is a guess. "The longest"
+        // "Which sale is the largest?" names no number: by what is a guess. "The longest"
         // says a duration, so the only one is meant.
         Some(s) => Some((
             ranked_column(&mut q, table, s.measure, s.measure != Measure::Any)?,
@@ -614,8 +613,8 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
         // Each row by its labels (or whole, without any), then what it is shown with.
         Intent::List if !shown.is_empty() => {
             let labels = label_columns(table);
-            // Results are read by column name, so a parent's "Name" beside the track's own is
-            // "Genre Name".
+            // Results are read by column name, so a parent's "Name" beside the chapter's own is
+            // "Category Name".
             let mut list: Vec<Label> = if labels.is_empty() {
                 let star = if joined { "c.*" } else { "*" };
                 table
@@ -642,8 +641,8 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
                     }),
                     Shown::Parent(p) => {
                         let alias = format!("p{}", i + 1);
-                        // Named by the key that leads there: `SupportRepId` → "SupportRep Name",
-                        // `ReportsTo` → "ReportsTo Name", `GenreId` → "Genre Name".
+                        // Named by the key that leads there: `AccountManagerId` → "AccountManager Name",
+                        // `ManagerId` → "ManagerId Name", `CategoryId` → "Category Name".
                         let key = &p.key.name;
                         let role = ["Id", "ID", "_id", "_ID"]
                             .iter()
@@ -673,7 +672,7 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
         }
         Intent::List => {
             let mut cols = mentioned_columns(&mut q, table);
-            // "List project names and budgets", "album titles": the rows' labels.
+            // "List project names and budgets", "book titles": the rows' labels.
             if let Some(i) = q.toks.iter().position(|t| !t.used && t.norm == "name") {
                 let labels = label_columns(table);
                 if !labels.is_empty() {
@@ -685,7 +684,7 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
                     cols = labels.into_iter().chain(rest).collect();
                 }
             }
-            // "Who owns the Customer Portal project?" asks for its owner; "Who is on
+            // "Who owns the Member Portal project?" asks for its owner; "Who is on
             // probation?" for the people's names.
             if cols.is_empty() && q.asks_who {
                 let doers: Vec<&ColumnInfo> = table
@@ -699,7 +698,7 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
                 };
             }
             if cols.is_empty() {
-                // "all the different media types": the rows, each once.
+                // "all the different formats": the rows, each once.
                 if q.distinct { "DISTINCT *" } else { "*" }.to_owned()
             } else {
                 let list: Vec<String> = cols.iter().map(|c| quote_ident(&c.name)).collect();
@@ -892,7 +891,7 @@ fn statement(question: &str, schema: &Schema, groups: bool, cut: Option<Keep>) -
 /// How a listing is ordered: "sorted by title", "按预算降序", "top 3 projects by budget".
 #[derive(Debug, Clone, Copy)]
 struct Order<'t> {
-    /// `None`: the rows as stored ("the first 10 tracks").
+    /// `None`: the rows as stored ("the first 10 chapters").
     column: Option<&'t ColumnInfo>,
     descending: bool,
     limit: Option<u32>,
@@ -902,14 +901,14 @@ struct Order<'t> {
 #[derive(Debug, Clone, Copy)]
 struct TopN {
     /// The words that say it: "top 3", "前 3", "first 10", or the number beside a superlative
-    /// ("the 10 longest tracks", "最贵的 5 首").
+    /// ("the 10 longest chapters", "最贵的 5 首").
     at: usize,
     len: usize,
     n: u32,
 }
 
 /// "Top 3" / "前 3 个" / "first 10", or a number beside the question's superlative ("the 10
-/// longest tracks", "最长的 10 首曲目"). Its words are consumed only once the listing's order
+/// longest chapters", "最长的 10 首章节"). Its words are consumed only once the listing's order
 /// is understood.
 fn top_n(q: &Question, superlative: Option<&Superlative>) -> Option<TopN> {
     let count = |i: usize| {
@@ -947,7 +946,7 @@ fn top_n(q: &Question, superlative: Option<&Superlative>) -> Option<TopN> {
 /// The order of a listing: `Some(None)` when the question asks for none, `None` when it asks
 /// for one that is not understood. The column is the one named after "sorted by" / "order
 /// by" / "by … sorted" (按…排序), or after "top N … by"; a top-N listing without "by" is
-/// ordered by the only numeric column it names ("预算最高的前 3 个项目"); "the first 10 tracks"
+/// ordered by the only numeric column it names ("预算最高的前 3 个项目"); "the first 10 chapters"
 /// and "前 3 个项目", naming no order at all, are the first rows as stored. "Top" (and 前) list
 /// the largest first unless the question says otherwise; "first" and a sort are ascending
 /// unless it says descending (降序).
@@ -1012,7 +1011,7 @@ fn pick_order<'t>(
                 .map(Some)?
         }
         None if top.is_some() => {
-            // "预算最高的前 3 个项目": the column named; "the 10 longest tracks": the only
+            // "预算最高的前 3 个项目": the column named; "the 10 longest chapters": the only
             // column of what the superlative ranks by.
             let measure = top_order.map_or(Measure::Any, |s| s.measure);
             let pool = measure_columns(table, measure);
@@ -1059,7 +1058,7 @@ fn pick_order<'t>(
 
 /// The column of `table` that `phrase` (normalized words) names, ids and keys aside: the one
 /// whose name is exactly those words; else, for one word, the only column whose name ends with
-/// it ("country" → `BillingCountry`).
+/// it ("country" → `ShipCountry`).
 fn column_named<'t>(table: &'t TableInfo, phrase: &[String]) -> Option<&'t ColumnInfo> {
     let words_of = |c: &ColumnInfo| ident_parts(&c.name).concat();
     let plain = || {
@@ -1152,13 +1151,13 @@ enum Group<'s> {
     /// A column of the question's table: "projects per status".
     Column(&'s ColumnInfo),
     /// The rows of a parent table that the question's table references through a declared
-    /// foreign key, shown by their names: "albums per artist" counts each artist's albums, and
-    /// an artist without albums counts 0.
+    /// foreign key, shown by their names: "books per author" counts each author's books, and
+    /// an author without books counts 0.
     Parent {
-        /// The referencing column of the question's table (`Album.ArtistId`).
+        /// The referencing column of the question's table (`Book.AuthorId`).
         key: &'s ColumnInfo,
         parent: &'s TableInfo,
-        /// The referenced column (`Artist.ArtistId`).
+        /// The referenced column (`Author.AuthorId`).
         parent_key: String,
         /// The parent's name columns, qualified (`p."Name"`).
         labels: Vec<String>,
@@ -1170,13 +1169,13 @@ enum Group<'s> {
 enum Filter {
     /// `column = 'text'`.
     Text(String),
-    /// A yes/no column that is true: "staff on probation".
+    /// A yes/no column that is true: "staff on leave".
     True,
-    /// A parent row's value, the column being the foreign key that leads to it: "jazz tracks"
-    /// is `GenreId IN (SELECT GenreId FROM Genre WHERE Name = 'Jazz')`. With `via`, the value
-    /// is the grandparent's, one more key away: "tracks by AC/DC" is `AlbumId IN (SELECT
-    /// AlbumId FROM Album WHERE ArtistId IN (SELECT ArtistId FROM Artist WHERE Name =
-    /// 'AC/DC'))`.
+    /// A parent row's value, the column being the foreign key that leads to it: "poetry chapters"
+    /// is `CategoryId IN (SELECT CategoryId FROM Category WHERE Name = 'Poetry')`. With `via`, the value
+    /// is the grandparent's, one more key away: "chapters by Ann Lee" is `BookId IN (SELECT
+    /// BookId FROM Book WHERE AuthorId IN (SELECT AuthorId FROM Author WHERE Name =
+    /// 'Ann Lee'))`.
     Parent {
         table: String,
         key: String,
@@ -1218,8 +1217,8 @@ enum Ends {
 
 impl Ends {
     /// "minimum", "maximum" (最小值, 最大值), "range" (范围), or a pair of opposite
-    /// superlatives ("the smallest and largest invoice totals", "最高和最低单价"), their words
-    /// consumed. A single superlative ranks rows instead ("the largest invoice").
+    /// superlatives ("the smallest and largest sale totals", "最高和最低单价"), their words
+    /// consumed. A single superlative ranks rows instead ("the largest sale").
     fn find(q: &mut Question) -> Option<Ends> {
         let pos = |q: &Question, words: &[&str]| {
             q.toks.iter().enumerate().position(|(i, t)| {
@@ -1251,7 +1250,7 @@ impl Ends {
 
 impl Intent {
     fn detect(q: &Question) -> Intent {
-        // "Tracks longer than the average track length" lists tracks: that average is what
+        // "Tracks longer than the average chapter length" lists chapters: that average is what
         // they are compared with.
         let averages = q.toks.iter().enumerate().any(|(i, t)| {
             (AVERAGE_WORDS.contains(&t.norm.as_str())
@@ -1275,7 +1274,7 @@ impl Intent {
 
 /// Whether the question asks how much was sold: sales are a sum of takings, so "What are the
 /// sales per country?", "每个国家的销售额是多少？" ("each … sales what is") and "How much revenue
-/// is there?" ask a total as "the total sales" does. Not "invoices with revenue over 10",
+/// is there?" ask a total as "the total sales" does. Not "sales with revenue over 10",
 /// which lists rows.
 fn asks_sales(q: &Question) -> bool {
     q.says_any(SALES_WORDS)
@@ -1318,7 +1317,7 @@ fn is_cjk(c: char) -> bool {
         | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
 }
 
-/// Folds English plurals: "customers" → "customer", "companies" → "company".
+/// Folds English plurals: "members" → "member", "companies" → "company".
 pub(crate) fn singular(w: &str) -> String {
     let n = w.chars().count();
     if n <= 3 || !w.is_ascii() {
@@ -1374,14 +1373,14 @@ fn tokenize(text: &str) -> Vec<Tok> {
                 used: false,
             });
         } else if c.is_alphanumeric() {
-            // "the InvoiceLine table", "MediaTypeId": an identifier written as it is named,
+            // "the SaleLine table", "FormatId": an identifier written as it is named,
             // split as names are ([`ident_words`]).
             if c.is_uppercase() && word.chars().last().is_some_and(char::is_lowercase) {
                 flush(&mut word, &mut out);
             }
             word.push(c);
         } else if c == '#' && chars.get(i + 1).is_some_and(char::is_ascii_digit) {
-            // "customer #5": a row's number.
+            // "member #5": a row's number.
             flush(&mut word, &mut out);
             out.push(Tok {
                 orig: "#".into(),
@@ -1390,7 +1389,7 @@ fn tokenize(text: &str) -> Vec<Tok> {
                 used: false,
             });
         } else if c == '#' && word.is_empty() && followed_by_of(&chars[i + 1..]) {
-            // "the # of invoices": the number of them.
+            // "the # of sales": the number of them.
             out.push(Tok {
                 orig: "#".into(),
                 norm: "number".into(),
@@ -1405,7 +1404,7 @@ fn tokenize(text: &str) -> Vec<Tok> {
     out
 }
 
-/// Whether `rest` opens with the word "of" ("# of invoices").
+/// Whether `rest` opens with the word "of" ("# of sales").
 fn followed_by_of(rest: &[char]) -> bool {
     let word: String = rest
         .iter()
@@ -1504,13 +1503,12 @@ fn translate(text: &str, schema: &Schema) -> String {
             }
         }
     }
-    let mut keys: Vec<&(&str, &str)> = CHINESE.iter().collect();
-    keys.sort_by_key(|(k, _)| std::cmp::Reverse(k.chars().count()));
+    let keys = &words().chinese;
     let mut out = String::new();
     let mut i = 0;
     'outer: while i < chars.len() {
         if !protected[i] {
-            for (key, english) in &keys {
+            for (key, english) in keys {
                 let pat: Vec<char> = key.chars().collect();
                 let end = i + pat.len();
                 if chars[i..].starts_with(&pat) && !protected[i..end].iter().any(|&p| p) {
@@ -1632,7 +1630,7 @@ impl Question {
     /// Whether the question counts the values of `c` itself: "how many environments",
     /// "有多少个环境", "这些环境中有多少" (the column's words right after "how many" or "number
     /// of", or right before "how many" with only particles such as 中 between). "How many
-    /// customers have a company" counts customers, not companies.
+    /// members have a company" counts members, not companies.
     fn counts_values_of(&self, c: &ColumnInfo) -> bool {
         if !c.is_text() || c.is_boolean() || is_id_like(c) {
             return false;
@@ -1652,7 +1650,7 @@ impl Question {
         let norm = |i: usize| self.toks.get(i).map(|t| t.norm.as_str());
         let filler = |t: &Tok| {
             matches!(t.norm.as_str(), "the" | "different" | "distinct" | "unique")
-                || (t.cjk && CJK_STOP.contains(t.orig.as_str()))
+                || (t.cjk && words().cjk_stop.contains(t.orig.as_str()))
         };
         let mut before = first;
         while before > 0 && self.toks.get(before - 1).is_some_and(filler) {
@@ -1674,10 +1672,11 @@ impl Question {
     fn fully_explained(&self) -> bool {
         self.toks.iter().filter(|t| !t.used).all(|t| {
             if t.cjk {
-                CJK_STOP.contains(t.orig.as_str())
+                words().cjk_stop.contains(t.orig.as_str())
             } else {
                 let lower = t.orig.to_lowercase();
-                STOPWORDS.contains(&lower.as_str()) || STOPWORDS.contains(&t.norm.as_str())
+                let stop = &words().stopwords;
+                stop.contains(&lower) || stop.contains(&t.norm)
             }
         })
     }
@@ -1711,7 +1710,7 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
         }
     }
     best.sort_by_key(|(score, _, _)| std::cmp::Reverse(*score));
-    // "tracks in the Jazz genre", "albums of the artist AC/DC", "tracks by the artist AC/DC": a
+    // "chapters in the Poetry category", "books of the author Ann Lee", "chapters by the author Ann Lee": a
     // table and its parent (or grandparent) named alike are the rows and the parent they are
     // filtered by, which the filter reads.
     if let [(s1, a, _), (s2, b, _), rest @ ..] = best.as_slice()
@@ -1741,7 +1740,7 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
         }
         [] => {
             // "What are the total sales?": the one table with a column of takings ("total" may
-            // name an invoice's `Total`, but the sales of two tables are unsure).
+            // name an sale's `Total`, but the sales of two tables are unsure).
             if matches!(intent, Intent::Sum | Intent::Avg | Intent::Ends(_))
                 && q.says_any(SALES_WORDS)
             {
@@ -1772,7 +1771,7 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
                 }
             }
             // A table no other shares the question's column or value with: "who is on
-            // probation" is about the table with an `On probation` column.
+            // probation" is about the table with an `On leave` column.
             let owners: Vec<&TableInfo> = schema
                 .tables
                 .iter()
@@ -1782,7 +1781,7 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
                 return Some(*t);
             }
             // "Who works in the Audio team?" asks for names: of those tables, the one that has
-            // a column of names (staff beside projects; customers beside employees stay unsure).
+            // a column of names (staff beside projects; members beside employees stay unsure).
             if q.asks_who {
                 let named: Vec<&TableInfo> = owners
                     .into_iter()
@@ -1802,7 +1801,7 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
 
 /// Names of a table of people, each of which the others name too: "每个团队有多少员工" (员工
 /// arrives as "employee") counts the rows of a `Staff` sheet, "How many staff …" those of an
-/// `Employee` table.
+/// `Staff` table.
 const PEOPLE_WORDS: &[&str] = &[
     "employee",
     "staff",
@@ -1826,8 +1825,8 @@ fn said_for_people(q: &Question, table_parts: &[Vec<String>]) -> Option<Spans> {
 }
 
 /// Words that ask for one figure per group: "per status", "for each team", "by country"
-/// (每个/各 and 按 are translated to these). "by" groups only a figure ("invoice totals by
-/// country"); with a list it names an owner ("albums by AC/DC").
+/// (每个/各 and 按 are translated to these). "by" groups only a figure ("sale totals by
+/// country"); with a list it names an owner ("books by Ann Lee").
 fn is_group_marker(norm: &str, intent: Intent, superlative: bool) -> bool {
     match norm {
         "per" | "each" => true,
@@ -1843,8 +1842,8 @@ fn is_group_marker(norm: &str, intent: Intent, superlative: bool) -> bool {
 /// in the returned question. `None` when the question has no group marker or its
 /// words after the marker name no column of the table the rest of the question picks.
 ///
-/// The words after the marker are set aside before the table is picked, so "tracks per album"
-/// is about tracks even though "album" names a table too; the longest reading that names a
+/// The words after the marker are set aside before the table is picked, so "chapters per book"
+/// is about chapters even though "book" names a table too; the longest reading that names a
 /// column wins.
 fn pick_grouped_table<'s>(
     q: &Question,
@@ -1897,7 +1896,7 @@ fn pick_grouped_table<'s>(
 
 /// What `phrase` (normalized words) names for grouping rows of `table`: the column it names
 /// ([`column_named`]); else the parent table of that name that a declared foreign
-/// key leads to ("artist" → `Album.ArtistId` → `Artist`, shown by its name columns). Ids are
+/// key leads to ("author" → `Book.AuthorId` → `Author`, shown by its name columns). Ids are
 /// never shown as groups: a spreadsheet's "Project ID" with no declared key is not understood.
 fn group_by<'s>(schema: &'s Schema, table: &'s TableInfo, phrase: &[String]) -> Option<Group<'s>> {
     if let Some(c) = column_named(table, phrase) {
@@ -1919,19 +1918,19 @@ fn group_by<'s>(schema: &'s Schema, table: &'s TableInfo, phrase: &[String]) -> 
 /// A parent row that a declared single-column foreign key of a table leads to.
 #[derive(Debug, Clone)]
 struct ParentRow<'s> {
-    /// The referencing column (`Album.ArtistId`).
+    /// The referencing column (`Book.AuthorId`).
     key: &'s ColumnInfo,
     table: &'s TableInfo,
-    /// The referenced column (`Artist.ArtistId`).
+    /// The referenced column (`Author.AuthorId`).
     parent_key: String,
     /// The parent's [`label_columns`], never empty.
     labels: Vec<&'s ColumnInfo>,
 }
 
 /// The parent table of `table` that `phrase` (normalized words) names: by its table name
-/// ("artist" → `Album.ArtistId` → `Artist`), or with `by_key`, by the referencing column's own
+/// ("author" → `Book.AuthorId` → `Author`), or with `by_key`, by the referencing column's own
 /// words, each word of it said whole or begun ("support rep" or "support representative" for
-/// `Customer.SupportRepId` → `Employee`). A parent with nothing to show it by is none.
+/// `Member.AccountManagerId` → `Staff`). A parent with nothing to show it by is none.
 fn parent_named<'s>(
     schema: &'s Schema,
     table: &'s TableInfo,
@@ -1980,9 +1979,9 @@ fn parent_named<'s>(
         })
 }
 
-/// The columns that name a row of `table` for a reader: its name columns ("Name", "FirstName"
-/// and "LastName"), else the column named as the table ("Project" of a projects sheet), else a
-/// title column ("Title" of an album).
+/// The columns that name a row of `table` for a reader: its name columns ("Name", "GivenName"
+/// and "FamilyName"), else the column named as the table ("Project" of a projects sheet), else a
+/// title column ("Title" of an book).
 fn label_columns(table: &TableInfo) -> Vec<&ColumnInfo> {
     let names = name_columns(table);
     if !names.is_empty() {
@@ -2008,14 +2007,14 @@ fn label_columns(table: &TableInfo) -> Vec<&ColumnInfo> {
 enum Shown<'s> {
     /// A column of the listed table: "projects with their budgets".
     Column(&'s ColumnInfo),
-    /// The parent row, by its labels: "albums with their artist names".
+    /// The parent row, by its labels: "books with their author names".
     Parent(ParentRow<'s>),
 }
 
 /// Where a listing says what it shows each row with: the marker's start, the position after
-/// it, and whether it may show the rows' own columns. "with" alone shows only parents ("albums
-/// with artist names"): before a column it is a condition ("projects with budget less than
-/// 90", "customers with a company").
+/// it, and whether it may show the rows' own columns. "with" alone shows only parents ("books
+/// with author names"): before a column it is a condition ("projects with budget less than
+/// 90", "members with a company").
 fn with_marker(q: &Question) -> Option<(usize, usize, bool)> {
     let norm = |i: usize| q.toks.get(i).filter(|t| !t.used).map(|t| t.norm.as_str());
     (0..q.toks.len()).find_map(|i| {
@@ -2035,7 +2034,7 @@ fn with_marker(q: &Question) -> Option<(usize, usize, bool)> {
 }
 
 /// A listing of rows shown with their parents' labels or some of their own columns: "List all
-/// albums with their artist names", "tracks with their album and genre", "customers with their
+/// books with their author names", "chapters with their book and category", "members with their
 /// support rep", "列出所有项目及其预算". The table is the one named before the marker; every
 /// item after it is consumed. `None` when no marker or nothing it could show.
 fn pick_shown_with<'s>(
@@ -2047,8 +2046,8 @@ fn pick_shown_with<'s>(
     }
     let (start, end, columns) = with_marker(q)?;
     let mut head = q.clone();
-    // The table is named before the marker: "tracks with their media type" lists tracks, though
-    // `MediaType` is named by more words.
+    // The table is named before the marker: "chapters with their format" lists chapters, though
+    // `Format` is named by more words.
     let after: Vec<usize> = (start..head.toks.len())
         .filter(|&i| !head.toks[i].used)
         .collect();
@@ -2205,10 +2204,10 @@ fn mentions_something_of(q: &Question, table: &TableInfo) -> bool {
 }
 
 /// A filter on a value of the parent row a declared single-column foreign key of `table`
-/// leads to, its words consumed: "jazz tracks", "tracks on Let There Be Rock", "Accept的专辑";
-/// or of the grandparent row one more key away ("tracks by AC/DC": track → album → artist),
+/// leads to, its words consumed: "poetry chapters", "chapters on The Long Road", "Accept的图书";
+/// or of the grandparent row one more key away ("chapters by Ann Lee": chapter → book → author),
 /// where the same words as a parent's value are the parent's. The value's table name said right
-/// beside it is consumed too ("the Rock genre", "the album Let There Be Rock"). `Some(None)`
+/// beside it is consumed too ("the Rock category", "the book The Long Road"). `Some(None)`
 /// when no such value is named; `None` when two are, equally long, as near.
 fn parent_filter<'t>(
     q: &mut Question,
@@ -2229,8 +2228,8 @@ fn parent_filter<'t>(
     }
     let mut found: Vec<Found<'t>> = Vec::new();
     for (child, parent, key) in parents(schema, table) {
-        // The parent's own values, then those of its parents: "tracks by AC/DC" (an artist's
-        // tracks, through their albums).
+        // The parent's own values, then those of its parents: "chapters by Ann Lee" (an author's
+        // chapters, through their books).
         let mut holders = vec![(parent, None)];
         for (via_key, grand, grand_key) in parents(schema, parent) {
             if grand.name != table.name && grand.name != parent.name {
@@ -2274,7 +2273,7 @@ fn parent_filter<'t>(
         return Some(None);
     };
     // The same words a value of two parents (or two grandparents), or of two columns: unsure. A
-    // value elsewhere in the question is the next filter's ("Rock tracks on Let There Be Rock").
+    // value elsewhere in the question is the next filter's ("Rock chapters on The Long Road").
     let overlaps = |f: &Found<'_>| f.start < best.start + best.len && best.start < f.start + f.len;
     if found[1..]
         .iter()
@@ -2283,8 +2282,8 @@ fn parent_filter<'t>(
         return None;
     }
     q.consume(best.start, best.len);
-    // "tracks on Let There Be Rock", "albums by AC/DC", "tracks in the Rock genre", "tracks on
-    // the album Let There Be Rock": the words that lead to the value's table.
+    // "chapters on The Long Road", "books by Ann Lee", "chapters in the Rock category", "chapters on
+    // the book The Long Road": the words that lead to the value's table.
     let mut at = best.start;
     let holder_words = ident_parts(&best.holder.name).concat();
     let named: Vec<&str> = holder_words.iter().map(String::as_str).collect();
@@ -2293,8 +2292,8 @@ fn parent_filter<'t>(
         q.consume(at, named.len());
     }
     consume_lead_in(q, at, &["on", "in", "by", "from", "of"]);
-    // "the Rock genre": the table's name right after the value. Said anywhere else, it may be
-    // what is asked for ("How many genres have rock tracks?"), and stays unexplained.
+    // "the Rock category": the table's name right after the value. Said anywhere else, it may be
+    // what is asked for ("How many categories have rock chapters?"), and stays unexplained.
     let end = best.start + best.len;
     if q.phrase_at(end, &named) {
         q.consume(end, named.len());
@@ -2349,7 +2348,7 @@ fn says_column(q: &Question, c: &ColumnInfo) -> bool {
 }
 
 /// The column of `table` whose whole name the question says right before token `start` (a
-/// "the" between): "report to Andrew Adams" puts the name in `ReportsTo`, "owner 李娜" in
+/// "the" between): "report to Sam Hill" puts the name in `ManagerId`, "owner 张伟" in
 /// `Owner`. A value found in another column is then not what the question means by it.
 fn named_before<'t>(q: &Question, start: usize, table: &'t TableInfo) -> Option<&'t ColumnInfo> {
     let end = if start > 0 && q.phrase_at(start - 1, &["the"]) {
@@ -2365,7 +2364,7 @@ fn named_before<'t>(q: &Question, start: usize, table: &'t TableInfo) -> Option<
 }
 
 /// Consumes the words that lead to a value at token `start`: a "the" right before it, and one
-/// of `words` before that ("on the Firmware team", "tracks in the Rock genre").
+/// of `words` before that ("on the Firmware team", "chapters in the Rock category").
 fn consume_lead_in(q: &mut Question, start: usize, words: &[&str]) {
     let mut at = start;
     if at > 0 && q.phrase_at(at - 1, &["the"]) {
@@ -2379,7 +2378,7 @@ fn consume_lead_in(q: &mut Question, start: usize, words: &[&str]) {
 
 /// Whether a column's value is looked for among a question's words: two characters or more,
 /// and a letter among them. A number in a question is a year, a count or a bound, not a code
-/// that happens to be written the same ("invoices from the year 2010" beside the postcode
+/// that happens to be written the same ("sales from the year 2010" beside the postcode
 /// 2010).
 fn is_matched_value(value: &str) -> bool {
     value.chars().count() >= 2 && value.chars().any(char::is_alphabetic)
@@ -2389,8 +2388,8 @@ fn is_matched_value(value: &str) -> bool {
 /// conditions a reader would expect the template to settle.
 const MAX_FILTERS: usize = 3;
 
-/// Every equality filter of the question, each on its own column: "projects in progress owned
-/// by 李娜" is `Status = 'In progress' AND Owner = '李娜'`, "staff on probation in the Audio
+/// Every equality filter of the question, each on its own column: "projects active owned
+/// by 张伟" is `Status = 'Active' AND Owner = '张伟'`, "staff on leave in the Audio
 /// team" a value and a yes/no column. `None` when unsure, and when one column would have to
 /// equal two values ("projects owned by Ada Li or Daniel Ng" asks for either, an `OR` the
 /// template does not write).
@@ -2467,8 +2466,8 @@ fn pick_filter<'t>(
     // order ("named Frank Harris": the first name, then the last).
     matches.sort_by_key(|&(len, _, _, start)| (std::cmp::Reverse(len), start));
     if let Some(&(len, _, _, start)) = matches.first() {
-        // The same words may be a value of several columns ("李娜" an owner and a reviewer):
-        // the one the question names is meant ("owned by 李娜"), else it is unsure. A value
+        // The same words may be a value of several columns ("张伟" an owner and a reviewer):
+        // the one the question names is meant ("owned by 张伟"), else it is unsure. A value
         // elsewhere in the question is the next filter's.
         let same_words: Vec<&(usize, &ColumnInfo, String, usize)> = matches
             .iter()
@@ -2491,7 +2490,7 @@ fn pick_filter<'t>(
             return None;
         }
         q.consume(start, len);
-        // "Who is on the Firmware team?", "customers named Frank Harris" ("in", "of" and
+        // "Who is on the Firmware team?", "members named Frank Harris" ("in", "of" and
         // "from" are stop words; "by" before a value of the table's own is left to the group
         // reading).
         consume_lead_in(q, start, &["on", "named", "called"]);
@@ -2502,39 +2501,7 @@ fn pick_filter<'t>(
     if let Some(found) = parent_filter(q, schema, table)? {
         return Some(Some(found));
     }
-    // 4. "from <Country>": the table's country column.
-    for i in 0..q.toks.len().saturating_sub(1) {
-        if q.toks[i].norm != "from" || q.toks[i + 1].used {
-            continue;
-        }
-        for len in [2, 1] {
-            let Some(words) = q.toks.get(i + 1..i + 1 + len) else {
-                continue;
-            };
-            if words.iter().any(|t| t.used || t.cjk) {
-                continue;
-            }
-            let value: Vec<&str> = words.iter().map(|t| t.orig.as_str()).collect();
-            let value = value.join(" ");
-            if !COUNTRIES.contains(&value.to_lowercase().as_str()) {
-                continue;
-            }
-            let country: Vec<&ColumnInfo> = text_cols
-                .iter()
-                .copied()
-                .filter(|c| ident_words(&c.name).last().is_some_and(|w| w == "country"))
-                .collect();
-            return match country.as_slice() {
-                [c] => {
-                    q.consume(i + 1, len);
-                    consume_column_mention(q, c);
-                    Some(Some((*c, Filter::Text(value))))
-                }
-                _ => None,
-            };
-        }
-    }
-    // 5. A yes/no column named by its words: "staff on probation" (`On probation` true).
+    // 4. A yes/no column named by its words: "staff on leave" (`On leave` true).
     let flags: Vec<(&ColumnInfo, Spans)> = table
         .columns
         .iter()
@@ -2631,7 +2598,7 @@ fn compared_with_average(q: &Question, i: usize) -> bool {
 enum Against {
     /// A number the question states, as SQL writes it.
     Number(String),
-    /// The column's average over the table: "longer than the average track length".
+    /// The column's average over the table: "longer than the average chapter length".
     Average,
 }
 
@@ -2692,7 +2659,7 @@ const DURATION_COMPARE: &[&[&str]] = &[
 /// the question is not fully understood), `None` when which column it compares is not clear.
 /// The column is the numeric one the question names, or the table's only numeric column when
 /// it names none. A number with a unit of time compares a column whose name states one
-/// (`Milliseconds`), converted ("longer than 5 minutes" is `> 300000`); one with a unit of
+/// (`DurationMs`), converted ("longer than 5 minutes" is `> 300000`); one with a unit of
 /// money, or beside "cost"/"price", a column of prices or amounts.
 fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<Comparison<'t>>> {
     let mut found = None;
@@ -2755,7 +2722,7 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
             *c
         }
         [] => {
-            // "tracks that cost more than 0.99": the one column of prices; "时长超过平均时长"
+            // "chapters that cost more than 0.99": the one column of prices; "时长超过平均时长"
             // (duration over the average duration): the one of durations.
             let pool = match measure {
                 Measure::Any if scratch.says_any(MONEY_WORDS) => {
@@ -2781,7 +2748,7 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
         consume_measure_words(&mut scratch, Measure::Duration, table, column);
     }
     if against == Against::Average {
-        // "longer than the average track length": the words after "average" say whose it
+        // "longer than the average chapter length": the words after "average" say whose it
         // is and of what, the table's name said again.
         let table_words = ident_parts(&table.name).concat();
         let mut i = start + len;
@@ -2816,8 +2783,8 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
     Some(Some(Comparison { column, op, value }))
 }
 
-/// Words right before a column that say whether it holds a value: "tracks with NULL composer",
-/// "customers without a company", "没有公司的客户" (没有 arrives as "without"), "customers who
+/// Words right before a column that say whether it holds a value: "chapters with NULL editor",
+/// "members without a company", "没有公司的客户" (没有 arrives as "without"), "members who
 /// have a company". `true`: no value. Longer phrases first: "do not have a" is not "have a".
 const STATE_BEFORE: &[(&[&str], bool)] = &[
     (&["do", "not", "have", "a"], true),
@@ -2903,7 +2870,7 @@ fn pick_missing<'t>(q: &mut Question, table: &'t TableInfo) -> Option<(&'t Colum
 }
 
 /// Words for the row a row reports to, which name a key of a table to itself
-/// (`Employee.ReportsTo`): "with their manager", "do not have a manager", "每个员工的上级".
+/// (`Staff.ManagerId`): "with their manager", "do not have a manager", "每个员工的上级".
 const SUPERIOR_WORDS: &[&str] = &["manager", "boss", "supervisor", "superior", "上级", "领导"];
 
 /// Whether `c` is a declared single-column foreign key of `table` to `table` itself.
@@ -2914,8 +2881,8 @@ fn leads_to_own_table(table: &TableInfo, c: &ColumnInfo) -> bool {
     })
 }
 
-/// A row asked for by its number: "customer #5", "the invoice with id 37". The column is the id
-/// column whose words come right before ("invoice id 37" in invoice lines is `InvoiceId`),
+/// A row asked for by its number: "member #5", "the sale with id 37". The column is the id
+/// column whose words come right before ("sale id 37" in sale lines is `SaleId`),
 /// else the table's single-column numeric primary key.
 fn pick_key<'t>(q: &mut Question, table: &'t TableInfo) -> Option<(&'t ColumnInfo, i64)> {
     let at = q
@@ -2953,7 +2920,7 @@ fn pick_key<'t>(q: &mut Question, table: &'t TableInfo) -> Option<(&'t ColumnInf
     Some((column, n))
 }
 
-/// A condition on a date column by year or month: "invoices from the year 2010", "projects
+/// A condition on a date column by year or month: "sales from the year 2010", "projects
 /// started after 2023", "after March 2024", "2024年的项目", "2024年3月以后".
 #[derive(Debug, Clone)]
 struct YearFilter<'t> {
@@ -3112,7 +3079,7 @@ fn pick_year<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<YearFi
 }
 
 /// The date column a verb of the question names by its event, and the verb's position:
-/// "hired" names `HireDate`, "started" `StartDate`, "shipped" `ShippedDate` (入职 arrives as
+/// "hired" names `HiredOn`, "started" `StartDate`, "shipped" `ShippedDate` (入职 arrives as
 /// "hired"); "born" names a birth date. `None` unless exactly one column is named so.
 fn date_verb<'t>(q: &Question, dates: &[&'t ColumnInfo]) -> Option<(&'t ColumnInfo, usize)> {
     let event = |c: &ColumnInfo| -> Option<String> {
@@ -3159,7 +3126,7 @@ fn date_verb<'t>(q: &Question, dates: &[&'t ColumnInfo]) -> Option<(&'t ColumnIn
 }
 
 /// The `columns` the question names by all their words; when it names none so, the one whose
-/// last word it says ("price" for `UnitPrice`, "date" for `InvoiceDate`), if only one has it.
+/// last word it says ("price" for `ItemPrice`, "date" for `SaleDate`), if only one has it.
 fn named_columns<'t>(q: &Question, columns: &[&'t ColumnInfo]) -> Vec<(&'t ColumnInfo, Spans)> {
     let whole: Vec<(&ColumnInfo, Spans)> = columns
         .iter()
@@ -3183,8 +3150,8 @@ fn named_columns<'t>(q: &Question, columns: &[&'t ColumnInfo]) -> Vec<(&'t Colum
 }
 
 /// The numeric columns (ids aside) a ranking or comparison of `measure` can be about: all of
-/// them, those whose name states a time unit (`Milliseconds`), or those that hold prices and
-/// amounts (`UnitPrice`, `Total`, `Budget`).
+/// them, those whose name states a time unit (`DurationMs`), or those that hold prices and
+/// amounts (`ItemPrice`, `Total`, `Budget`).
 fn measure_columns(table: &TableInfo, measure: Measure) -> Vec<&ColumnInfo> {
     table
         .columns
@@ -3220,11 +3187,11 @@ const PAID_COLUMN_WORDS: &[&str] = &[
     "price", "cost", "fee", "budget", "salary", "spend", "价格", "单价", "预算", "费用",
 ];
 
-/// Words that say what a duration or a price ranking is about ("track length", "时长", "that
+/// Words that say what a duration or a price ranking is about ("chapter length", "时长", "that
 /// cost"): consumed once the measure's column is chosen.
 const DURATION_WORDS: &[&str] = &["duration", "length", "long", "runtime", "lasting"];
 /// Words for money taken in: they name a column of takings only ([`is_takings_column`]: an
-/// invoice's `Total`, an order's `Amount`), never a budget or a price.
+/// sale's `Total`, an order's `Amount`), never a budget or a price.
 const SALES_WORDS: &[&str] = &["sales", "sale", "revenue", "income", "earnings", "turnover"];
 
 /// Whether `c` holds money taken in: a money column named total, amount, revenue or sales, not
@@ -3289,7 +3256,7 @@ fn consume_measure_words(
     }
 }
 
-/// The column rows are ranked by for a superlative of `measure` ("the longest track", "the
+/// The column rows are ranked by for a superlative of `measure` ("the longest chapter", "the
 /// project with the highest budget"): the one of its columns the question names, or the only
 /// one (when `allow_only`); `None` when unclear.
 fn ranked_column<'t>(
@@ -3373,7 +3340,7 @@ fn flag_mention(q: &Question, c: &ColumnInfo) -> Option<Spans> {
     Some(spans)
 }
 
-/// A table's columns of people's or things' names ("Name", "FirstName" and "LastName"), in
+/// A table's columns of people's or things' names ("Name", "GivenName" and "FamilyName"), in
 /// table order.
 fn name_columns(table: &TableInfo) -> Vec<&ColumnInfo> {
     table
@@ -3389,8 +3356,8 @@ fn name_columns(table: &TableInfo) -> Vec<&ColumnInfo> {
 }
 
 /// Consumes the words that name `c`, the column a value was found in: its name ("owner
-/// 李娜"), or the verb a one-word name of a doer comes from, with "by" after it ("owned by
-/// Daniel Ng", "does Emily Carter own", "李娜负责的" — 负责 arrives as "own").
+/// 张伟"), or the verb a one-word name of a doer comes from, with "by" after it ("owned by
+/// Daniel Ng", "does Grace Lee own", "张伟负责的" — 负责 arrives as "own").
 fn consume_column_mention(q: &mut Question, c: &ColumnInfo) {
     if let Some(spans) = q.find_all(&ident_parts(&c.name)) {
         q.consume_all(&spans);
@@ -3436,7 +3403,7 @@ fn consume_doer_verb(q: &mut Question, c: &ColumnInfo) -> bool {
 /// the table's only numeric non-id column.
 fn pick_measure<'t>(q: &mut Question, table: &'t TableInfo) -> Option<&'t ColumnInfo> {
     let column = named_measure(q, table)?;
-    // "the average amount of an invoice" over `Total`: the words that say it is money.
+    // "the average amount of an sale" over `Total`: the words that say it is money.
     if is_money_column(column) {
         consume_measure_words(q, Measure::Money, table, column);
     }
@@ -3464,7 +3431,7 @@ fn named_measure<'t>(q: &mut Question, table: &'t TableInfo) -> Option<&'t Colum
             Some(*c)
         }
         [] => {
-            // "the maximum price": the one column whose last word is named; "the average track
+            // "the maximum price": the one column whose last word is named; "the average chapter
             // length": the one duration column; "the average amount": the one of money.
             if let [(c, spans)] = named_columns(q, &numeric).as_slice() {
                 q.consume_all(spans);
@@ -3504,7 +3471,7 @@ fn consume_repeats(q: &mut Question, c: &ColumnInfo) {
 }
 
 /// What figures of `col` are divided by to be in the unit of time the question asks for, its
-/// words consumed: "the average track length in minutes" over `Milliseconds` is 60000,
+/// words consumed: "the average chapter length in minutes" over `DurationMs` is 60000,
 /// "平均时长是多少分钟" the same. `None` when no unit is asked for, `col` states none, or they
 /// are the same.
 fn asked_unit(q: &mut Question, col: &ColumnInfo) -> Option<f64> {

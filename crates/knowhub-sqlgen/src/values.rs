@@ -1,20 +1,16 @@
-//! Which of a question's phrases are values stored in the database: "Get me all the Iron Maiden
-//! songs" names a row of `Artist.Name`, "张三负责几个项目" one of `Owner`. A prompt that shows
-//! the model where the value lives ("Name … -- e.g. 'Iron Maiden'") keeps it from filtering an
-//! album title or a track name for the band.
+//! Which of a question's phrases are values stored in the database: "Get me all the Kim Park
+//! songs" names a row of `Author.Name`, "张三负责几个项目" one of `Owner`. A prompt that shows
+//! the model where the value lives ("Name … -- e.g. 'Kim Park'") keeps it from filtering an
+//! book title or a chapter name for the band.
 //!
-//! Lookups are ordinary statements that go through [`crate::validate`] and [`crate::execute`]
+//! Lookups are ordinary statements that go through [`knowhub_sql::validate`] and [`knowhub_sql::execute`]
 //! under the caller's [`Policy`]: read-only, time-bounded, and restricted to the caller's tenant
 //! where the source declares one, so a lookup never reveals another tenant's values.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::conn::quote_ident;
-use crate::policy::Policy;
-use crate::schema::{Schema, TableKind};
-use crate::value::Value;
-use crate::{execute, validate};
+use knowhub_sql::{Policy, Schema, TableKind, Value, execute, quote_ident, validate};
 
 /// Most phrases looked up for one question.
 pub const MAX_PHRASES: usize = 48;
@@ -44,19 +40,20 @@ pub struct NamedValue {
 /// adds hints, so it never fails.
 ///
 /// ```
-/// use knowhub_sql::{Policy, introspect, values_named};
+/// use knowhub_sql::{Policy, introspect};
+/// use knowhub_sqlgen::values_named;
 /// let dir = tempfile::tempdir().unwrap();
 /// let db = dir.path().join("music.sqlite");
 /// let conn = rusqlite::Connection::open(&db).unwrap();
 /// conn.execute_batch(
-///     "CREATE TABLE artist (id INTEGER PRIMARY KEY, name TEXT);
-///      INSERT INTO artist (name) VALUES ('Iron Maiden'), ('AC/DC');",
+///     "CREATE TABLE author (id INTEGER PRIMARY KEY, name TEXT);
+///      INSERT INTO author (name) VALUES ('Kim Park'), ('Ann Lee');",
 /// )
 /// .unwrap();
 /// let schema = introspect(&db, 2).unwrap();
-/// let found = values_named(&db, &schema, &Policy::default(), &["iron maiden".into()]);
+/// let found = values_named(&db, &schema, &Policy::default(), &["kim park".into()]);
 /// assert_eq!(found.len(), 1);
-/// assert_eq!((found[0].column.as_str(), found[0].value.as_str()), ("name", "Iron Maiden"));
+/// assert_eq!((found[0].column.as_str(), found[0].value.as_str()), ("name", "Kim Park"));
 /// ```
 pub fn values_named(
     db: &Path,
@@ -127,8 +124,8 @@ pub fn values_named(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::TenantFilter;
-    use crate::schema::introspect;
+    use knowhub_sql::TenantFilter;
+    use knowhub_sql::introspect;
 
     fn db() -> (tempfile::TempDir, std::path::PathBuf, Schema) {
         let dir = tempfile::tempdir().expect("temp dir");

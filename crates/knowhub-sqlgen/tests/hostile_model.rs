@@ -130,7 +130,7 @@ fn hostile_model_statements_run_nothing_unsafe() {
     // answered by the template first and never reach them.
     for question in questions {
         assert!(
-            knowhub_agent::sql::template_for(question, &schema).is_none(),
+            knowhub_sqlgen::template_for(question, &schema).is_none(),
             "{question}"
         );
     }
@@ -138,8 +138,7 @@ fn hostile_model_statements_run_nothing_unsafe() {
     for reply in replies {
         let llm = Scripted(reply.to_string());
         for question in questions {
-            let out =
-                knowhub_agent::sql::nl2sql(Some(&llm), &schema, &db, &policy, question, 1, 6_000);
+            let out = knowhub_sqlgen::nl2sql(Some(&llm), &schema, &db, &policy, question, 1, 6_000);
             assert_eq!(
                 std::fs::read(&db).unwrap(),
                 before,
@@ -182,7 +181,7 @@ fn a_question_the_template_understands_is_answered_by_it_first() {
     let schema = introspect(&db, 3).unwrap();
     let policy = Policy::for_tenant(TenantFilter::new("tenant", "acme"));
     let llm = Scripted("SELECT name FROM customers WHERE country = 'Brazil'".into());
-    let out = knowhub_agent::sql::nl2sql(
+    let out = knowhub_sqlgen::nl2sql(
         Some(&llm),
         &schema,
         &db,

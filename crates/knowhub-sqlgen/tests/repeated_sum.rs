@@ -85,7 +85,7 @@ fn a_repeated_sum_is_refused_and_the_retry_runs() {
         first: REPEATED,
         corrected: LINES,
     };
-    let out = knowhub_agent::sql::nl2sql(
+    let out = knowhub_sqlgen::nl2sql(
         Some(&llm),
         &schema,
         &db,
@@ -117,7 +117,7 @@ fn a_model_that_repeats_itself_gets_no_wrong_number() {
         first: REPEATED,
         corrected: REPEATED,
     };
-    let out = knowhub_agent::sql::nl2sql(
+    let out = knowhub_sqlgen::nl2sql(
         Some(&llm),
         &schema,
         &db,

@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use knowhub_sql::{Policy, Value, execute, introspect, template_sql, validate};
+use knowhub_sql::{Policy, Value, execute, introspect, validate};
+use knowhub_sqlgen::template_sql;
 
 fn build_fixture(dir: &Path) -> PathBuf {
     let path = dir.join("music.sqlite");
@@ -117,16 +118,8 @@ fn questions_to_sql() {
             ),
             Some(Value::Text("Brazil".into())),
         ),
-        (
-            "有多少个客户",
-            Some("SELECT COUNT(*) FROM \"Customer\""),
-            Some(Value::Integer(8)),
-        ),
-        (
-            "有多少位客户来自巴西？",
-            Some("SELECT COUNT(*) FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
-            Some(Value::Integer(2)),
-        ),
+        ("有多少个客户", None, Some(Value::Integer(8))),
+        ("有多少位客户来自巴西？", None, Some(Value::Integer(2))),
         (
             "How many customers from Canada?",
             Some("SELECT COUNT(*) FROM \"Customer\" WHERE \"Country\" = 'Canada'"),
@@ -148,16 +141,8 @@ fn questions_to_sql() {
             Some("SELECT COUNT(DISTINCT \"Environment\") FROM \"Projects\""),
             Some(Value::Integer(2)),
         ),
-        (
-            "有多少个环境？",
-            Some("SELECT COUNT(DISTINCT \"Environment\") FROM \"Projects\""),
-            Some(Value::Integer(2)),
-        ),
-        (
-            "这些环境中有多少正在使用？",
-            Some("SELECT COUNT(DISTINCT \"Environment\") FROM \"Projects\""),
-            Some(Value::Integer(2)),
-        ),
+        ("有多少个环境？", None, Some(Value::Integer(2))),
+        ("这些环境中有多少正在使用？", None, Some(Value::Integer(2))),
         (
             "number of billing countries of invoices",
             Some("SELECT COUNT(DISTINCT \"BillingCountry\") FROM \"Invoice\""),
@@ -181,7 +166,7 @@ fn questions_to_sql() {
         ("How many invoice totals are there?", None, None),
         // Listing.
         ("List the albums", Some("SELECT * FROM \"Album\""), None),
-        ("列出所有专辑", Some("SELECT * FROM \"Album\""), None),
+        ("列出所有专辑", None, None),
         ("Show all artists.", Some("SELECT * FROM \"Artist\""), None),
         (
             "Provide a query only showing the Customers from Brazil.",
@@ -193,11 +178,7 @@ fn questions_to_sql() {
             Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
             None,
         ),
-        (
-            "来自巴西的客户",
-            Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
-            None,
-        ),
+        ("来自巴西的客户", None, None),
         // The asking itself says nothing of the data.
         (
             "I want to see all customers from Brazil",
@@ -214,16 +195,8 @@ fn questions_to_sql() {
             Some("SELECT COUNT(*) FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
             Some(Value::Integer(2)),
         ),
-        (
-            "我想看看来自巴西的客户",
-            Some("SELECT * FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
-            None,
-        ),
-        (
-            "请问有多少客户来自巴西？",
-            Some("SELECT COUNT(*) FROM \"Customer\" WHERE \"Country\" = 'Brazil'"),
-            Some(Value::Integer(2)),
-        ),
+        ("我想看看来自巴西的客户", None, None),
+        ("请问有多少客户来自巴西？", None, Some(Value::Integer(2))),
         // Not the asking: a wish of the data's ("like" is no opening here).
         ("customers like Brazil", None, None),
         (
@@ -267,21 +240,13 @@ fn questions_to_sql() {
             Some("SELECT SUM(\"Total\") FROM \"Invoice\""),
             Some(Value::Real(20.79)),
         ),
-        (
-            "发票总额",
-            Some("SELECT SUM(\"Total\") FROM \"Invoice\""),
-            Some(Value::Real(20.79)),
-        ),
+        ("发票总额", None, Some(Value::Real(20.79))),
         (
             "What is the average invoice total?",
             Some("SELECT AVG(\"Total\") FROM \"Invoice\""),
             None,
         ),
-        (
-            "发票的平均总额是多少",
-            Some("SELECT AVG(\"Total\") FROM \"Invoice\""),
-            None,
-        ),
+        ("发票的平均总额是多少", None, None),
         (
             "average track milliseconds",
             Some("SELECT AVG(\"Milliseconds\") FROM \"Track\""),
@@ -321,12 +286,12 @@ fn questions_to_sql() {
         ),
         (
             "每个国家的收入是多少？",
-            Some(SALES_PER_COUNTRY),
+            None,
             Some(Value::Text("Brazil".into())),
         ),
         (
             "各国的收入是多少？",
-            Some(SALES_PER_COUNTRY),
+            None,
             Some(Value::Text("Brazil".into())),
         ),
         (
@@ -342,11 +307,7 @@ fn questions_to_sql() {
             Some("SELECT * FROM \"Invoice\" WHERE \"Total\" > 5"),
             Some(Value::Integer(3)),
         ),
-        (
-            "发票的总收入是多少？",
-            Some("SELECT SUM(\"Total\") FROM \"Invoice\""),
-            Some(Value::Real(20.79)),
-        ),
+        ("发票的总收入是多少？", None, Some(Value::Real(20.79))),
         ("What is the total revenue of tracks?", None, None),
         ("What is the total revenue of projects?", None, None),
         // Two tables of takings (invoices, the sales sheet): which one is unsure.
@@ -374,21 +335,13 @@ fn questions_to_sql() {
             Some("SELECT \"Name\" FROM \"Staff\" WHERE \"On probation\" = 1"),
             None,
         ),
-        (
-            "谁还在试用期？",
-            Some("SELECT \"Name\" FROM \"Staff\" WHERE \"On probation\" = 1"),
-            None,
-        ),
+        ("谁还在试用期？", None, None),
         (
             "How many staff are on probation?",
             Some("SELECT COUNT(*) FROM \"Staff\" WHERE \"On probation\" = 1"),
             Some(Value::Integer(2)),
         ),
-        (
-            "目前有多少人在试用期？",
-            Some("SELECT COUNT(*) FROM \"Staff\" WHERE \"On probation\" = 1"),
-            Some(Value::Integer(2)),
-        ),
+        ("目前有多少人在试用期？", None, Some(Value::Integer(2))),
         ("Who is not on probation?", None, None),
         // "who" joining a clause asks for the rows, not their names.
         (
@@ -405,22 +358,10 @@ fn questions_to_sql() {
             ),
             None,
         ),
-        (
-            "哪些项目在 prod 环境？",
-            Some("SELECT * FROM \"Projects\" WHERE \"Environment\" = 'prod'"),
-            None,
-        ),
+        ("哪些项目在 prod 环境？", None, None),
         // Seed 004's own example of a data question.
-        (
-            "当前在进行中的项目有哪些？",
-            Some("SELECT * FROM \"Projects\" WHERE \"Status\" = 'In progress'"),
-            None,
-        ),
-        (
-            "项目预算总和",
-            Some("SELECT SUM(\"Budget\") FROM \"Projects\""),
-            Some(Value::Integer(220)),
-        ),
+        ("当前在进行中的项目有哪些？", None, None),
+        ("项目预算总和", None, Some(Value::Integer(220))),
         // One figure per group, largest first.
         (
             "How many projects per status?",
@@ -432,36 +373,12 @@ fn questions_to_sql() {
         ),
         (
             "每个环境有多少项目？",
-            Some(
-                "SELECT \"Environment\", COUNT(*) FROM \"Projects\" GROUP BY \"Environment\" \
-                 ORDER BY COUNT(*) DESC, \"Environment\"",
-            ),
+            None,
             Some(Value::Text("prod".into())),
         ),
-        (
-            "按环境统计项目数量",
-            Some(
-                "SELECT \"Environment\", COUNT(*) FROM \"Projects\" GROUP BY \"Environment\" \
-                 ORDER BY COUNT(*) DESC, \"Environment\"",
-            ),
-            Some(Value::Text("prod".into())),
-        ),
-        (
-            "按团队统计人数",
-            Some(
-                "SELECT \"Team\", COUNT(*) FROM \"Staff\" GROUP BY \"Team\" ORDER BY COUNT(*) \
-                 DESC, \"Team\"",
-            ),
-            Some(Value::Text("Audio".into())),
-        ),
-        (
-            "各团队有多少人？",
-            Some(
-                "SELECT \"Team\", COUNT(*) FROM \"Staff\" GROUP BY \"Team\" ORDER BY COUNT(*) \
-                 DESC, \"Team\"",
-            ),
-            Some(Value::Text("Audio".into())),
-        ),
+        ("按环境统计项目数量", None, Some(Value::Text("prod".into()))),
+        ("按团队统计人数", None, Some(Value::Text("Audio".into()))),
+        ("各团队有多少人？", None, Some(Value::Text("Audio".into()))),
         // Per parent row, through a declared foreign key, by the parent's name; a parent
         // without children counts 0 (Aerosmith has no albums).
         (
@@ -484,11 +401,7 @@ fn questions_to_sql() {
         ),
         (
             "每个艺术家有多少张专辑？",
-            Some(
-                "SELECT p.\"Name\", COUNT(c.\"ArtistId\") FROM \"Artist\" AS p LEFT JOIN \
-                 \"Album\" AS c ON c.\"ArtistId\" = p.\"ArtistId\" GROUP BY p.\"ArtistId\" \
-                 ORDER BY COUNT(c.\"ArtistId\") DESC, p.\"Name\", p.\"ArtistId\"",
-            ),
+            None,
             Some(Value::Text("AC/DC".into())),
         ),
         // An id without a declared key is no group: ids are not what a reader asks to see.
@@ -500,10 +413,7 @@ fn questions_to_sql() {
         ),
         (
             "按状态统计项目预算总和",
-            Some(
-                "SELECT \"Status\", SUM(\"Budget\") FROM \"Projects\" GROUP BY \"Status\" ORDER \
-                 BY SUM(\"Budget\") DESC, \"Status\"",
-            ),
+            None,
             Some(Value::Text("In progress".into())),
         ),
         (
@@ -535,11 +445,7 @@ fn questions_to_sql() {
         ),
         (
             "哪个环境的项目最少？",
-            Some(
-                "SELECT \"Environment\", COUNT(*) FROM \"Projects\" GROUP BY \"Environment\" \
-                 HAVING COUNT(*) = (SELECT MIN(v) FROM (SELECT COUNT(*) AS v FROM \"Projects\" \
-                 GROUP BY \"Environment\")) ORDER BY \"Environment\"",
-            ),
+            None,
             Some(Value::Text("test".into())),
         ),
         (
@@ -573,7 +479,7 @@ fn questions_to_sql() {
         ),
         (
             "按预算降序列出项目",
-            Some("SELECT * FROM \"Projects\" ORDER BY \"Budget\" DESC"),
+            None,
             Some(Value::Text("Mixer".into())),
         ),
         (
@@ -583,7 +489,7 @@ fn questions_to_sql() {
         ),
         (
             "预算最低的前2个项目",
-            Some("SELECT * FROM \"Projects\" ORDER BY \"Budget\" LIMIT 2"),
+            None,
             Some(Value::Text("Encoder".into())),
         ),
         (
@@ -604,17 +510,17 @@ fn questions_to_sql() {
         ),
         (
             "预算超过60的项目有哪些？",
-            Some("SELECT * FROM \"Projects\" WHERE \"Budget\" > 60"),
+            None,
             Some(Value::Text("Mixer".into())),
         ),
         (
             "预算不超过70的项目有多少个？",
-            Some("SELECT COUNT(*) FROM \"Projects\" WHERE \"Budget\" <= 70"),
+            None,
             Some(Value::Integer(2)),
         ),
         (
             "预算0.007万以上的项目",
-            Some("SELECT * FROM \"Projects\" WHERE \"Budget\" >= 70"),
+            None,
             Some(Value::Text("Mixer".into())),
         ),
         (
@@ -646,11 +552,7 @@ fn questions_to_sql() {
             Some("SELECT * FROM \"Track\" WHERE \"Milliseconds\" > 300000"),
             Some(Value::Integer(1)),
         ),
-        (
-            "时长超过5分钟的曲目",
-            Some("SELECT * FROM \"Track\" WHERE \"Milliseconds\" > 300000"),
-            Some(Value::Integer(1)),
-        ),
+        ("时长超过5分钟的曲目", None, Some(Value::Integer(1))),
         (
             "How many tracks are shorter than 4 minutes?",
             Some("SELECT COUNT(*) FROM \"Track\" WHERE \"Milliseconds\" < 240000"),
@@ -663,7 +565,7 @@ fn questions_to_sql() {
         ),
         (
             "预算超过60元的项目有多少个？",
-            Some("SELECT COUNT(*) FROM \"Projects\" WHERE \"Budget\" > 60"),
+            None,
             Some(Value::Integer(2)),
         ),
         ("projects longer than 5 minutes", None, None),
@@ -686,20 +588,10 @@ fn questions_to_sql() {
         ),
         (
             "预算低于平均值的项目有多少个？",
-            Some(
-                "SELECT COUNT(*) FROM \"Projects\" WHERE \"Budget\" < \
-                 (SELECT AVG(\"Budget\") FROM \"Projects\")",
-            ),
+            None,
             Some(Value::Integer(2)),
         ),
-        (
-            "时长超过平均时长的曲目",
-            Some(
-                "SELECT * FROM \"Track\" WHERE \"Milliseconds\" > \
-                 (SELECT AVG(\"Milliseconds\") FROM \"Track\")",
-            ),
-            Some(Value::Integer(1)),
-        ),
+        ("时长超过平均时长的曲目", None, Some(Value::Integer(1))),
         // Which of the track's numbers is meant is a guess.
         ("tracks above average", None, None),
         // A value of the parent row a foreign key leads to.
@@ -711,14 +603,7 @@ fn questions_to_sql() {
             ),
             Some(Value::Integer(3)),
         ),
-        (
-            "Accept的专辑有哪些？",
-            Some(
-                "SELECT * FROM \"Album\" WHERE \"ArtistId\" IN (SELECT \"ArtistId\" FROM \
-                 \"Artist\" WHERE \"Name\" = 'Accept')",
-            ),
-            Some(Value::Integer(2)),
-        ),
+        ("Accept的专辑有哪些？", None, Some(Value::Integer(2))),
         // A table and its parent named alike: the rows, filtered by the parent.
         (
             "Show all tracks on the album Let There Be Rock.",
@@ -802,36 +687,13 @@ fn questions_to_sql() {
             ),
             Some(Value::Real(1.5)),
         ),
-        (
-            "平均每个团队有多少人？",
-            Some(
-                "SELECT AVG(v) AS \"AVG(COUNT(*))\" FROM (SELECT COUNT(*) AS v FROM \"Staff\" GROUP BY \"Team\")",
-            ),
-            Some(Value::Real(1.5)),
-        ),
-        (
-            "每个环境平均有多少个项目？",
-            Some(
-                "SELECT AVG(v) AS \"AVG(COUNT(*))\" FROM (SELECT COUNT(*) AS v FROM \"Projects\" GROUP BY \
-                 \"Environment\")",
-            ),
-            Some(Value::Real(1.5)),
-        ),
-        (
-            "每个团队平均有几个人？",
-            Some(
-                "SELECT AVG(v) AS \"AVG(COUNT(*))\" FROM (SELECT COUNT(*) AS v FROM \"Staff\" \
-                 GROUP BY \"Team\")",
-            ),
-            Some(Value::Real(1.5)),
-        ),
+        ("平均每个团队有多少人？", None, Some(Value::Real(1.5))),
+        ("每个环境平均有多少个项目？", None, Some(Value::Real(1.5))),
+        ("每个团队平均有几个人？", None, Some(Value::Real(1.5))),
         // An average of a column per group is that, not an average of counts.
         (
             "每个环境的平均预算是多少？",
-            Some(
-                "SELECT \"Environment\", AVG(\"Budget\") FROM \"Projects\" GROUP BY \
-                 \"Environment\" ORDER BY AVG(\"Budget\") DESC, \"Environment\"",
-            ),
+            None,
             Some(Value::Text("prod".into())),
         ),
         // Without groups, an average number is no figure the template writes (it read the
@@ -839,11 +701,7 @@ fn questions_to_sql() {
         ("the average number of albums", None, None),
         ("What is the average number of staff?", None, None),
         // A number of money before "的" is no count of rows.
-        (
-            "超过60元的项目有多少个？",
-            Some("SELECT COUNT(*) FROM \"Projects\" WHERE \"Budget\" > 60"),
-            Some(Value::Integer(2)),
-        ),
+        ("超过60元的项目有多少个？", None, Some(Value::Integer(2))),
         // A figure in the unit asked for.
         (
             "What is the average track length in minutes?",
@@ -852,7 +710,7 @@ fn questions_to_sql() {
         ),
         (
             "曲目的平均时长是多少分钟？",
-            Some("SELECT CAST(AVG(\"Milliseconds\") AS REAL) / 60000.0 FROM \"Track\""),
+            None,
             Some(Value::Real(915_695.0 / 180_000.0)),
         ),
         // The rows at one end: every one of them (ties shown), within the other conditions.
@@ -874,10 +732,7 @@ fn questions_to_sql() {
         ),
         (
             "哪个项目的预算最高？",
-            Some(
-                "SELECT * FROM \"Projects\" WHERE \"Budget\" = (SELECT MAX(\"Budget\") FROM \
-                 \"Projects\")",
-            ),
+            None,
             Some(Value::Text("Mixer".into())),
         ),
         (
@@ -893,11 +748,7 @@ fn questions_to_sql() {
             Some("SELECT * FROM \"Track\" ORDER BY \"Milliseconds\" DESC LIMIT 2"),
             Some(Value::Integer(3)),
         ),
-        (
-            "最贵的2首曲目",
-            Some("SELECT * FROM \"Track\" ORDER BY \"UnitPrice\" DESC LIMIT 2"),
-            Some(Value::Integer(3)),
-        ),
+        ("最贵的2首曲目", None, Some(Value::Integer(3))),
         // By what, when the superlative says no kind and names no column, is a guess.
         ("the 3 largest invoices", None, None),
         ("Which album has the longest track?", None, None),
@@ -907,11 +758,7 @@ fn questions_to_sql() {
             Some("SELECT MIN(\"Total\"), MAX(\"Total\") FROM \"Invoice\""),
             Some(Value::Real(1.98)),
         ),
-        (
-            "发票总额的最小值和最大值",
-            Some("SELECT MIN(\"Total\"), MAX(\"Total\") FROM \"Invoice\""),
-            Some(Value::Real(1.98)),
-        ),
+        ("发票总额的最小值和最大值", None, Some(Value::Real(1.98))),
         (
             "Show the price range of tracks (minimum and maximum unit price).",
             Some("SELECT MIN(\"UnitPrice\"), MAX(\"UnitPrice\") FROM \"Track\""),
@@ -953,19 +800,8 @@ fn questions_to_sql() {
             Some("SELECT * FROM \"Invoice\" WHERE \"InvoiceDate\" < '2009-12-01'"),
             Some(Value::Integer(1)),
         ),
-        (
-            "2002年5月入职的员工",
-            Some(
-                "SELECT * FROM \"Employee\" WHERE \"HireDate\" >= '2002-05-01' AND \
-                 \"HireDate\" < '2002-06-01'",
-            ),
-            Some(Value::Integer(2)),
-        ),
-        (
-            "2002年12月以后入职的员工",
-            Some("SELECT * FROM \"Employee\" WHERE \"HireDate\" >= '2003-01-01'"),
-            Some(Value::Integer(3)),
-        ),
+        ("2002年5月入职的员工", None, Some(Value::Integer(2))),
+        ("2002年12月以后入职的员工", None, Some(Value::Integer(3))),
         ("employees hired in month 13 of 2002", None, None),
         // Joining is being hired.
         (
@@ -973,11 +809,7 @@ fn questions_to_sql() {
             Some("SELECT * FROM \"Employee\" WHERE \"HireDate\" >= '2003-01-01'"),
             Some(Value::Integer(3)),
         ),
-        (
-            "2002年以后入职的员工",
-            Some("SELECT * FROM \"Employee\" WHERE \"HireDate\" >= '2003-01-01'"),
-            Some(Value::Integer(3)),
-        ),
+        ("2002年以后入职的员工", None, Some(Value::Integer(3))),
         (
             "employees born before 1960",
             Some("SELECT * FROM \"Employee\" WHERE \"BirthDate\" < '1960-01-01'"),
@@ -990,24 +822,13 @@ fn questions_to_sql() {
             Some("SELECT * FROM \"Track\" WHERE (\"Composer\" IS NULL OR \"Composer\" = '')"),
             Some(Value::Integer(2)),
         ),
-        (
-            "作曲家为空的曲目",
-            Some("SELECT * FROM \"Track\" WHERE (\"Composer\" IS NULL OR \"Composer\" = '')"),
-            Some(Value::Integer(2)),
-        ),
+        ("作曲家为空的曲目", None, Some(Value::Integer(2))),
         (
             "List customers whose company is not specified.",
             Some("SELECT * FROM \"Customer\" WHERE (\"Company\" IS NULL OR \"Company\" = '')"),
             Some(Value::Integer(2)),
         ),
-        (
-            "没有公司的客户有多少个？",
-            Some(
-                "SELECT COUNT(*) FROM \"Customer\" WHERE (\"Company\" IS NULL OR \"Company\" = \
-                 '')",
-            ),
-            Some(Value::Integer(4)),
-        ),
+        ("没有公司的客户有多少个？", None, Some(Value::Integer(4))),
         ("employees without a manager", None, None),
         ("staff without probation", None, None),
         // A row by its number.
@@ -1036,11 +857,7 @@ fn questions_to_sql() {
             Some("SELECT * FROM \"Track\" LIMIT 2"),
             Some(Value::Integer(1)),
         ),
-        (
-            "前2个项目",
-            Some("SELECT * FROM \"Projects\" LIMIT 2"),
-            Some(Value::Text("Mixer".into())),
-        ),
+        ("前2个项目", None, Some(Value::Text("Mixer".into()))),
         (
             "first 2 albums sorted by title",
             Some("SELECT * FROM \"Album\" ORDER BY \"Title\" LIMIT 2"),
@@ -1063,14 +880,7 @@ fn questions_to_sql() {
             Some("SELECT COUNT(*) FROM \"Invoice\" WHERE \"InvoiceDate\" < '2010-01-01'"),
             Some(Value::Integer(2)),
         ),
-        (
-            "2009年的发票有多少张？",
-            Some(
-                "SELECT COUNT(*) FROM \"Invoice\" WHERE \"InvoiceDate\" >= '2009-01-01' AND \
-                 \"InvoiceDate\" < '2010-01-01'",
-            ),
-            Some(Value::Integer(2)),
-        ),
+        ("2009年的发票有多少张？", None, Some(Value::Integer(2))),
         (
             "total of invoice totals after 2009",
             Some("SELECT SUM(\"Total\") FROM \"Invoice\" WHERE \"InvoiceDate\" >= '2010-01-01'"),
@@ -1096,36 +906,17 @@ fn questions_to_sql() {
         ),
         (
             "请帮我列出客户最多的前2个国家",
-            Some(
-                "SELECT \"Country\", COUNT(*) FROM \"Customer\" GROUP BY \"Country\" HAVING \
-                 COUNT(*) >= COALESCE((SELECT v FROM (SELECT COUNT(*) AS v FROM \"Customer\" GROUP \
-                 BY \"Country\") ORDER BY v DESC LIMIT 1 OFFSET 1), 0) ORDER BY COUNT(*) DESC, \
-                 \"Country\"",
-            ),
+            None,
             Some(Value::Text("Canada".into())),
         ),
         (
             "客户最多的前2个国家",
-            Some(
-                "SELECT \"Country\", COUNT(*) FROM \"Customer\" GROUP BY \"Country\" HAVING \
-                 COUNT(*) >= COALESCE((SELECT v FROM (SELECT COUNT(*) AS v FROM \"Customer\" GROUP \
-                 BY \"Country\") ORDER BY v DESC LIMIT 1 OFFSET 1), 0) ORDER BY COUNT(*) DESC, \
-                 \"Country\"",
-            ),
+            None,
             Some(Value::Text("Canada".into())),
         ),
         (
             "专辑最少的前1位艺术家",
-            Some(
-                "SELECT p.\"Name\", COUNT(c.\"ArtistId\") FROM \"Artist\" AS p LEFT JOIN \"Album\" \
-                 AS c ON c.\"ArtistId\" = p.\"ArtistId\" GROUP BY p.\"ArtistId\" HAVING \
-                 COUNT(c.\"ArtistId\") <= COALESCE((SELECT v FROM (SELECT COUNT(c.\"ArtistId\") AS v \
-                 FROM \"Artist\" AS p LEFT JOIN \"Album\" AS c ON c.\"ArtistId\" = p.\"ArtistId\" \
-                 GROUP BY p.\"ArtistId\") ORDER BY v LIMIT 1 OFFSET 0), (SELECT MAX(v) FROM (SELECT \
-                 COUNT(c.\"ArtistId\") AS v FROM \"Artist\" AS p LEFT JOIN \"Album\" AS c ON \
-                 c.\"ArtistId\" = p.\"ArtistId\" GROUP BY p.\"ArtistId\"))) ORDER BY \
-                 COUNT(c.\"ArtistId\"), p.\"Name\", p.\"ArtistId\"",
-            ),
+            None,
             Some(Value::Text("Aerosmith".into())),
         ),
         ("top 2 rock countries by number of customers", None, None),
@@ -1202,7 +993,6 @@ fn a_parent_without_children_counts_zero_and_ties_are_shown_whole() {
         ),
         ("Which artist has the fewest albums?", &[("Aerosmith", 0)]),
         // The top N groups, with every group tied with the N-th.
-        ("专辑最多的前1位艺术家", &[("AC/DC", 2), ("Accept", 2)]),
         (
             "List the top 3 countries by number of customers.",
             &[
@@ -1232,14 +1022,10 @@ fn a_parent_without_children_counts_zero_and_ties_are_shown_whole() {
             "Which artists have fewer than 1 album?",
             &[("Aerosmith", 0)],
         ),
-        ("专辑超过1张的艺术家", &[("AC/DC", 2), ("Accept", 2)]),
-        ("哪些艺术家的专辑少于1张？", &[("Aerosmith", 0)]),
-        ("有超过2名客户的国家有哪些？", &[("Canada", 3)]),
         (
             "List the countries with more than 1 customer.",
             &[("Canada", 3), ("Brazil", 2)],
         ),
-        ("客户不少于2个的国家", &[("Canada", 3), ("Brazil", 2)]),
         (
             "top 9 countries by number of customers",
             &[
@@ -1271,12 +1057,10 @@ fn a_table_of_people_is_named_by_any_word_for_people() {
     drop(c);
     let schema = introspect(&db, 5).unwrap();
     for (question, want) in [
-        ("每个团队有多少员工？", &[("Audio", 2), ("Video", 1)][..]),
         (
             "How many employees does each team have?",
-            &[("Audio", 2), ("Video", 1)],
+            &[("Audio", 2), ("Video", 1)][..],
         ),
-        ("有超过1名员工的团队有哪些？", &[("Audio", 2)]),
         ("Which teams have more than 1 person?", &[("Audio", 2)]),
         (
             "How many people are on each team?",
@@ -1286,7 +1070,6 @@ fn a_table_of_people_is_named_by_any_word_for_people() {
             "How many people work in each team?",
             &[("Audio", 2), ("Video", 1)],
         ),
-        ("各团队的人员数量", &[("Audio", 2), ("Video", 1)]),
     ] {
         let want: Vec<(String, i64)> = want.iter().map(|(n, c)| (n.to_string(), *c)).collect();
         assert_eq!(named_counts(&db, &schema, question), want, "{question}");
@@ -1295,21 +1078,11 @@ fn a_table_of_people_is_named_by_any_word_for_people() {
         template_sql("How many employees are there?", &schema).as_deref(),
         Some("SELECT COUNT(*) FROM \"Staff\"")
     );
-    // A listing of the people is their rows; "who" asks for their names.
-    for (question, select) in [
-        ("帮我列出 Audio 团队的人", "*"),
-        ("Audio 团队的人员有哪些？", "*"),
-        ("Audio团队有哪些人？", "\"Name\""),
-        ("Who works in the Audio team?", "\"Name\""),
-    ] {
-        assert_eq!(
-            template_sql(question, &schema),
-            Some(format!(
-                "SELECT {select} FROM \"Staff\" WHERE \"Team\" = 'Audio'"
-            )),
-            "{question}"
-        );
-    }
+    // "Who" asks for the people's names.
+    assert_eq!(
+        template_sql("Who works in the Audio team?", &schema).as_deref(),
+        Some("SELECT \"Name\" FROM \"Staff\" WHERE \"Team\" = 'Audio'")
+    );
     // "work" is no place, and a verb of no people is not consumed.
     assert_eq!(
         template_sql("How many projects work in each team?", &schema),
@@ -1353,10 +1126,6 @@ fn a_value_is_found_beyond_the_samples() {
         (
             "How many test projects are there?",
             "SELECT COUNT(*) FROM \"Projects\" WHERE \"Environment\" = 'test'",
-        ),
-        (
-            "Video团队有哪些人？",
-            "SELECT \"Name\" FROM \"Staff\" WHERE \"Team\" = 'Video'",
         ),
         // "on" leads to a value.
         (
@@ -1419,10 +1188,6 @@ fn a_column_of_doers_is_named_by_its_verb() {
             Some("SELECT * FROM \"Projects\" WHERE \"Owner\" = 'Daniel Ng'"),
         ),
         (
-            "李娜负责的项目有哪些？",
-            Some("SELECT * FROM \"Projects\" WHERE \"Owner\" = '李娜'"),
-        ),
-        (
             "projects of owner Ada Li",
             Some("SELECT * FROM \"Projects\" WHERE \"Owner\" = 'Ada Li'"),
         ),
@@ -1433,19 +1198,7 @@ fn a_column_of_doers_is_named_by_its_verb() {
         ("Which owners have at least 2 projects in every year?", None),
         ("owners of 2 or more projects", None),
         // 以上 after the number: that number or more.
-        ("负责2个以上项目的负责人", Some(two_or_more)),
         // The asking before it is not part of what is counted.
-        ("帮我列出负责2个以上项目的负责人", Some(two_or_more)),
-        ("请问哪些负责人负责2个以上项目？", Some(two_or_more)),
-        ("哪些负责人负责2个以上项目？", Some(two_or_more)),
-        ("有2个及以上项目的负责人", Some(two_or_more)),
-        (
-            "项目1个以下的负责人",
-            Some(
-                "SELECT \"Owner\", COUNT(*) FROM \"Projects\" GROUP BY \"Owner\" HAVING \
-                 COUNT(*) <= 1 ORDER BY COUNT(*) DESC, \"Owner\"",
-            ),
-        ),
         // Who does it: the doer's column.
         (
             "Who owns the Portal project?",
@@ -1475,14 +1228,7 @@ fn a_start_is_named_by_its_verb_to_the_month() {
     drop(c);
     let schema = introspect(&db, 3).unwrap();
     let after_march = "SELECT * FROM \"Projects\" WHERE \"Start date\" >= '2024-04-01'";
-    let cases: &[(&str, &str)] = &[
-        ("Which projects started after March 2024?", after_march),
-        ("2024年3月以后开始的项目有哪些？", after_march),
-        (
-            "2024年以后启动的项目",
-            "SELECT * FROM \"Projects\" WHERE \"Start date\" >= '2025-01-01'",
-        ),
-    ];
+    let cases: &[(&str, &str)] = &[("Which projects started after March 2024?", after_march)];
     let policy = Policy::default();
     for (question, want) in cases {
         let sql = template_sql(question, &schema);
@@ -1524,14 +1270,7 @@ fn two_values_are_two_filters() {
             ),
             1,
         ),
-        (
-            "李娜负责的进行中的项目有哪些？",
-            Some(
-                "SELECT * FROM \"Projects\" WHERE \"Owner\" = '李娜' AND \"Status\" = \
-                 'In progress'",
-            ),
-            1,
-        ),
+        ("李娜负责的进行中的项目有哪些？", None, 1),
         (
             "How many prod projects are in progress?",
             Some(
@@ -1555,13 +1294,7 @@ fn two_values_are_two_filters() {
             ),
             1,
         ),
-        (
-            "计划中的 dev 项目有哪些？",
-            Some(
-                "SELECT * FROM \"Projects\" WHERE \"Status\" = 'Planned' AND \"Environment\" = 'dev'",
-            ),
-            1,
-        ),
+        ("计划中的 dev 项目有哪些？", None, 1),
         // One column asked to be two values is either of them, an OR.
         ("projects owned by Daniel Ng or Emily Carter", None, 0),
         // The same words in two columns: whose is unsure.
@@ -1653,14 +1386,7 @@ fn a_listing_shows_each_row_with_its_parents_or_columns() {
             ),
             3,
         ),
-        (
-            "列出所有专辑及其艺术家",
-            Some(
-                "SELECT c.\"Title\", p1.\"Name\" FROM \"Album\" AS c LEFT JOIN \"Artist\" AS p1 \
-                 ON p1.\"ArtistId\" = c.\"ArtistId\"",
-            ),
-            3,
-        ),
+        ("列出所有专辑及其艺术家", None, 3),
         // The table named before the marker is listed, though `MediaType` has more words.
         (
             "List all tracks with their media type.",
@@ -1718,21 +1444,13 @@ fn a_listing_shows_each_row_with_its_parents_or_columns() {
             Some("SELECT \"Project\", \"Budget\" FROM \"Projects\""),
             3,
         ),
-        (
-            "列出所有项目及其负责人和状态",
-            Some("SELECT \"Project\", \"Owner\", \"Status\" FROM \"Projects\""),
-            3,
-        ),
+        ("列出所有项目及其负责人和状态", None, 3),
         (
             "Show each project's owner.",
             Some("SELECT \"Project\", \"Owner\" FROM \"Projects\""),
             3,
         ),
-        (
-            "每个项目的负责人是谁？",
-            Some("SELECT \"Project\", \"Owner\" FROM \"Projects\""),
-            3,
-        ),
+        ("每个项目的负责人是谁？", None, 3),
         (
             "List project names and budgets.",
             Some("SELECT \"Project\", \"Budget\" FROM \"Projects\""),
@@ -1770,11 +1488,7 @@ fn a_value_two_keys_away_filters_through_the_parent() {
             Some(&format!("SELECT COUNT(*) FROM \"Track\" WHERE {by_acdc}")),
             1,
         ),
-        (
-            "AC/DC的曲目有哪些？",
-            Some(&format!("SELECT * FROM \"Track\" WHERE {by_acdc}")),
-            2,
-        ),
+        ("AC/DC的曲目有哪些？", None, 2),
         (
             "List all tracks by the artist AC/DC including album name and genre.",
             Some(&format!(
@@ -1820,9 +1534,95 @@ fn a_key_to_its_own_table_is_named_by_words_for_a_superior() {
             Some(with_manager),
             3,
         ),
-        ("每个员工的上级是谁？", Some(with_manager), 3),
-        ("列出所有员工及其上级", Some(with_manager), 3),
+        ("每个员工的上级是谁？", None, 3),
+        ("列出所有员工及其上级", None, 3),
         // Customers report to no one: a manager is no column of theirs.
         ("Which customers do not have a manager?", None, 0),
     ]);
+}
+
+/// Chinese questions are read against a schema named in Chinese, as a sheet with Chinese
+/// headers is: the names match as written, and the grammar (counts per group, comparisons
+/// with a number, top N, values, yes/no columns) is the general word list's.
+#[test]
+fn chinese_questions_over_chinese_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("zh.sqlite");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "CREATE TABLE 项目 (名称 TEXT, 负责人 TEXT, 环境 TEXT, 状态 TEXT, 预算 INTEGER);
+         INSERT INTO 项目 VALUES ('调度器', '张伟', 'prod', '进行中', 100),
+                                ('门户', '刘洋', 'prod', '已完成', 50),
+                                ('建图', '张伟', 'dev', '进行中', 70),
+                                ('迁移', '周敏', 'staging', '计划中', 90);
+         CREATE TABLE 员工 (姓名 TEXT, 团队 TEXT, 试用期 INTEGER);
+         INSERT INTO 员工 VALUES ('张伟', '平台', 0), ('刘洋', '平台', 1), ('周敏', '数据', 1);",
+    )
+    .unwrap();
+    drop(c);
+    check_rows(
+        &db,
+        &[
+            ("有多少个项目？", Some("SELECT COUNT(*) FROM \"项目\""), 1),
+            (
+                "每个环境有多少项目？",
+                Some(
+                    "SELECT \"环境\", COUNT(*) FROM \"项目\" GROUP BY \"环境\" \
+                     ORDER BY COUNT(*) DESC, \"环境\"",
+                ),
+                3,
+            ),
+            (
+                "按环境统计项目数量",
+                Some(
+                    "SELECT \"环境\", COUNT(*) FROM \"项目\" GROUP BY \"环境\" \
+                     ORDER BY COUNT(*) DESC, \"环境\"",
+                ),
+                3,
+            ),
+            (
+                "哪些项目在 prod 环境？",
+                Some("SELECT * FROM \"项目\" WHERE \"环境\" = 'prod'"),
+                2,
+            ),
+            (
+                "预算超过60的项目有哪些？",
+                Some("SELECT * FROM \"项目\" WHERE \"预算\" > 60"),
+                3,
+            ),
+            (
+                "预算最高的前2个项目",
+                Some("SELECT * FROM \"项目\" ORDER BY \"预算\" DESC LIMIT 2"),
+                2,
+            ),
+            (
+                "项目预算总和",
+                Some("SELECT SUM(\"预算\") FROM \"项目\""),
+                1,
+            ),
+            (
+                "各团队有多少人？",
+                Some(
+                    "SELECT \"团队\", COUNT(*) FROM \"员工\" GROUP BY \"团队\" \
+                     ORDER BY COUNT(*) DESC, \"团队\"",
+                ),
+                2,
+            ),
+            (
+                "还在试用期的员工有哪些？",
+                Some("SELECT * FROM \"员工\" WHERE \"试用期\" = 1"),
+                2,
+            ),
+            (
+                "每个环境的平均预算是多少？",
+                Some(
+                    "SELECT \"环境\", AVG(\"预算\") FROM \"项目\" GROUP BY \"环境\" \
+                     ORDER BY AVG(\"预算\") DESC, \"环境\"",
+                ),
+                3,
+            ),
+            // "负责" is not the column "负责人" by its name: unsure, so no statement.
+            ("张伟负责的项目有哪些？", None, 0),
+        ],
+    );
 }

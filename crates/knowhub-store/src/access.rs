@@ -48,7 +48,7 @@ pub struct AuditEntry<'a> {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct AuditRecord {
     pub id: i64,
-    /// Milliseconds since the Unix epoch.
+    /// Time since the Unix epoch, in milliseconds.
     pub at: i64,
     pub trace_id: String,
     pub user: String,

@@ -19,7 +19,7 @@ pub struct GroupSpaceRecord {
     /// `channel`, `chat` or `project`.
     pub kind: String,
     pub created_by: UserId,
-    /// Milliseconds since the Unix epoch.
+    /// Time since the Unix epoch, in milliseconds.
     pub created_at: i64,
 }
 
@@ -40,7 +40,7 @@ pub struct GroupMemberRecord {
     /// The agent acting for the user in this group (seed 003's `agent_id`), when given.
     pub agent: Option<AgentId>,
     pub role: GroupRole,
-    /// Milliseconds since the Unix epoch.
+    /// Time since the Unix epoch, in milliseconds.
     pub joined_at: i64,
 }
 

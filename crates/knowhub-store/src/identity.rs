@@ -25,7 +25,7 @@ pub struct UserRecord {
     pub id: UserId,
     pub display_name: String,
     pub role: Role,
-    /// Milliseconds since the Unix epoch.
+    /// Time since the Unix epoch, in milliseconds.
     pub created_at: i64,
     /// When the user was removed (milliseconds since the Unix epoch); `None` while active.
     pub removed_at: Option<i64>,

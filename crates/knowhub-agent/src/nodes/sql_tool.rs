@@ -44,7 +44,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     let understood = deps.llm.is_none().then(|| {
         targets
             .iter()
-            .find(|t| crate::sql::template_for(question, &t.schema).is_some())
+            .find(|t| knowhub_sqlgen::template_for(question, &t.schema).is_some())
     });
     let Some(target) = understood.flatten().or_else(|| pick(&targets, question)) else {
         state.tools.sql = Some(SqlSummary::default());
@@ -56,7 +56,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         .with_tool("sql_tool"));
     };
     let question = state.input.normalized_query.clone();
-    let outcome = crate::sql::nl2sql(
+    let outcome = knowhub_sqlgen::nl2sql(
         deps.llm,
         &target.schema,
         &target.path,
@@ -82,7 +82,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         .iter()
         .map(|(by, sql, err)| json!({ "by": by, "sql": clip(sql, 400), "error": err }))
         .collect();
-    let Some(crate::sql::Answer {
+    let Some(knowhub_sqlgen::Answer {
         by,
         sql,
         result,
@@ -172,7 +172,7 @@ pub(crate) fn template_understands(deps: &Deps<'_>, question: &str) -> bool {
     match targets(deps) {
         Ok(targets) => targets
             .iter()
-            .any(|t| crate::sql::template_for(question, &t.schema).is_some()),
+            .any(|t| knowhub_sqlgen::template_for(question, &t.schema).is_some()),
         Err(e) => {
             tracing::warn!("routing without the data's schema: {e}");
             false
@@ -180,11 +180,11 @@ pub(crate) fn template_understands(deps: &Deps<'_>, question: &str) -> bool {
     }
 }
 
-/// The databases and tables `deps.ctx` may query.
+/// The databases and tables the caller may query.
 fn targets(deps: &Deps<'_>) -> std::result::Result<Vec<Target>, String> {
     let data = deps
-        .engine
-        .queryable_data(deps.ctx)
+        .kb
+        .queryable_data()
         .map_err(|e| AgentError::Engine(e).to_string())?;
     let mut out = Vec::new();
     if !data.tables.is_empty() {
@@ -216,7 +216,7 @@ fn targets(deps: &Deps<'_>) -> std::result::Result<Vec<Target>, String> {
                 .collect(),
         });
     }
-    let orgs = deps.engine.org_ids(deps.ctx).map_err(|e| e.to_string())?;
+    let orgs = deps.kb.org_ids().map_err(|e| e.to_string())?;
     for source in data.sources {
         let schema = match deps.schemas.get(Path::new(&source.path), 3) {
             Ok(s) => s,
@@ -252,7 +252,7 @@ fn pick<'a>(targets: &'a [Target], question: &str) -> Option<&'a Target> {
         .iter()
         .filter(|t| !t.schema.tables.is_empty())
         .max_by_key(|t| {
-            let text = t.schema.prompt_text(4_000);
+            let text = knowhub_sqlgen::SchemaPrompt::prompt_text(&t.schema, 4_000);
             let words = terms(&text);
             q.iter().filter(|w| words.contains(*w)).count()
         })
