@@ -215,7 +215,8 @@ pub(crate) async fn ask(
                 brief_answers: brief,
                 ..AgentOptions::default()
             };
-            let agent = Agent::new(s.engine.clone(), llm, options);
+            let agent =
+                Agent::new(s.engine.clone(), llm, options).with_schemas(state.schemas.clone());
             let request = AskRequest {
                 question,
                 session: session_id,

@@ -107,6 +107,8 @@ pub struct AppState {
     llm: Mutex<LlmSlot>,
     /// Questions in flight, by the window's request id (for the stop button).
     asks: Mutex<HashMap<String, CancelFlag>>,
+    /// The databases' schemas, read once for every question the window asks.
+    pub(crate) schemas: Arc<knowhub_agent::SchemaCache>,
     watch: Mutex<Option<WatchService>>,
     /// An async lock: starting and stopping the server await, and never overlap.
     api: tokio::sync::Mutex<ApiSlot>,
@@ -163,6 +165,7 @@ impl AppState {
             embedder_override: config.embedder.clone(),
             llm: Mutex::new(LlmSlot::default()),
             asks: Mutex::new(HashMap::new()),
+            schemas: Arc::default(),
             watch: Mutex::new(None),
             api: tokio::sync::Mutex::new(ApiSlot::default()),
         })

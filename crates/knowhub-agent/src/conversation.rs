@@ -7,7 +7,9 @@
 //! the session; older turns not yet summarised, and every older turn when there is no model,
 //! are carried as the list of questions the user asked.
 
-use knowhub_engine::{Engine, RequestContext, SessionSummary, TurnRecord};
+use knowhub_engine::{SessionSummary, TurnRecord};
+
+use crate::KnowledgeBase;
 use knowhub_llm::{Llm, Message};
 
 use crate::lang::is_cjk;
@@ -71,15 +73,14 @@ pub(crate) struct Window {
 /// summary of everything older in `input.conversation_summary` (written and stored first when
 /// enough unsummarised turns have gathered and a model is there).
 pub(crate) fn load(
-    engine: &Engine,
-    ctx: &RequestContext,
+    kb: &dyn KnowledgeBase,
     llm: Option<&dyn Llm>,
     session: &str,
     window: Window,
     state: &mut AgentState,
     events: &mut dyn FnMut(&AgentEvent),
 ) -> Result<()> {
-    let recent = engine.session_turns(ctx, session, window.max_turns)?;
+    let recent = kb.turns(session, window.max_turns)?;
     let kept = bound_history(recent, window.max_tokens, &|s| count_tokens(llm, s));
     let first_kept = kept.first().map_or(i64::MAX, |t| t.id);
     state.messages = kept
@@ -89,10 +90,9 @@ pub(crate) fn load(
             answer: t.answer,
         })
         .collect();
-    let stored = engine.session_summary(ctx, session)?;
+    let stored = kb.summary(session)?;
     let through = stored.as_ref().map_or(0, |s| s.through_turn);
-    let pending =
-        engine.session_turns_between(ctx, session, (through, first_kept), MAX_PENDING_TURNS)?;
+    let pending = kb.turns_between(session, (through, first_kept), MAX_PENDING_TURNS)?;
     let mut summary = stored.map(|s| s.summary);
     let mut listed = pending.as_slice();
     if pending.len() >= SUMMARY_BATCH
@@ -102,8 +102,7 @@ pub(crate) fn load(
         if window.store_summary
             && let Some(last) = pending.last()
         {
-            engine.set_session_summary(
-                ctx,
+            kb.set_summary(
                 session,
                 &SessionSummary {
                     through_turn: last.id,

@@ -22,13 +22,13 @@ mod citations;
 mod conversation;
 mod extractive;
 pub mod graph;
+mod kb;
 pub mod knowledge;
 mod lang;
 pub mod memory;
 mod nodes;
 pub mod providers;
 mod schema_cache;
-pub mod sql;
 pub mod state;
 mod text;
 
@@ -36,11 +36,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use knowhub_engine::{Engine, EngineError, RequestContext, TraceRecord, TurnRecord};
+
 use knowhub_llm::{Llm, Message};
+pub use schema_cache::SchemaCache;
 use serde::Serialize;
 use thiserror::Error;
 
 pub use citations::{same_citations, same_words};
+pub use kb::{Caller, EngineKnowledge, KnowledgeBase};
 pub use lang::Lang;
 pub use nodes::route::{route_by_rules, route_with_llm};
 pub use state::{AgentState, CancelFlag, Route, StopReason};
@@ -111,7 +114,9 @@ pub enum AgentEvent {
     },
     /// A piece of the answer as the model writes it.
     Token(String),
-    /// The streamed text was withdrawn (it failed the citation check): show this instead.
+    /// The whole answer at once, in place of anything shown so far (brief answers, which
+    /// are not streamed). Streamed answers never take back what they showed: only sentences
+    /// that passed the citation check are streamed.
     Replace(String),
 }
 
@@ -156,7 +161,7 @@ pub struct Agent {
     engine: Arc<Engine>,
     llm: Option<Arc<dyn Llm>>,
     options: AgentOptions,
-    schemas: Arc<schema_cache::SchemaCache>,
+    schemas: Arc<SchemaCache>,
 }
 
 impl Agent {
@@ -169,7 +174,13 @@ impl Agent {
         }
     }
 
-    /// The model answers are written with (`None`: extractive mode).
+    /// Shares `schemas` with other agents of the process: the databases' schemas are read
+    /// once and again only when a file changes, however many questions and accounts ask.
+    pub fn with_schemas(mut self, schemas: Arc<SchemaCache>) -> Agent {
+        self.schemas = schemas;
+        self
+    }
+
     /// The language model answers are written with (`None`: extractive answers).
     pub fn llm(&self) -> Option<Arc<dyn Llm>> {
         self.llm.clone()
@@ -180,22 +191,38 @@ impl Agent {
     }
 
     /// Answers `req` for `ctx`, streaming events; stores the turn and the trace unless the
-    /// request is ephemeral.
+    /// request is ephemeral. The caller's permissions are resolved once, here
+    /// ([`Engine::session`]); every step of the question reads through that one view.
     pub fn ask(
         &self,
         ctx: &RequestContext,
         req: &AskRequest,
         events: &mut dyn FnMut(&AgentEvent),
     ) -> Result<AskOutcome> {
+        let kb = EngineKnowledge::new(self.engine.session(ctx)?);
+        let trace_id = if ctx.trace_id.is_empty() {
+            format!("trace-{}", graph::now_ms())
+        } else {
+            ctx.trace_id.clone()
+        };
+        self.ask_in(&kb, &trace_id, req, events)
+    }
+
+    /// [`Agent::ask`] over any knowledge base (a test's fake, or an engine session opened by
+    /// the caller), with the trace id to record.
+    pub fn ask_in(
+        &self,
+        kb: &dyn KnowledgeBase,
+        trace_id: &str,
+        req: &AskRequest,
+        events: &mut dyn FnMut(&AgentEvent),
+    ) -> Result<AskOutcome> {
         let started = Instant::now();
         let mut state = AgentState {
-            trace_id: ctx.trace_id.clone(),
+            trace_id: trace_id.to_string(),
             cancel: req.cancel.clone(),
             ..AgentState::default()
         };
-        if state.trace_id.is_empty() {
-            state.trace_id = format!("trace-{}", graph::now_ms());
-        }
         state.input.query = req.question.clone();
         state.input.project = req.project.clone();
         // The conversation so far (the caller's own; another user's session is "not found").
@@ -205,8 +232,7 @@ impl Agent {
         state.input.session_id = session.clone();
         if let Some(id) = &session {
             conversation::load(
-                &self.engine,
-                ctx,
+                kb,
                 self.llm.as_deref(),
                 id,
                 conversation::Window {
@@ -220,8 +246,7 @@ impl Agent {
         }
         state.input.standalone_query = self.standalone(&mut state, events);
         let mut deps = nodes::Deps {
-            engine: &self.engine,
-            ctx,
+            kb,
             llm: self.llm.as_deref(),
             options: &self.options,
             schemas: &self.schemas,
@@ -234,11 +259,11 @@ impl Agent {
         let total_ms = started.elapsed().as_millis() as u64;
         if !req.ephemeral {
             if session.is_none() {
-                let id = self.engine.create_session(ctx, &req.question)?.id;
+                let id = kb.create_conversation(&req.question)?.id;
                 state.input.session_id = Some(id.clone());
                 session = Some(id);
             }
-            self.persist(ctx, &state, session.as_deref(), total_ms)?;
+            persist(kb, &state, session.as_deref(), total_ms)?;
         }
         Ok(AskOutcome {
             session_id: session,
@@ -285,48 +310,41 @@ impl Agent {
         }
         format!("{} {}", last.question, q)
     }
-
-    fn persist(
-        &self,
-        ctx: &RequestContext,
-        state: &AgentState,
-        session: Option<&str>,
-        total_ms: u64,
-    ) -> Result<()> {
-        let json = serde_json::to_string(state).map_err(|e| AgentError::Trace(e.to_string()))?;
-        self.engine.record_trace(
-            ctx,
-            &TraceRecord {
-                id: state.trace_id.clone(),
-                session_id: session.map(str::to_owned),
-                user_id: String::new(),
-                question: state.input.query.clone(),
-                route: state.plan.route.as_str().into(),
-                stop_reason: state.output.stop_reason.as_str().into(),
-                total_ms,
-                prompt_tokens: state.prompt_tokens,
-                completion_tokens: state.completion_tokens,
-                state: json,
-                created_at_ms: 0,
-            },
-        )?;
-        if let Some(id) = session {
-            self.engine.record_turn(
-                ctx,
-                &TurnRecord {
-                    id: 0,
-                    session_id: id.to_string(),
-                    question: state.input.query.clone(),
-                    standalone: state.input.normalized_query.clone(),
-                    answer: state.output.final_answer.clone(),
-                    trace_id: state.trace_id.clone(),
-                    stop_reason: state.output.stop_reason.as_str().into(),
-                    created_at_ms: 0,
-                },
-            )?;
-        }
-        Ok(())
+}
+/// Stores the question's trace, and its turn in the conversation.
+fn persist(
+    kb: &dyn KnowledgeBase,
+    state: &AgentState,
+    session: Option<&str>,
+    total_ms: u64,
+) -> Result<()> {
+    let json = serde_json::to_string(state).map_err(|e| AgentError::Trace(e.to_string()))?;
+    kb.record_trace(&TraceRecord {
+        id: state.trace_id.clone(),
+        session_id: session.map(str::to_owned),
+        user_id: String::new(),
+        question: state.input.query.clone(),
+        route: state.plan.route.as_str().into(),
+        stop_reason: state.output.stop_reason.as_str().into(),
+        total_ms,
+        prompt_tokens: state.prompt_tokens,
+        completion_tokens: state.completion_tokens,
+        state: json,
+        created_at_ms: 0,
+    })?;
+    if let Some(id) = session {
+        kb.record_turn(&TurnRecord {
+            id: 0,
+            session_id: id.to_string(),
+            question: state.input.query.clone(),
+            standalone: state.input.normalized_query.clone(),
+            answer: state.output.final_answer.clone(),
+            trace_id: state.trace_id.clone(),
+            stop_reason: state.output.stop_reason.as_str().into(),
+            created_at_ms: 0,
+        })?;
     }
+    Ok(())
 }
 
 /// Short questions and ones that point back ("it", "那个", "what about …") are follow-ups.

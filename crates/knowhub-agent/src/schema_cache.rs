@@ -17,15 +17,16 @@ use knowhub_sql::Schema;
 /// SQLite has not yet checkpointed changes only the log.
 type Stamp = [(u64, Option<SystemTime>); 2];
 
+/// Database schemas by file, each kept while the file (and its write-ahead log) is unchanged.
 #[derive(Debug, Default)]
-pub(crate) struct SchemaCache {
+pub struct SchemaCache {
     entries: Mutex<HashMap<(PathBuf, usize), (Stamp, Schema)>>,
 }
 
 impl SchemaCache {
     /// The schema of the database at `path` with `samples` sample values per column, read
     /// again only when the file or its log changed since it was last read.
-    pub(crate) fn get(&self, path: &Path, samples: usize) -> knowhub_sql::Result<Schema> {
+    pub fn get(&self, path: &Path, samples: usize) -> knowhub_sql::Result<Schema> {
         let key = (path.to_path_buf(), samples);
         let before = stamp(path);
         if let Some(before) = before

@@ -38,7 +38,11 @@ impl Engine {
 
     /// Starts a conversation owned by `ctx`'s user.
     pub fn create_session(&self, ctx: &RequestContext, title: &str) -> Result<SessionRecord> {
-        let access = self.authorize(ctx)?;
+        self.create_session_as(&self.authorize(ctx)?, title)
+    }
+
+    /// [`Engine::create_session`] with permissions already resolved.
+    pub(crate) fn create_session_as(&self, access: &Access, title: &str) -> Result<SessionRecord> {
         let id = format!("sess-{}", crate::permissions::new_trace_id());
         let title: String = title.chars().take(80).collect();
         let mut store = self.store();
@@ -69,8 +73,17 @@ impl Engine {
         id: &str,
         limit: usize,
     ) -> Result<Vec<TurnRecord>> {
-        let access = self.authorize(ctx)?;
-        self.own_session(&access, id)?;
+        self.session_turns_as(&self.authorize(ctx)?, id, limit)
+    }
+
+    /// [`Engine::session_turns`] with permissions already resolved.
+    pub(crate) fn session_turns_as(
+        &self,
+        access: &Access,
+        id: &str,
+        limit: usize,
+    ) -> Result<Vec<TurnRecord>> {
+        self.own_session(access, id)?;
         Ok(self.store().turns(id, limit)?)
     }
 
@@ -83,8 +96,18 @@ impl Engine {
         (after, before): (i64, i64),
         limit: usize,
     ) -> Result<Vec<TurnRecord>> {
-        let access = self.authorize(ctx)?;
-        self.own_session(&access, id)?;
+        self.session_turns_between_as(&self.authorize(ctx)?, id, (after, before), limit)
+    }
+
+    /// [`Engine::session_turns_between`] with permissions already resolved.
+    pub(crate) fn session_turns_between_as(
+        &self,
+        access: &Access,
+        id: &str,
+        (after, before): (i64, i64),
+        limit: usize,
+    ) -> Result<Vec<TurnRecord>> {
+        self.own_session(access, id)?;
         Ok(self.store().turns_between(id, after, before, limit)?)
     }
 
@@ -94,8 +117,16 @@ impl Engine {
         ctx: &RequestContext,
         id: &str,
     ) -> Result<Option<SessionSummary>> {
-        let access = self.authorize(ctx)?;
-        self.own_session(&access, id)?;
+        self.session_summary_as(&self.authorize(ctx)?, id)
+    }
+
+    /// [`Engine::session_summary`] with permissions already resolved.
+    pub(crate) fn session_summary_as(
+        &self,
+        access: &Access,
+        id: &str,
+    ) -> Result<Option<SessionSummary>> {
+        self.own_session(access, id)?;
         Ok(self.store().session_summary(id)?)
     }
 
@@ -106,15 +137,28 @@ impl Engine {
         id: &str,
         summary: &SessionSummary,
     ) -> Result<()> {
-        let access = self.authorize(ctx)?;
-        self.own_session(&access, id)?;
+        self.set_session_summary_as(&self.authorize(ctx)?, id, summary)
+    }
+
+    /// [`Engine::set_session_summary`] with permissions already resolved.
+    pub(crate) fn set_session_summary_as(
+        &self,
+        access: &Access,
+        id: &str,
+        summary: &SessionSummary,
+    ) -> Result<()> {
+        self.own_session(access, id)?;
         Ok(self.store().set_session_summary(id, summary)?)
     }
 
     /// Appends a turn to one of the caller's conversations.
     pub fn record_turn(&self, ctx: &RequestContext, turn: &TurnRecord) -> Result<i64> {
-        let access = self.authorize(ctx)?;
-        self.own_session(&access, &turn.session_id)?;
+        self.record_turn_as(&self.authorize(ctx)?, turn)
+    }
+
+    /// [`Engine::record_turn`] with permissions already resolved.
+    pub(crate) fn record_turn_as(&self, access: &Access, turn: &TurnRecord) -> Result<i64> {
+        self.own_session(access, &turn.session_id)?;
         Ok(self.store().add_turn(turn)?)
     }
 
@@ -130,11 +174,15 @@ impl Engine {
 
     /// Stores a trace as the caller's (the user id is taken from the context, not the record).
     pub fn record_trace(&self, ctx: &RequestContext, trace: &TraceRecord) -> Result<()> {
-        let access = self.authorize(ctx)?;
+        self.record_trace_as(&self.authorize(ctx)?, trace)
+    }
+
+    /// [`Engine::record_trace`] with permissions already resolved.
+    pub(crate) fn record_trace_as(&self, access: &Access, trace: &TraceRecord) -> Result<()> {
         let mut t = trace.clone();
         t.user_id = access.ctx.user.as_str().to_string();
         if let Some(session) = &t.session_id {
-            self.own_session(&access, session)?;
+            self.own_session(access, session)?;
         }
         self.store().put_trace(&t)?;
         Ok(())
@@ -258,7 +306,11 @@ impl Engine {
     /// What `ctx` may query: spreadsheet tables of readable documents and registered sources
     /// sharing a scope with it (all for administrators).
     pub fn queryable_data(&self, ctx: &RequestContext) -> Result<QueryableData> {
-        let access = self.authorize(ctx)?;
+        self.queryable_data_as(&self.authorize(ctx)?)
+    }
+
+    /// [`Engine::queryable_data`] with permissions already resolved.
+    pub(crate) fn queryable_data_as(&self, access: &Access) -> Result<QueryableData> {
         let store = self.store();
         let mut tables = Vec::new();
         for (doc, t) in store.all_sheet_tables()? {
@@ -294,7 +346,11 @@ impl Engine {
 
     /// The caller's organisation ids (for tenant-filtered SQL sources).
     pub fn org_ids(&self, ctx: &RequestContext) -> Result<Vec<String>> {
-        let access = self.authorize(ctx)?;
+        self.org_ids_as(&self.authorize(ctx)?)
+    }
+
+    /// [`Engine::org_ids`] with permissions already resolved.
+    pub(crate) fn org_ids_as(&self, access: &Access) -> Result<Vec<String>> {
         Ok(self
             .store()
             .memberships(&access.ctx.user)?

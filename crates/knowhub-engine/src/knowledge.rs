@@ -405,9 +405,17 @@ impl Engine {
         ctx: &RequestContext,
         options: &KnowledgeListOptions,
     ) -> Result<Vec<KnowledgeItem>> {
-        let access = self.authorize(ctx)?;
+        self.knowledge_list_as(&self.authorize(ctx)?, options)
+    }
+
+    /// [`Engine::knowledge_list`] with permissions already resolved.
+    pub(crate) fn knowledge_list_as(
+        &self,
+        access: &Access,
+        options: &KnowledgeListOptions,
+    ) -> Result<Vec<KnowledgeItem>> {
         let filter = KnowledgeFilter {
-            reader: self.reader(&access),
+            reader: self.reader(access),
             types: options.types.clone(),
             scopes: canonical_scopes(&options.scopes)?,
             tags: options.tags.clone(),
@@ -423,7 +431,7 @@ impl Engine {
             .store()
             .list_knowledge(&filter, limit, options.offset)?;
         self.audit(
-            &access,
+            access,
             ("knowledge.list", "", "ok"),
             items.len() as u64,
             0,

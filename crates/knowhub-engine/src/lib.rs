@@ -44,6 +44,7 @@ mod sandbox;
 mod search;
 mod secrets;
 mod semantic;
+mod session;
 mod watcher;
 
 use std::path::{Path, PathBuf};
@@ -102,6 +103,7 @@ pub use sandbox::{ParserBackend, SandboxError, SandboxLimits, run_worker};
 pub use search::{Fusion, Retrieval, RetrievalMode, RetrievalTrace, SearchHit, SearchOptions};
 pub use secrets::{FileKeySource, KeySource, MemoryKeySource, SecretError, SecretKey, SecureBody};
 pub use semantic::{DEFAULT_EMBEDDER, EmbedProgress, EmbedderSpec, ModelConfig, ModelSet};
+pub use session::Session;
 pub use watcher::{QueueProgress, WatchEvent, WatchOptions, WatchService};
 
 /// Errors from engine calls. Per-file ingestion problems are not errors: they are recorded

@@ -34,7 +34,7 @@ use crate::knowledge::{
     KnowledgeItem, KnowledgeListOptions, KnowledgeUpdate, NewKnowledge, jaccard, shingle_set,
 };
 use crate::memory_model::{CASE_KIND, MemoryModel, Rejection, containment, ground, restates};
-use crate::{Engine, EngineError, Result};
+use crate::{Access, Engine, EngineError, Result};
 
 /// The kinds of personal memory the rules extract.
 pub const MEMORY_KINDS: &[&str] = &["preference", "habit", "background", "constraint"];
@@ -694,8 +694,13 @@ impl Engine {
 
     /// The caller's memories, most confident first.
     pub fn memories(&self, ctx: &RequestContext) -> Result<Vec<MemoryNode>> {
+        self.memories_as(&self.authorize(ctx)?)
+    }
+
+    /// [`Engine::memories`] with permissions already resolved.
+    pub(crate) fn memories_as(&self, access: &Access) -> Result<Vec<MemoryNode>> {
         let mut nodes: Vec<MemoryNode> = self
-            .own_memory_items(ctx)?
+            .own_memory_items_as(access)?
             .iter()
             .map(|i| self.memory_node_of(i))
             .collect();
@@ -725,6 +730,11 @@ impl Engine {
     /// Memory items the caller owns (memories are never shared, even with administrators'
     /// lists: each user's profile is their own).
     fn own_memory_items(&self, ctx: &RequestContext) -> Result<Vec<KnowledgeItem>> {
+        self.own_memory_items_as(&self.authorize(ctx)?)
+    }
+
+    fn own_memory_items_as(&self, access: &Access) -> Result<Vec<KnowledgeItem>> {
+        let ctx = &access.ctx;
         let options = KnowledgeListOptions {
             types: vec![PROFILE_TYPE.into(), CASE_TYPE.into()],
             owner: Some(ctx.user.to_string()),
@@ -734,7 +744,7 @@ impl Engine {
         // A strategy item is a memory only when a commit wrote it as a case (others are
         // knowledge the user saved).
         Ok(self
-            .knowledge_list(ctx, &options)?
+            .knowledge_list_as(access, &options)?
             .into_iter()
             .filter(|i| i.owner == ctx.user.as_str())
             .filter(|i| match i.tags.get(KIND_TAG) {
@@ -1250,8 +1260,18 @@ impl Engine {
         project: Option<&str>,
         limit: usize,
     ) -> Result<Vec<String>> {
+        self.user_profile_as(&self.authorize(ctx)?, project, limit)
+    }
+
+    /// [`Engine::user_profile`] with permissions already resolved.
+    pub(crate) fn user_profile_as(
+        &self,
+        access: &Access,
+        project: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>> {
         Ok(self
-            .memories(ctx)?
+            .memories_as(access)?
             .into_iter()
             .filter(|n| MEMORY_KINDS.contains(&n.kind.as_str()))
             .filter(|n| n.project.is_none() || n.project.as_deref() == project)

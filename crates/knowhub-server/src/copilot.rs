@@ -10,7 +10,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
 use knowhub_agent::state::RenderedSource;
-use knowhub_agent::{Agent, AgentEvent, AgentOptions, AskOutcome, AskRequest, CancelFlag};
+use knowhub_agent::{AgentEvent, AskOutcome, AskRequest, CancelFlag};
 use knowhub_engine::{RetrievalMode, SearchHit, SearchOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -207,7 +207,7 @@ pub(crate) async fn ask(
     }
     let llm = state.llm();
     let model = llm.as_ref().map(|l| l.model_id().to_owned());
-    let agent = Agent::new(Arc::clone(&caller.engine), llm, AgentOptions::default());
+    let agent = state.agent(Arc::clone(&caller.engine));
     let cancel = CancelFlag::new();
     let request = AskRequest {
         question: b.question.trim().to_owned(),

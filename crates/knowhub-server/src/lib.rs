@@ -80,6 +80,8 @@ pub struct ServerState {
 struct Inner {
     hub: Arc<Hub>,
     llm: Option<Arc<dyn Llm>>,
+    /// The databases' schemas, read once for every question of the process.
+    schemas: Arc<knowhub_agent::SchemaCache>,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -101,6 +103,7 @@ impl ServerState {
             inner: Arc::new(Inner {
                 hub: hub.into(),
                 llm,
+                schemas: Arc::default(),
             }),
         }
     }
@@ -111,6 +114,12 @@ impl ServerState {
 
     pub fn llm(&self) -> Option<Arc<dyn Llm>> {
         self.inner.llm.clone()
+    }
+
+    /// The copilot for `engine`'s account: the process's model and schema cache.
+    pub(crate) fn agent(&self, engine: Arc<knowhub_engine::Engine>) -> knowhub_agent::Agent {
+        knowhub_agent::Agent::new(engine, self.llm(), knowhub_agent::AgentOptions::default())
+            .with_schemas(Arc::clone(&self.inner.schemas))
     }
 }
 

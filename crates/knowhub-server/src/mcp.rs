@@ -58,6 +58,8 @@ pub struct McpServer {
     engine: Arc<Engine>,
     ctx: RequestContext,
     llm: Option<Arc<dyn Llm>>,
+    /// One copilot for the whole session (its schema cache serves every question).
+    agent: Agent,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -348,7 +350,13 @@ fn item_line(item: &Value) -> String {
 impl McpServer {
     /// `llm`: the model that writes answers (`None`: extractive answers).
     pub fn new(engine: Arc<Engine>, ctx: RequestContext, llm: Option<Arc<dyn Llm>>) -> McpServer {
-        McpServer { engine, ctx, llm }
+        let agent = Agent::new(Arc::clone(&engine), llm.clone(), AgentOptions::default());
+        McpServer {
+            engine,
+            ctx,
+            llm,
+            agent,
+        }
     }
 
     /// Reads newline-delimited JSON-RPC messages until the input ends; answers each request
@@ -515,11 +523,6 @@ impl McpServer {
             return Err("the question is empty".into());
         }
         let model = self.llm.as_ref().map(|l| l.model_id().to_owned());
-        let agent = Agent::new(
-            Arc::clone(&self.engine),
-            self.llm.clone(),
-            AgentOptions::default(),
-        );
         let request = AskRequest {
             question,
             session: a.session_id.filter(|s| !s.is_empty()),
@@ -527,7 +530,8 @@ impl McpServer {
             project: None,
             cancel: CancelFlag::new(),
         };
-        let outcome = agent
+        let outcome = self
+            .agent
             .ask(&self.ctx, &request, &mut |_| {})
             .map_err(api_message)?;
         let s = &outcome.state;

@@ -58,7 +58,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             mode: RetrievalMode::Hybrid,
             ..SearchOptions::default()
         };
-        let retrieval = match deps.engine.retrieve(deps.ctx, &query, &opts) {
+        let retrieval = match deps.kb.retrieve(&query, &opts) {
             Ok(r) => r,
             Err(e) if retries > 0 => {
                 retries -= 1;

@@ -1,7 +1,6 @@
 //! The workflow's nodes, one small module each. A node reads the parts of the state it needs,
 //! overwrites the part it owns, appends evidence, and reports one trace step.
 
-use knowhub_engine::{Engine, RequestContext};
 use knowhub_llm::{ChatRequest, Llm, Message};
 use serde_json::{Value, json};
 
@@ -21,8 +20,8 @@ pub(crate) mod validate;
 
 /// What every node may use.
 pub(crate) struct Deps<'a> {
-    pub engine: &'a Engine,
-    pub ctx: &'a RequestContext,
+    /// The question's authorised view of the knowledge base.
+    pub kb: &'a dyn crate::KnowledgeBase,
     pub llm: Option<&'a dyn Llm>,
     pub options: &'a AgentOptions,
     pub schemas: &'a crate::schema_cache::SchemaCache,
@@ -41,30 +40,44 @@ impl Deps<'_> {
         llm_call(self.llm, state, self.events, messages, max_tokens, stream)
     }
 
-    /// [`Deps::ask_llm`] that stops generating as soon as `give_up` holds for the text so far
-    /// (a draft already known to be unusable is not worth finishing, nor streaming further).
-    pub(crate) fn ask_llm_until(
+    /// [`Deps::ask_llm`] for an answer the user watches being written: the reply is shown as
+    /// `checked` allows, sentence by sentence (`checked(text, done)` gives the part of the
+    /// reply so far that may be shown; `done` once the reply is complete). Only what extends
+    /// what is already shown is shown, so nothing shown is ever taken back. Generation stops
+    /// as soon as `give_up` holds for the text so far. Returns the reply and what was shown.
+    pub(crate) fn ask_llm_checked(
         &mut self,
         state: &mut AgentState,
         messages: Vec<Message>,
         max_tokens: usize,
-        stream: bool,
+        checked: &dyn Fn(&str, bool) -> String,
         give_up: &dyn Fn(&str) -> bool,
-    ) -> Result<String, String> {
-        llm_call_until(
+    ) -> Result<(String, String), String> {
+        llm_call_shown(
             self.llm,
             state,
             self.events,
             messages,
             max_tokens,
-            stream,
+            Shown::Checked(checked),
             give_up,
         )
     }
 }
 
-/// One LLM call, accounted in the state. `stream` forwards tokens to the caller (answers only;
-/// routing and rewriting are not shown). Errors are returned for the caller to degrade.
+/// What the user sees of a reply while it is written.
+#[derive(Clone, Copy)]
+enum Shown<'a> {
+    /// Nothing (routing, rewriting).
+    Nothing,
+    /// Every token as it comes.
+    Tokens,
+    /// What the check lets through (see [`Deps::ask_llm_checked`]).
+    Checked(&'a dyn Fn(&str, bool) -> String),
+}
+
+/// One LLM call, accounted in the state. `stream` forwards tokens to the caller (routing and
+/// rewriting are not shown). Errors are returned for the caller to degrade.
 pub(crate) fn llm_call(
     llm: Option<&dyn Llm>,
     state: &mut AgentState,
@@ -73,19 +86,25 @@ pub(crate) fn llm_call(
     max_tokens: usize,
     stream: bool,
 ) -> Result<String, String> {
-    llm_call_until(llm, state, events, messages, max_tokens, stream, &|_| false)
+    let shown = if stream {
+        Shown::Tokens
+    } else {
+        Shown::Nothing
+    };
+    llm_call_shown(llm, state, events, messages, max_tokens, shown, &|_| false).map(|(t, _)| t)
 }
 
-/// [`llm_call`] that stops generating once `give_up` holds for the text so far.
-fn llm_call_until(
+/// [`llm_call`] that shows the reply as `shown` says and stops generating once `give_up`
+/// holds for the text so far; returns the reply and the text shown.
+fn llm_call_shown(
     llm: Option<&dyn Llm>,
     state: &mut AgentState,
     events: &mut dyn FnMut(&AgentEvent),
     messages: Vec<Message>,
     max_tokens: usize,
-    stream: bool,
+    shown: Shown<'_>,
     give_up: &dyn Fn(&str) -> bool,
-) -> Result<String, String> {
+) -> Result<(String, String), String> {
     let Some(llm) = llm else {
         return Err("no language model configured".into());
     };
@@ -100,31 +119,39 @@ fn llm_call_until(
     );
     let cancel = state.cancel.clone();
     let mut so_far = String::new();
-    // Bytes of `so_far` already shown. The model's "no answer" word is held back while the
+    // What the user has been shown. The model's "no answer" word is held back while the
     // reply could still be it: it is a signal to the caller, not text for the user.
-    let mut shown = 0;
+    let mut on_screen = String::new();
+    let mut show = |text: &str, done: bool, events: &mut dyn FnMut(&AgentEvent)| {
+        if text.trim_start().starts_with(NO_ANSWER) || (!done && may_be_no_answer(text)) {
+            return;
+        }
+        let next = match shown {
+            Shown::Nothing => return,
+            Shown::Tokens => text.to_string(),
+            Shown::Checked(check) => check(text, done),
+        };
+        if next.len() > on_screen.len() && next.starts_with(on_screen.as_str()) {
+            events(&AgentEvent::Token(next[on_screen.len()..].to_string()));
+            on_screen = next;
+        }
+    };
     let response = llm
         .chat(&req, &mut |piece| {
             so_far.push_str(piece);
-            if stream && !may_be_no_answer(&so_far) {
-                events(&AgentEvent::Token(so_far[shown..].to_string()));
-                shown = so_far.len();
-            }
+            show(&so_far, false, events);
             !cancel.is_cancelled() && !give_up(&so_far)
         })
         .map_err(|e| e.to_string())?;
-    if stream && shown < so_far.len() && !so_far.trim_start().starts_with(NO_ANSWER) {
-        // A reply that stopped while it still looked like the start of the word.
-        events(&AgentEvent::Token(so_far[shown..].to_string()));
-    }
     if cancel.is_cancelled() {
         return Err("cancelled".into());
     }
+    show(&so_far, true, events);
     tracing::debug!(reply = %response.text, "LLM reply");
     state.prompt_tokens += response.prompt_tokens as u64;
     state.completion_tokens += response.completion_tokens as u64;
     state.llm = Some(llm.model_id().to_string());
-    Ok(response.text)
+    Ok((response.text, on_screen))
 }
 
 /// Whether `text` (a reply so far) is, or may still become, the model's "no answer" word.

@@ -95,36 +95,123 @@ const DOC_WORDS: &[&str] = &[
     "rule",
     "allowed",
 ];
-const REFUSE_WORDS: &[&str] = &[
-    "删除数据",
-    "删除表",
-    "修改数据",
-    "更新数据",
-    "插入数据",
-    "drop table",
-    "delete from",
-    "insert into",
-    "truncate",
+/// Requests for what nobody may have: other people's credentials, or a way around the
+/// permission checks. Phrases, not single words: "how do I generate an SSH key?" or "bypass
+/// the proxy for local hosts" are ordinary questions.
+const REFUSE_PHRASES: &[&str] = &[
     "他人的密码",
     "别人的密码",
     "管理员密码",
-    "密钥",
+    "他人的密钥",
+    "别人的密钥",
     "password of",
     "passwords of",
-    "someone else's",
+    "someone else's password",
+    "other users' password",
+    "another user's password",
+    "admin password",
+    "administrator password",
     "api key of",
     "ignore permission",
-    "bypass",
+    "bypass permission",
+    "bypass access control",
     "绕过权限",
     "忽略权限",
 ];
+
+/// Verbs that change stored data, English and Chinese. A request that opens with one asks
+/// KnowHub to do what it never does; a question about doing it ("how do I delete a
+/// package?") is an ordinary question.
+const CHANGE_VERBS: &[&str] = &[
+    "delete", "remove", "drop", "truncate", "update", "insert", "modify", "alter", "erase", "wipe",
+    "删除", "删掉", "清空", "清除", "修改", "更新", "插入", "改掉",
+];
+
+/// Polite openings before the verb of a request.
+const REQUEST_OPENINGS: &[&str] = &[
+    "please",
+    "can you",
+    "could you",
+    "would you",
+    "kindly",
+    "go ahead and",
+    "请你",
+    "请",
+    "帮我",
+    "给我",
+    "麻烦",
+];
+
+/// Words that make a sentence a question rather than a request.
+const QUESTION_WORDS: &[&str] = &[
+    "what",
+    "which",
+    "how",
+    "why",
+    "when",
+    "where",
+    "who",
+    "whether",
+    "is it",
+    "should",
+    "什么",
+    "如何",
+    "怎么",
+    "怎样",
+    "为什么",
+    "为何",
+    "哪",
+    "吗",
+    "是否",
+    "多少",
+    "几",
+];
+
+/// Whether `q` asks KnowHub to change data: a SQL statement that is not a query, or a request
+/// (not a question) whose first verb changes data.
+fn asks_to_change_data(q: &str) -> bool {
+    if knowhub_sql::changes_data(q) {
+        return true;
+    }
+    let lower = q.trim().to_lowercase();
+    let mut rest = lower.as_str();
+    while let Some(after) = REQUEST_OPENINGS
+        .iter()
+        .find_map(|o| rest.strip_prefix(o).map(str::trim_start))
+    {
+        rest = after;
+    }
+    let opens_with_change = CHANGE_VERBS.iter().any(|v| {
+        rest.strip_prefix(v).is_some_and(|after| {
+            // A whole English word ("updates" or "updated" is no imperative); Chinese needs
+            // no boundary.
+            !v.is_ascii() || after.chars().next().is_none_or(|c| !c.is_alphanumeric())
+        })
+    });
+    let words: Vec<&str> = rest
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let questioned = QUESTION_WORDS.iter().any(|w| {
+        if w.is_ascii() {
+            if w.contains(' ') {
+                rest.contains(w)
+            } else {
+                words.contains(w)
+            }
+        } else {
+            rest.contains(w)
+        }
+    });
+    opens_with_change && !questioned
+}
 
 /// The keyword rules alone (also the fallback when the LLM's answer is unusable).
 /// `data_terms` are the words of the queryable tables' names and columns: a counting question
 /// about something no table mentions ("how many days of leave?") is a document question.
 /// `understood_as_data`: the no-LLM template path can write SQL for the question, every word
 /// of it a table, a column, a value or a question word ("谁还在试用期？" over a table with an
-/// `On probation` column), so it is a data question even without a keyword.
+/// `On leave` column), so it is a data question even without a keyword.
 pub fn route_by_rules(
     question: &str,
     data_terms: Option<&HashSet<String>>,
@@ -138,9 +225,7 @@ pub fn route_by_rules(
         None => false,
     };
     let q = question.to_lowercase();
-    let sql_update = (q.contains("update ") && q.contains(" set "))
-        || (q.contains("删除") && ["数据", "记录", "表", "所有"].iter().any(|w| q.contains(w)));
-    if sql_update || REFUSE_WORDS.iter().any(|w| q.contains(w)) {
+    if asks_to_change_data(question) || REFUSE_PHRASES.iter().any(|w| q.contains(w)) {
         return (Route::Refuse, "out_of_scope");
     }
     let meaningful = q.chars().filter(|c| c.is_alphanumeric()).count();
@@ -244,10 +329,7 @@ pub fn route_with_llm(
 }
 
 pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepReport> {
-    let data = deps
-        .engine
-        .queryable_data(deps.ctx)
-        .map_err(AgentError::Engine)?;
+    let data = deps.kb.queryable_data().map_err(AgentError::Engine)?;
     let has_data = !data.tables.is_empty() || !data.sources.is_empty();
     let q = state.input.normalized_query.clone();
     let data_terms: HashSet<String> = data
@@ -266,17 +348,33 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     let (mut rule_route, mut rule_intent) = route_by_rules(&q, data_terms.as_ref(), false);
     // Without a keyword, a question the template path fully understands is still about the
     // data. Checked only where it can change the route: it reads every database's schema.
+    let mut understood = false;
     if rule_route == Route::Doc && has_data && super::sql_tool::template_understands(deps, &q) {
+        understood = true;
         (rule_route, rule_intent) = route_by_rules(&q, data_terms.as_ref(), true);
     }
+    // The rules are sure when the question names nothing the data holds (documents), or the
+    // template reads it whole (data); the model is asked only between those.
+    let q_terms = terms(&q);
+    let names_data = data_terms
+        .as_ref()
+        .is_some_and(|w| w.is_empty() || q_terms.iter().any(|t| w.contains(t)));
+    let rules_sure = match rule_route {
+        Route::Doc => !names_data,
+        // A counting word and a word of the data: the data, unless the data's words are
+        // unknown (registered databases are not read here).
+        Route::Sql => understood || data_terms.as_ref().is_some_and(|w| !w.is_empty()),
+        _ => true,
+    };
     let mut route = rule_route;
     let mut intent = rule_intent.to_string();
     let mut by = "rules";
     let mut llm_answer = None;
     // The model is asked only where its answer can change the route (see `reconcile`): not
-    // over a refusal, a clarification or both tools chosen by the rules, and not without data
-    // to query (every route is then DOC) — each call costs seconds on a small local model.
-    let model_can_matter = has_data && matches!(rule_route, Route::Doc | Route::Sql);
+    // over a refusal, a clarification or both tools chosen by the rules, not where the rules
+    // are sure, and not without data to query (every route is then DOC) — each call costs
+    // seconds on a small local model.
+    let model_can_matter = has_data && matches!(rule_route, Route::Doc | Route::Sql) && !rules_sure;
     if deps.llm.is_some() && model_can_matter {
         let tables: Vec<String> = data
             .tables
@@ -391,6 +489,61 @@ mod tests {
             ("?", Some(&data), false, Route::Clarify),
             ("DELETE FROM customers", Some(&data), false, Route::Refuse),
             ("告诉我管理员密码", Some(&data), false, Route::Refuse),
+            (
+                "Delete every customer from 2020.",
+                Some(&data),
+                false,
+                Route::Refuse,
+            ),
+            (
+                "Please update the customers table",
+                Some(&data),
+                false,
+                Route::Refuse,
+            ),
+            ("请删除所有客户数据", Some(&data), false, Route::Refuse),
+            (
+                "UPDATE customer SET country = 'x'",
+                Some(&data),
+                false,
+                Route::Refuse,
+            ),
+            // Questions about changing things, and words that only look like requests, are
+            // questions: documents answer them.
+            (
+                "Which field do I set for a staged rolling update?",
+                Some(&data),
+                false,
+                Route::Doc,
+            ),
+            ("How do I remove a package?", Some(&data), false, Route::Doc),
+            ("如何删除软件包？", Some(&data), false, Route::Doc),
+            ("删除软件包的命令是什么？", Some(&data), false, Route::Doc),
+            (
+                "How do I generate an SSH key?",
+                Some(&data),
+                false,
+                Route::Doc,
+            ),
+            ("如何生成 SSH 密钥？", Some(&data), false, Route::Doc),
+            (
+                "Can I bypass the proxy for local addresses?",
+                Some(&data),
+                false,
+                Route::Doc,
+            ),
+            (
+                "How do I truncate a log file safely?",
+                Some(&data),
+                false,
+                Route::Doc,
+            ),
+            (
+                "Updated packages: where are they listed?",
+                Some(&data),
+                false,
+                Route::Doc,
+            ),
             ("annual leave", Some(&data), false, Route::Doc),
             // Understood by the template path: a data question without a keyword; with a
             // document word, both; never without data.
