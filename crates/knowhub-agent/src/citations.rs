@@ -109,37 +109,9 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
                 .collect()
         })
         .collect();
-    for drafted in attach_trailing_markers(answer, n) {
-        let Drafted {
-            original: sentence,
-            mut clean,
-            cited: mut numbers,
-            line_end,
-        } = drafted;
-        let claim = states_something(&clean);
-        let mut quoted = false;
-        if claim {
-            // A whole sentence of an item, copied word for word, says only what the item says:
-            // it is that item's, whatever it cites (small models copy the line that answers and
-            // forget the marker, or cite its neighbour). A part of a sentence is not ("Memory
-            // limit: 1Gi" is a cell of another service's row), nor is anything reworded.
-            let key = quote_key(&unmarked(&clean));
-            let holds = |k: &usize| quotable[k - 1].contains(&key);
-            if !numbers.iter().any(holds)
-                && let Some(k) = quotable.iter().position(|q| q.contains(&key))
-            {
-                clean = unmarked(&clean).replace(" .", ".").trim().to_string();
-                append_markers(&mut clean, &format!("[{}]", k + 1));
-                numbers = vec![k + 1];
-                quoted = true;
-            }
-        }
-        // What the sentence says, without its markers: every rule below reads it.
-        let text = unmarked(&clean);
-        if (claim && numbers.is_empty()) || is_sql(&text) || restates(&text, question) {
-            out.cut.push(sentence.clone());
-            continue;
-        }
+    // Whether the items `numbers` hold what `text` states: the values it lists from query
+    // results, its figures (said of the same thing), and the names it can only have copied.
+    let holds = |text: &str, numbers: &[usize]| -> bool {
         // The values a sentence lists from query results are the rows' own: "遥测数据接入,
         // 安全急停固件, 检电充电协议, 客户门户 [1]" misspells a project the rows name.
         if numbers.iter().all(|&k| items[k - 1].data.is_some()) {
@@ -149,21 +121,20 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
                 .collect::<Vec<_>>()
                 .join("\n")
                 .to_lowercase();
-            if !listed_values(&text)
+            if !listed_values(text)
                 .iter()
                 .all(|v| rows.contains(v.as_str()))
             {
-                out.cut.push(sentence.clone());
-                continue;
+                return false;
             }
         }
         // A figure the cited items do not hold is the model's own ("2 days" where the
         // evidence says 10, a citation to the wrong item), and one a passage holds must be said
         // of the same thing there: "这些环境中有 3 个正在使用 [1]" citing "3 个工作日内提交复盘
         // 草稿" borrows a figure, not a fact. Either way the sentence goes.
-        let stated = figures(&text);
+        let stated = figures(text);
         if !stated.is_empty() {
-            let own = Passage::of(&text);
+            let own = Passage::of(text);
             let subject: HashSet<String> = own
                 .subject
                 .intersection(&question_subject)
@@ -172,7 +143,7 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
             let beside = if own.cjk {
                 Vec::new()
             } else {
-                words_beside_figures(&text)
+                words_beside_figures(text)
             };
             // What the cited passages say, word by word: a claim's word they never use
             // ("lasts" for "is") cannot tell which of their sentences it speaks of.
@@ -210,16 +181,15 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
                     })
             };
             if !stated.iter().all(said_of) {
-                out.cut.push(sentence.clone());
-                continue;
+                return false;
             }
         }
         // Likewise a name the sentence can only have copied ("dev、staging 和 prod [1]" citing
         // an on-call procedure that names no environment): the claim is not in what it cites.
-        let copied = names(&text);
+        let copied = names(text);
         if !copied.is_empty() {
             let mut cited = question_lower.clone();
-            for k in &numbers {
+            for k in numbers {
                 cited.push('\n');
                 cited.push_str(&evidence_lower[k - 1]);
                 if items[k - 1].data.is_some() {
@@ -233,8 +203,88 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
                 .iter()
                 .all(|name| cited.contains(name.as_str()) || squeezed.contains(name.as_str()))
             {
-                out.cut.push(sentence.clone());
-                continue;
+                return false;
+            }
+        }
+        true
+    };
+    // The words of each query result, as a claim's words are matched with it.
+    let result_words: Vec<HashSet<String>> = items
+        .iter()
+        .map(|item| item.data.map(crate::text::prose_terms).unwrap_or_default())
+        .collect();
+    // The item a claim belongs to when its own markers do not hold it: one with a sentence (or
+    // a query result) that uses every word of the claim but [`ATTRIBUTION_SLACK`] and holds
+    // what it states. A reworded claim is no one's: it is cut, as an uncited claim always was.
+    let attribute = |text: &str, not: &[usize]| -> Option<usize> {
+        let words: HashSet<String> = crate::text::prose_terms(text)
+            .into_iter()
+            .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
+            .collect();
+        if words.is_empty() {
+            return None;
+        }
+        let slack = if words.len() >= 6 {
+            ATTRIBUTION_SLACK
+        } else {
+            0
+        };
+        let said_in =
+            |have: &HashSet<String>| words.iter().filter(|w| !have.contains(*w)).count() <= slack;
+        (1..=n)
+            .filter(|k| !not.contains(k))
+            .filter(|&k| {
+                said_in(&result_words[k - 1]) || passages[k - 1].iter().any(|p| said_in(&p.words))
+            })
+            .find(|&k| holds(text, &[k]))
+    };
+    for drafted in attach_trailing_markers(answer, n) {
+        let Drafted {
+            original: sentence,
+            mut clean,
+            cited: mut numbers,
+            line_end,
+        } = drafted;
+        let claim = states_something(&clean);
+        if claim {
+            // A whole sentence of an item, copied word for word, says only what the item says:
+            // it is that item's, whatever it cites (small models copy the line that answers and
+            // forget the marker, or cite its neighbour). A part of a sentence is not ("Memory
+            // limit: 1Gi" is a cell of another service's row), nor is anything reworded.
+            let key = quote_key(&unmarked(&clean));
+            let quotes = |k: &usize| quotable[k - 1].contains(&key);
+            if !numbers.iter().any(quotes)
+                && let Some(k) = quotable.iter().position(|q| q.contains(&key))
+            {
+                clean = unmarked(&clean).replace(" .", ".").trim().to_string();
+                append_markers(&mut clean, &format!("[{}]", k + 1));
+                numbers = vec![k + 1];
+            }
+        }
+        // What the sentence says, without its markers: every rule below reads it.
+        let text = unmarked(&clean);
+        if is_sql(&text) || restates(&text, question) {
+            out.cut.push(sentence.clone());
+            continue;
+        }
+        let supported = if claim {
+            !numbers.is_empty() && holds(&text, &numbers)
+        } else {
+            holds(&text, &numbers)
+        };
+        if !supported {
+            // Attribution: a claim cited wrongly, or not at all, belongs to the item that
+            // says it, when one does; it is cut only when none does.
+            match claim.then(|| attribute(&text, &numbers)).flatten() {
+                Some(k) => {
+                    clean = unmarked(&clean).replace(" .", ".").trim().to_string();
+                    append_markers(&mut clean, &format!("[{k}]"));
+                    numbers = vec![k];
+                }
+                None => {
+                    out.cut.push(sentence.clone());
+                    continue;
+                }
             }
         }
         // A sentence repeated verbatim (small models loop over their evidence) is said once.
@@ -243,20 +293,10 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
             continue;
         }
         kept.push(Kept {
-            original: sentence,
             clean,
             line_end,
             cited: numbers,
-            quoted,
         });
-    }
-    if !out.cut.is_empty() {
-        // A copied line stands for the model's reading only when the rest of its draft holds
-        // up: beside a claim the evidence does not make, it is as likely to be beside the point
-        // (an approval rule kept while the reworded answer about the deadline is cut).
-        let (quotes, rest): (Vec<Kept>, Vec<Kept>) = kept.into_iter().partition(|k| k.quoted);
-        out.cut.extend(quotes.into_iter().map(|k| k.original));
-        kept = rest;
     }
     for k in kept.iter().flat_map(|k| &k.cited) {
         if seen.insert(*k) {
@@ -269,14 +309,12 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
     out
 }
 
-/// A sentence the check keeps: as drafted and as kept, whether the draft broke the line after
-/// it, what it cites, and whether its marker was added because it copies an item's sentence.
+/// A sentence the check keeps: as kept, whether the draft broke the line after it, and what it
+/// cites.
 struct Kept {
-    original: String,
     clean: String,
     line_end: bool,
     cited: Vec<usize>,
-    quoted: bool,
 }
 
 /// Whether a checked answer says anything in words: "[1]", "2 [1]" or a figure with its unit
@@ -680,6 +718,10 @@ impl Passage {
             || self.words.iter().any(|w| source.words.contains(w))
     }
 }
+
+/// Words of a claim of six words or more that the sentence it is attributed to may lack (a
+/// linking word the writer added); a shorter claim must use only the sentence's words.
+const ATTRIBUTION_SLACK: usize = 1;
 
 /// The share of a figure claim's subject (its words the question also uses) that the sentence
 /// stating its figure must hold: see [`Passage::holds_subject`].
@@ -1205,7 +1247,8 @@ mod tests {
                 &[1],
                 1,
             ),
-            ("Leave is 15 days [3].", 1, "", &[], 1),
+            // A marker past the evidence is dropped; the item that says it is cited instead.
+            ("Leave is 15 days [3].", 1, "Leave is 15 days. [1]", &[1], 0),
             (
                 "Leave is 15 days [1, 2].",
                 2,
@@ -1724,25 +1767,26 @@ mod tests {
                 "生产环境（prod）的变更窗口为每周二、周四 14:00–17:00（北京时间）[3]。",
                 &[3],
             ),
-            // A part of a sentence, or a rewording, is still an uncited claim; so is what
-            // follows a label that names what it is of.
+            // A rewording with a word the sentence does not use is still an uncited claim;
+            // what uses only a sentence's words is that sentence's item's.
             ("The memory limit is 1Gi for every service.", "", &[]),
-            ("Memory limit: 1Gi", "", &[]),
+            ("Memory limit: 1Gi", "Memory limit: 1Gi [1]", &[1]),
             (
                 "25% — at most a quarter of extra pods are created during a rollout.",
-                "",
-                &[],
+                "25% — at most a quarter of extra pods are created during a rollout. [1]",
+                &[1],
             ),
             (
                 "maxSurge is 25%, so at most a quarter of extra pods are created.",
-                "",
-                &[],
+                "maxSurge is 25%, so at most a quarter of extra pods are created. [1]",
+                &[1],
             ),
-            // Beside a sentence the check cuts, a copy goes too: the draft has not held up.
+            // Beside a sentence the check cuts, a copy stands on its own: what was shown of a
+            // streamed answer is never taken back.
             (
                 "报销单要在 30 天内提交。在告警工具中确认告警：SEV1 须在 5 分钟内确认。",
-                "",
-                &[],
+                "在告警工具中确认告警：SEV1 须在 5 分钟内确认[2]。",
+                &[2],
             ),
             (
                 "在告警工具中确认告警：SEV1 须在 5 分钟内确认。maxSurge is 25% [1].",
@@ -1845,8 +1889,12 @@ mod tests {
                 "",
                 "New employees get 10 working days [1].",
             ),
-            // The right figure cited to the wrong item.
-            ("New employees get 10 working days [2].", "", ""),
+            // The right figure cited to the wrong item: attributed to the item that says it.
+            (
+                "New employees get 10 working days [2].",
+                "",
+                "New employees get 10 working days. [1]",
+            ),
             // A figure from nowhere.
             ("New employees get 2 weeks of leave [1].", "", ""),
             // Either cited item may hold it.

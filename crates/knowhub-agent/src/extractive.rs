@@ -1,6 +1,7 @@
-//! The answer without a language model: the evidence sentences that best cover the question,
-//! each with its citation; SQL results are quoted as they are. Nothing is written that the
-//! evidence does not literally say.
+//! The answer without a language model: the evidence sentence that best answers the question
+//! leads, cited (one per question asked; a query result that speaks to the question before
+//! it), and the next best sentences follow as further reading. SQL results are quoted as they
+//! are. Nothing is written that the evidence does not literally say.
 
 use crate::answer_kind::AnswerKind;
 use crate::brief::looks_numbered_heading;
@@ -54,7 +55,7 @@ pub(crate) fn answer(
     // api-gateway run in prod?" → the count of prod projects) follows the sentences that
     // answer ("Replicas (prod): 6"). It is still shown, as evidence the question found (a
     // question of several parts may ask for it in words it does not share: "…目前有多少人在
-    // 试用期？" → a `COUNT(*)` where "On probation" = 1), unless it found nothing and
+    // 试用期？" → a `COUNT(*)` where "On leave" = 1), unless it found nothing and
     // sentences answer: under them "COUNT(*)=0" from a query of something else ("未休完的年假
     // 可以结转吗？" → a count of projects) reads as part of the answer, and says nothing. The
     // trace keeps it either way.
@@ -70,11 +71,16 @@ pub(crate) fn answer(
     // part's best sentence first: ranked against the whole, the sentences of the part with more
     // words fill every place.
     let asked = questions(question);
-    let firsts = asked
+    let firsts: Vec<(String, usize)> = asked
         .iter()
         .filter(|_| asked.len() > 1)
-        .filter_map(|part| ranked_sentences(part, evidence).into_iter().next());
-    for (s, i) in firsts.chain(ranked_sentences(question, evidence)) {
+        .filter_map(|part| ranked_sentences(part, evidence).into_iter().next())
+        .collect();
+    let answers_asked = firsts.len().max(1);
+    for (s, i) in firsts
+        .into_iter()
+        .chain(ranked_sentences(question, evidence))
+    {
         if sentences.len() >= limit {
             break;
         }
@@ -95,6 +101,9 @@ pub(crate) fn answer(
     let unanswered = sentences.is_empty();
     let (leading, trailing): (Vec<_>, Vec<_>) =
         results.into_iter().partition(|(speaks, _, _)| *speaks);
+    // The answer leads: the query results that speak to the question, then the best sentence
+    // (one per question asked); the other sentences follow as further reading.
+    let lead = leading.len() + answers_asked.min(sentences.len());
     let parts: Vec<Part> = leading
         .into_iter()
         .map(|(_, _, p)| p)
@@ -109,19 +118,56 @@ pub(crate) fn answer(
     if parts.is_empty() {
         return None;
     }
-    let mut text = String::from(lang.extractive_intro());
+    let mut text = String::new();
     let mut cited = Vec::new();
-    for (s, k, items) in &parts {
-        text.push('\n');
-        text.push_str(&format!("- {} [{k}]", without_bullet(s)));
-        for item in items {
-            text.push_str(&format!("\n  - {} [{k}]", without_bullet(item)));
+    for (n, (s, k, items)) in parts.iter().enumerate() {
+        if n < lead.max(1) {
+            if n > 0 {
+                text.push('\n');
+            }
+            text.push_str(&format!("{} [{k}]", without_bullet(s)));
+            for item in items {
+                text.push_str(&format!("\n- {} [{k}]", without_bullet(item)));
+            }
+        } else {
+            if n == lead.max(1) {
+                text.push_str("\n\n");
+                text.push_str(lang.extractive_more());
+            }
+            text.push_str(&format!("\n- {} [{k}]", without_bullet(s)));
+            for item in items {
+                text.push_str(&format!("\n  - {} [{k}]", without_bullet(item)));
+            }
         }
         if !cited.contains(k) {
             cited.push(*k);
         }
     }
     Some((text, cited))
+}
+
+/// The best sentence for each question `question` asks, when it asks several (one per part,
+/// cited), except those `shown` already holds: what completes a model's answer that lost one
+/// part to the citation check.
+pub(crate) fn other_parts(
+    question: &str,
+    evidence: &[&EvidenceItem],
+    shown: &str,
+) -> Vec<(String, usize)> {
+    let asked = questions(question);
+    if asked.len() < 2 {
+        return Vec::new();
+    }
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for part in asked {
+        if let Some((s, k)) = ranked_sentences(part, evidence).into_iter().next()
+            && !shown.contains(s.trim())
+            && !out.iter().any(|(o, _)| *o == s)
+        {
+            out.push((s, k));
+        }
+    }
+    out
 }
 
 /// The single sentence that best answers `question`, cited, without an introduction: the
@@ -420,7 +466,7 @@ mod tests {
             match (first, got) {
                 (None, got) => assert!(got.is_none(), "{question}: {got:?}"),
                 (Some(first), Some((text, cited))) => {
-                    let first_line = text.lines().nth(1).unwrap_or_default();
+                    let first_line = text.lines().next().unwrap_or_default();
                     assert!(first_line.contains(first), "{question}: {text}");
                     assert!(!text.contains(left_out), "{question}: {text}");
                     assert_eq!(cited, [1]);
@@ -543,19 +589,19 @@ mod tests {
         )
         .unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[1].starts_with("- Roll back immediately"), "{text}");
+        assert!(lines[0].starts_with("Roll back immediately"), "{text}");
         assert_eq!(
-            lines[2], "  - the error rate (HTTP 5xx) stays above 2% for 5 minutes; [1]",
+            lines[1], "- the error rate (HTTP 5xx) stays above 2% for 5 minutes; [1]",
             "{text}"
         );
-        assert!(lines[4].contains("robot safety alert"), "{text}");
+        assert!(lines[3].contains("robot safety alert"), "{text}");
         // Each item once, and a bullet the document typed is not doubled.
         assert_eq!(text.matches("p99 latency").count(), 1, "{text}");
         let pdf = doc("- Password rotation: every password must be changed every 90 days.");
         let (text, _) = answer("How often must passwords be changed?", &[&pdf], Lang::En).unwrap();
         assert_eq!(
-            text.lines().nth(1),
-            Some("- Password rotation: every password must be changed every 90 days. [1]"),
+            text.lines().next(),
+            Some("Password rotation: every password must be changed every 90 days. [1]"),
             "{text}"
         );
     }
@@ -578,7 +624,7 @@ mod tests {
             match got {
                 Some((text, _)) => {
                     assert!(!first.is_empty(), "{question}: {text}");
-                    let line = text.lines().nth(1).unwrap_or_default();
+                    let line = text.lines().next().unwrap_or_default();
                     assert!(line.contains(first), "{question}: {text}");
                 }
                 None => assert!(first.is_empty(), "{question}: no answer"),
@@ -593,17 +639,13 @@ mod tests {
         let mut rows = doc("Name=周欣\nName=Priya Raman");
         rows.kind = "sql_result".into();
         let (text, cited) = answer("How many staff are on probation?", &[&one], Lang::En).unwrap();
-        assert_eq!(text.lines().nth(1), Some("- Query result: COUNT(*)=3 [1]"));
+        assert_eq!(text.lines().next(), Some("Query result: COUNT(*)=3 [1]"));
         assert_eq!(cited, [1]);
         let (text, _) = answer("谁还在试用期？", &[&rows], Lang::Zh).unwrap();
-        let lines: Vec<&str> = text.lines().skip(1).collect();
+        let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines,
-            [
-                "- 查询结果: [1]",
-                "  - Name=周欣 [1]",
-                "  - Name=Priya Raman [1]"
-            ]
+            ["查询结果: [1]", "- Name=周欣 [1]", "- Name=Priya Raman [1]"]
         );
     }
 
@@ -624,9 +666,7 @@ mod tests {
         other.source.sql = Some("SELECT COUNT(*) FROM projects LIMIT 50".into());
         let sentences = |ev: &[&EvidenceItem]| {
             let (text, _) = answer("Which rules apply to annual leave?", ev, Lang::En).unwrap();
-            text.lines()
-                .filter(|l| l.starts_with("- ") && !l.contains("Query result"))
-                .count()
+            text.lines().filter(|l| l.contains("Leave rule")).count()
         };
         assert_eq!(sentences(&[&d]), MAX_SENTENCES);
         assert_eq!(sentences(&[&sql, &d]), MAX_SENTENCES - 1);
@@ -661,7 +701,7 @@ mod tests {
             (
                 "How many replicas does api-gateway run in prod?",
                 &[&spec, &count],
-                "- Component: api-gateway;",
+                "Component: api-gateway;",
                 true,
             ),
             // A query of something else that found nothing says nothing under a sentence; alone,
@@ -669,39 +709,39 @@ mod tests {
             (
                 "未休完的年假可以结转吗？",
                 &[&leave, &none],
-                "- 未休完的年假",
+                "未休完的年假",
                 false,
             ),
             (
                 "未休完的年假可以结转吗？",
                 &[&none],
-                "- Query result: COUNT(*)=0",
+                "Query result: COUNT(*)=0",
                 true,
             ),
             // The same result answers a question about projects.
             (
                 "How many projects run in prod?",
                 &[&spec, &count],
-                "- Query result: COUNT(*)=6 [2]",
+                "Query result: COUNT(*)=6 [2]",
                 true,
             ),
             (
                 "项目预算总共是多少？",
                 &[&note, &budgets],
-                "- Query result: SUM",
+                "Query result: SUM",
                 true,
             ),
             // A result alone is shown, whatever it covers.
             (
                 "How many replicas does api-gateway run in prod?",
                 &[&count],
-                "- Query result: COUNT(*)=6 [1]",
+                "Query result: COUNT(*)=6 [1]",
                 true,
             ),
         ];
         for (question, evidence, first, shown) in rows {
             let (text, cited) = answer(question, evidence, Lang::En).unwrap();
-            let line = text.lines().nth(1).unwrap_or_default();
+            let line = text.lines().next().unwrap_or_default();
             assert!(line.starts_with(first), "{question}: {text}");
             assert_eq!(text.contains("Query result"), *shown, "{question}: {text}");
             assert_eq!(

@@ -81,10 +81,11 @@ impl Lang {
     }
 
     /// Introduces an extractive answer (no language model).
-    pub fn extractive_intro(self) -> &'static str {
+    /// The heading of the sentences an extractive answer shows after the one that answers.
+    pub fn extractive_more(self) -> &'static str {
         match self {
-            Lang::Zh => "根据你有权访问的资料：",
-            Lang::En => "From the material you have access to:",
+            Lang::Zh => "资料中还提到：",
+            Lang::En => "The sources also say:",
         }
     }
 

