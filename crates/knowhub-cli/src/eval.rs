@@ -43,6 +43,10 @@ pub(crate) enum EvalCommand {
     /// Copilot answers on a QA set (CMRC 2018): exact match, character F1, whether the answer
     /// contains the gold span, and whether a citation points at the gold passage.
     Qa(crate::eval_agent::QaEvalArgs),
+    /// The copilot end to end on a documentation set with gold strings and gold pages
+    /// (`eval/debian-faq`): strict accuracy per language and kind of question, abstentions,
+    /// refusals, and time to the first word and to the whole answer.
+    Docs(crate::eval_docs::DocsEvalArgs),
     /// The router on a bilingual question table and on third-party question sets (Chinook
     /// text-to-SQL questions want SQL, CMRC reading questions want documents).
     Routing(crate::eval_agent::RoutingEvalArgs),
@@ -60,6 +64,7 @@ pub(crate) fn run(
     match cmd {
         EvalCommand::Sql(args) => crate::eval_agent::sql(&args, llm, json),
         EvalCommand::Qa(args) => crate::eval_agent::qa(&args, models, llm, json),
+        EvalCommand::Docs(args) => crate::eval_docs::docs(&args, models, llm, json),
         EvalCommand::Routing(args) => crate::eval_agent::routing(&args, llm, json),
         EvalCommand::Memory(args) => crate::eval_memory::memory(&args, llm, json),
         EvalCommand::Retrieval(args) => crate::eval_retrieval::run(args, models, json),

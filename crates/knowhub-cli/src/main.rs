@@ -13,6 +13,7 @@ mod bench_device;
 mod bench_watch;
 mod eval;
 mod eval_agent;
+mod eval_docs;
 mod eval_memory;
 mod eval_retrieval;
 mod group;
