@@ -114,6 +114,10 @@ fn e5_parity() {
     let path = models_dir().join("multilingual-e5-small/e5-small-q4.bin");
     if !path.is_file() {
         eprintln!("skipped: no {} (fetch the models first)", path.display());
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "under CI=true a test may not skip"
+        );
         return;
     }
     let model = BertEmbedder::from_e5s1(&path, Device::Cpu).expect("load e5");
@@ -132,6 +136,10 @@ fn e5_q4_parity() {
     let path = models_dir().join("multilingual-e5-small/e5-small-q4.bin");
     if !path.is_file() {
         eprintln!("skipped: no {} (fetch the models first)", path.display());
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "under CI=true a test may not skip"
+        );
         return;
     }
     let model = BertEmbedder::from_e5s1_with_precision(&path, Device::Cpu, Precision::Q4)
@@ -145,6 +153,10 @@ fn minilm_parity() {
     let dir = models_dir().join("all-MiniLM-L6-v2");
     if !dir.join("model.safetensors").is_file() {
         eprintln!("skipped: no {} (fetch the models first)", dir.display());
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "under CI=true a test may not skip"
+        );
         return;
     }
     let model = BertEmbedder::from_hf_folder(&dir, Device::Cpu).expect("load minilm");
@@ -157,6 +169,10 @@ fn minilm_truncates_long_text_and_handles_empty_input() {
     let dir = models_dir().join("all-MiniLM-L6-v2");
     if !dir.join("model.safetensors").is_file() {
         eprintln!("skipped: no {} (fetch the models first)", dir.display());
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "under CI=true a test may not skip"
+        );
         return;
     }
     let model = BertEmbedder::from_hf_folder(&dir, Device::Cpu)
