@@ -24,6 +24,9 @@ pub(crate) struct DocsEvalArgs {
     /// `scripts/fetch_eval_docs.sh`).
     #[arg(long, default_value = "eval/debian-faq")]
     set: PathBuf,
+    /// The documents, when not the set's `docs/` folder (`assets/demo` for `eval/demo`).
+    #[arg(long)]
+    docs: Option<PathBuf>,
     /// Only the questions in this language (`en`, `zh-cn`).
     #[arg(long)]
     lang: Option<String>,
@@ -112,7 +115,7 @@ pub(crate) fn docs(
     llm: &LlmArgs,
     json: bool,
 ) -> Result<ExitCode> {
-    let docs_dir = args.set.join("docs");
+    let docs_dir = args.docs.clone().unwrap_or_else(|| args.set.join("docs"));
     let questions_file = args.set.join("questions.jsonl");
     if !questions_file.is_file() {
         bail!("{} not found", questions_file.display());
@@ -210,9 +213,10 @@ pub(crate) fn docs(
         }
         if !json {
             eprintln!(
-                "{}\t{}\t{:>6} ms\t{}",
+                "{}\t{}\tfirst words {:>6} ms\twhole {:>6} ms\t{}",
                 v.id,
                 if v.strict { "ok  " } else { "MISS" },
+                v.first_word_ms,
                 v.total_ms,
                 v.answer
                     .replace('\n', " ")
@@ -473,7 +477,7 @@ mod tests {
             strip_markers("Use apt [1][2]. See [x] and [12]"),
             "Use apt . See [x] and "
         );
-        assert_eq!(normalize("共有 7 个  Releases"), "共有7个 releases");
+        assert_eq!(normalize("共有 7 个  Releases"), "共有7个releases");
         let gold = Gold::Any(vec!["ten".into(), "10".into()]);
         assert!(gold.found_in(&normalize("By default, 10 minutes")));
         assert!(!Gold::One("dselect".into()).found_in("apt"));
