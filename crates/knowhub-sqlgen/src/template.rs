@@ -2391,7 +2391,7 @@ const MAX_FILTERS: usize = 3;
 /// Every equality filter of the question, each on its own column: "projects active owned
 /// by 张伟" is `Status = 'Active' AND Owner = '张伟'`, "staff on leave in the Audio
 /// team" a value and a yes/no column. `None` when unsure, and when one column would have to
-/// equal two values ("projects owned by Ada Li or Daniel Ng" asks for either, an `OR` the
+/// equal two values ("projects owned by Ada Li or Sam Hill" asks for either, an `OR` the
 /// template does not write).
 fn pick_filters<'t>(
     q: &mut Question,
@@ -3357,7 +3357,7 @@ fn name_columns(table: &TableInfo) -> Vec<&ColumnInfo> {
 
 /// Consumes the words that name `c`, the column a value was found in: its name ("owner
 /// 张伟"), or the verb a one-word name of a doer comes from, with "by" after it ("owned by
-/// Daniel Ng", "does Grace Lee own", "张伟负责的" — 负责 arrives as "own").
+/// Sam Hill", "does Grace Lee own", "张伟负责的" — 负责 arrives as "own").
 fn consume_column_mention(q: &mut Question, c: &ColumnInfo) {
     if let Some(spans) = q.find_all(&ident_parts(&c.name)) {
         q.consume_all(&spans);

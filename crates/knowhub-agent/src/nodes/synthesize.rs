@@ -399,7 +399,7 @@ fn listing_title(e: &EvidenceItem) -> String {
 
 /// What only a copy of the prompt's evidence would hold: the `(title)` headers it lists the
 /// evidence under (items without a title have none) and the rows of query results as shown
-/// ("Project=Data Pipeline, Owner=刘洋, …"). The default 0.5B answered "哪些项目在 prod
+/// ("Project=Data Pipeline, Owner=吴昊, …"). The default 0.5B answered "哪些项目在 prod
 /// 环境？" by writing the six rows out, a minute's generation for what the extractive answer
 /// shows at once.
 fn as_listed(evidence: &[&EvidenceItem]) -> Vec<String> {
