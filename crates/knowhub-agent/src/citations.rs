@@ -92,6 +92,51 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
         .into_iter()
         .filter(|w| shown_words.contains(w))
         .collect();
+    // A figure is taken from a sentence about what was asked, not from its neighbour: of the
+    // shown sentences that state figures, the source of a claim's figure must hold as much of
+    // one asked question's subject (with its item's title) as any other does. "Memory limit:
+    // 512Mi" is in the row of another component than the one asked about, whose own row holds
+    // the component's name too.
+    let asked_subjects: Vec<HashSet<String>> = crate::text::questions(question)
+        .iter()
+        .map(|part| {
+            subject_words(part)
+                .into_iter()
+                .filter(|w| shown_words.contains(w))
+                .collect()
+        })
+        .collect();
+    let held = |p: &Passage, k: usize, subject: &HashSet<String>| {
+        subject
+            .iter()
+            .filter(|w| p.subject.contains(*w) || title_subjects[k].contains(*w))
+            .count()
+    };
+    // Per asked question and script: a sentence in the other language than the question holds
+    // none of its words, and is compared only with sentences in its own.
+    let most_held = |subject: &HashSet<String>, cjk: bool| {
+        passages
+            .iter()
+            .enumerate()
+            .flat_map(|(k, ps)| {
+                ps.iter()
+                    .filter(|p| !p.figures.is_empty() && p.cjk == cjk)
+                    .map(move |p| (k, p))
+            })
+            .map(|(k, p)| held(p, k, subject))
+            .max()
+            .unwrap_or(0)
+    };
+    let most_held: Vec<[usize; 2]> = asked_subjects
+        .iter()
+        .map(|subject| [most_held(subject, false), most_held(subject, true)])
+        .collect();
+    let about_what_was_asked = |p: &Passage, k: usize| {
+        asked_subjects
+            .iter()
+            .zip(&most_held)
+            .any(|(subject, most)| held(p, k, subject) >= most[usize::from(p.cjk)])
+    };
     let question_lower = question.to_lowercase();
     let evidence_lower: Vec<String> = items
         .iter()
@@ -177,6 +222,7 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
                                     && own.speaks_of(p)
                                     && beside_it(p)
                                     && own.holds_subject(p, &subject, &title_subjects[k - 1])
+                                    && about_what_was_asked(p, k - 1)
                             })
                     })
             };
@@ -1733,6 +1779,32 @@ mod tests {
     }
 
     #[test]
+    fn a_figure_comes_from_the_sentence_about_what_was_asked() {
+        let evidence = [
+            "Component: api-gateway; Namespace: edge; Memory limit: 512Mi",
+            "Component: fleet-scheduler; Namespace: fleet; Memory limit: 4Gi",
+            "上海每晚 CNY 600。",
+        ];
+        let question = "What is the memory limit of fleet-scheduler?";
+        let table: &[(&str, &str)] = &[
+            // The other component's row, cited or attributed, is cut.
+            ("Memory limit: 512Mi [1].", ""),
+            ("The memory limit is 512Mi.", ""),
+            // The asked component's row holds the figure.
+            (
+                "The memory limit of fleet-scheduler is 4Gi [2].",
+                "The memory limit of fleet-scheduler is 4Gi [2].",
+            ),
+            // A sentence in the other language is compared only with its own language's.
+            ("上海每晚 CNY 600 [3]。", "上海每晚 CNY 600 [3]。"),
+        ];
+        for (answer, kept) in table {
+            let c = check(answer, &evidence, question);
+            assert_eq!(c.answer, *kept, "{answer}: {c:?}");
+        }
+    }
+
+    #[test]
     fn a_sentence_copied_whole_is_its_items_without_a_marker() {
         let evidence = [
             "3. Rolling updates\nmaxSurge: 25% — at most a quarter of extra pods are created during a rollout.\n\
@@ -1768,9 +1840,10 @@ mod tests {
                 &[3],
             ),
             // A rewording with a word the sentence does not use is still an uncited claim;
-            // what uses only a sentence's words is that sentence's item's.
+            // and a figure from a sentence about something other than what was asked (the
+            // memory limit, asked for maxSurge) is no answer, however it is written.
             ("The memory limit is 1Gi for every service.", "", &[]),
-            ("Memory limit: 1Gi", "Memory limit: 1Gi [1]", &[1]),
+            ("Memory limit: 1Gi", "", &[]),
             (
                 "25% — at most a quarter of extra pods are created during a rollout.",
                 "25% — at most a quarter of extra pods are created during a rollout. [1]",

@@ -22,7 +22,7 @@ const MAX_ITEMS: usize = 8;
 
 /// A line of the answer: the sentence (or a query result's lead-in), the number of the
 /// evidence item it comes from, and the list items or rows under it.
-type Part = (String, usize, Vec<String>);
+pub(crate) type Part = (String, usize, Vec<String>);
 
 /// An extractive answer over `evidence` (numbered from 1 in this order), or `None` when no
 /// sentence covers enough of the question.
@@ -146,25 +146,27 @@ pub(crate) fn answer(
     Some((text, cited))
 }
 
-/// The best sentence for each question `question` asks, when it asks several (one per part,
-/// cited), except those `shown` already holds: what completes a model's answer that lost one
-/// part to the citation check.
-pub(crate) fn other_parts(
-    question: &str,
-    evidence: &[&EvidenceItem],
-    shown: &str,
-) -> Vec<(String, usize)> {
+/// The evidence's best sentence for `question` (one for each question it asks, when it asks
+/// several), cited, with the list it introduces, except those `shown` already covers (it
+/// holds half of the sentence's terms or more): what a model's answer is completed with, so
+/// the sentence that answers is always in sight beside the model's words.
+pub(crate) fn not_covered(question: &str, evidence: &[&EvidenceItem], shown: &str) -> Vec<Part> {
     let asked = questions(question);
-    if asked.len() < 2 {
-        return Vec::new();
-    }
-    let mut out: Vec<(String, usize)> = Vec::new();
+    let shown_terms = prose_terms(shown);
+    let mut out: Vec<Part> = Vec::new();
     for part in asked {
-        if let Some((s, k)) = ranked_sentences(part, evidence).into_iter().next()
-            && !shown.contains(s.trim())
-            && !out.iter().any(|(o, _)| *o == s)
-        {
-            out.push((s, k));
+        let Some((s, k)) = ranked_sentences(part, evidence).into_iter().next() else {
+            continue;
+        };
+        let items = list_after(&s, &evidence[k - 1].text);
+        let said: String = std::iter::once(s.as_str())
+            .chain(items.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let terms = prose_terms(&said);
+        let covered = terms.iter().filter(|t| shown_terms.contains(*t)).count();
+        if covered * 2 < terms.len() && !out.iter().any(|(o, _, _)| *o == s) {
+            out.push((s, k, items));
         }
     }
     out

@@ -74,6 +74,10 @@ pub struct AgentOptions {
     /// A failed document search falls back to the data tools.
     pub degrade_to_sql: bool,
     pub max_answer_tokens: usize,
+    /// Characters of passages the answer's writer reads, all passages together (each keeps
+    /// the part that holds the question's terms). The prompt's length is most of the time a
+    /// local model takes to its first word.
+    pub writer_evidence_chars: usize,
     /// Characters of schema description given to the model.
     pub schema_chars: usize,
     /// Earlier turns read word for word for follow-ups, at most…
@@ -94,6 +98,7 @@ impl Default for AgentOptions {
             retry_budget: 2,
             degrade_to_sql: true,
             max_answer_tokens: 320,
+            writer_evidence_chars: 2_400,
             schema_chars: 6_000,
             history_turns: 6,
             history_tokens: 1_000,

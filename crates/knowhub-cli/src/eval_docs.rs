@@ -201,6 +201,8 @@ pub(crate) fn docs(
         })?;
         let total_ms = asked.elapsed().as_millis() as u64;
         let v = verdict(
+            &engine,
+            &ctx,
             q,
             &outcome,
             &docs_dir,
@@ -258,6 +260,8 @@ fn request(question: &str, session: Option<String>) -> AskRequest {
 }
 
 fn verdict(
+    engine: &Engine,
+    ctx: &knowhub_engine::RequestContext,
     q: &Question,
     outcome: &AskOutcome,
     docs_dir: &Path,
@@ -267,29 +271,35 @@ fn verdict(
     let out = &outcome.state.output;
     let answer = strip_markers(&out.final_answer);
     let normalized = normalize(&answer);
-    let cited: Vec<String> = out
+    // Each citation's document, as a path under the set's docs folder (with its page).
+    let cited: Vec<(String, Option<u32>)> = out
         .rendered_sources
         .iter()
-        .map(|s| {
-            let path = Path::new(&s.uri);
+        .filter_map(|s| {
+            let evidence = outcome
+                .state
+                .evidence_items
+                .iter()
+                .find(|e| e.evidence_id == s.evidence_id)?;
+            let doc = engine
+                .document(ctx, knowhub_engine::DocumentId(evidence.source.doc_id?))
+                .ok()?;
+            let path = Path::new(&doc.path);
             let relative = path.strip_prefix(docs_dir).unwrap_or(path);
-            let mut name = relative.to_string_lossy().replace('\\', "/");
-            if let Some(p) = s.page {
-                name.push_str(&format!("#page={p}"));
-            }
-            name
+            Some((relative.to_string_lossy().replace('\\', "/"), s.page))
         })
         .collect();
     let gold_docs: Vec<&str> = q.doc.iter().chain(&q.also).map(String::as_str).collect();
-    let gold_doc_cited = out.rendered_sources.iter().any(|s| {
-        let path = Path::new(&s.uri);
-        let relative = path
-            .strip_prefix(docs_dir)
-            .unwrap_or(path)
-            .to_string_lossy()
-            .replace('\\', "/");
-        gold_docs.contains(&relative.as_str()) && q.page.is_none_or(|p| s.page == Some(p))
+    let gold_doc_cited = cited.iter().any(|(path, page)| {
+        gold_docs.contains(&path.as_str()) && q.page.is_none_or(|p| *page == Some(p))
     });
+    let cited: Vec<String> = cited
+        .into_iter()
+        .map(|(path, page)| match page {
+            Some(p) => format!("{path}#page={p}"),
+            None => path,
+        })
+        .collect();
     let golds_found = q.gold.iter().all(|g| g.found_in(&normalized));
     let strict = if q.doc.is_none() {
         out.stop_reason == StopReason::NoEvidence && out.rendered_sources.is_empty()

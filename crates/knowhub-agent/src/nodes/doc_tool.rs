@@ -213,8 +213,8 @@ fn evidence(hit: &SearchHit, snapshot: &str, query: &str) -> EvidenceItem {
 
 /// The part of a passage the evidence keeps, as byte offsets into its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Window {
-    range: Range<usize>,
+pub(crate) struct Window {
+    pub(crate) range: Range<usize>,
     /// Where the sentence of the part that holds the most of the search's terms starts (the
     /// part's start when none holds any): what the part is cited for, whose section it is.
     focus: usize,
@@ -227,7 +227,7 @@ struct Window {
 /// allowance per week" finds by its last sentence ("…receive an on-call allowance of CNY 300
 /// per week") runs on from the probation rules before it, and its first 1,200 characters held
 /// none of it — the answer was searched for, found, and not shown.
-fn window(text: &str, query: &str, max: usize) -> Window {
+pub(crate) fn window(text: &str, query: &str, max: usize) -> Window {
     let wanted = terms(query);
     // (byte start, byte end, characters, query terms held) of each piece: a sentence or a
     // line, as the answer nodes read them.

@@ -359,8 +359,19 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     let names_data = data_terms
         .as_ref()
         .is_some_and(|w| w.is_empty() || q_terms.iter().any(|t| w.contains(t)));
+    // Words cannot tell across scripts: a Chinese question about tables named in English
+    // shares none of their terms, and only the model can judge it. The rules are sure only
+    // when most of the data's words are in the question's script.
+    let asked_in_cjk = q.chars().any(crate::lang::is_cjk);
+    let data_in_script = data_terms.as_ref().is_some_and(|w| {
+        let same = w
+            .iter()
+            .filter(|t| t.chars().any(crate::lang::is_cjk) == asked_in_cjk)
+            .count();
+        same * 2 >= w.len()
+    });
     let rules_sure = match rule_route {
-        Route::Doc => !names_data,
+        Route::Doc => !names_data && data_in_script,
         // A counting word and a word of the data: the data, unless the data's words are
         // unknown (registered databases are not read here).
         Route::Sql => understood || data_terms.as_ref().is_some_and(|w| !w.is_empty()),

@@ -49,7 +49,6 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         return run_brief(state, deps, &refs, lang);
     }
     let question = state.input.normalized_query.clone();
-    let several_questions = crate::text::questions(&question).len() > 1;
     let mut cut = Vec::new();
     let mut attempts = 0;
     let rows_for_the_user = refs.iter().any(|e| more_rows_than_the_writer_reads(e));
@@ -64,7 +63,14 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         let verbatim = as_listed(&refs);
         let copying = |draft: &str| copies_the_evidence(draft, &verbatim);
         // The evidence as the writer reads it, which the check holds the draft to.
-        let shown: Vec<String> = refs.iter().map(|e| evidence_text(e)).collect();
+        // Each passage as the writer reads it: the part that holds the question's terms, within
+        // a share of the writer's budget (every character is prompt time on a small model).
+        let per_item =
+            (deps.options.writer_evidence_chars / refs.len().max(1)).max(MIN_WRITER_ITEM_CHARS);
+        let shown: Vec<String> = refs
+            .iter()
+            .map(|e| writer_text(e, &question, per_item))
+            .collect();
         let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
         let titles: Vec<String> = refs.iter().map(|e| listing_title(e)).collect();
         let items: Vec<citations::Shown<'_>> = refs
@@ -116,14 +122,18 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                 state.draft.confidence =
                     0.6 + 0.3 * (1.0 - checked.cut.len() as f32 / 4.0).max(0.0);
                 let mut answer = on_screen;
-                // A question of several questions whose draft lost a claim may have lost one
-                // part's answer: the evidence's best sentence for each part not shown follows.
-                if several_questions && !checked.cut.is_empty() {
-                    let more = extractive::other_parts(&question, &refs, &answer);
+                // The sentence of the evidence that best answers (one per question asked)
+                // follows the model's words when they do not already say it: a small model
+                // often answers with a neighbouring sentence, or one part of two.
+                {
+                    let more = extractive::not_covered(&question, &refs, &answer);
                     if !more.is_empty() {
                         let mut addition = format!("\n\n{}", lang.extractive_more());
-                        for (s, k) in more {
+                        for (s, k, items) in more {
                             addition.push_str(&format!("\n- {} [{k}]", s.trim()));
+                            for item in items {
+                                addition.push_str(&format!("\n  - {} [{k}]", item.trim()));
+                            }
                         }
                         (deps.events)(&AgentEvent::Token(addition.clone()));
                         answer.push_str(&addition);
@@ -421,6 +431,21 @@ fn as_listed(evidence: &[&EvidenceItem]) -> Vec<String> {
 /// Whether `draft` repeats the evidence as the prompt lists it (see [`as_listed`]).
 fn copies_the_evidence(draft: &str, listed: &[String]) -> bool {
     listed.iter().any(|h| draft.contains(h.as_str()))
+}
+
+/// Characters of a passage the writer reads at least, however many passages share the budget.
+const MIN_WRITER_ITEM_CHARS: usize = 300;
+
+/// An evidence item as the writer reads it: a passage cut to the part of at most `max`
+/// characters that holds the most of `question`'s terms; a query result whole, with its
+/// statement ([`evidence_text`]).
+fn writer_text(e: &EvidenceItem, question: &str, max: usize) -> String {
+    if e.kind == "sql_result" {
+        return evidence_text(e);
+    }
+    let text = e.text.trim();
+    let kept = super::doc_tool::window(text, question, max);
+    text[kept.range].trim().to_string()
 }
 
 /// An evidence item as the writer reads it. A SQL result comes with the statement that produced
