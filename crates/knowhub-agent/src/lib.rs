@@ -160,10 +160,10 @@ pub struct AskOutcome {
     pub state: AgentState,
 }
 
-/// The copilot over one engine.
+/// The copilot over one engine (or over any [`KnowledgeBase`] given to [`Agent::ask_in`]).
 #[derive(Debug, Clone)]
 pub struct Agent {
-    engine: Arc<Engine>,
+    engine: Option<Arc<Engine>>,
     llm: Option<Arc<dyn Llm>>,
     options: AgentOptions,
     schemas: Arc<SchemaCache>,
@@ -172,7 +172,18 @@ pub struct Agent {
 impl Agent {
     pub fn new(engine: Arc<Engine>, llm: Option<Arc<dyn Llm>>, options: AgentOptions) -> Agent {
         Agent {
-            engine,
+            engine: Some(engine),
+            llm,
+            options,
+            schemas: Arc::default(),
+        }
+    }
+
+    /// A copilot without an engine: it answers over the knowledge base each call of
+    /// [`Agent::ask_in`] is given (a test's fake), and [`Agent::ask`] refuses.
+    pub fn without_engine(llm: Option<Arc<dyn Llm>>, options: AgentOptions) -> Agent {
+        Agent {
+            engine: None,
             llm,
             options,
             schemas: Arc::default(),
@@ -204,7 +215,12 @@ impl Agent {
         req: &AskRequest,
         events: &mut dyn FnMut(&AgentEvent),
     ) -> Result<AskOutcome> {
-        let kb = EngineKnowledge::new(self.engine.session(ctx)?);
+        let Some(engine) = &self.engine else {
+            return Err(AgentError::Engine(EngineError::InvalidInput(
+                "this copilot has no engine: ask it with a knowledge base (ask_in)".into(),
+            )));
+        };
+        let kb = EngineKnowledge::new(engine.session(ctx)?);
         let trace_id = if ctx.trace_id.is_empty() {
             format!("trace-{}", graph::now_ms())
         } else {

@@ -1,0 +1,204 @@
+//! The copilot over a fake knowledge base: no engine, no store, no index. The workflow reaches
+//! what the caller may read only through `KnowledgeBase`, so a fake that holds two passages is
+//! enough to check what the agent does with them.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Mutex;
+
+use knowhub_agent::{Agent, AgentOptions, AskRequest, Caller, KnowledgeBase, StopReason};
+use knowhub_engine::{
+    ChunkId, DocumentId, EngineError, QueryableData, Retrieval, SearchHit, SearchOptions,
+    SessionRecord, SessionSummary, TraceRecord, TurnRecord,
+};
+
+/// Passages found by any word they share with the query; conversations and traces in memory.
+#[derive(Default)]
+struct Fake {
+    passages: Vec<(&'static str, &'static str)>,
+    turns: Mutex<Vec<TurnRecord>>,
+    traces: Mutex<Vec<TraceRecord>>,
+    searched: Mutex<Vec<String>>,
+}
+
+type R<T> = Result<T, EngineError>;
+
+impl KnowledgeBase for Fake {
+    fn caller(&self) -> Caller {
+        Caller {
+            user: "ada".into(),
+            role: "USER".into(),
+            scopes: vec!["team:ops".into()],
+            snapshot: "snapshot-1".into(),
+        }
+    }
+
+    fn retrieve(&self, query: &str, _options: &SearchOptions) -> R<Retrieval> {
+        self.searched.lock().unwrap().push(query.to_string());
+        let words: Vec<String> = query
+            .to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.len() > 3)
+            .map(str::to_string)
+            .collect();
+        let hits = self
+            .passages
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, text))| words.iter().any(|w| text.to_lowercase().contains(w)))
+            .enumerate()
+            .map(|(rank, (i, (title, text)))| SearchHit {
+                rank: rank + 1,
+                evidence_id: format!("doc:{i}:chunk_0"),
+                score: 1.0,
+                keyword_rank: Some(rank + 1),
+                semantic_rank: None,
+                chunk_id: ChunkId(i as i64 + 1),
+                document_id: DocumentId(i as i64 + 1),
+                path: format!("/kb/{title}.md"),
+                title: (*title).to_string(),
+                kind: Some("md".into()),
+                page_start: None,
+                page_end: None,
+                heading_path: vec![],
+                snippet: (*text).to_string(),
+                highlights: vec![],
+                text: (*text).to_string(),
+                char_start: 0,
+                char_end: text.len(),
+            })
+            .collect();
+        Ok(Retrieval {
+            hits,
+            trace: knowhub_engine::RetrievalTrace {
+                permission_snapshot: "snapshot-1".into(),
+                ..Default::default()
+            },
+        })
+    }
+
+    fn queryable_data(&self) -> R<QueryableData> {
+        Ok(QueryableData {
+            tables_db: Default::default(),
+            tables: vec![],
+            sources: vec![],
+        })
+    }
+
+    fn org_ids(&self) -> R<Vec<String>> {
+        Ok(vec![])
+    }
+
+    fn user_profile(&self, _project: Option<&str>, _limit: usize) -> R<Vec<String>> {
+        Ok(vec![])
+    }
+
+    fn create_conversation(&self, title: &str) -> R<SessionRecord> {
+        Ok(SessionRecord {
+            id: "conv-1".into(),
+            user_id: "ada".into(),
+            title: title.into(),
+            created_at_ms: 0,
+            updated_at_ms: 0,
+        })
+    }
+
+    fn turns(&self, _conversation: &str, _limit: usize) -> R<Vec<TurnRecord>> {
+        Ok(self.turns.lock().unwrap().clone())
+    }
+
+    fn turns_between(&self, _: &str, _: (i64, i64), _: usize) -> R<Vec<TurnRecord>> {
+        Ok(vec![])
+    }
+
+    fn summary(&self, _conversation: &str) -> R<Option<SessionSummary>> {
+        Ok(None)
+    }
+
+    fn set_summary(&self, _: &str, _: &SessionSummary) -> R<()> {
+        Ok(())
+    }
+
+    fn record_turn(&self, turn: &TurnRecord) -> R<i64> {
+        let mut turns = self.turns.lock().unwrap();
+        turns.push(turn.clone());
+        Ok(turns.len() as i64)
+    }
+
+    fn record_trace(&self, trace: &TraceRecord) -> R<()> {
+        self.traces.lock().unwrap().push(trace.clone());
+        Ok(())
+    }
+}
+
+#[test]
+fn the_copilot_answers_from_a_fake_knowledge_base() {
+    let kb = Fake {
+        passages: vec![
+            (
+                "backups",
+                "Backups run every night at 02:00 and are kept for 35 days.",
+            ),
+            ("lunch", "The canteen opens at noon."),
+        ],
+        ..Fake::default()
+    };
+    let agent = Agent::without_engine(None, AgentOptions::default());
+    let out = agent
+        .ask_in(
+            &kb,
+            "trace-1",
+            &AskRequest::new("How long are backups kept?"),
+            &mut |_| {},
+        )
+        .unwrap();
+    let state = &out.state;
+    assert_eq!(state.output.stop_reason, StopReason::Ok);
+    assert!(
+        state
+            .output
+            .final_answer
+            .starts_with("Backups run every night")
+            && state.output.final_answer.contains("35 days. [1]"),
+        "{}",
+        state.output.final_answer
+    );
+    // Every evidence item carries the snapshot the knowledge base was opened with.
+    assert_eq!(state.authz.perm_snapshot_id, "snapshot-1");
+    assert!(
+        state
+            .evidence_items
+            .iter()
+            .all(|e| e.authz.perm_snapshot_id == "snapshot-1")
+    );
+    // The turn and the trace went to the knowledge base, in a new conversation.
+    assert_eq!(out.session_id.as_deref(), Some("conv-1"));
+    assert_eq!(kb.turns.lock().unwrap().len(), 1);
+    assert_eq!(kb.traces.lock().unwrap()[0].id, "trace-1");
+    assert!(!kb.searched.lock().unwrap().is_empty());
+    // Without an engine, only ask_in answers.
+    assert!(
+        agent
+            .ask(
+                &knowhub_engine::dev_context(),
+                &AskRequest::new("How long are backups kept?"),
+                &mut |_| {}
+            )
+            .is_err()
+    );
+}
+
+#[test]
+fn nothing_found_is_said_plainly() {
+    let kb = Fake::default();
+    let agent = Agent::without_engine(None, AgentOptions::default());
+    let mut req = AskRequest::new("What is the parking fee?");
+    req.ephemeral = true;
+    let out = agent.ask_in(&kb, "trace-2", &req, &mut |_| {}).unwrap();
+    assert_eq!(out.state.output.stop_reason, StopReason::NoEvidence);
+    assert!(out.state.output.rendered_sources.is_empty());
+    assert!(
+        kb.traces.lock().unwrap().is_empty(),
+        "ephemeral: nothing stored"
+    );
+}
