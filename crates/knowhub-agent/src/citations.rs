@@ -156,7 +156,48 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
         .collect();
     // Whether the items `numbers` hold what `text` states: the values it lists from query
     // results, its figures (said of the same thing), and the names it can only have copied.
+    // The content words of each item (title, text, rows; see [`subject_words`]), and its
+    // script: what a claim citing it must mostly be made of.
+    let item_words: Vec<(HashSet<String>, bool)> = items
+        .iter()
+        .map(|item| {
+            let text = format!("{}\n{}\n{}", item.title, item.text, item.data.unwrap_or(""));
+            (
+                subject_words(&text),
+                Lang::detect(item.data.unwrap_or(item.text)) == Lang::Zh,
+            )
+        })
+        .collect();
+    // Whether the items `numbers` use more than [`SUPPORT_SHARE`] of the content words of
+    // `text`: a claim is about what it cites. "There is a company shuttle bus [1]" citing a
+    // passage that names no bus is not, nor "公司有健身房" citing the office hours. A sentence
+    // that introduces what follows (it ends with a colon) is not held to it, and items in the
+    // other script than the claim cannot be read so.
+    let uses_its_words = |text: &str, numbers: &[usize]| -> bool {
+        let trimmed = text.trim_end();
+        if trimmed.ends_with(':') || trimmed.ends_with('：') {
+            return true;
+        }
+        let words: HashSet<String> = subject_words(text)
+            .into_iter()
+            .filter(|w| !w.chars().any(|c| c.is_ascii_digit()))
+            .collect();
+        let cjk = Lang::detect(text) == Lang::Zh;
+        if words.is_empty() || numbers.iter().any(|&k| item_words[k - 1].1 != cjk) {
+            return true;
+        }
+        let used = words
+            .iter()
+            .filter(|w| numbers.iter().any(|&k| item_words[k - 1].0.contains(*w)))
+            .count();
+        used as f32 > SUPPORT_SHARE * words.len() as f32
+    };
     let holds = |text: &str, numbers: &[usize]| -> bool {
+        // A claim without figures says only words: they must be its items' (a claim with
+        // figures is held to them below, and may word the rest its own way).
+        if !numbers.is_empty() && figures(text).is_empty() && !uses_its_words(text, numbers) {
+            return false;
+        }
         // The values a sentence lists from query results are the rows' own: "遥测数据接入,
         // 安全急停固件, 检电充电协议, 客户门户 [1]" misspells a project the rows name.
         if numbers.iter().all(|&k| items[k - 1].data.is_some()) {
@@ -765,6 +806,10 @@ impl Passage {
     }
 }
 
+/// The share of a claim's content words that the items it cites must use more than (see
+/// `uses_its_words`): of two words, both.
+const SUPPORT_SHARE: f32 = 0.5;
+
 /// Words of a claim of six words or more that the sentence it is attributed to may lack (a
 /// linking word the writer added); a shorter claim must use only the sentence's words.
 const ATTRIBUTION_SLACK: usize = 1;
@@ -1166,7 +1211,12 @@ fn restates(sentence: &str, question: &str) -> bool {
 /// Whether a sentence makes a claim that needs a source (not a greeting, a heading-like
 /// fragment or a statement about the sources themselves).
 fn states_something(sentence: &str) -> bool {
-    let letters = sentence.chars().filter(|c| c.is_alphanumeric()).count();
+    // A Chinese character weighs two letters: "公司有班车" states something.
+    let letters: usize = sentence
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .map(|c| if crate::lang::is_cjk(c) { 2 } else { 1 })
+        .sum();
     if letters < 8 {
         return false;
     }
@@ -1339,9 +1389,9 @@ mod tests {
             (
                 "试用期为三个月。延长不超过一个月。[1]",
                 1,
-                "试用期为三个月[1]。延长不超过一个月[1]。",
+                "试用期为三个月[1]。",
                 &[1],
-                0,
+                1,
             ),
         ];
         for (answer, n, kept, cited, cut) in table {
@@ -1775,6 +1825,40 @@ mod tests {
         for (answer, kept) in table {
             let c = check_items(answer, &items, "哪些项目在 prod 环境？");
             assert_eq!(!c.answer.is_empty(), *kept, "{answer}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn a_claim_without_figures_is_made_of_its_items_words() {
+        let evidence = [
+            "司龄不满 3 年（含新员工）：每年 10 个工作日；",
+            "公司支持弹性上班：上班时间可在 8:00 至 10:00 之间自行安排。",
+            "Unused days beyond that are not paid out, except on leaving the company.",
+            "Backups are encrypted at rest and kept for 35 days.",
+        ];
+        let table: &[(&str, &str, &str)] = &[
+            // (claim, question, kept)
+            ("公司有班车 [2]。", "公司有班车吗？", ""),
+            ("公司有健身房 [1]。", "公司有健身房吗？", ""),
+            (
+                "There is a company shuttle bus [3].",
+                "Is there a company shuttle bus?",
+                "",
+            ),
+            (
+                "Backups are encrypted [4].",
+                "Are backups encrypted?",
+                "Backups are encrypted [4].",
+            ),
+            (
+                "公司支持弹性上班 [2]。",
+                "可以弹性上班吗？",
+                "公司支持弹性上班 [2]。",
+            ),
+        ];
+        for (claim, question, kept) in table {
+            let c = check(claim, &evidence, question);
+            assert_eq!(c.answer, *kept, "{claim}: {c:?}");
         }
     }
 

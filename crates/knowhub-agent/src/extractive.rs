@@ -228,8 +228,7 @@ fn result_speaks_to(question: &str, result: &EvidenceItem) -> bool {
 fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, usize)> {
     let q = prose_terms(question);
     // A question that asks for a figure ("多少钱", "how long"), put to a sentence that states
-    // one of that kind ("200 元", "3 个月"), shares one term more: a bonus, so no sentence is
-    // less eligible than before for writing its figure some other way.
+    // one of that kind ("200 元", "3 个月"), shares one term more.
     let kind = AnswerKind::of(question);
     let mut scored: Vec<(f32, usize, usize, String)> = Vec::new();
     for (i, e) in evidence.iter().enumerate() {
@@ -259,6 +258,12 @@ fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, 
                 .filter(|t| !words.contains(*t) && headings.contains(*t))
                 .count();
             let figure = usize::from(kind.is_some_and(|k| k.stated_in(&s)));
+            // A question that asks for a figure is answered only by a sentence that states one
+            // of its kind: "When was it released?" is not answered by a sentence about the
+            // release that gives no date.
+            if kind.is_some() && figure == 0 {
+                continue;
+            }
             let shared = own + context + figure;
             let n = (q.len() + figure).max(1) as f32;
             if own >= 1 && shared as f32 / n >= MIN_OVERLAP && (shared >= 2 || q.len() < 2) {

@@ -150,9 +150,12 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                 return Ok(answer_report(state, attempts, cut.len()));
             }
             if text.contains(NO_ANSWER) {
-                // The model read the evidence and found no answer: trust it, but let the
-                // extractive check have the last word below.
-                break;
+                // The model read the evidence and found no answer: trusted, so a question the
+                // documents do not answer is said to be unanswered rather than met with the
+                // nearest sentences.
+                state.draft.cut_sentences = cut.clone();
+                extractive_or_abstain(state, deps, None, false, lang);
+                return Ok(answer_report(state, attempts, cut.len()));
             }
             if copying(&text) {
                 // A small model sometimes reproduces the prompt's evidence list ("[1] (title)
