@@ -62,9 +62,9 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         // Checked on every streamed token: what only a copy would hold is listed once.
         let verbatim = as_listed(&refs);
         let copying = |draft: &str| copies_the_evidence(draft, &verbatim);
-        // The evidence as the writer reads it, which the check holds the draft to.
-        // Each passage as the writer reads it: the part that holds the question's terms, within
-        // a share of the writer's budget (every character is prompt time on a small model).
+        // The evidence as the writer reads it, which the check holds the draft to: of each
+        // passage, the part that holds the question's terms, within a share of the writer's
+        // budget (every character is prompt time on a small model).
         let per_item =
             (deps.options.writer_evidence_chars / refs.len().max(1)).max(MIN_WRITER_ITEM_CHARS);
         let shown: Vec<String> = refs
@@ -86,20 +86,33 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         // What may be shown of a draft as it is written: its complete sentences that pass the
         // check, once they say something. The user sees only checked text, never a draft
         // struck out.
+        // The check runs once per complete sentence, not once per token.
+        let last_checked: std::cell::RefCell<(String, String)> = Default::default();
         let checked_prefix = |text: &str, done: bool| -> String {
             let complete = if done {
                 text
             } else {
                 &text[..complete_sentences(text)]
             };
-            if complete.trim().is_empty() || copying(complete) {
-                return String::new();
+            if let Ok(last) = last_checked.try_borrow()
+                && last.0 == complete
+            {
+                return last.1.clone();
             }
-            let checked = citations::check_items(complete, &items, &question);
-            if checked.cited.is_empty() || !checked.substantive {
-                return String::new();
+            let shown = if complete.trim().is_empty() || copying(complete) {
+                String::new()
+            } else {
+                let checked = citations::check_items(complete, &items, &question);
+                if checked.cited.is_empty() || !checked.substantive {
+                    String::new()
+                } else {
+                    checked.answer
+                }
+            };
+            if let Ok(mut last) = last_checked.try_borrow_mut() {
+                *last = (complete.to_string(), shown.clone());
             }
-            checked.answer
+            shown
         };
         for &strict in drafts(deps.llm.and_then(|llm| llm.parameters())) {
             attempts += 1;
@@ -466,9 +479,9 @@ fn evidence_text(e: &EvidenceItem) -> String {
 }
 
 /// Where the complete sentences of a reply being written end (a byte offset of `text`): after
-/// the last sentence end that something real follows, with the citation markers written
-/// after it ("… 10 days. [1] Next…" ends after "[1]"). A sentence without anything after it
-/// may still get its marker.
+/// the last sentence end that something other than a citation marker follows, with the
+/// markers written after it ("… 10 days. [1] Next…" ends after "[1]"). A sentence without
+/// anything after it may still get its marker.
 fn complete_sentences(text: &str) -> usize {
     let mut end = 0;
     let mut chars = text.char_indices().peekable();
@@ -499,7 +512,8 @@ fn complete_sentences(text: &str) -> usize {
                 }
             }
         }
-        if after.chars().next().is_some_and(char::is_alphanumeric) {
+        // Something real follows (a word, a list item's mark), not the start of a marker.
+        if after.chars().next().is_some_and(|c| c != '[' && c != '【') {
             end = text.len() - after.len();
         }
     }
@@ -653,6 +667,22 @@ fn finish(
 mod tests {
     use super::*;
     use crate::state::EvidenceSource;
+
+    #[test]
+    fn sentences_are_complete_once_something_but_a_marker_follows() {
+        for (text, complete) in [
+            ("Leave is 10 days.", ""),
+            ("Leave is 10 days. [1]", ""),
+            ("Leave is 10 days. [1] It", "Leave is 10 days. [1] "),
+            ("Leave is 10 days [1]. It rises", "Leave is 10 days [1]. "),
+            ("试用期为 3 个月[1]。延", "试用期为 3 个月[1]。"),
+            ("Steps:\n- a.\n- b", "Steps:\n- a.\n"),
+            ("Leave is 10 days. [", ""),
+            ("Version 2.5 is out", ""),
+        ] {
+            assert_eq!(&text[..complete_sentences(text)], complete, "{text}");
+        }
+    }
 
     fn item(title: &str) -> EvidenceItem {
         EvidenceItem {
