@@ -41,10 +41,11 @@ fn prepare_data(root: &Path) -> (PathBuf, PathBuf) {
         .unwrap();
     assert_eq!(report.failed, 0, "{:?}", report.failures);
     drop(engine);
-    // Answers in extractive mode: deterministic, and no model download needed.
+    // The default answer model, in a models folder where it is not installed: the window says
+    // so and offers the download; answers are extractive (deterministic, nothing to download).
     std::fs::write(
         data.join("desktop-settings.json"),
-        r#"{"llm": {"kind": "off"}}"#,
+        r#"{"llm": {"kind": "default"}}"#,
     )
     .unwrap();
     (demo, data)
@@ -68,7 +69,17 @@ async fn the_desktop_window_end_to_end() {
     let root = tempfile::tempdir().unwrap();
     let root_path = root.path().canonicalize().unwrap();
     let (demo, data) = prepare_data(&root_path);
-    let driver = match Driver::start(&data, &[("KNOWHUB_EMBEDDER", "off")]) {
+    let no_models = root_path.join("no-models");
+    std::fs::create_dir_all(&no_models).unwrap();
+    // The web view keeps its storage (the chosen language, …) under XDG_DATA_HOME: a private
+    // one, so every run starts as a first run.
+    let web_data = root_path.join("xdg-data");
+    let env = [
+        ("KNOWHUB_EMBEDDER", "off"),
+        ("KNOWHUB_MODELS_DIR", no_models.to_str().unwrap()),
+        ("XDG_DATA_HOME", web_data.to_str().unwrap()),
+    ];
+    let driver = match Driver::start(&data, &env) {
         Ok(d) => d,
         Err(why) => {
             eprintln!("skipping the end-to-end test: {why}");
@@ -92,6 +103,26 @@ async fn scenario(ui: &Ui, demo: &Path) {
     ui.until(
         "the signed-in user",
         "const w = document.querySelector('[data-testid=\"whoami\"]'); return !!w && w.textContent.includes('default');",
+        vec![],
+    )
+    .await;
+
+    // 0. The answer model the settings use is not installed: the window says what that means
+    // and offers the download (an administrator is signed in); "Not now" puts it away.
+    ui.wait(&css("models-banner")).await;
+    ui.until(
+        "the missing answer model to be named, with a download",
+        "const m = [...document.querySelectorAll('[data-testid=\"missing-model\"]')];\
+         return m.length === 1 && m[0].getAttribute('data-model').startsWith('qwen') && \
+         !!document.querySelector('[data-testid=\"models-download\"]');",
+        vec![],
+    )
+    .await;
+    ui.shot("models-missing.png").await;
+    ui.click(&css("models-later")).await;
+    ui.until(
+        "the models banner to go",
+        "return !document.querySelector('[data-testid=\"models-banner\"]');",
         vec![],
     )
     .await;
@@ -298,6 +329,25 @@ async fn scenario(ui: &Ui, demo: &Path) {
         "the window to speak Chinese",
         "return document.documentElement.lang === 'zh-CN' && \
          /[\\u4e00-\\u9fff]/.test(document.querySelector('[data-testid=\"nav-settings\"]').textContent);",
+        vec![],
+    )
+    .await;
+    // Chinese text is drawn with glyphs, not the missing-glyph box (no CJK font installed):
+    // each character of a label, drawn in the label's fonts, differs from an unassigned code
+    // point drawn the same way and from the label's other characters.
+    ui.until(
+        "the Chinese labels to be drawn with a CJK font",
+        "const el = document.querySelector('[data-testid=\"nav-settings\"]');\
+         const chars = [...el.textContent].filter((c) => /[\\u4e00-\\u9fff]/.test(c));\
+         const canvas = document.createElement('canvas'); canvas.width = 48; canvas.height = 48;\
+         const g = canvas.getContext('2d');\
+         g.font = '32px ' + getComputedStyle(el).fontFamily; g.textBaseline = 'top';\
+         const draw = (c) => { g.clearRect(0, 0, 48, 48); g.fillText(c, 4, 4);\
+           return g.getImageData(0, 0, 48, 48).data.join(','); };\
+         const missing = draw('\\u0378');\
+         const seen = new Set([missing]);\
+         for (const c of chars) { const p = draw(c); if (seen.has(p)) return false; seen.add(p); }\
+         return chars.length >= 2;",
         vec![],
     )
     .await;

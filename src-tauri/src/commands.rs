@@ -99,8 +99,22 @@ fn app_info_of(state: &AppState, s: &Signed) -> CmdResult<AppInfo> {
             embedder_from_env: state.embedder_override.is_some(),
             models_dir: knowhub_models::default_models_dir().map(|d| d.display().to_string()),
             gpu_built: cfg!(any(feature = "cuda", feature = "metal")),
+            missing: missing_models(state),
         },
     })
+}
+
+/// The library's models that the settings use but that are missing or corrupt.
+fn missing_models(state: &AppState) -> Vec<ModelRow> {
+    let (Ok(manifest), Ok(dir)) = (knowhub_models::Manifest::builtin(), models_dir()) else {
+        return Vec::new();
+    };
+    manifest
+        .models
+        .iter()
+        .map(|m| model_row(state, &dir, m))
+        .filter(|row| row.in_use && row.state != "ok")
+        .collect()
 }
 
 fn search_setting_of(s: &SearchModels) -> SearchModelsSetting {
@@ -1339,6 +1353,10 @@ pub(crate) async fn download_model(
                 let _ = on_event.send(event);
             }
         })?;
+        if model.role == knowhub_models::Role::Llm {
+            // The settings may name this model: the next question loads it.
+            state.forget_llm();
+        }
         Ok(model_row(state, &dir, model))
     })
     .await

@@ -49,6 +49,9 @@ pub struct ModelInfo {
     pub models_dir: Option<String>,
     /// Whether this build has a GPU back end (CUDA or Metal).
     pub gpu_built: bool,
+    /// Models of the library that the settings use but that are not installed (or fail their
+    /// check): search and answers run without them until they are downloaded.
+    pub missing: Vec<ModelRow>,
 }
 
 /// The models behind search, as the settings pane edits them.

@@ -235,6 +235,12 @@ impl AppState {
         Ok(slot.llm.clone())
     }
 
+    /// Forgets the loaded answer model (or that it was missing), so the next question loads
+    /// it again.
+    pub(crate) fn forget_llm(&self) {
+        *self.llm.lock().unwrap_or_else(|p| p.into_inner()) = LlmSlot::default();
+    }
+
     /// The answer model when it is already loaded for the current settings; never loads one
     /// (nor waits for one that is loading).
     pub(crate) fn loaded_llm(&self) -> Option<Arc<dyn Llm>> {

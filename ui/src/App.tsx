@@ -4,6 +4,7 @@ import { toAppError } from "./api";
 import { ChatPage } from "./chat/ChatPage";
 import { DropZone } from "./components/Drop";
 import { IngestStatus } from "./components/IngestStatus";
+import { ModelsBanner } from "./components/ModelsBanner";
 import { BrandMark } from "./components/icons";
 import { Sidebar } from "./components/Sidebar";
 import { SwitchUserDialog } from "./components/SwitchUserDialog";
@@ -35,6 +36,7 @@ function Shell() {
       <Sidebar />
       <main className="main">
         <Header />
+        <ModelsBanner />
         <div className="content">
           <Page />
         </div>

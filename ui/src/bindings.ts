@@ -552,6 +552,11 @@ export type ModelInfo_Deserialize = {
 	modelsDir?: string | null,
 	/**  Whether this build has a GPU back end (CUDA or Metal). */
 	gpuBuilt: boolean,
+	/**
+	 *  Models of the library that the settings use but that are not installed (or fail their
+	 *  check): search and answers run without them until they are downloaded.
+	 */
+	missing: ModelRow[],
 };
 
 export type ModelInfo_Serialize = {
@@ -575,6 +580,11 @@ export type ModelInfo_Serialize = {
 	modelsDir: string | null,
 	/**  Whether this build has a GPU back end (CUDA or Metal). */
 	gpuBuilt: boolean,
+	/**
+	 *  Models of the library that the settings use but that are not installed (or fail their
+	 *  check): search and answers run without them until they are downloaded.
+	 */
+	missing: ModelRow[],
 };
 
 /**  A model KnowHub knows how to download (from the built-in manifest). */

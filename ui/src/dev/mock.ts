@@ -208,6 +208,7 @@ function appInfo(): AppInfo {
       embedderFromEnv: false,
       modelsDir: "/home/demo/.local/share/knowhub/models",
       gpuBuilt: false,
+      missing: library.filter((m) => m.inUse && m.state !== "ok"),
     },
   };
 }
