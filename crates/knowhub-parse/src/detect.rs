@@ -11,7 +11,12 @@ const HTML_EXTENSIONS: &[&str] = &["html", "htm", "xhtml"];
 
 /// Every file extension KnowHub ingests (lowercase, no dot).
 pub fn supported_extensions() -> Vec<&'static str> {
-    let mut all = vec!["pdf", "docx", "xlsx", "xlsm", "xls", "xlsb", "ods"];
+    // Legacy `.doc`/`.ppt` are taken so that each gets its reason (re-save in the new format)
+    // instead of being passed over in silence.
+    let mut all = vec![
+        "pdf", "docx", "docm", "doc", "pptx", "pptm", "ppsx", "ppt", "pps", "xlsx", "xlsm", "xls",
+        "xlsb", "ods",
+    ];
     all.extend_from_slice(MARKDOWN_EXTENSIONS);
     all.extend_from_slice(HTML_EXTENSIONS);
     all.extend_from_slice(TEXT_EXTENSIONS);
@@ -43,7 +48,9 @@ pub fn detect(file_name: Option<&str>, head: &[u8]) -> Option<DocKind> {
     let is_ole = head.starts_with(&[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1]);
     match ext {
         "pdf" => return Some(DocKind::Pdf),
-        "docx" | "docm" | "dotx" => return Some(DocKind::Docx),
+        // The parsers name a legacy (OLE) file's format and how to convert it.
+        "docx" | "docm" | "dotx" | "doc" => return Some(DocKind::Docx),
+        "pptx" | "pptm" | "ppsx" | "potx" | "ppt" | "pps" => return Some(DocKind::Pptx),
         "xlsx" | "xlsm" | "xltx" | "xltm" => return Some(DocKind::Xlsx),
         "xlsb" => return Some(DocKind::Xlsb),
         "xls" | "xla" => return Some(DocKind::Xls),
@@ -101,6 +108,17 @@ mod tests {
                 Some("a.xls"),
                 b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1",
                 Some(DocKind::Xls),
+            ),
+            (Some("a.pptx"), b"PK\x03\x04", Some(DocKind::Pptx)),
+            (
+                Some("old.ppt"),
+                b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1",
+                Some(DocKind::Pptx),
+            ),
+            (
+                Some("old.doc"),
+                b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1",
+                Some(DocKind::Docx),
             ),
             (Some("a.zip"), b"PK\x03\x04", None),
             (Some("a.html"), b"<html>", Some(DocKind::Html)),

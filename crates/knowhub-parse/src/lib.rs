@@ -23,6 +23,7 @@ mod limits;
 mod markdown;
 mod model;
 mod pdf;
+mod pptx;
 mod sheet;
 mod text;
 
@@ -49,6 +50,7 @@ pub fn parse(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<ParsedDocum
     let mut doc = match kind {
         DocKind::Pdf => pdf::parse(bytes, limits)?,
         DocKind::Docx => docx::parse(bytes, limits)?,
+        DocKind::Pptx => pptx::parse(bytes, limits)?,
         DocKind::Xlsx | DocKind::Xls | DocKind::Xlsb | DocKind::Ods => {
             sheet::parse(kind, bytes, limits)?
         }

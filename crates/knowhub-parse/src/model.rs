@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 pub enum DocKind {
     Pdf,
     Docx,
+    /// PowerPoint: slides are pages.
+    Pptx,
     Xlsx,
     Xls,
     Xlsb,
@@ -27,6 +29,7 @@ impl DocKind {
         match self {
             DocKind::Pdf => "pdf",
             DocKind::Docx => "docx",
+            DocKind::Pptx => "pptx",
             DocKind::Xlsx => "xlsx",
             DocKind::Xls => "xls",
             DocKind::Xlsb => "xlsb",
@@ -42,6 +45,7 @@ impl DocKind {
         Some(match name {
             "pdf" => DocKind::Pdf,
             "docx" => DocKind::Docx,
+            "pptx" => DocKind::Pptx,
             "xlsx" => DocKind::Xlsx,
             "xls" => DocKind::Xls,
             "xlsb" => DocKind::Xlsb,

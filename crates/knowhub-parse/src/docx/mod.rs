@@ -7,7 +7,7 @@
 //! the decompression budget.
 
 mod body;
-mod opc;
+pub(crate) mod opc;
 mod styles;
 pub(crate) mod xml;
 

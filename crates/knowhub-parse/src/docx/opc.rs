@@ -16,7 +16,7 @@ const WORD_MAIN_TYPES: &[&str] = &[
 
 /// Reads a part by name, falling back to a case-insensitive match (part names are
 /// case-insensitive in OPC, and some writers are inconsistent).
-pub(super) fn read_part(
+pub(crate) fn read_part(
     zip: &mut BoundedZip<'_>,
     name: &str,
 ) -> Result<Option<Vec<u8>>, ParseError> {
@@ -57,10 +57,10 @@ fn resolve(base_dir: &str, target: &str) -> String {
     parts.join("/")
 }
 
-/// The relationships of one part: (type, resolved target) pairs.
+/// The relationships of one part: (id, type, resolved target).
 #[derive(Debug, Default)]
-pub(super) struct Rels {
-    items: Vec<(String, String)>,
+pub(crate) struct Rels {
+    items: Vec<(String, String, String)>,
 }
 
 impl Rels {
@@ -75,7 +75,8 @@ impl Rels {
                     continue;
                 }
                 if let (Some(ty), Some(target)) = (rel.attr("Type"), rel.attr("Target")) {
-                    items.push((ty.to_string(), resolve(base_dir, target)));
+                    let id = rel.attr("Id").unwrap_or_default().to_string();
+                    items.push((id, ty.to_string(), resolve(base_dir, target)));
                 }
             }
         }
@@ -84,25 +85,33 @@ impl Rels {
 
     /// Target of the first relationship whose type ends with `/{kind}` (transitional and strict
     /// relationship URIs differ only in their prefix).
-    pub(super) fn target(&self, kind: &str) -> Option<String> {
+    pub(crate) fn target(&self, kind: &str) -> Option<String> {
         let suffix = format!("/{kind}");
         self.items
             .iter()
-            .find(|(ty, _)| ty.ends_with(&suffix))
-            .map(|(_, t)| t.clone())
+            .find(|(_, ty, _)| ty.ends_with(&suffix))
+            .map(|(_, _, t)| t.clone())
+    }
+
+    /// Target of the relationship with this id (`r:id="rId2"`).
+    pub(crate) fn by_id(&self, id: &str) -> Option<String> {
+        self.items
+            .iter()
+            .find(|(i, _, _)| i == id)
+            .map(|(_, _, t)| t.clone())
     }
 }
 
 /// Package-level information: root relationships and content-type overrides.
 #[derive(Debug)]
-pub(super) struct Package {
+pub(crate) struct Package {
     root_rels: Rels,
     /// (part name without leading slash, content type)
     overrides: Vec<(String, String)>,
 }
 
 impl Package {
-    pub(super) fn load(zip: &mut BoundedZip<'_>, limits: &Limits) -> Result<Package, ParseError> {
+    pub(crate) fn load(zip: &mut BoundedZip<'_>, limits: &Limits) -> Result<Package, ParseError> {
         let root_rels = match read_part(zip, "_rels/.rels")? {
             Some(data) => Rels::from_xml(&data, "_rels/.rels", "", limits),
             None => Rels::default(),
@@ -129,6 +138,12 @@ impl Package {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(part))
             .map(|(_, t)| t.as_str())
+    }
+
+    /// Target of the package's `officeDocument` relationship (the main part of any OOXML
+    /// package: `word/document.xml`, `ppt/presentation.xml`, …).
+    pub(crate) fn office_document(&self) -> Option<String> {
+        self.root_rels.target("officeDocument")
     }
 
     /// Name of the main document part, or a one-line reason why this package is not a DOCX.
@@ -180,7 +195,7 @@ impl Package {
     }
 
     /// Relationships of `part` (`word/_rels/document.xml.rels` for `word/document.xml`).
-    pub(super) fn part_relationships(
+    pub(crate) fn part_relationships(
         &self,
         zip: &mut BoundedZip<'_>,
         part: &str,
@@ -199,7 +214,7 @@ impl Package {
     }
 
     /// Name of the core properties part (title), if the package has one.
-    pub(super) fn core_properties_name(&self) -> Option<String> {
+    pub(crate) fn core_properties_name(&self) -> Option<String> {
         self.root_rels
             .target("core-properties")
             .or_else(|| Some("docProps/core.xml".to_string()))

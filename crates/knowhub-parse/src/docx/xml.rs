@@ -40,6 +40,14 @@ impl Node {
             .map(|(_, v)| &**v)
     }
 
+    /// Every value of attributes with this local name (`id` and `r:id` both match).
+    pub(crate) fn attrs_named<'a>(&'a self, local: &'a str) -> impl Iterator<Item = &'a str> {
+        self.attrs
+            .iter()
+            .filter(move |(k, _)| &**k == local)
+            .map(|(_, v)| &**v)
+    }
+
     /// Child elements.
     pub(crate) fn elems(&self) -> impl Iterator<Item = &Node> {
         self.children.iter().filter_map(|c| match c {
