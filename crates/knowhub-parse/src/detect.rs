@@ -15,7 +15,7 @@ pub fn supported_extensions() -> Vec<&'static str> {
     // instead of being passed over in silence.
     let mut all = vec![
         "pdf", "docx", "docm", "doc", "pptx", "pptm", "ppsx", "ppt", "pps", "xlsx", "xlsm", "xls",
-        "xlsb", "ods",
+        "xlsb", "ods", "eml",
     ];
     all.extend_from_slice(MARKDOWN_EXTENSIONS);
     all.extend_from_slice(HTML_EXTENSIONS);
@@ -56,6 +56,9 @@ pub fn detect(file_name: Option<&str>, head: &[u8]) -> Option<DocKind> {
         "xls" | "xla" => return Some(DocKind::Xls),
         "ods" => return Some(DocKind::Ods),
         _ => {}
+    }
+    if ext == "eml" && !is_zip && !is_ole {
+        return Some(DocKind::Eml);
     }
     if is_zip || is_ole {
         // A container with an unknown extension: not something we can name safely.
@@ -119,6 +122,11 @@ mod tests {
                 Some("old.doc"),
                 b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1",
                 Some(DocKind::Docx),
+            ),
+            (
+                Some("mail.eml"),
+                b"From: a@example.com\r\n",
+                Some(DocKind::Eml),
             ),
             (Some("a.zip"), b"PK\x03\x04", None),
             (Some("a.html"), b"<html>", Some(DocKind::Html)),

@@ -17,6 +17,7 @@
 mod archive;
 mod detect;
 mod docx;
+mod eml;
 mod error;
 mod html;
 mod limits;
@@ -51,6 +52,7 @@ pub fn parse(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<ParsedDocum
         DocKind::Pdf => pdf::parse(bytes, limits)?,
         DocKind::Docx => docx::parse(bytes, limits)?,
         DocKind::Pptx => pptx::parse(bytes, limits)?,
+        DocKind::Eml => eml::parse(bytes, limits)?,
         DocKind::Xlsx | DocKind::Xls | DocKind::Xlsb | DocKind::Ods => {
             sheet::parse(kind, bytes, limits)?
         }

@@ -14,6 +14,8 @@ pub enum DocKind {
     Docx,
     /// PowerPoint: slides are pages.
     Pptx,
+    /// An e-mail message (RFC 5322), with its readable attachments.
+    Eml,
     Xlsx,
     Xls,
     Xlsb,
@@ -30,6 +32,7 @@ impl DocKind {
             DocKind::Pdf => "pdf",
             DocKind::Docx => "docx",
             DocKind::Pptx => "pptx",
+            DocKind::Eml => "eml",
             DocKind::Xlsx => "xlsx",
             DocKind::Xls => "xls",
             DocKind::Xlsb => "xlsb",
@@ -46,6 +49,7 @@ impl DocKind {
             "pdf" => DocKind::Pdf,
             "docx" => DocKind::Docx,
             "pptx" => DocKind::Pptx,
+            "eml" => DocKind::Eml,
             "xlsx" => DocKind::Xlsx,
             "xls" => DocKind::Xls,
             "xlsb" => DocKind::Xlsb,

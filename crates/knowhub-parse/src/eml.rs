@@ -1,0 +1,177 @@
+//! E-mail (`.eml`, RFC 5322 / MIME) parser.
+//!
+//! The subject is the title and a heading; sender, recipients and date are a searchable
+//! paragraph; the text body follows (the HTML body, through the HTML parser, when there is no
+//! text one). Each attachment KnowHub can read follows under a heading that names it, so a
+//! citation into an attachment names the attachment; an attachment that cannot be read is
+//! named with the reason. Character sets and transfer encodings are decoded by `mail-parser`.
+
+use mail_parser::{Address, Message, MessageParser, MimeHeaders};
+
+use crate::{Block, BlockKind, Limits, ParseError, ParsedDocument, detect};
+
+const FORMAT: &str = "EML";
+
+/// Messages inside messages (forwarded as attachments) are read this deep.
+const MAX_NESTING: u32 = 3;
+
+pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, ParseError> {
+    parse_nested(bytes, limits, 0)
+}
+
+fn parse_nested(bytes: &[u8], limits: &Limits, depth: u32) -> Result<ParsedDocument, ParseError> {
+    let message = MessageParser::default()
+        .parse(bytes)
+        .filter(|m| m.from().is_some() || m.subject().is_some() || m.date().is_some())
+        .ok_or_else(|| {
+            ParseError::invalid(
+                FORMAT,
+                "not an e-mail message (no From, Subject or Date header)",
+            )
+        })?;
+    let title = message
+        .subject()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    let mut blocks = Vec::new();
+    if let Some(subject) = &title {
+        blocks.push(Block::heading(1, subject.clone()));
+    }
+    let header = header_lines(&message);
+    if !header.is_empty() {
+        blocks.push(Block::paragraph(header));
+    }
+    blocks.extend(body_blocks(&message, limits)?);
+
+    for part in message.attachments() {
+        let name = part
+            .attachment_name()
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .unwrap_or("attachment")
+            .to_string();
+        let heading = Block::heading(2, format!("Attachment: {name}"));
+        if let Some(inner) = part.message() {
+            if depth < MAX_NESTING {
+                blocks.push(heading);
+                let nested = parse_nested(inner.raw_message(), limits, depth + 1)
+                    .map(|d| d.blocks)
+                    .unwrap_or_default();
+                blocks.extend(nested.into_iter().map(demote));
+            }
+            continue;
+        }
+        let contents = part.contents();
+        let reason = match detect(Some(&name), &contents[..contents.len().min(4096)]) {
+            None => Some("not a format KnowHub reads".to_string()),
+            Some(kind) => match crate::parse(kind, contents, limits) {
+                Ok(doc) => {
+                    blocks.push(heading.clone());
+                    // Pages of an attachment are not pages of the mail.
+                    blocks.extend(doc.blocks.into_iter().map(|b| Block {
+                        page: None,
+                        ..demote(b)
+                    }));
+                    None
+                }
+                Err(e @ ParseError::LimitExceeded(_)) => return Err(e),
+                Err(e) => Some(e.to_string()),
+            },
+        };
+        if let Some(reason) = reason {
+            blocks.push(heading);
+            blocks.push(Block::new(BlockKind::Note, format!("({reason})")));
+        }
+    }
+    Ok(ParsedDocument {
+        title,
+        blocks,
+        ..ParsedDocument::default()
+    })
+}
+
+/// `From: …`, `To: …`, `Cc: …`, `Date: …` lines, for search and for the reader of a passage.
+fn header_lines(message: &Message<'_>) -> String {
+    let mut lines = Vec::new();
+    for (label, address) in [
+        ("From", message.from()),
+        ("To", message.to()),
+        ("Cc", message.cc()),
+    ] {
+        if let Some(address) = address {
+            let text = addresses(address);
+            if !text.is_empty() {
+                lines.push(format!("{label}: {text}"));
+            }
+        }
+    }
+    if let Some(date) = message.date() {
+        lines.push(format!("Date: {}", date.to_rfc3339()));
+    }
+    lines.join("\n")
+}
+
+/// `Name <address>` for every mailbox, groups flattened.
+fn addresses(address: &Address<'_>) -> String {
+    address
+        .iter()
+        .map(|a| match (a.name(), a.address()) {
+            (Some(name), Some(addr)) if !name.trim().is_empty() => {
+                format!("{} <{addr}>", name.trim())
+            }
+            (_, Some(addr)) => addr.to_string(),
+            (Some(name), None) => name.trim().to_string(),
+            (None, None) => String::new(),
+        })
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The message's text: its text/plain bodies, else its HTML bodies.
+fn body_blocks(message: &Message<'_>, limits: &Limits) -> Result<Vec<Block>, ParseError> {
+    let plain: Vec<usize> = (0..message.text_body_count())
+        .filter(|&i| is_plain_text(message, i))
+        .collect();
+    let mut blocks = Vec::new();
+    if !plain.is_empty() {
+        for i in plain {
+            if let Some(text) = message.body_text(i) {
+                blocks.extend(crate::text::parse(text.as_bytes(), limits)?.blocks);
+            }
+        }
+    } else {
+        for i in 0..message.html_body_count() {
+            if let Some(html) = message.body_html(i) {
+                blocks.extend(crate::html::parse(html.as_bytes(), limits)?.blocks);
+            }
+        }
+    }
+    Ok(blocks)
+}
+
+/// Whether text body `i` is a text/plain part (mail-parser also offers an HTML body, turned
+/// into text, as a text body).
+fn is_plain_text(message: &Message<'_>, i: usize) -> bool {
+    message
+        .text_part(u32::try_from(i).unwrap_or(u32::MAX))
+        .and_then(|p| p.content_type())
+        .is_none_or(|ct| {
+            ct.ctype().eq_ignore_ascii_case("text")
+                && ct.subtype().is_none_or(|s| s.eq_ignore_ascii_case("plain"))
+        })
+}
+
+/// An attachment's headings sit under its own "Attachment: …" heading.
+fn demote(mut block: Block) -> Block {
+    if let BlockKind::Heading { level } = block.kind {
+        block.kind = BlockKind::Heading {
+            level: level.saturating_add(2).min(6),
+        };
+    }
+    block
+}
+
+#[cfg(test)]
+mod tests;
