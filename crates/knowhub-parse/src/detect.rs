@@ -15,7 +15,7 @@ pub fn supported_extensions() -> Vec<&'static str> {
     // instead of being passed over in silence.
     let mut all = vec![
         "pdf", "docx", "docm", "doc", "pptx", "pptm", "ppsx", "ppt", "pps", "xlsx", "xlsm", "xls",
-        "xlsb", "ods", "eml",
+        "xlsb", "ods", "eml", "mbox",
     ];
     all.extend_from_slice(MARKDOWN_EXTENSIONS);
     all.extend_from_slice(HTML_EXTENSIONS);
@@ -57,7 +57,7 @@ pub fn detect(file_name: Option<&str>, head: &[u8]) -> Option<DocKind> {
         "ods" => return Some(DocKind::Ods),
         _ => {}
     }
-    if ext == "eml" && !is_zip && !is_ole {
+    if matches!(ext, "eml" | "mbox") && !is_zip && !is_ole {
         return Some(DocKind::Eml);
     }
     if is_zip || is_ole {

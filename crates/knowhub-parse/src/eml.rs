@@ -1,4 +1,4 @@
-//! E-mail (`.eml`, RFC 5322 / MIME) parser.
+//! E-mail (`.eml`, RFC 5322 / MIME; `.mbox`, a file of them) parser.
 //!
 //! The subject is the title and a heading; sender, recipients and date are a searchable
 //! paragraph; the text body follows (the HTML body, through the HTML parser, when there is no
@@ -6,6 +6,7 @@
 //! citation into an attachment names the attachment; an attachment that cannot be read is
 //! named with the reason. Character sets and transfer encodings are decoded by `mail-parser`.
 
+use mail_parser::mailbox::mbox::MessageIterator;
 use mail_parser::{Address, Message, MessageParser, MimeHeaders};
 
 use crate::{Block, BlockKind, Limits, ParseError, ParsedDocument, detect};
@@ -16,7 +17,48 @@ const FORMAT: &str = "EML";
 const MAX_NESTING: u32 = 3;
 
 pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, ParseError> {
+    if bytes.starts_with(b"From ") {
+        return parse_mbox(bytes, limits);
+    }
     parse_nested(bytes, limits, 0)
+}
+
+/// A mailbox (`.mbox`: messages each after a `From ` line): every message is a section headed
+/// by its subject, so a citation names the message.
+fn parse_mbox(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, ParseError> {
+    let mut blocks = Vec::new();
+    let mut count = 0u32;
+    for message in MessageIterator::new(bytes) {
+        let message = message
+            .map_err(|e| ParseError::invalid("MBOX", format!("cannot split the mailbox ({e})")))?;
+        count += 1;
+        if count > limits.max_pages {
+            return Err(ParseError::LimitExceeded(format!(
+                "more than {} messages in one mailbox",
+                limits.max_pages
+            )));
+        }
+        match parse_nested(message.contents(), limits, 0) {
+            Ok(doc) => {
+                if doc.title.is_none() {
+                    blocks.push(Block::heading(1, format!("Message {count}")));
+                }
+                blocks.extend(doc.blocks);
+            }
+            Err(e @ ParseError::LimitExceeded(_)) => return Err(e),
+            Err(e) => {
+                blocks.push(Block::heading(1, format!("Message {count}")));
+                blocks.push(Block::new(BlockKind::Note, format!("({e})")));
+            }
+        }
+    }
+    if count == 0 {
+        return Err(ParseError::invalid("MBOX", "the mailbox holds no message"));
+    }
+    Ok(ParsedDocument {
+        blocks,
+        ..ParsedDocument::default()
+    })
 }
 
 fn parse_nested(bytes: &[u8], limits: &Limits, depth: u32) -> Result<ParsedDocument, ParseError> {

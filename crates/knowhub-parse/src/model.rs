@@ -14,7 +14,7 @@ pub enum DocKind {
     Docx,
     /// PowerPoint: slides are pages.
     Pptx,
-    /// An e-mail message (RFC 5322), with its readable attachments.
+    /// An e-mail message (RFC 5322) with its readable attachments, or a mailbox of them.
     Eml,
     Xlsx,
     Xls,

@@ -162,3 +162,33 @@ fn text_that_is_not_a_mail_is_refused() {
     assert!(matches!(err, ParseError::Invalid { .. }), "{err}");
     assert!(run("").is_err());
 }
+
+#[test]
+fn a_mailbox_is_its_messages_each_under_its_subject() {
+    let mbox = "From alice@example.com Mon Nov  2 10:00:00 2026
+From: alice@example.com
+Subject: Parking
+
+The garage closes at 22:00.
+
+From bob@example.com Tue Nov  3 11:00:00 2026
+From: bob@example.com
+Subject: Lunch
+
+>From now on lunch is at 12:30.
+";
+    let doc = crate::parse(DocKind::Eml, mbox.as_bytes(), &Limits::default()).unwrap();
+    let headings: Vec<&str> = doc
+        .blocks
+        .iter()
+        .filter(|b| b.kind == BlockKind::Heading { level: 1 })
+        .map(|b| b.text.as_str())
+        .collect();
+    assert_eq!(headings, ["Parking", "Lunch"]);
+    assert!(doc.plain_text().contains("The garage closes at 22:00."));
+    assert!(doc.plain_text().contains("lunch is at 12:30."));
+    assert_eq!(
+        crate::detect(Some("archive.mbox"), mbox.as_bytes()),
+        Some(DocKind::Eml)
+    );
+}
