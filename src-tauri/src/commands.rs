@@ -106,13 +106,9 @@ fn app_info_of(state: &AppState, s: &Signed) -> CmdResult<AppInfo> {
 
 /// The library's models that the settings use but that are missing or corrupt.
 fn missing_models(state: &AppState) -> Vec<ModelRow> {
-    let (Ok(manifest), Ok(dir)) = (knowhub_models::Manifest::builtin(), models_dir()) else {
-        return Vec::new();
-    };
-    manifest
-        .models
-        .iter()
-        .map(|m| model_row(state, &dir, m))
+    library_rows(state)
+        .unwrap_or_default()
+        .into_iter()
         .filter(|row| row.in_use && row.state != "ok")
         .collect()
 }
@@ -1304,16 +1300,18 @@ fn model_row(state: &AppState, dir: &Path, model: &knowhub_models::ModelEntry) -
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn model_library(app: AppHandle) -> CmdResult<Vec<ModelRow>> {
-    blocking(app, |state, _| {
-        let manifest = knowhub_models::Manifest::builtin()?;
-        let dir = models_dir()?;
-        Ok(manifest
-            .models
-            .iter()
-            .map(|m| model_row(state, &dir, m))
-            .collect())
-    })
-    .await
+    blocking(app, |state, _| library_rows(state)).await
+}
+
+/// Every model of the built-in manifest, with its state in the models folder.
+fn library_rows(state: &AppState) -> CmdResult<Vec<ModelRow>> {
+    let manifest = knowhub_models::Manifest::builtin()?;
+    let dir = models_dir()?;
+    Ok(manifest
+        .models
+        .iter()
+        .map(|m| model_row(state, &dir, m))
+        .collect())
 }
 
 /// Downloads one model of the manifest (from the package registry), verifying every file's

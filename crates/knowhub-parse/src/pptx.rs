@@ -71,7 +71,7 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, Par
     let mut first_title = None;
     for (i, slide) in slides.iter().enumerate() {
         let page = u32::try_from(i + 1).unwrap_or(u32::MAX);
-        let Some(root) = optional_part(&mut zip, slide, limits)? else {
+        let Some(root) = opc::read_optional_xml(&mut zip, slide, FORMAT, limits)? else {
             continue;
         };
         let Some(sld) = root.child("sld") else {
@@ -93,7 +93,7 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, Par
         }
         let slide_rels = package.part_relationships(&mut zip, slide, limits)?;
         if let Some(notes) = slide_rels.target("notesSlide")
-            && let Some(root) = optional_part(&mut zip, &notes, limits)?
+            && let Some(root) = opc::read_optional_xml(&mut zip, &notes, FORMAT, limits)?
             && let Some(tree) = root
                 .child("notes")
                 .and_then(|n| n.child("cSld"))
@@ -112,40 +112,13 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, Par
         }
     }
 
-    let core_title = match package.core_properties_name() {
-        Some(name) => opc::read_part(&mut zip, &name)?
-            .and_then(|data| xml::parse(&data, &name, FORMAT, limits).ok())
-            .and_then(|root| {
-                root.child("coreProperties")
-                    .and_then(|c| c.child("title"))
-                    .map(|t| t.text().trim().to_string())
-            })
-            .filter(|t| !t.is_empty()),
-        None => None,
-    };
+    let core_title = package.core_title(&mut zip, limits)?;
     Ok(ParsedDocument {
         title: core_title.or(first_title),
         blocks,
         page_count: Some(u32::try_from(slides.len()).unwrap_or(u32::MAX)),
         ..ParsedDocument::default()
     })
-}
-
-/// A slide or notes part; a missing or malformed one is skipped (the rest of the deck still
-/// reads), but a limit error aborts.
-fn optional_part(
-    zip: &mut BoundedZip<'_>,
-    name: &str,
-    limits: &Limits,
-) -> Result<Option<Node>, ParseError> {
-    let Some(data) = opc::read_part(zip, name)? else {
-        return Ok(None);
-    };
-    match xml::parse(&data, name, FORMAT, limits) {
-        Ok(node) => Ok(Some(node)),
-        Err(e @ ParseError::LimitExceeded(_)) => Err(e),
-        Err(_) => Ok(None),
-    }
 }
 
 /// The text of one shape (a text box, a placeholder, a table).

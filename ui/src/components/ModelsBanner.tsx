@@ -1,11 +1,10 @@
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
 import { api, type ModelRow } from "../api";
+import { advance, DownloadStatus, startProgress, type DownloadProgress } from "./DownloadProgress";
 import { formatBytes } from "../lib/format";
 import { useApp } from "../state/app";
 import { useToast } from "../state/toasts";
-
-type Progress = { name: string; done: number; total: number; verifying: boolean };
 
 /** Says when models the settings use are not installed (a first run, a deleted folder) and
  * what the user gets without them, and offers administrators the download: progress per
@@ -15,7 +14,7 @@ export function ModelsBanner() {
   const { info, setInfo } = useApp();
   const { notify, showError } = useToast();
   const [dismissed, setDismissed] = useState(false);
-  const [progress, setProgress] = useState<Progress | null>(null);
+  const [progress, setProgress] = useState<DownloadProgress | null>(null);
   const [restart, setRestart] = useState(false);
   const missing = info?.models.missing ?? [];
 
@@ -40,11 +39,8 @@ export function ModelsBanner() {
     let embedder = false;
     try {
       for (const m of rows) {
-        setProgress({ name: m.name, done: 0, total: 0, verifying: false });
-        await api.downloadModel(m.name, (e) => {
-          if (e.type === "download") setProgress({ name: m.name, done: e.done ?? 0, total: e.total ?? 0, verifying: false });
-          else if (e.type === "extract") setProgress((p) => (p ? { ...p, verifying: true } : p));
-        });
+        setProgress(startProgress(m.name));
+        await api.downloadModel(m.name, (e) => setProgress((p) => advance(p, m.name, e)));
         embedder ||= m.role === "embedder";
       }
       notify("success", t("firstRun.installed"));
@@ -78,13 +74,8 @@ export function ModelsBanner() {
         {!info.isAdmin && <span className="muted small">{t("firstRun.askAdmin")}</span>}
       </div>
       {progress ? (
-        <span className="muted small" data-testid="models-progress">
-          {progress.name}:{" "}
-          {progress.verifying
-            ? t("models.verifying")
-            : progress.total > 0
-              ? t("models.downloading", { percent: Math.floor((progress.done / progress.total) * 100) })
-              : t("models.starting")}
+        <span className="small">
+          <span className="mono">{progress.name}</span> <DownloadStatus progress={progress} testid="models-progress" />
         </span>
       ) : (
         <div className="row-actions">

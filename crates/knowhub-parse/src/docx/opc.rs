@@ -34,6 +34,24 @@ pub(crate) fn read_part(
     }
 }
 
+/// A part the document can do without: `None` when it is missing or malformed. A limit error
+/// still aborts (a zip bomb hidden in a secondary part is still a bomb).
+pub(crate) fn read_optional_xml(
+    zip: &mut BoundedZip<'_>,
+    name: &str,
+    format: &'static str,
+    limits: &Limits,
+) -> Result<Option<xml::Node>, ParseError> {
+    let Some(data) = read_part(zip, name)? else {
+        return Ok(None);
+    };
+    match xml::parse(&data, name, format, limits) {
+        Ok(node) => Ok(Some(node)),
+        Err(e @ ParseError::LimitExceeded(_)) => Err(e),
+        Err(_) => Ok(None),
+    }
+}
+
 /// Resolves a relationship target against the folder of its source part.
 fn resolve(base_dir: &str, target: &str) -> String {
     let target = target.split(['#', '?']).next().unwrap_or_default();
@@ -213,11 +231,24 @@ impl Package {
         })
     }
 
-    /// Name of the core properties part (title), if the package has one.
-    pub(crate) fn core_properties_name(&self) -> Option<String> {
-        self.root_rels
+    /// The title in the package's core properties (`dc:title`), when it has one.
+    pub(crate) fn core_title(
+        &self,
+        zip: &mut BoundedZip<'_>,
+        limits: &Limits,
+    ) -> Result<Option<String>, ParseError> {
+        let name = self
+            .root_rels
             .target("core-properties")
-            .or_else(|| Some("docProps/core.xml".to_string()))
+            .unwrap_or_else(|| "docProps/core.xml".to_string());
+        Ok(read_part(zip, &name)?
+            .and_then(|data| xml::parse(&data, &name, FORMAT, limits).ok())
+            .and_then(|root| {
+                root.child("coreProperties")
+                    .and_then(|c| c.child("title"))
+                    .map(|t| t.text().trim().to_string())
+            })
+            .filter(|t| !t.is_empty()))
     }
 }
 
