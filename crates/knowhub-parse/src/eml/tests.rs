@@ -11,6 +11,10 @@ fn run(text: &str) -> Result<ParsedDocument, ParseError> {
     )
 }
 
+fn texts_of(doc: &ParsedDocument) -> Vec<&str> {
+    doc.blocks.iter().map(|b| b.text.as_str()).collect()
+}
+
 fn blocks(doc: &ParsedDocument) -> Vec<(BlockKind, &str)> {
     doc.blocks
         .iter()
@@ -65,7 +69,7 @@ Content-Type: text/html; charset=us-ascii
 --b--
 ")
     .unwrap();
-    let texts: Vec<&str> = alternative.blocks.iter().map(|b| b.text.as_str()).collect();
+    let texts = texts_of(&alternative);
     assert_eq!(
         texts,
         ["Rollout", "From: a@example.com", "Set maxSurge to 25%."]
@@ -78,7 +82,7 @@ Content-Type: text/html; charset=utf-8
 <html><body><h2>Plan</h2><p>Set maxSurge to 25%.</p></body></html>
 ")
     .unwrap();
-    let texts: Vec<&str> = html.blocks.iter().map(|b| b.text.as_str()).collect();
+    let texts = texts_of(&html);
     assert!(texts.contains(&"Set maxSurge to 25%."), "{texts:?}");
     assert!(!texts.iter().any(|t| t.contains('<')), "{texts:?}");
 }
@@ -145,7 +149,7 @@ The travel budget is CNY 5,000 per quarter.
 --m--
 ")
     .unwrap();
-    let texts: Vec<&str> = doc.blocks.iter().map(|b| b.text.as_str()).collect();
+    let texts = texts_of(&doc);
     assert!(
         texts.contains(&"The travel budget is CNY 5,000 per quarter."),
         "{texts:?}"

@@ -14,6 +14,10 @@ fn run(bytes: &[u8]) -> Result<ParsedDocument, ParseError> {
     crate::parse(DocKind::Pptx, bytes, &Limits::default())
 }
 
+fn texts_of(doc: &ParsedDocument) -> Vec<&str> {
+    doc.blocks.iter().map(|b| b.text.as_str()).collect()
+}
+
 fn blocks(doc: &ParsedDocument) -> Vec<(BlockKind, Option<u32>, &str)> {
     doc.blocks
         .iter()
@@ -191,7 +195,7 @@ fn text_boxes_read_top_to_bottom_then_left_to_right() {
         &[],
     ))
     .unwrap();
-    let texts: Vec<&str> = doc.blocks.iter().map(|b| b.text.as_str()).collect();
+    let texts = texts_of(&doc);
     assert_eq!(texts, ["Plan", "left column", "right column", "footnote"]);
 }
 
@@ -238,7 +242,7 @@ fn tables_become_rows_named_by_their_header() {
         &[],
     ))
     .unwrap();
-    let texts: Vec<&str> = doc.blocks.iter().map(|b| b.text.as_str()).collect();
+    let texts = texts_of(&doc);
     assert_eq!(texts, ["Region | Sales", "North | 120", "South"]);
 }
 
