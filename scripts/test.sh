@@ -30,6 +30,11 @@ if ! { cargo run --locked -q -p knowhub-cli -- models fetch &&
   [ "${CI:-}" = "true" ] && { echo "models could not be fetched (CI=true: tests may not skip)" >&2; exit 1; }
   echo "warning: models not fetched; model tests will skip"
 fi
+echo "== PostgreSQL with pgvector (private clusters for the team store's tests, SHA-256 verified)"
+if ! ensure_postgres; then
+  [ "${CI:-}" = "true" ] && { echo "PostgreSQL could not be fetched (CI=true: tests may not skip)" >&2; exit 1; }
+  echo "warning: PostgreSQL not fetched; team store tests will skip"
+fi
 echo "== tauri-driver (WebDriver for the end-to-end tests)"
 ensure_tauri_driver
 echo "== cargo test (includes tests/e2e.rs: the desktop window end to end, and the bindings freshness check)"

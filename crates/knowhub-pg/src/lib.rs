@@ -1,0 +1,146 @@
+//! KnowHub's team store on PostgreSQL (≥ 15) with pgvector (≥ 0.8).
+//!
+//! Several `knowhub serve` replicas share one database and nothing else. This crate holds the
+//! connection pool, the append-only migrations, and the domains stored there (today: chunk
+//! vectors with their HNSW indexes). It uses the synchronous `postgres` client: the engine is
+//! synchronous (as with rusqlite), the HTTP server already runs engine calls on blocking
+//! threads, and the client is the same protocol code as `tokio-postgres`. `sqlx` was not
+//! chosen: its checked queries need a database at build time and everything in it is async.
+//!
+//! [`PgCluster`] starts a private server for tests, benchmarks and a one-machine team.
+//!
+//! ```no_run
+//! use knowhub_pg::{Database, PgVectors};
+//! let db = Database::connect("postgres://knowhub@db.internal/knowhub")?;
+//! let vectors = PgVectors::new(&db);
+//! let model = vectors.register_model("multilingual-e5-small", 384)?;
+//! vectors.build_index(&model)?;
+//! let readable = [1, 2, 3]; // documents the caller may read
+//! let hits = vectors.search(&model, &[0.0; 384], 10, Some(&readable))?;
+//! # Ok::<(), knowhub_pg::PgError>(())
+//! ```
+
+mod cluster;
+pub mod migrations;
+mod vectors;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use r2d2_postgres::PostgresConnectionManager;
+use r2d2_postgres::r2d2;
+use thiserror::Error;
+
+pub use cluster::{CLUSTER_USER, PG_BIN_ENV, PgCluster};
+pub use vectors::{EXACT_BELOW_ROWS, EXACT_BELOW_SHARE, PgVectors, SearchOptions, VectorModel};
+
+/// Errors from the team store.
+#[derive(Debug, Error)]
+pub enum PgError {
+    #[error("database error: {0}")]
+    Db(#[from] postgres::Error),
+    #[error("cannot reach the database: {0}")]
+    Unreachable(String),
+    #[error("invalid database address: {0}")]
+    Address(String),
+    #[error(
+        "the database was migrated by a newer KnowHub ('{domain}' has steps this build, which \
+         knows {known}, does not): upgrade this binary before serving it"
+    )]
+    DatabaseNewer { domain: String, known: usize },
+    #[error(
+        "the database was created by a different build: migration {step} of '{domain}' differs \
+         (migrations are append-only)"
+    )]
+    MigrationEdited { domain: String, step: usize },
+    #[error("migration {step} of '{domain}' failed: {source}")]
+    Migration {
+        domain: String,
+        step: usize,
+        source: postgres::Error,
+    },
+    #[error("corrupt stored value: {0}")]
+    Corrupt(String),
+    #[error("invalid input: {0}")]
+    Invalid(String),
+    #[error("private PostgreSQL cluster: {0}")]
+    Cluster(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl PgError {
+    /// Whether retrying later may succeed (the server is restarting, a connection broke),
+    /// as opposed to a request or schema that will keep failing.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            PgError::Unreachable(_) => true,
+            PgError::Db(e) => e.is_closed() || e.code().is_none_or(|c| is_transient(c.code())),
+            _ => false,
+        }
+    }
+}
+
+/// SQLSTATE classes of connection loss, shutdown and serialisation conflicts.
+fn is_transient(code: &str) -> bool {
+    code.starts_with("08") || code.starts_with("57P") || code == "40001" || code == "40P01"
+}
+
+pub type Result<T, E = PgError> = std::result::Result<T, E>;
+
+type Pool = r2d2::Pool<PostgresConnectionManager<postgres::NoTls>>;
+
+/// A pooled connection to the team database.
+pub type PooledClient = r2d2::PooledConnection<PostgresConnectionManager<postgres::NoTls>>;
+
+/// The team database: a connection pool over a migrated schema. Cheap to clone.
+#[derive(Clone)]
+pub struct Database {
+    pool: Pool,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.pool.state();
+        f.debug_struct("Database")
+            .field("connections", &state.connections)
+            .field("idle", &state.idle_connections)
+            .finish()
+    }
+}
+
+/// Connections each process keeps at most.
+const POOL_SIZE: u32 = 16;
+
+impl Database {
+    /// Connects (`postgres://user@host/db` or `host=/socket/dir dbname=…`), and brings the
+    /// schema up to this build's migrations, or refuses a database a newer build migrated.
+    pub fn connect(address: &str) -> Result<Database> {
+        let config = postgres::Config::from_str(address).map_err(|e| {
+            PgError::Address(format!("{e} (expected postgres://user@host:port/database)"))
+        })?;
+        let pool = r2d2::Pool::builder()
+            .max_size(POOL_SIZE)
+            .min_idle(Some(1))
+            .connection_timeout(Duration::from_secs(10))
+            .build(PostgresConnectionManager::new(config, postgres::NoTls))
+            .map_err(|e| PgError::Unreachable(e.to_string()))?;
+        let db = Database { pool };
+        let mut client = db.client()?;
+        migrations::run(&mut client, migrations::DOMAINS)?;
+        Ok(db)
+    }
+
+    /// A connection from the pool (waits up to 10 s for a free one).
+    pub fn client(&self) -> Result<PooledClient> {
+        self.pool
+            .get()
+            .map_err(|e| PgError::Unreachable(e.to_string()))
+    }
+
+    /// Whether the database answers now (for `/api/v1/health`).
+    pub fn ping(&self) -> Result<()> {
+        self.client()?.simple_query("SELECT 1")?;
+        Ok(())
+    }
+}

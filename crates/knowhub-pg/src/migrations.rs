@@ -1,0 +1,103 @@
+//! Append-only schema migrations per domain, as in the SQLite store.
+//!
+//! A released step is never edited: the text of each applied step is recorded, a recorded step
+//! that differs from this build's fails loudly, and a database with steps (or domains) this
+//! build does not know was migrated by a newer KnowHub, which this binary refuses to serve.
+//! Replicas starting together serialise on an advisory lock; all steps run in one transaction
+//! (PostgreSQL's DDL is transactional), so a failed upgrade leaves the schema as it was.
+
+use postgres::Client;
+
+use crate::{PgError, Result};
+
+/// One domain's ordered steps. Add steps at the end, or new domains at the end of [`DOMAINS`].
+#[derive(Debug, Clone, Copy)]
+pub struct Domain {
+    pub name: &'static str,
+    pub steps: &'static [&'static str],
+}
+
+/// Every domain of the team store, in the order they are applied.
+pub const DOMAINS: &[Domain] = &[Domain {
+    name: "vectors",
+    steps: &[r#"
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE vector_models (
+    id    SERIAL PRIMARY KEY,
+    name  TEXT NOT NULL UNIQUE,
+    dim   INTEGER NOT NULL CHECK (dim BETWEEN 1 AND 4000)
+);
+CREATE TABLE chunk_vectors (
+    chunk_id   BIGINT NOT NULL,
+    model_id   INTEGER NOT NULL REFERENCES vector_models(id) ON DELETE CASCADE,
+    doc_id     BIGINT NOT NULL,
+    embedding  HALFVEC NOT NULL,
+    PRIMARY KEY (model_id, chunk_id)
+);
+CREATE INDEX chunk_vectors_doc ON chunk_vectors (model_id, doc_id);
+"#],
+}];
+
+/// Key of the advisory lock held while migrating ("knowhub" in ASCII).
+const MIGRATION_LOCK: i64 = 0x006b_6e6f_7768_7562;
+
+/// Brings the database to this build's schema, or explains why it cannot.
+pub fn run(client: &mut Client, domains: &[Domain]) -> Result<()> {
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS knowhub_migrations (
+            domain      TEXT NOT NULL,
+            step        INTEGER NOT NULL,
+            sql         TEXT NOT NULL,
+            applied_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+            PRIMARY KEY (domain, step))",
+    )?;
+    let recorded = tx.query(
+        "SELECT domain, step, sql FROM knowhub_migrations ORDER BY domain, step",
+        &[],
+    )?;
+    let mut applied = std::collections::HashMap::<String, usize>::new();
+    for row in &recorded {
+        let domain: String = row.get(0);
+        let step: i32 = row.get(1);
+        let sql: String = row.get(2);
+        let step = usize::try_from(step).map_err(|_| PgError::Corrupt("negative step".into()))?;
+        match domains.iter().find(|d| d.name == domain) {
+            Some(known) if step < known.steps.len() => {
+                if known.steps[step] != sql {
+                    return Err(PgError::MigrationEdited { domain, step });
+                }
+            }
+            known => {
+                return Err(PgError::DatabaseNewer {
+                    domain,
+                    known: known.map_or(0, |d| d.steps.len()),
+                });
+            }
+        }
+        let count = applied.entry(domain).or_default();
+        if *count != step {
+            return Err(PgError::Corrupt(format!(
+                "migration steps recorded with a gap at {step}"
+            )));
+        }
+        *count += 1;
+    }
+    for domain in domains {
+        let done = applied.get(domain.name).copied().unwrap_or(0);
+        for (step, sql) in domain.steps.iter().enumerate().skip(done) {
+            tx.batch_execute(sql).map_err(|e| PgError::Migration {
+                domain: domain.name.to_string(),
+                step,
+                source: e,
+            })?;
+            tx.execute(
+                "INSERT INTO knowhub_migrations (domain, step, sql) VALUES ($1, $2, $3)",
+                &[&domain.name, &(step as i32), sql],
+            )?;
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
