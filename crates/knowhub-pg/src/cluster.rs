@@ -193,7 +193,7 @@ impl PgCluster {
             return Err(PgError::Cluster(format!("invalid database name {name:?}")));
         }
         let mut client = postgres::Client::connect(&self.url(), postgres::NoTls)?;
-        client.batch_execute(&format!("CREATE DATABASE {name}"))?;
+        client.batch_execute(&format!("CREATE DATABASE \"{name}\""))?;
         Ok(self.url_of(name))
     }
 

@@ -21,6 +21,8 @@
 //! ```
 
 mod cluster;
+mod documents;
+mod follow;
 pub mod migrations;
 mod vectors;
 
@@ -32,6 +34,8 @@ use r2d2_postgres::r2d2;
 use thiserror::Error;
 
 pub use cluster::{CLUSTER_USER, PG_BIN_ENV, PgCluster};
+pub use documents::{CHANGE_LOG_LOCK, CHANGES_CHANNEL, Change, PgDocuments};
+pub use follow::{CatchUp, IndexFollower, state_file};
 pub use vectors::{EXACT_BELOW_ROWS, EXACT_BELOW_SHARE, PgVectors, SearchOptions, VectorModel};
 
 /// Errors from the team store.
@@ -63,6 +67,10 @@ pub enum PgError {
     Corrupt(String),
     #[error("invalid input: {0}")]
     Invalid(String),
+    #[error("not supported in the team database: {0}")]
+    Unsupported(String),
+    #[error("full-text index: {0}")]
+    Index(String),
     #[error("private PostgreSQL cluster: {0}")]
     Cluster(String),
     #[error(transparent)]

@@ -18,9 +18,10 @@ pub struct Domain {
 }
 
 /// Every domain of the team store, in the order they are applied.
-pub const DOMAINS: &[Domain] = &[Domain {
-    name: "vectors",
-    steps: &[r#"
+pub const DOMAINS: &[Domain] = &[
+    Domain {
+        name: "vectors",
+        steps: &[r#"
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE vector_models (
     id    SERIAL PRIMARY KEY,
@@ -36,7 +37,77 @@ CREATE TABLE chunk_vectors (
 );
 CREATE INDEX chunk_vectors_doc ON chunk_vectors (model_id, doc_id);
 "#],
-}];
+    },
+    Domain {
+        name: "documents",
+        steps: &[r#"
+CREATE TABLE sources (
+    id          BIGSERIAL PRIMARY KEY,
+    kind        TEXT NOT NULL CHECK (kind IN ('folder', 'files')),
+    root_path   TEXT UNIQUE,
+    name        TEXT NOT NULL,
+    owner       TEXT,
+    watched     BOOLEAN NOT NULL DEFAULT false,
+    rules       TEXT NOT NULL DEFAULT '{}',
+    created_at  BIGINT NOT NULL
+);
+CREATE UNIQUE INDEX sources_single_files ON sources (kind) WHERE kind = 'files';
+CREATE TABLE folders (
+    id          BIGSERIAL PRIMARY KEY,
+    source_id   BIGINT NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+    rel_path    TEXT NOT NULL,
+    parent_id   BIGINT REFERENCES folders(id) ON DELETE CASCADE,
+    UNIQUE (source_id, rel_path)
+);
+CREATE TABLE documents (
+    id              BIGSERIAL PRIMARY KEY,
+    source_id       BIGINT NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+    folder_id       BIGINT REFERENCES folders(id) ON DELETE SET NULL,
+    path            TEXT NOT NULL UNIQUE,
+    kind            TEXT,
+    content_hash    TEXT,
+    size            BIGINT NOT NULL,
+    mtime_ns        BIGINT,
+    title           TEXT,
+    status          TEXT NOT NULL,
+    error_code      TEXT,
+    error           TEXT,
+    page_count      BIGINT,
+    encoding        TEXT,
+    chunk_count     BIGINT NOT NULL DEFAULT 0,
+    index_state     TEXT NOT NULL DEFAULT 'clean' CHECK (index_state IN ('clean', 'pending')),
+    owner           TEXT,
+    created_at      BIGINT NOT NULL,
+    updated_at      BIGINT NOT NULL
+);
+CREATE INDEX documents_source ON documents (source_id);
+CREATE TABLE document_text (
+    document_id BIGINT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+    text        TEXT NOT NULL
+);
+CREATE TABLE chunks (
+    id            BIGSERIAL PRIMARY KEY,
+    document_id   BIGINT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ordinal       BIGINT NOT NULL,
+    text          TEXT NOT NULL,
+    heading_path  TEXT NOT NULL,
+    page_start    BIGINT,
+    page_end      BIGINT,
+    char_start    BIGINT NOT NULL,
+    char_end      BIGINT NOT NULL,
+    token_count   BIGINT NOT NULL,
+    text_hash     TEXT NOT NULL,
+    UNIQUE (document_id, ordinal)
+);
+CREATE SEQUENCE document_change_seq;
+CREATE TABLE document_changes (
+    seq          BIGINT PRIMARY KEY,
+    document_id  BIGINT NOT NULL,
+    changed_at   TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+"#],
+    },
+];
 
 /// Key of the advisory lock held while migrating ("knowhub" in ASCII).
 const MIGRATION_LOCK: i64 = 0x006b_6e6f_7768_7562;

@@ -4,19 +4,10 @@
 
 #![allow(clippy::print_stderr, clippy::unwrap_used)]
 
-use knowhub_pg::{Database, PgCluster, PgError, PgVectors, migrations};
+mod common;
 
-fn cluster() -> Option<PgCluster> {
-    let Some(bin) = PgCluster::find_binaries() else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: PostgreSQL binaries missing (run scripts/test.sh, which fetches them)"
-        );
-        eprintln!("skipped: no PostgreSQL binaries (set KNOWHUB_PG_BIN or run scripts/test.sh)");
-        return None;
-    };
-    Some(PgCluster::start(&bin).expect("private PostgreSQL cluster starts"))
-}
+use common::cluster;
+use knowhub_pg::{Database, PgError, PgVectors, migrations};
 
 /// A unit vector pointing mostly along axis `axis`, tilted by `tilt` towards axis 0.
 fn unit(dim: usize, axis: usize, tilt: f32) -> Vec<f32> {

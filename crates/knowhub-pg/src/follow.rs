@@ -1,0 +1,188 @@
+//! A replica's full-text index, derived from the team database's change log.
+//!
+//! Each replica keeps its own tantivy index (the same analyzer and scoring as local mode) and
+//! the sequence number of the last change it applied, in a file beside the index. Catching up
+//! reads the changes after it, re-reads the changed documents' chunks, replaces them in the
+//! index, commits, and only then records the new sequence number. A crash in between replays
+//! those changes, which is harmless: replacing a document first deletes all of its chunks
+//! (invariant 3 of ARCHITECTURE.md).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use knowhub_index::{ChunkEntry, TextIndex};
+use knowhub_store::{DocumentId, IndexEntry};
+use postgres::fallible_iterator::FallibleIterator;
+
+use crate::{CHANGES_CHANNEL, Database, PgDocuments, PgError, Result};
+
+/// Changes read per round trip while catching up.
+const BATCH: usize = 500;
+
+/// What one catch-up did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CatchUp {
+    /// Change-log entries read.
+    pub changes: u64,
+    /// Distinct documents re-indexed or removed.
+    pub documents: u64,
+    /// The sequence number now applied.
+    pub applied: i64,
+}
+
+/// Keeps one replica's text index in step with the database.
+#[derive(Debug)]
+pub struct IndexFollower<I: TextIndex> {
+    docs: PgDocuments,
+    index: I,
+    state: PathBuf,
+    applied: i64,
+}
+
+impl<I: TextIndex> IndexFollower<I> {
+    /// Follows into `index`; the applied position is kept in `state` (created when missing:
+    /// an index without a recorded position is rebuilt from the start of the log).
+    pub fn new(db: &Database, index: I, state: impl Into<PathBuf>) -> Result<IndexFollower<I>> {
+        let state = state.into();
+        let applied = match std::fs::read_to_string(&state) {
+            Ok(text) => text
+                .trim()
+                .parse()
+                .map_err(|_| PgError::Corrupt(format!("{}: {text:?}", state.display())))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                index
+                    .clear()
+                    .and_then(|()| index.commit())
+                    .map_err(|e| PgError::Index(e.to_string()))?;
+                0
+            }
+            Err(e) => return Err(e.into()),
+        };
+        Ok(IndexFollower {
+            docs: PgDocuments::new(db),
+            index,
+            state,
+            applied,
+        })
+    }
+
+    pub fn index(&self) -> &I {
+        &self.index
+    }
+
+    /// The last change applied.
+    pub fn applied(&self) -> i64 {
+        self.applied
+    }
+
+    /// Applies every change committed so far.
+    pub fn catch_up(&mut self) -> Result<CatchUp> {
+        let mut done = CatchUp {
+            applied: self.applied,
+            ..CatchUp::default()
+        };
+        loop {
+            let changes = self.docs.changes_after(self.applied, BATCH)?;
+            let Some(last) = changes.last().map(|c| c.seq) else {
+                return Ok(done);
+            };
+            let ids: BTreeSet<DocumentId> = changes.iter().map(|c| c.document_id).collect();
+            let ids: Vec<DocumentId> = ids.into_iter().collect();
+            let entries = self.docs.index_entries(&ids)?;
+            self.apply(&ids, &entries)?;
+            self.record(last)?;
+            done.changes += changes.len() as u64;
+            done.documents += ids.len() as u64;
+            done.applied = last;
+        }
+    }
+
+    fn apply(&self, ids: &[DocumentId], entries: &[IndexEntry]) -> Result<()> {
+        let index_error = |e: knowhub_index::IndexError| PgError::Index(e.to_string());
+        let mut rest = entries;
+        for id in ids {
+            let n = rest.iter().take_while(|e| e.document_id == *id).count();
+            let (mine, tail) = rest.split_at(n);
+            rest = tail;
+            let doc = id.0 as u64;
+            if mine.is_empty() {
+                self.index.delete_document(doc).map_err(index_error)?;
+            } else {
+                let chunks: Vec<ChunkEntry<'_>> = mine
+                    .iter()
+                    .map(|e| ChunkEntry {
+                        chunk_id: e.chunk_id.0 as u64,
+                        title: &e.title,
+                        heading: &e.heading,
+                        body: &e.text,
+                    })
+                    .collect();
+                self.index
+                    .replace_document(doc, &chunks)
+                    .map_err(index_error)?;
+            }
+        }
+        self.index.commit().map_err(index_error)
+    }
+
+    /// Records the applied position durably (write, sync, rename).
+    fn record(&mut self, seq: i64) -> Result<()> {
+        let tmp = self.state.with_extension("tmp");
+        std::fs::write(&tmp, seq.to_string())?;
+        std::fs::File::open(&tmp)?.sync_all()?;
+        std::fs::rename(&tmp, &self.state)?;
+        self.applied = seq;
+        Ok(())
+    }
+
+    /// Catches up, then applies new changes as they are committed until `stop` returns true.
+    /// Wakes on the database's notification, and at least every `poll` in case one was missed
+    /// (a notification is lost while the listening connection is broken).
+    pub fn follow(
+        &mut self,
+        db_address: &str,
+        poll: Duration,
+        mut stop: impl FnMut(&Self) -> bool,
+    ) -> Result<()> {
+        let mut listener: Option<postgres::Client> = None;
+        loop {
+            if listener.is_none() {
+                listener = listen(db_address).ok();
+            }
+            match self.catch_up() {
+                Ok(_) => {}
+                // The database restarts or a connection broke: wait and try again.
+                Err(e) if e.is_retryable() => listener = None,
+                Err(e) => return Err(e),
+            }
+            if stop(self) {
+                return Ok(());
+            }
+            let Some(client) = listener.as_mut() else {
+                std::thread::sleep(poll);
+                continue;
+            };
+            let broken = {
+                let mut notifications = client.notifications();
+                let woke = notifications.timeout_iter(poll).next().is_err();
+                // Several commits may have notified; the next catch-up applies them all.
+                woke || notifications.iter().count().is_err()
+            };
+            if broken || client.is_closed() {
+                listener = None;
+            }
+        }
+    }
+}
+
+fn listen(address: &str) -> Result<postgres::Client> {
+    let mut client = postgres::Client::connect(address, postgres::NoTls)?;
+    client.batch_execute(&format!("LISTEN {CHANGES_CHANNEL}"))?;
+    Ok(client)
+}
+
+/// The file that records a replica's applied position for the index in `dir`.
+pub fn state_file(dir: &Path) -> PathBuf {
+    dir.join("applied_change")
+}

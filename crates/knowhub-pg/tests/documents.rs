@@ -1,0 +1,361 @@
+//! Documents in the team database and replicas' text indexes that follow its change log.
+
+#![allow(clippy::print_stderr, clippy::unwrap_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::cluster;
+use knowhub_index::{SearchRequest, TantivyIndex, TextIndex};
+use knowhub_pg::{CHANGE_LOG_LOCK, Database, IndexFollower, PgDocuments, PgError, state_file};
+use knowhub_store::{DocumentId, DocumentStatus, NewChunk, NewDocument, SourceId};
+
+fn chunk(ordinal: u32, text: &str) -> NewChunk {
+    NewChunk {
+        ordinal,
+        text: text.to_string(),
+        heading_path: vec!["Intro".to_string()],
+        page_start: Some(1),
+        page_end: Some(1),
+        char_start: 0,
+        char_end: text.len(),
+        token_count: 3,
+        text_hash: format!("{:x}", text.len()),
+    }
+}
+
+fn store(docs: &PgDocuments, source: SourceId, path: &str, texts: &[&str]) -> DocumentId {
+    let chunks: Vec<NewChunk> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| chunk(i as u32, t))
+        .collect();
+    let text = texts.join("\n");
+    docs.replace_document(&NewDocument {
+        source,
+        folder: None,
+        path,
+        kind: "text",
+        content_hash: "h",
+        size: text.len() as u64,
+        mtime_ns: None,
+        title: Some("Handbook"),
+        status: DocumentStatus::Indexed,
+        note: None,
+        page_count: None,
+        encoding: None,
+        text: &text,
+        chunks: &chunks,
+        tables: &[],
+    })
+    .unwrap()
+}
+
+fn hits(index: &TantivyIndex, query: &str) -> Vec<u64> {
+    let mut docs: Vec<u64> = index
+        .search(&SearchRequest::new(query, 10))
+        .unwrap()
+        .iter()
+        .map(|h| h.doc_id)
+        .collect();
+    docs.sort_unstable();
+    docs.dedup();
+    docs
+}
+
+#[test]
+fn documents_keep_their_id_and_every_change_is_logged() {
+    let Some(pg) = cluster() else { return };
+    let db = Database::connect(&pg.create_database("docs").unwrap()).unwrap();
+    let docs = PgDocuments::new(&db);
+    let source = docs.folder_source("/srv/handbook", "Handbook").unwrap();
+    assert_eq!(
+        docs.folder_source("/srv/handbook", "Handbook").unwrap(),
+        source
+    );
+    let files = docs.files_source().unwrap();
+    assert_eq!(docs.files_source().unwrap(), files);
+    let nested = docs.ensure_folder(source, "hr/leave").unwrap();
+    assert_eq!(docs.ensure_folder(source, "hr/leave/").unwrap(), nested);
+
+    let id = store(
+        &docs,
+        source,
+        "/srv/handbook/leave.md",
+        &["Annual leave is 20 days.", "年假二十天。"],
+    );
+    let first = docs.document_chunks(id).unwrap();
+    assert_eq!(first.len(), 2);
+    assert_eq!(first[1].text, "年假二十天。");
+    assert_eq!(first[0].heading_path, ["Intro"]);
+    let again = store(
+        &docs,
+        source,
+        "/srv/handbook/leave.md",
+        &["Annual leave is 25 days."],
+    );
+    assert_eq!(again, id, "a re-ingested path keeps its id");
+    let second = docs.document_chunks(id).unwrap();
+    assert_eq!(second.len(), 1);
+    assert!(
+        second[0].chunk_id > first[1].chunk_id,
+        "chunk ids are never reused"
+    );
+    let record = docs.document(id).unwrap().unwrap();
+    assert_eq!((record.chunk_count, record.status.as_str()), (1, "indexed"));
+    assert_eq!(
+        docs.document_by_path("/srv/handbook/leave.md")
+            .unwrap()
+            .unwrap()
+            .id,
+        id
+    );
+    let ids = [second[0].chunk_id, first[0].chunk_id];
+    assert_eq!(docs.chunks(&ids).unwrap().len(), 1, "old chunks are gone");
+
+    docs.remove_document(id).unwrap();
+    docs.remove_document(id).unwrap();
+    assert!(docs.document(id).unwrap().is_none());
+    let log = docs.changes_after(0, 100).unwrap();
+    assert_eq!(
+        log.len(),
+        3,
+        "two writes and one removal; removing nothing logs nothing"
+    );
+    assert!(log.windows(2).all(|w| w[0].seq < w[1].seq));
+    assert_eq!(docs.last_change().unwrap(), log[2].seq);
+
+    let table = knowhub_parse::Table {
+        name: "t".into(),
+        columns: Vec::new(),
+        rows: Vec::new(),
+    };
+    let err = docs
+        .replace_document(&NewDocument {
+            source,
+            folder: None,
+            path: "/srv/handbook/sheet.xlsx",
+            kind: "xlsx",
+            content_hash: "h",
+            size: 1,
+            mtime_ns: None,
+            title: None,
+            status: DocumentStatus::Indexed,
+            note: None,
+            page_count: None,
+            encoding: None,
+            text: "",
+            chunks: &[],
+            tables: std::slice::from_ref(&table),
+        })
+        .unwrap_err();
+    assert!(matches!(err, PgError::Unsupported(_)), "{err}");
+    assert!(
+        docs.document_by_path("/srv/handbook/sheet.xlsx")
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn replicas_build_the_same_index_from_the_log_and_resume_where_they_stopped() {
+    let Some(pg) = cluster() else { return };
+    let db = Database::connect(&pg.create_database("follow").unwrap()).unwrap();
+    let docs = PgDocuments::new(&db);
+    let source = docs.folder_source("/srv/wiki", "Wiki").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let leave = store(
+        &docs,
+        source,
+        "/srv/wiki/leave.md",
+        &["Annual leave is 20 days."],
+    );
+    let travel = store(
+        &docs,
+        source,
+        "/srv/wiki/travel.md",
+        &["出差 travel expenses are refunded."],
+    );
+
+    let a_dir = dir.path().join("a");
+    let mut a =
+        IndexFollower::new(&db, TantivyIndex::open(&a_dir).unwrap(), state_file(&a_dir)).unwrap();
+    let mut b = IndexFollower::new(
+        &db,
+        TantivyIndex::in_memory().unwrap(),
+        dir.path().join("b"),
+    )
+    .unwrap();
+    assert_eq!(a.catch_up().unwrap().documents, 2);
+    b.catch_up().unwrap();
+    for f in [&a, &b] {
+        assert_eq!(hits(f.index(), "leave"), [leave.0 as u64]);
+        assert_eq!(hits(f.index(), "出差"), [travel.0 as u64]);
+    }
+
+    docs.remove_document(leave).unwrap();
+    store(
+        &docs,
+        source,
+        "/srv/wiki/travel.md",
+        &["Travel is booked through the portal."],
+    );
+    let done = a.catch_up().unwrap();
+    assert_eq!((done.changes, done.documents), (2, 2));
+    assert!(hits(a.index(), "leave").is_empty());
+    assert!(hits(a.index(), "出差").is_empty());
+    assert_eq!(hits(a.index(), "portal"), [travel.0 as u64]);
+    assert_eq!(a.catch_up().unwrap().changes, 0);
+
+    // A replica restarted with its index and position resumes without replaying.
+    let applied = a.applied();
+    drop(a);
+    let mut resumed =
+        IndexFollower::new(&db, TantivyIndex::open(&a_dir).unwrap(), state_file(&a_dir)).unwrap();
+    assert_eq!(resumed.applied(), applied);
+    assert_eq!(resumed.catch_up().unwrap().changes, 0);
+    assert_eq!(hits(resumed.index(), "portal"), [travel.0 as u64]);
+
+    // Replica b, behind by two changes, converges on the same index.
+    b.catch_up().unwrap();
+    assert_eq!(
+        b.index().doc_chunk_counts().unwrap(),
+        resumed.index().doc_chunk_counts().unwrap()
+    );
+
+    // A position file without its index is corrupt, not silently trusted.
+    std::fs::write(dir.path().join("bad"), "not a number").unwrap();
+    let err = IndexFollower::new(
+        &db,
+        TantivyIndex::in_memory().unwrap(),
+        dir.path().join("bad"),
+    )
+    .unwrap_err();
+    assert!(matches!(err, PgError::Corrupt(_)), "{err}");
+}
+
+#[test]
+fn concurrent_writers_never_leave_a_gap_behind_a_follower() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.create_database("gaps").unwrap();
+    let db = Database::connect(&url).unwrap();
+    let docs = PgDocuments::new(&db);
+    let source = docs.folder_source("/srv/many", "Many").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut follower = IndexFollower::new(
+        &db,
+        TantivyIndex::in_memory().unwrap(),
+        dir.path().join("f"),
+    )
+    .unwrap();
+
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let docs = docs.clone();
+            std::thread::spawn(move || {
+                for i in 0..25 {
+                    store(
+                        &docs,
+                        source,
+                        &format!("/srv/many/{w}-{i}.md"),
+                        &["shared word"],
+                    );
+                }
+            })
+        })
+        .collect();
+    // Catch up while the writers commit, so any change committed behind an applied one
+    // would be skipped for good.
+    while !writers.iter().all(|w| w.is_finished()) {
+        follower.catch_up().unwrap();
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    follower.catch_up().unwrap();
+    let counts = follower.index().doc_chunk_counts().unwrap();
+    assert_eq!(
+        counts.len(),
+        100,
+        "every document reached the replica's index"
+    );
+}
+
+#[test]
+fn a_change_takes_its_place_in_the_log_only_after_earlier_writers_commit() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.create_database("order").unwrap();
+    let db = Database::connect(&url).unwrap();
+    let docs = PgDocuments::new(&db);
+    let source = docs.folder_source("/srv/order", "Order").unwrap();
+
+    // A slow writer: it holds the log's lock, as a writer does from its sequence number to
+    // its commit.
+    let mut slow = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut slow_tx = slow.transaction().unwrap();
+    slow_tx
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&CHANGE_LOG_LOCK])
+        .unwrap();
+    let fast = {
+        let docs = docs.clone();
+        std::thread::spawn(move || store(&docs, source, "/srv/order/fast.md", &["fast"]))
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !fast.is_finished(),
+        "a later writer waits for the earlier one"
+    );
+    let slow_seq: i64 = slow_tx
+        .query_one(
+            "INSERT INTO document_changes (seq, document_id)
+             VALUES (nextval('document_change_seq'), 999) RETURNING seq",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    slow_tx.commit().unwrap();
+    let fast_doc = fast.join().unwrap();
+    let log = docs.changes_after(0, 10).unwrap();
+    let fast_seq = log.iter().find(|c| c.document_id == fast_doc).unwrap().seq;
+    assert!(slow_seq < fast_seq, "sequence order is commit order");
+}
+
+#[test]
+fn a_following_replica_sees_a_commit_without_being_asked() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.create_database("live").unwrap();
+    let db = Database::connect(&url).unwrap();
+    let docs = PgDocuments::new(&db);
+    let source = docs.folder_source("/srv/live", "Live").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut follower = IndexFollower::new(
+        &db,
+        TantivyIndex::in_memory().unwrap(),
+        dir.path().join("f"),
+    )
+    .unwrap();
+
+    let writer = {
+        let docs = docs.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            store(&docs, source, "/srv/live/new.md", &["Fresh news."]);
+            Instant::now()
+        })
+    };
+    let started = Instant::now();
+    // A long poll: only the notification can wake the follower in time for the bound below.
+    follower
+        .follow(&url, Duration::from_secs(30), |f| {
+            f.applied() > 0 || started.elapsed() > Duration::from_secs(20)
+        })
+        .unwrap();
+    let committed = writer.join().unwrap();
+    assert!(follower.applied() > 0, "the change was applied");
+    assert!(
+        committed.elapsed() < Duration::from_secs(10),
+        "woken by the notification, not by the 30 s poll"
+    );
+    assert_eq!(hits(follower.index(), "news").len(), 1);
+}
