@@ -53,7 +53,10 @@ fn load(dir: &Path, name: &'static str) -> Corpus {
         .lines()
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap();
-            (v["_id"].as_str().unwrap().to_string(), v["text"].as_str().unwrap().to_string())
+            (
+                v["_id"].as_str().unwrap().to_string(),
+                v["text"].as_str().unwrap().to_string(),
+            )
         })
         .collect();
     let mut rels: HashMap<String, HashMap<String, u32>> = HashMap::new();
@@ -70,7 +73,11 @@ fn load(dir: &Path, name: &'static str) -> Corpus {
         .filter_map(|(q, r)| texts.get(&q).map(|t| (t.clone(), r)))
         .collect();
     queries.sort_by(|a, b| a.0.cmp(&b.0));
-    Corpus { name, docs, queries }
+    Corpus {
+        name,
+        docs,
+        queries,
+    }
 }
 
 fn ndcg10(ranked: &[String], rels: &HashMap<String, u32>) -> f64 {
@@ -92,14 +99,24 @@ fn ndcg10(ranked: &[String], rels: &HashMap<String, u32>) -> f64 {
     if idcg > 0.0 { dcg / idcg } else { 0.0 }
 }
 
-fn evaluate(index: &TantivyIndex, corpus: &Corpus, ext: &HashMap<u64, String>) -> (f64, Vec<Duration>) {
+fn evaluate(
+    index: &TantivyIndex,
+    corpus: &Corpus,
+    ext: &HashMap<u64, String>,
+) -> (f64, Vec<Duration>) {
     let mut total = 0.0;
     let mut times = Vec::new();
     for (text, rels) in &corpus.queries {
         let t = Instant::now();
-        let hits = index.search(&SearchRequest::new(text.clone(), 10)).unwrap();
+        // A query with no searchable terms (one CMRC query is empty) finds nothing on either side.
+        let hits = index
+            .search(&SearchRequest::new(text.clone(), 10))
+            .unwrap_or_default();
         times.push(t.elapsed());
-        let ranked: Vec<String> = hits.iter().filter_map(|h| ext.get(&h.doc_id).cloned()).collect();
+        let ranked: Vec<String> = hits
+            .iter()
+            .filter_map(|h| ext.get(&h.doc_id).cloned())
+            .collect();
         total += ndcg10(&ranked, rels);
     }
     times.sort();
@@ -151,7 +168,9 @@ fn main() {
         load(&shared.join("corpora/scifact"), "SciFact"),
         load(&shared.join("corpora/cmrc2018_zh"), "CMRC 2018"),
     ];
-    println!("| corpus | documents | queries | write to PostgreSQL | new replica catch-up | nDCG@10 local | nDCG@10 replica | Δ | p50 / p95 ms local | p50 / p95 ms replica |");
+    println!(
+        "| corpus | documents | queries | write to PostgreSQL | new replica catch-up | nDCG@10 local | nDCG@10 replica | Δ | p50 / p95 ms local | p50 / p95 ms replica |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for (n, corpus) in corpora.iter().enumerate() {
         let url = pg.create_database(&format!("c{n}")).unwrap();
@@ -190,10 +209,14 @@ fn main() {
                 heading: &chunk.heading,
                 body: &chunk.text,
             };
-            local.replace_document(chunk.document_id.0 as u64, &[entry]).unwrap();
+            local
+                .replace_document(chunk.document_id.0 as u64, &[entry])
+                .unwrap();
         }
         local.commit().unwrap();
 
+        let (fts_ndcg, fts_t) =
+            postgres_fts(&db, corpus, if n == 0 { "english" } else { "simple" });
         let (local_ndcg, local_t) = evaluate(&local, corpus, &ext);
         let (replica_ndcg, replica_t) = evaluate(follower.index(), corpus, &ext);
         println!(
@@ -211,10 +234,55 @@ fn main() {
             ms(&replica_t, 0.5),
             ms(&replica_t, 0.95),
         );
+        println!(
+            "|   PostgreSQL text search ({}) | | | | | | {fts_ndcg:.4} | {:+.4} | | {:.2} / {:.2} |",
+            if n == 0 { "english" } else { "simple" },
+            fts_ndcg - local_ndcg,
+            ms(&fts_t, 0.5),
+            ms(&fts_t, 0.95),
+        );
         if n == 0 {
             delay(&url, &db, source, follower);
         }
     }
+}
+
+/// The alternative to a tantivy index per replica: PostgreSQL's own text search (GIN index,
+/// `ts_rank_cd`, the query's words OR-ed as BM25 does), for the decision in docs/measurements.md.
+fn postgres_fts(db: &Database, corpus: &Corpus, config: &str) -> (f64, Vec<Duration>) {
+    let mut client = db.client().unwrap();
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE fts AS SELECT d.path, to_tsvector('{config}', COALESCE(d.title, '') || ' ' || c.text) AS tsv
+                 FROM chunks c JOIN documents d ON d.id = c.document_id;
+             CREATE INDEX fts_tsv ON fts USING gin (tsv); ANALYZE fts;"
+        ))
+        .unwrap();
+    let sql = format!(
+        "WITH query AS (
+             SELECT NULLIF(replace(plainto_tsquery('{config}', $1)::text, '&', '|'), '')::tsquery AS q)
+         SELECT path FROM fts, query WHERE tsv @@ q ORDER BY ts_rank_cd(tsv, q) DESC LIMIT 10"
+    );
+    let mut total = 0.0;
+    let mut times = Vec::new();
+    for (text, rels) in &corpus.queries {
+        let t = Instant::now();
+        let rows = client
+            .query(&sql, &[text])
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        times.push(t.elapsed());
+        let ranked: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                r.get::<_, String>(0)
+                    .trim_start_matches("/bench/")
+                    .to_string()
+            })
+            .collect();
+        total += ndcg10(&ranked, rels);
+    }
+    times.sort();
+    (total / corpus.queries.len().max(1) as f64, times)
 }
 
 /// Commit-to-searchable delay on a following replica, over writes spaced 100 ms apart.
@@ -226,7 +294,10 @@ fn delay(url: &str, db: &Database, source: SourceId, mut follower: IndexFollower
         std::thread::spawn(move || {
             follower
                 .follow(&url, Duration::from_secs(1), |f| {
-                    applied_at.lock().unwrap().push((f.applied(), Instant::now()));
+                    applied_at
+                        .lock()
+                        .unwrap()
+                        .push((f.applied(), Instant::now()));
                     stop.load(std::sync::atomic::Ordering::Relaxed)
                 })
                 .unwrap();
@@ -236,7 +307,13 @@ fn delay(url: &str, db: &Database, source: SourceId, mut follower: IndexFollower
     let mut commits = Vec::new();
     for i in 0..100 {
         std::thread::sleep(Duration::from_millis(100));
-        store(&docs, source, &format!("/bench/live-{i}"), "live", "fresh text");
+        store(
+            &docs,
+            source,
+            &format!("/bench/live-{i}"),
+            "live",
+            "fresh text",
+        );
         let committed = Instant::now();
         commits.push((docs.last_change().unwrap(), committed));
     }

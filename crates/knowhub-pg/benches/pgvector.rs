@@ -220,7 +220,7 @@ fn main() {
             n,
             name,
             plan,
-            "100",
+            &SearchOptions::default().ef_search.to_string(),
             found as f64 / total.max(1) as f64,
             &mut times,
         );
