@@ -81,7 +81,7 @@ fn load(dir: &Path, name: &'static str) -> Corpus {
 }
 
 fn ndcg10(ranked: &[String], rels: &HashMap<String, u32>) -> f64 {
-    let gain = |r: u32| (2f64.powi(r as i32) - 1.0);
+    let gain = |r: u32| 2f64.powi(r as i32) - 1.0;
     let dcg: f64 = ranked
         .iter()
         .take(10)
