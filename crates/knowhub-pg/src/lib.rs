@@ -1,8 +1,9 @@
 //! KnowHub's team store on PostgreSQL (≥ 15) with pgvector (≥ 0.8).
 //!
 //! Several `knowhub serve` replicas share one database and nothing else. This crate holds the
-//! connection pool, the append-only migrations, and the domains stored there (today: chunk
-//! vectors with their HNSW indexes). It uses the synchronous `postgres` client: the engine is
+//! connection pool, the append-only migrations, and the domains stored there so far: chunk
+//! vectors with their HNSW indexes, documents and chunks with an ordered change log that each
+//! replica's full-text index follows, and identity (users, keys, memberships, ACLs). It uses the synchronous `postgres` client: the engine is
 //! synchronous (as with rusqlite), the HTTP server already runs engine calls on blocking
 //! threads, and the client is the same protocol code as `tokio-postgres`. `sqlx` was not
 //! chosen: its checked queries need a database at build time and everything in it is async.
@@ -23,6 +24,7 @@
 mod cluster;
 mod documents;
 mod follow;
+mod identity;
 pub mod migrations;
 mod vectors;
 
@@ -36,6 +38,7 @@ use thiserror::Error;
 pub use cluster::{CLUSTER_USER, PG_BIN_ENV, PgCluster};
 pub use documents::{CHANGE_LOG_LOCK, CHANGES_CHANNEL, Change, PgDocuments};
 pub use follow::{CatchUp, IndexFollower, state_file};
+pub use identity::PgIdentity;
 pub use vectors::{EXACT_BELOW_ROWS, EXACT_BELOW_SHARE, PgVectors, SearchOptions, VectorModel};
 
 /// Errors from the team store.

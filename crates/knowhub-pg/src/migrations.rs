@@ -107,6 +107,62 @@ CREATE TABLE document_changes (
 );
 "#],
     },
+    Domain {
+        name: "identity",
+        steps: &[r#"
+CREATE TABLE users (
+    id            TEXT PRIMARY KEY,
+    display_name  TEXT NOT NULL,
+    role          TEXT NOT NULL CHECK (role IN ('ROOT', 'ADMIN', 'USER')),
+    created_at    BIGINT NOT NULL,
+    removed_at    BIGINT
+);
+CREATE TABLE memberships (
+    user_id   TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    kind      TEXT NOT NULL CHECK (kind IN ('team', 'project', 'org')),
+    group_id  TEXT NOT NULL,
+    PRIMARY KEY (user_id, kind, group_id)
+);
+CREATE TABLE api_keys (
+    hash        TEXT PRIMARY KEY,
+    user_id     TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    created_at  BIGINT NOT NULL,
+    label       TEXT NOT NULL
+);
+CREATE INDEX api_keys_user ON api_keys (user_id);
+CREATE TABLE acl_entries (
+    source_id  BIGINT NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+    kind       TEXT NOT NULL CHECK (kind IN ('folder', 'document')),
+    path       TEXT NOT NULL,
+    scopes     TEXT NOT NULL,
+    PRIMARY KEY (source_id, kind, path)
+);
+-- One counter for everything a permission decision reads; row triggers, so a statement that
+-- changes no row leaves it alone.
+CREATE TABLE permission_version (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    version  BIGINT NOT NULL
+);
+INSERT INTO permission_version (id, version) VALUES (1, 0);
+CREATE FUNCTION bump_permission_version() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE permission_version SET version = version + 1 WHERE id = 1;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER acl_entries_changed AFTER INSERT OR UPDATE OR DELETE ON acl_entries
+    FOR EACH ROW EXECUTE FUNCTION bump_permission_version();
+CREATE TRIGGER memberships_changed AFTER INSERT OR UPDATE OR DELETE ON memberships
+    FOR EACH ROW EXECUTE FUNCTION bump_permission_version();
+CREATE TRIGGER api_keys_changed AFTER INSERT OR UPDATE OR DELETE ON api_keys
+    FOR EACH ROW EXECUTE FUNCTION bump_permission_version();
+CREATE TRIGGER users_changed AFTER UPDATE ON users FOR EACH ROW
+    WHEN (OLD.role IS DISTINCT FROM NEW.role OR OLD.removed_at IS DISTINCT FROM NEW.removed_at)
+    EXECUTE FUNCTION bump_permission_version();
+CREATE TRIGGER users_deleted AFTER DELETE ON users
+    FOR EACH ROW EXECUTE FUNCTION bump_permission_version();
+"#],
+    },
 ];
 
 /// Key of the advisory lock held while migrating ("knowhub" in ASCII).

@@ -40,7 +40,8 @@ pub enum Group {
 }
 
 impl Group {
-    fn kind(&self) -> &'static str {
+    /// How the group's kind is stored: `team`, `project` or `org`.
+    pub fn kind(&self) -> &'static str {
         match self {
             Group::Team(_) => "team",
             Group::Project(_) => "project",
@@ -48,7 +49,8 @@ impl Group {
         }
     }
 
-    fn id(&self) -> &str {
+    /// The group's id as stored.
+    pub fn id(&self) -> &str {
         match self {
             Group::Team(id) => id.as_str(),
             Group::Project(id) => id.as_str(),
