@@ -3,9 +3,12 @@
 //! Several `knowhub serve` replicas share one database and nothing else. This crate holds the
 //! connection pool, the append-only migrations, and the domains stored there so far: chunk
 //! vectors with their HNSW indexes, documents and chunks with an ordered change log that each
-//! replica's full-text index follows, and identity (users, keys, memberships, ACLs). It uses the synchronous `postgres` client: the engine is
-//! synchronous (as with rusqlite), the HTTP server already runs engine calls on blocking
-//! threads, and the client is the same protocol code as `tokio-postgres`. `sqlx` was not
+//! replica's full-text index follows, identity (users, keys, memberships, ACLs), and the
+//! ingestion queue shared by the replicas.
+//!
+//! It uses the synchronous `postgres` client: the engine is synchronous (as with rusqlite), the
+//! HTTP server already runs engine calls on blocking threads, and the client is the same
+//! protocol code as `tokio-postgres`. `sqlx` was not
 //! chosen: its checked queries need a database at build time and everything in it is async.
 //!
 //! [`PgCluster`] starts a private server for tests, benchmarks and a one-machine team.
@@ -25,6 +28,7 @@ mod cluster;
 mod documents;
 mod follow;
 mod identity;
+mod jobs;
 pub mod migrations;
 mod vectors;
 
@@ -39,6 +43,7 @@ pub use cluster::{CLUSTER_USER, PG_BIN_ENV, PgCluster};
 pub use documents::{CHANGE_LOG_LOCK, CHANGES_CHANNEL, Change, PgDocuments};
 pub use follow::{CatchUp, IndexFollower, state_file};
 pub use identity::PgIdentity;
+pub use jobs::PgJobs;
 pub use vectors::{EXACT_BELOW_ROWS, EXACT_BELOW_SHARE, PgVectors, SearchOptions, VectorModel};
 
 /// Errors from the team store.

@@ -163,6 +163,36 @@ CREATE TRIGGER users_deleted AFTER DELETE ON users
     FOR EACH ROW EXECUTE FUNCTION bump_permission_version();
 "#],
     },
+    Domain {
+        name: "jobs",
+        steps: &[r#"
+CREATE TABLE jobs (
+    id           BIGSERIAL PRIMARY KEY,
+    path         TEXT NOT NULL,
+    owner        TEXT NOT NULL,
+    priority     BIGINT NOT NULL,
+    state        TEXT NOT NULL
+                 CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+    attempts     BIGINT NOT NULL DEFAULT 0,
+    not_before   BIGINT NOT NULL DEFAULT 0,
+    outcome      TEXT,
+    error        TEXT,
+    claimed_by   TEXT,
+    lease_until  BIGINT,
+    created_at   BIGINT NOT NULL,
+    updated_at   BIGINT NOT NULL,
+    CHECK ((state = 'running') = (claimed_by IS NOT NULL AND lease_until IS NOT NULL))
+);
+CREATE UNIQUE INDEX jobs_queued_path ON jobs (path) WHERE state = 'queued';
+CREATE INDEX jobs_next ON jobs (priority, id) WHERE state = 'queued';
+CREATE INDEX jobs_leases ON jobs (lease_until) WHERE state = 'running';
+CREATE TABLE queue_control (
+    id      INTEGER PRIMARY KEY CHECK (id = 1),
+    paused  BOOLEAN NOT NULL
+);
+INSERT INTO queue_control (id, paused) VALUES (1, false);
+"#],
+    },
 ];
 
 /// Key of the advisory lock held while migrating ("knowhub" in ASCII).
