@@ -110,7 +110,11 @@ fn make_files(dir: &Path, n: usize) {
 async fn main() {
     let root = tempfile::tempdir().unwrap();
     let root_path: PathBuf = root.path().canonicalize().unwrap();
-    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo");
+    let demo = Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+    )
+    .join("assets/demo");
     let data = root_path.join("data");
     {
         let mut config = EngineConfig::new(&data);

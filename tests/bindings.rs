@@ -7,7 +7,11 @@ use std::path::Path;
 
 #[test]
 fn typescript_bindings_are_fresh() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(knowhub_desktop::BINDINGS_PATH);
+    let path = Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+    )
+    .join(knowhub_desktop::BINDINGS_PATH);
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     let fresh = knowhub_desktop::render_bindings().unwrap();
     assert!(

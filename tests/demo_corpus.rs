@@ -11,7 +11,11 @@ use knowhub_engine::{
 };
 
 fn demo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo")
+    Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+    )
+    .join("assets/demo")
 }
 
 fn open(dir: &Path) -> Engine {

@@ -24,7 +24,11 @@ use window::{Driver, Ui, css};
 fn prepare_data(root: &Path) -> (PathBuf, PathBuf) {
     let demo = root.join("demo");
     copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo"),
+        &Path::new(
+            &std::env::var("CARGO_MANIFEST_DIR")
+                .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+        )
+        .join("assets/demo"),
         &demo,
     );
     let data = root.join("data");

@@ -102,7 +102,13 @@ pub(crate) fn screenshots_dir() -> PathBuf {
         .unwrap_or_else(|| {
             let target = std::env::var_os("CARGO_TARGET_DIR")
                 .map(PathBuf::from)
-                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+                .unwrap_or_else(|| {
+                    Path::new(
+                        &std::env::var("CARGO_MANIFEST_DIR")
+                            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+                    )
+                    .join("target")
+                });
             target.join("e2e-screenshots")
         });
     std::fs::create_dir_all(&dir).unwrap();

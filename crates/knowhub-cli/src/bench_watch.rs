@@ -230,7 +230,11 @@ fn wait_idle(events: &crossbeam_channel::Receiver<WatchEvent>, limit: Duration) 
 
 /// Writes `n` files (about 95% text formats, 5% PDF/DOCX/XLSX) under 10 × 10 folders.
 fn generate(root: &Path, n: usize) -> Result<(u64, usize)> {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let repo = Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+    )
+    .join("../..");
     let binaries: Vec<(String, Vec<u8>)> = BINARIES
         .iter()
         .filter_map(|p| {

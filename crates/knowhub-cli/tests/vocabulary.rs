@@ -20,7 +20,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    PathBuf::from(
+        std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+    )
+    .join("../..")
 }
 
 fn shared() -> Option<PathBuf> {

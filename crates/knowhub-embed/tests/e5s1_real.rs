@@ -17,8 +17,11 @@ fn model_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("KNOWHUB_E5S1_PATH").filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../models/multilingual-e5-small/e5-small-q4.bin");
+    let p = PathBuf::from(
+        std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+    )
+    .join("../../models/multilingual-e5-small/e5-small-q4.bin");
     p.is_file().then_some(p)
 }
 

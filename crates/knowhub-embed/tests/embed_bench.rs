@@ -29,7 +29,11 @@ use std::time::Instant;
 use knowhub_embed::{BertEmbedder, Device, Embedder, Precision};
 
 fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    PathBuf::from(
+        std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+    )
+    .join("../..")
 }
 
 fn abstracts(n: usize) -> Option<Vec<String>> {

@@ -44,7 +44,13 @@ to the finance department, which pays approved claims with the next monthly sala
 fn models_dir() -> PathBuf {
     std::env::var_os("KNOWHUB_MODELS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models"))
+        .unwrap_or_else(|| {
+            PathBuf::from(
+                std::env::var("CARGO_MANIFEST_DIR")
+                    .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+            )
+            .join("../../models")
+        })
 }
 
 fn secs(d: Duration) -> f64 {

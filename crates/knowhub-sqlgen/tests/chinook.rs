@@ -19,7 +19,11 @@ struct Gold {
 }
 
 fn corpus() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora/sql/chinook");
+    let dir = PathBuf::from(
+        std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+    )
+    .join("../../../shared/corpora/sql/chinook");
     if dir.join("Chinook_Sqlite.sqlite").is_file() {
         Some(dir)
     } else {

@@ -12,7 +12,13 @@ pub const QWEN_15B: &str = "qwen2.5-coder-1.5b-instruct/qwen2.5-coder-1.5b-instr
 pub fn models_dir() -> PathBuf {
     std::env::var_os("KNOWHUB_MODELS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models"))
+        .unwrap_or_else(|| {
+            PathBuf::from(
+                std::env::var("CARGO_MANIFEST_DIR")
+                    .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+            )
+            .join("../../models")
+        })
 }
 
 /// The model file, or `None` (after saying so) when it is not there.
