@@ -10,11 +10,10 @@
 //! round trip as its first read. Group spaces (`memberships().groups`) are not in the team
 //! database yet: that list is empty here.
 
-use knowhub_authz::{
-    AclPath, AclTree, AuthzError, KeyHash, Memberships, OrgId, ProjectId, Role, ScopeSet, TeamId,
-    UserId,
+use knowhub_authz::{AclPath, AclTree, AuthzError, KeyHash, Memberships, Role, ScopeSet, UserId};
+use knowhub_store::{
+    Group, SourceId, StoreError, UserRecord, acl_tree_from_rows, memberships_from_rows,
 };
-use knowhub_store::{Group, SourceId, UserRecord};
 use postgres::Row;
 
 use crate::documents::now_ms;
@@ -32,6 +31,11 @@ pub struct PgIdentity {
 
 fn corrupt(row: impl std::fmt::Display, e: AuthzError) -> PgError {
     PgError::Corrupt(format!("{row}: {e}"))
+}
+
+/// The shared row readers report corrupt rows as the store's error.
+fn store_error(e: StoreError) -> PgError {
+    PgError::Corrupt(e.to_string())
 }
 
 fn invalid(e: AuthzError) -> PgError {
@@ -167,24 +171,7 @@ impl PgIdentity {
             "SELECT kind, group_id FROM memberships WHERE user_id = $1 ORDER BY kind, group_id",
             &[&user.as_str()],
         )?;
-        let mut out = Memberships::default();
-        for r in &rows {
-            let (kind, group): (String, String) = (r.get(0), r.get(1));
-            let row = format!("memberships row ({user}, {kind}, {group:?})");
-            match kind.as_str() {
-                "team" => out
-                    .teams
-                    .push(TeamId::new(&group).map_err(|e| corrupt(&row, e))?),
-                "project" => out
-                    .projects
-                    .push(ProjectId::new(&group).map_err(|e| corrupt(&row, e))?),
-                "org" => out
-                    .orgs
-                    .push(OrgId::new(&group).map_err(|e| corrupt(&row, e))?),
-                _ => return Err(PgError::Corrupt(format!("{row}: unknown kind"))),
-            }
-        }
-        Ok(out)
+        memberships_from_rows(user, rows.iter().map(|r| (r.get(0), r.get(1)))).map_err(store_error)
     }
 
     /// Stores the hash of a new key of an active user; `false` (storing nothing) when there is
@@ -327,22 +314,12 @@ impl PgIdentity {
             "SELECT kind, path, scopes FROM acl_entries WHERE source_id = $1 ORDER BY kind, path",
             &[&source.0],
         )?;
-        let mut tree = AclTree::new(default);
-        for r in &rows {
-            let (kind, path, scopes): (String, String, String) = (r.get(0), r.get(1), r.get(2));
-            let row = format!("acl_entries row ({}, {kind}, {path:?})", source.0);
-            let scopes: ScopeSet = scopes.parse().map_err(|e| corrupt(&row, e))?;
-            let stored = match kind.as_str() {
-                FOLDER => tree.set_folder_acl(&path, scopes),
-                DOCUMENT => tree.set_document_acl(&path, scopes),
-                _ => return Err(PgError::Corrupt(format!("{row}: unknown kind"))),
-            }
-            .map_err(|e| corrupt(&row, e))?;
-            if stored.as_str() != path {
-                return Err(PgError::Corrupt(format!("{row}: path is not normalised")));
-            }
-        }
-        Ok(tree)
+        acl_tree_from_rows(
+            source,
+            default,
+            rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))),
+        )
+        .map_err(store_error)
     }
 
     /// The version of everything a permission decision reads: bumped in the writing

@@ -102,6 +102,57 @@ fn document_path(path: &str) -> Result<AclPath> {
     Ok(parsed)
 }
 
+/// A user's memberships from stored `(kind, group id)` rows (group spaces not included).
+/// Shared by every backend, so stored values are read back through the policy types one way.
+pub fn memberships_from_rows(
+    user: &UserId,
+    rows: impl IntoIterator<Item = (String, String)>,
+) -> Result<Memberships> {
+    let mut out = Memberships::default();
+    for (kind, group) in rows {
+        let row = format!("memberships row ({user}, {kind}, {group:?})");
+        match kind.as_str() {
+            "team" => out
+                .teams
+                .push(TeamId::new(&group).map_err(|e| corrupt(&row, e))?),
+            "project" => out
+                .projects
+                .push(ProjectId::new(&group).map_err(|e| corrupt(&row, e))?),
+            "org" => out
+                .orgs
+                .push(OrgId::new(&group).map_err(|e| corrupt(&row, e))?),
+            _ => return Err(StoreError::Corrupt(format!("{row}: unknown kind"))),
+        }
+    }
+    Ok(out)
+}
+
+/// The ACL tree of `source` from its stored `(kind, path, scopes)` rows, falling back to
+/// `default`. Shared by every backend: a stored entry becomes policy in one place only.
+pub fn acl_tree_from_rows(
+    source: SourceId,
+    default: ScopeSet,
+    rows: impl IntoIterator<Item = (String, String, String)>,
+) -> Result<AclTree> {
+    let mut tree = AclTree::new(default);
+    for (kind, path, scopes) in rows {
+        let row = format!("acl_entries row ({}, {kind}, {path:?})", source.0);
+        let scopes: ScopeSet = scopes.parse().map_err(|e| corrupt(&row, e))?;
+        let stored = match kind.as_str() {
+            FOLDER => tree.set_folder_acl(&path, scopes),
+            DOCUMENT => tree.set_document_acl(&path, scopes),
+            _ => return Err(StoreError::Corrupt(format!("{row}: unknown kind"))),
+        }
+        .map_err(|e| corrupt(&row, e))?;
+        if stored.as_str() != path {
+            return Err(StoreError::Corrupt(format!(
+                "{row}: path is not normalised"
+            )));
+        }
+    }
+    Ok(tree)
+}
+
 const USER_SELECT: &str = "SELECT id, display_name, role, created_at, removed_at FROM users";
 
 impl Store {
@@ -211,26 +262,7 @@ impl Store {
                 Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut out = Memberships::default();
-        for (kind, group) in rows {
-            let row = format!("memberships row ({user}, {kind}, {group:?})");
-            match kind.as_str() {
-                "team" => out
-                    .teams
-                    .push(TeamId::new(&group).map_err(|e| corrupt(&row, e))?),
-                "project" => out
-                    .projects
-                    .push(ProjectId::new(&group).map_err(|e| corrupt(&row, e))?),
-                "org" => out
-                    .orgs
-                    .push(OrgId::new(&group).map_err(|e| corrupt(&row, e))?),
-                _ => {
-                    return Err(StoreError::Corrupt(format!(
-                        "memberships row ({user}, {kind:?}, {group:?}): unknown kind"
-                    )));
-                }
-            }
-        }
+        let mut out = memberships_from_rows(user, rows)?;
         out.groups = self.group_ids_of(user)?;
         Ok(out)
     }
@@ -389,23 +421,7 @@ impl Store {
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut tree = AclTree::new(default);
-        for (kind, path, scopes) in rows {
-            let row = format!("acl_entries row ({}, {kind}, {path:?})", source.0);
-            let scopes: ScopeSet = scopes.parse().map_err(|e| corrupt(&row, e))?;
-            let stored = match kind.as_str() {
-                FOLDER => tree.set_folder_acl(&path, scopes),
-                DOCUMENT => tree.set_document_acl(&path, scopes),
-                _ => return Err(StoreError::Corrupt(format!("{row}: unknown kind"))),
-            }
-            .map_err(|e| corrupt(&row, e))?;
-            if stored.as_str() != path {
-                return Err(StoreError::Corrupt(format!(
-                    "{row}: path is not normalised"
-                )));
-            }
-        }
-        Ok(tree)
+        acl_tree_from_rows(source, default, rows)
     }
 
     /// The ACL version: bumped by every ACL change, never by reads or no-op writes.
