@@ -8,7 +8,8 @@
 //!
 //! Settings (environment): `KNOWHUB_BENCH_VECTORS` (100000), `KNOWHUB_BENCH_QUERIES` (200),
 //! `KNOWHUB_BENCH_EF` (ef_search values, "40,100,200"),
-//! `KNOWHUB_BENCH_FILTERS` (readable shares in %, "100,50,1"), `KNOWHUB_BENCH_DATABASE` (a database
+//! `KNOWHUB_BENCH_FILTERS` (readable shares in %, "100,50,1"), `KNOWHUB_BENCH_M`,
+//! `KNOWHUB_BENCH_EFC`, `KNOWHUB_BENCH_BUILD_MB` (the index build, pgvector's defaults), `KNOWHUB_BENCH_DATABASE` (a database
 //! URL; default: a private cluster from `KNOWHUB_PG_BIN` / `.tools/postgres`).
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
@@ -16,7 +17,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use knowhub_pg::{Database, PgCluster, PgVectors, SearchOptions};
+use knowhub_pg::{Database, IndexOptions, PgCluster, PgVectors, SearchOptions};
 use knowhub_vector::FlatIndex;
 
 const DIM: usize = 384;
@@ -101,7 +102,13 @@ fn main() {
         }
     };
     let db = Database::connect(&url).unwrap();
-    let vectors = PgVectors::new(&db);
+    let defaults = IndexOptions::default();
+    let index = IndexOptions {
+        m: env_or("KNOWHUB_BENCH_M", defaults.m),
+        ef_construction: env_or("KNOWHUB_BENCH_EFC", defaults.ef_construction),
+        build_memory_mb: env_or("KNOWHUB_BENCH_BUILD_MB", defaults.build_memory_mb),
+    };
+    let vectors = PgVectors::new(&db).with_index_options(index);
     let model = vectors
         .register_model(&format!("bench-{n}-{DIM}"), DIM)
         .unwrap();
@@ -136,7 +143,10 @@ fn main() {
     let t = Instant::now();
     vectors.build_index(&model).unwrap();
     println!(
-        "HNSW index (m=16, ef_construction=64): {:.1} s",
+        "HNSW index (m={}, ef_construction={}, {} MB): {:.1} s",
+        index.m,
+        index.ef_construction,
+        index.build_memory_mb,
         t.elapsed().as_secs_f64()
     );
 

@@ -44,7 +44,9 @@ pub use documents::{CHANGE_LOG_LOCK, CHANGES_CHANNEL, Change, PgDocuments};
 pub use follow::{CatchUp, IndexFollower, state_file};
 pub use identity::PgIdentity;
 pub use jobs::PgJobs;
-pub use vectors::{EXACT_BELOW_ROWS, EXACT_BELOW_SHARE, PgVectors, SearchOptions, VectorModel};
+pub use vectors::{
+    EXACT_BELOW_ROWS, EXACT_BELOW_SHARE, IndexOptions, PgVectors, SearchOptions, VectorModel,
+};
 
 /// Errors from the team store.
 #[derive(Debug, Error)]

@@ -49,11 +49,35 @@ impl Default for SearchOptions {
     }
 }
 
+/// How a model's HNSW index is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexOptions {
+    /// Neighbours per node (`m`).
+    pub m: u32,
+    /// Candidate list size while building (`ef_construction`).
+    pub ef_construction: u32,
+    /// Memory for the build (`maintenance_work_mem`); a graph that does not fit is built
+    /// several times slower.
+    pub build_memory_mb: u32,
+}
+
+impl Default for IndexOptions {
+    /// pgvector's defaults for the graph; 512 MB holds about 400k 384-d vectors.
+    fn default() -> Self {
+        IndexOptions {
+            m: 16,
+            ef_construction: 64,
+            build_memory_mb: 512,
+        }
+    }
+}
+
 /// The vector store of a team database.
 #[derive(Debug, Clone)]
 pub struct PgVectors {
     db: Database,
     options: SearchOptions,
+    index: IndexOptions,
     sizes: Arc<Mutex<HashMap<i32, CachedSizes>>>,
 }
 
@@ -62,12 +86,18 @@ impl PgVectors {
         PgVectors {
             db: db.clone(),
             options: SearchOptions::default(),
+            index: IndexOptions::default(),
             sizes: Arc::default(),
         }
     }
 
     pub fn with_options(mut self, options: SearchOptions) -> PgVectors {
         self.options = options;
+        self
+    }
+
+    pub fn with_index_options(mut self, index: IndexOptions) -> PgVectors {
+        self.index = index;
         self
     }
 
@@ -114,12 +144,16 @@ impl PgVectors {
             &[&INDEX_LOCK, &model.id],
         )?;
         tx.batch_execute(&format!(
-            "SET LOCAL maintenance_work_mem = '512MB';
+            "SET LOCAL maintenance_work_mem = '{mem}MB';
              CREATE INDEX IF NOT EXISTS chunk_vectors_hnsw_{id} ON chunk_vectors
-                 USING hnsw ((embedding::halfvec({dim})) halfvec_ip_ops) WHERE model_id = {id};
+                 USING hnsw ((embedding::halfvec({dim})) halfvec_ip_ops)
+                 WITH (m = {m}, ef_construction = {efc}) WHERE model_id = {id};
              ANALYZE chunk_vectors",
             id = model.id,
-            dim = model.dim
+            dim = model.dim,
+            mem = self.index.build_memory_mb.max(64),
+            m = self.index.m.clamp(2, 100),
+            efc = self.index.ef_construction.clamp(4, 1000),
         ))?;
         tx.commit()?;
         Ok(())
