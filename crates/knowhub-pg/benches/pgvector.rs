@@ -9,7 +9,7 @@
 //! Settings (environment): `KNOWHUB_BENCH_VECTORS` (100000), `KNOWHUB_BENCH_QUERIES` (200),
 //! `KNOWHUB_BENCH_EF` (ef_search values, "40,100,200"),
 //! `KNOWHUB_BENCH_FILTERS` (readable shares in %, "100,50,1"), `KNOWHUB_BENCH_M`,
-//! `KNOWHUB_BENCH_EFC`, `KNOWHUB_BENCH_BUILD_MB` (the index build, pgvector's defaults), `KNOWHUB_BENCH_DATABASE` (a database
+//! `KNOWHUB_BENCH_EFC`, `KNOWHUB_BENCH_BUILD_MB` (the index build; defaults: `IndexOptions`), `KNOWHUB_BENCH_DATABASE` (a database
 //! URL; default: a private cluster from `KNOWHUB_PG_BIN` / `.tools/postgres`).
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]

@@ -62,11 +62,14 @@ pub struct IndexOptions {
 }
 
 impl Default for IndexOptions {
-    /// pgvector's defaults for the graph; 512 MB holds about 400k 384-d vectors.
+    /// m = 24, ef_construction = 128: at 1M chunks recall@10 is 1.000 with a 50% filter,
+    /// where pgvector's defaults (16, 64) stop at 0.98 (benches/pgvector.rs). A graph that
+    /// size needs about 3 GB to build in memory (1,226 s on 2 cores); the default 512 MB
+    /// suits a few hundred thousand chunks and builds larger ones more slowly.
     fn default() -> Self {
         IndexOptions {
-            m: 16,
-            ef_construction: 64,
+            m: 24,
+            ef_construction: 128,
             build_memory_mb: 512,
         }
     }
