@@ -17,7 +17,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use knowhub_pg::{Database, IndexOptions, PgCluster, PgVectors, SearchOptions};
+use knowhub_pg::{Database, IndexOptions, PgCluster, PgVectors, Plan, SearchOptions};
 use knowhub_vector::FlatIndex;
 
 const DIM: usize = 384;
@@ -187,7 +187,9 @@ fn main() {
         let mut times = Vec::new();
         for q in &queries {
             let t = Instant::now();
-            let hits = vectors.search_exact(&model, q, K, readable).unwrap();
+            let hits = vectors
+                .search_with(Plan::Exact, &model, q, K, readable)
+                .unwrap();
             times.push(t.elapsed());
             exact.push(hits.iter().map(|h| h.chunk_id).collect::<HashSet<_>>());
         }
@@ -244,7 +246,9 @@ fn main() {
             let mut found = 0usize;
             for (q, truth) in queries.iter().zip(&exact) {
                 let t = Instant::now();
-                let hits = hnsw.search_hnsw(&model, q, K, readable).unwrap();
+                let hits = hnsw
+                    .search_with(Plan::Index, &model, q, K, readable)
+                    .unwrap();
                 times.push(t.elapsed());
                 found += hits.iter().filter(|h| truth.contains(&h.chunk_id)).count();
             }

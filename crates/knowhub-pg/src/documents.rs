@@ -14,7 +14,7 @@ use knowhub_store::{
 use postgres::Row;
 use postgres::types::ToSql;
 
-use crate::{Database, PgError, Result};
+use crate::{Database, PgError, Result, now_ms};
 
 /// The channel replicas listen on for new changes.
 pub const CHANGES_CHANNEL: &str = "knowhub_changes";
@@ -306,13 +306,6 @@ fn log_change(tx: &mut postgres::Transaction<'_>, document_id: i64) -> Result<()
     )?;
     tx.batch_execute(&format!("NOTIFY {CHANGES_CHANNEL}"))?;
     Ok(())
-}
-
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 fn heading_path(json: &str) -> Result<Vec<String>> {

@@ -12,12 +12,12 @@
 
 use knowhub_authz::{AclPath, AclTree, AuthzError, KeyHash, Memberships, Role, ScopeSet, UserId};
 use knowhub_store::{
-    Group, SourceId, StoreError, UserRecord, acl_tree_from_rows, memberships_from_rows,
+    Group, SourceId, StoreError, UserRecord, acl_tree_from_rows, document_acl_path,
+    memberships_from_rows,
 };
 use postgres::Row;
 
-use crate::documents::now_ms;
-use crate::{Database, PgError, Result};
+use crate::{Database, PgError, Result, now_ms};
 
 const FOLDER: &str = "folder";
 const DOCUMENT: &str = "document";
@@ -33,9 +33,13 @@ fn corrupt(row: impl std::fmt::Display, e: AuthzError) -> PgError {
     PgError::Corrupt(format!("{row}: {e}"))
 }
 
-/// The shared row readers report corrupt rows as the store's error.
+/// The shared readers report bad input and corrupt rows as the store's errors.
 fn store_error(e: StoreError) -> PgError {
-    PgError::Corrupt(e.to_string())
+    match e {
+        StoreError::Invalid(e) => invalid(e),
+        StoreError::Corrupt(message) => PgError::Corrupt(message),
+        other => PgError::Corrupt(other.to_string()),
+    }
 }
 
 fn invalid(e: AuthzError) -> PgError {
@@ -60,17 +64,6 @@ fn user_record(r: &Row) -> Result<UserRecord> {
         created_at: r.get(3),
         removed_at: r.get(4),
     })
-}
-
-/// A document path: normalised, and never the root (which is a folder).
-fn document_path(path: &str) -> Result<AclPath> {
-    let parsed = AclPath::parse(path).map_err(invalid)?;
-    if parsed.is_root() {
-        return Err(PgError::Invalid(format!(
-            "{path:?}: a document path must name a file, not the root"
-        )));
-    }
-    Ok(parsed)
 }
 
 impl PgIdentity {
@@ -297,13 +290,13 @@ impl PgIdentity {
         document: &str,
         scopes: &ScopeSet,
     ) -> Result<bool> {
-        let path = document_path(document)?;
+        let path = document_acl_path(document).map_err(store_error)?;
         self.set_acl(source, DOCUMENT, &path, scopes)
     }
 
     /// Removes a document's ACL override; whether one was set.
     pub fn clear_document_acl(&self, source: SourceId, document: &str) -> Result<bool> {
-        let path = document_path(document)?;
+        let path = document_acl_path(document).map_err(store_error)?;
         self.clear_acl(source, DOCUMENT, &path)
     }
 

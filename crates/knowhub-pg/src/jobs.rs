@@ -14,8 +14,7 @@
 use knowhub_store::{JobRecord, JobState, NewJob, QueueCounts};
 use postgres::Row;
 
-use crate::documents::now_ms;
-use crate::{Database, PgError, Result};
+use crate::{Database, PgError, Result, now_ms};
 
 const JOB_SELECT: &str = "SELECT id, path, owner, priority, state, attempts, not_before, \
                           outcome, error, created_at, updated_at FROM jobs";
@@ -28,14 +27,7 @@ pub struct PgJobs {
 }
 
 fn state_of(raw: &str) -> Result<JobState> {
-    Ok(match raw {
-        "queued" => JobState::Queued,
-        "running" => JobState::Running,
-        "done" => JobState::Done,
-        "failed" => JobState::Failed,
-        "cancelled" => JobState::Cancelled,
-        other => return Err(PgError::Corrupt(format!("job state {other:?}"))),
-    })
+    JobState::from_name(raw).ok_or_else(|| PgError::Corrupt(format!("job state {raw:?}")))
 }
 
 fn job_record(r: &Row) -> Result<JobRecord> {

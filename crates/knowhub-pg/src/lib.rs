@@ -45,7 +45,7 @@ pub use follow::{CatchUp, IndexFollower, state_file};
 pub use identity::PgIdentity;
 pub use jobs::PgJobs;
 pub use vectors::{
-    EXACT_BELOW_ROWS, EXACT_BELOW_SHARE, IndexOptions, PgVectors, SearchOptions, VectorModel,
+    EXACT_BELOW_ROWS, EXACT_BELOW_SHARE, IndexOptions, PgVectors, Plan, SearchOptions, VectorModel,
 };
 
 /// Errors from the team store.
@@ -105,6 +105,14 @@ fn is_transient(code: &str) -> bool {
 }
 
 pub type Result<T, E = PgError> = std::result::Result<T, E>;
+
+/// Milliseconds since the Unix epoch, as the SQLite store keeps times.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
 
 type Pool = r2d2::Pool<PostgresConnectionManager<postgres::NoTls>>;
 

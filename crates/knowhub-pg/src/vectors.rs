@@ -75,6 +75,16 @@ impl Default for IndexOptions {
     }
 }
 
+/// How a search finds its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Scan the readable rows and rank them all: exact.
+    Exact,
+    /// Walk the model's HNSW index with the filter inside the walk. The planner may still
+    /// read a selective filter's rows by their document instead.
+    Index,
+}
+
 /// The vector store of a team database.
 #[derive(Debug, Clone)]
 pub struct PgVectors {
@@ -241,15 +251,17 @@ impl PgVectors {
         k: usize,
         readable: Option<&[u64]>,
     ) -> Result<Vec<VectorHit>> {
-        let use_index = match readable {
-            None => true,
+        let plan = match readable {
+            None => Plan::Index,
             Some(docs) => {
                 let (total_docs, total_rows) = self.sizes(model)?;
                 let share = docs.len() as f64 / total_docs.max(1) as f64;
-                share >= EXACT_BELOW_SHARE && share * total_rows as f64 > EXACT_BELOW_ROWS as f64
+                let large = share >= EXACT_BELOW_SHARE
+                    && share * total_rows as f64 > EXACT_BELOW_ROWS as f64;
+                if large { Plan::Index } else { Plan::Exact }
             }
         };
-        self.run_search(model, query, k, readable, use_index)
+        self.search_with(plan, model, query, k, readable)
     }
 
     /// How many documents and rows `model` has, counted at most once a minute.
@@ -273,37 +285,17 @@ impl PgVectors {
         Ok(sizes)
     }
 
-    /// As [`PgVectors::search`], always walking the HNSW index (for measurements).
-    pub fn search_hnsw(
+    /// As [`PgVectors::search`], with the plan given: the exact scan is the reference for
+    /// recall, the index plan is what the benchmark measures against it.
+    pub fn search_with(
         &self,
+        plan: Plan,
         model: &VectorModel,
         query: &[f32],
         k: usize,
         readable: Option<&[u64]>,
     ) -> Result<Vec<VectorHit>> {
-        self.run_search(model, query, k, readable, true)
-    }
-
-    /// As [`PgVectors::search`], by an exact scan (the index is not used): the reference for
-    /// recall, and the faster plan when few rows are readable.
-    pub fn search_exact(
-        &self,
-        model: &VectorModel,
-        query: &[f32],
-        k: usize,
-        readable: Option<&[u64]>,
-    ) -> Result<Vec<VectorHit>> {
-        self.run_search(model, query, k, readable, false)
-    }
-
-    fn run_search(
-        &self,
-        model: &VectorModel,
-        query: &[f32],
-        k: usize,
-        readable: Option<&[u64]>,
-        use_index: bool,
-    ) -> Result<Vec<VectorHit>> {
+        let use_index = plan == Plan::Index;
         let query = half_vector(model, query)?;
         if k == 0 || readable.is_some_and(|r| r.is_empty()) {
             return Ok(Vec::new());

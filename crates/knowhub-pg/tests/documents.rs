@@ -52,6 +52,11 @@ fn store(docs: &PgDocuments, source: SourceId, path: &str, texts: &[&str]) -> Do
     .unwrap()
 }
 
+/// A replica's follower into an in-memory index, its position kept at `state`.
+fn in_memory_follower(db: &Database, state: &std::path::Path) -> IndexFollower<TantivyIndex> {
+    IndexFollower::new(db, TantivyIndex::in_memory().unwrap(), state).unwrap()
+}
+
 fn hits(index: &TantivyIndex, query: &str) -> Vec<u64> {
     let mut docs: Vec<u64> = index
         .search(&SearchRequest::new(query, 10))
@@ -181,12 +186,7 @@ fn replicas_build_the_same_index_from_the_log_and_resume_where_they_stopped() {
     let a_dir = dir.path().join("a");
     let mut a =
         IndexFollower::new(&db, TantivyIndex::open(&a_dir).unwrap(), state_file(&a_dir)).unwrap();
-    let mut b = IndexFollower::new(
-        &db,
-        TantivyIndex::in_memory().unwrap(),
-        dir.path().join("b"),
-    )
-    .unwrap();
+    let mut b = in_memory_follower(&db, &dir.path().join("b"));
     assert_eq!(a.catch_up().unwrap().documents, 2);
     b.catch_up().unwrap();
     for f in [&a, &b] {
@@ -243,12 +243,7 @@ fn concurrent_writers_never_leave_a_gap_behind_a_follower() {
     let docs = PgDocuments::new(&db);
     let source = docs.folder_source("/srv/many", "Many").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut follower = IndexFollower::new(
-        &db,
-        TantivyIndex::in_memory().unwrap(),
-        dir.path().join("f"),
-    )
-    .unwrap();
+    let mut follower = in_memory_follower(&db, &dir.path().join("f"));
 
     let writers: Vec<_> = (0..4)
         .map(|w| {
@@ -329,12 +324,7 @@ fn a_following_replica_sees_a_commit_without_being_asked() {
     let docs = PgDocuments::new(&db);
     let source = docs.folder_source("/srv/live", "Live").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut follower = IndexFollower::new(
-        &db,
-        TantivyIndex::in_memory().unwrap(),
-        dir.path().join("f"),
-    )
-    .unwrap();
+    let mut follower = in_memory_follower(&db, &dir.path().join("f"));
 
     let writer = {
         let docs = docs.clone();

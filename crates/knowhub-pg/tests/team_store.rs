@@ -7,7 +7,7 @@
 mod common;
 
 use common::cluster;
-use knowhub_pg::{Database, PgError, PgVectors, migrations};
+use knowhub_pg::{Database, PgError, PgVectors, Plan, migrations};
 
 /// A unit vector pointing mostly along axis `axis`, tilted by `tilt` towards axis 0.
 fn unit(dim: usize, axis: usize, tilt: f32) -> Vec<f32> {
@@ -134,7 +134,9 @@ fn vectors_are_searched_only_among_readable_documents() {
     // Readable: only document 2. A filter after the top-k would find nothing.
     for hits in [
         vectors.search(&model, &query, 5, Some(&[2])).unwrap(),
-        vectors.search_exact(&model, &query, 5, Some(&[2])).unwrap(),
+        vectors
+            .search_with(Plan::Exact, &model, &query, 5, Some(&[2]))
+            .unwrap(),
     ] {
         assert_eq!(hits.len(), 1);
         assert_eq!((hits[0].chunk_id, hits[0].doc_id), (200, 2));

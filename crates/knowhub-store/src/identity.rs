@@ -90,8 +90,9 @@ fn user_record(raw: (String, String, String, i64, Option<i64>)) -> Result<UserRe
     })
 }
 
-/// Normalises a document path; the root is a folder, never a document.
-fn document_path(path: &str) -> Result<AclPath> {
+/// Normalises a document's ACL path; the root is a folder, never a document. Shared by every
+/// backend.
+pub fn document_acl_path(path: &str) -> Result<AclPath> {
     let parsed = AclPath::parse(path).map_err(StoreError::Invalid)?;
     if parsed.is_root() {
         return Err(StoreError::Invalid(AuthzError::InvalidPath {
@@ -394,13 +395,13 @@ impl Store {
         document: &str,
         scopes: &ScopeSet,
     ) -> Result<bool> {
-        let path = document_path(document)?;
+        let path = document_acl_path(document)?;
         self.set_acl(source, DOCUMENT, &path, scopes)
     }
 
     /// Removes a document's ACL override; returns whether one was set.
     pub fn clear_document_acl(&mut self, source: SourceId, document: &str) -> Result<bool> {
-        let path = document_path(document)?;
+        let path = document_acl_path(document)?;
         self.clear_acl(source, DOCUMENT, &path)
     }
 

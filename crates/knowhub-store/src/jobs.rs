@@ -47,15 +47,20 @@ impl JobState {
         }
     }
 
-    fn parse(s: &str) -> Result<JobState> {
-        Ok(match s {
+    /// The state stored as `name` ([`JobState::as_str`]), if it is one.
+    pub fn from_name(name: &str) -> Option<JobState> {
+        Some(match name {
             "queued" => JobState::Queued,
             "running" => JobState::Running,
             "done" => JobState::Done,
             "failed" => JobState::Failed,
             "cancelled" => JobState::Cancelled,
-            other => return Err(StoreError::Corrupt(format!("job state {other:?}"))),
+            _ => return None,
         })
+    }
+
+    fn parse(s: &str) -> Result<JobState> {
+        JobState::from_name(s).ok_or_else(|| StoreError::Corrupt(format!("job state {s:?}")))
     }
 }
 

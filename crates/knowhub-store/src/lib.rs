@@ -42,7 +42,9 @@ pub use chat::{
     FeedbackRecord, SessionRecord, SessionSummary, SqlSourceRecord, TraceRecord, TurnRecord,
 };
 pub use groups::{GroupMemberRecord, GroupSpaceCreation, GroupSpaceRecord};
-pub use identity::{Group, UserRecord, acl_tree_from_rows, memberships_from_rows};
+pub use identity::{
+    Group, UserRecord, acl_tree_from_rows, document_acl_path, memberships_from_rows,
+};
 pub use jobs::{ChunkMismatch, JobRecord, JobState, MovedDocument, NewJob, QueueCounts};
 pub use knowledge::{
     FeedbackCase, KnowledgeEval, KnowledgeFilter, KnowledgeRecord, KnowledgeSource,
