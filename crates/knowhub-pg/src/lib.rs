@@ -106,7 +106,7 @@ fn is_transient(code: &str) -> bool {
 
 pub type Result<T, E = PgError> = std::result::Result<T, E>;
 
-/// Milliseconds since the Unix epoch, as the SQLite store keeps times.
+/// Time since the Unix epoch in ms, as the SQLite store keeps times.
 pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
