@@ -52,7 +52,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use knowhub_chunk::{ChunkConfig, HeuristicTokenCounter, TokenCounter};
 use knowhub_index::{IndexError, TantivyIndex, TextIndex};
-use knowhub_store::{Store, StoreError, StoreStats};
+use knowhub_store::{Store, StoreError, StoreStats, backend::Backend};
 use thiserror::Error;
 
 pub use chat::{QueryableData, QueryableTable};
@@ -223,7 +223,7 @@ pub struct Engine {
     readable_cache: permissions::ReadableCache,
     paths: DataPaths,
     fs: Arc<dyn Fs>,
-    store: Mutex<Store>,
+    store: Mutex<Box<dyn Backend>>,
     index: Box<dyn TextIndex>,
     counter: Arc<dyn TokenCounter>,
     /// Chunk sizes (fitted to the embedder's window when there is one).
@@ -325,7 +325,7 @@ impl Engine {
             config,
             paths,
             fs,
-            store: Mutex::new(store),
+            store: Mutex::new(Box::new(store)),
             index: Box::new(index),
             counter,
             chunking,
@@ -350,7 +350,7 @@ impl Engine {
         &self.paths
     }
 
-    pub(crate) fn store(&self) -> MutexGuard<'_, Store> {
+    pub(crate) fn store(&self) -> MutexGuard<'_, Box<dyn Backend>> {
         // A panic while holding the lock cannot leave SQLite inconsistent (transactions roll
         // back), so a poisoned lock is safe to keep using.
         self.store.lock().unwrap_or_else(|p| p.into_inner())

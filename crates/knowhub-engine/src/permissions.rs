@@ -27,7 +27,7 @@ use knowhub_authz::{
     VisibleScopes, can_write,
 };
 use knowhub_index::DocFilter;
-use knowhub_store::{AuditEntry, AuditRecord, DocumentId, Group, SourceId, Store, UserRecord};
+use knowhub_store::{AuditEntry, AuditRecord, DocumentId, Group, SourceId, UserRecord};
 
 use crate::{Engine, EngineError, Result};
 
@@ -189,7 +189,7 @@ impl Engine {
             match cached {
                 Some(set) => Some(set),
                 None => {
-                    let set = Arc::new(readable_documents(&store, &self.account, &visible)?);
+                    let set = Arc::new(readable_documents(&**store, &self.account, &visible)?);
                     let mut cache = self
                         .readable_cache
                         .lock()
@@ -644,7 +644,7 @@ impl Engine {
 
 /// The documents of `account` readable with `visible` (a USER's view).
 fn readable_documents(
-    store: &Store,
+    store: &dyn knowhub_store::backend::Backend,
     account: &AccountId,
     visible: &VisibleScopes,
 ) -> Result<HashSet<u64>> {

@@ -324,15 +324,16 @@ impl Engine {
                 }
                 Ok(())
             };
-        self.store().for_each_vector(&model, |v| {
-            if doc != Some(v.document_id) {
-                flush(&mut index, doc, &mut batch)
-                    .map_err(|e| knowhub_store::StoreError::Corrupt(e.to_string()))?;
-                doc = Some(v.document_id);
-            }
-            batch.push((v.chunk_id.0 as u64, v.vector));
-            Ok(())
-        })?;
+        self.store()
+            .for_each_vector(&model, &mut |v: knowhub_store::StoredVector| {
+                if doc != Some(v.document_id) {
+                    flush(&mut index, doc, &mut batch)
+                        .map_err(|e| knowhub_store::StoreError::Corrupt(e.to_string()))?;
+                    doc = Some(v.document_id);
+                }
+                batch.push((v.chunk_id.0 as u64, v.vector));
+                Ok(())
+            })?;
         flush(&mut index, doc, &mut batch)?;
         *sem.vectors_mut() = index;
         Ok(())

@@ -19,6 +19,7 @@
 //! ```
 
 mod access;
+pub mod backend;
 mod chat;
 mod filter;
 mod groups;
@@ -38,6 +39,7 @@ use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use thiserror::Error;
 
 pub use access::{AccessRow, AuditEntry, AuditRecord};
+pub use backend::prelude;
 pub use chat::{
     FeedbackRecord, SessionRecord, SessionSummary, SqlSourceRecord, TraceRecord, TurnRecord,
 };
@@ -69,6 +71,15 @@ pub enum StoreError {
          (migrations are append-only)"
     )]
     MigrationEdited { domain: String, step: usize },
+    /// The database server could not be reached or dropped the connection: retrying may work.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// An error the database server reported.
+    #[error("database error: {0}")]
+    Database(String),
+    /// This backend does not keep this kind of data.
+    #[error("not available with this store: {0}")]
+    Unsupported(String),
     #[error("cannot open the store at {path}: {source}")]
     Open {
         path: String,
