@@ -1,7 +1,6 @@
 //! `knowhub group …`: group spaces (seed 003 §13) — create, list, show, add or change a
 //! member, remove one (or leave), delete. Their shared memories are `knowhub memory … --group`.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -82,11 +81,11 @@ fn print_group(g: &GroupView) {
 
 pub(crate) fn run(
     cmd: GroupCommand,
-    data_dir: Option<PathBuf>,
+    place: crate::Place,
     identity: &IdentityArgs,
     as_json: bool,
 ) -> Result<ExitCode> {
-    let s = open_session(data_dir, &ModelArgs::keyword_only(), identity)?;
+    let s = open_session(place, &ModelArgs::keyword_only(), identity)?;
     let (engine, ctx) = (&s.engine, &s.ctx);
     let show = |g: &GroupView| -> Result<()> {
         if as_json {

@@ -226,7 +226,7 @@ enum BatchEntry {
 
 pub(crate) fn run(
     cmd: KnowledgeCommand,
-    data_dir: Option<PathBuf>,
+    place: crate::Place,
     models: &ModelArgs,
     identity: &IdentityArgs,
     llm: &LlmArgs,
@@ -239,7 +239,7 @@ pub(crate) fn run(
     );
     let keyword = ModelArgs::keyword_only();
     let s = open_session(
-        data_dir,
+        place,
         if wants_models { models } else { &keyword },
         identity,
     )?;

@@ -51,6 +51,16 @@ struct Cli {
     #[arg(long, global = true, env = "KNOWHUB_DATA_DIR")]
     data_dir: Option<PathBuf>,
 
+    /// Team mode: serve from this shared PostgreSQL database (postgres://user@host/db) instead
+    /// of the data directory's SQLite store; the data directory keeps this replica's index.
+    #[arg(
+        long,
+        global = true,
+        env = "KNOWHUB_DATABASE_URL",
+        hide_env_values = true
+    )]
+    database: Option<String>,
+
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
     json: bool,
@@ -323,6 +333,37 @@ pub(crate) fn engine_config(data_dir: PathBuf) -> Result<EngineConfig> {
     Ok(config)
 }
 
+/// Where a command's knowledge base lives: a data directory, and in team mode the database.
+#[derive(Debug, Clone)]
+pub(crate) struct Place {
+    pub(crate) data_dir: Option<PathBuf>,
+    pub(crate) database: Option<String>,
+}
+
+impl Cli {
+    fn place(&self) -> Place {
+        Place {
+            data_dir: self.data_dir.clone(),
+            database: self.database.clone(),
+        }
+    }
+}
+
+impl Place {
+    /// The engine configuration for this place (see [`engine_config`]).
+    pub(crate) fn config(self) -> Result<EngineConfig> {
+        let dir = match self.data_dir {
+            Some(d) => d,
+            None => {
+                EngineConfig::default_data_dir().context("no data directory: pass --data-dir")?
+            }
+        };
+        let mut config = engine_config(dir)?;
+        config.team = self.database.map(knowhub_engine::team::TeamConfig::new);
+        Ok(config)
+    }
+}
+
 /// A signed-in command: the hub, the caller's context and their account's engine.
 struct Session {
     hub: Hub,
@@ -330,16 +371,8 @@ struct Session {
     engine: std::sync::Arc<Engine>,
 }
 
-fn open_session(
-    data_dir: Option<PathBuf>,
-    models: &ModelArgs,
-    identity: &IdentityArgs,
-) -> Result<Session> {
-    let dir = match data_dir {
-        Some(d) => d,
-        None => EngineConfig::default_data_dir().context("no data directory: pass --data-dir")?,
-    };
-    let mut config = engine_config(dir)?;
+fn open_session(place: Place, models: &ModelArgs, identity: &IdentityArgs) -> Result<Session> {
+    let mut config = place.config()?;
     config.models = models.config()?;
     // Models load when the engine opens, after sign-in succeeded (a refused request costs
     // nothing).
@@ -359,6 +392,7 @@ fn open_session(
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    let place = cli.place();
     let json = cli.json;
     let show_progress = !cli.quiet && !json && std::io::stderr().is_terminal();
     match cli.command {
@@ -372,7 +406,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             });
             let missing: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
             let not_found = || anyhow::anyhow!("not found: {}", missing.join(", "));
-            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            let s = open_session(place.clone(), &cli.models, &cli.identity)?;
             if s.engine.is_read_only() {
                 // The app or `knowhub daemon` holds the index: hand the work to its queue.
                 let n = s.engine.enqueue(&s.ctx, &present)?;
@@ -405,7 +439,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Ask(args) => {
-            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            let s = open_session(place.clone(), &cli.models, &cli.identity)?;
             return ask::ask(
                 std::sync::Arc::clone(&s.engine),
                 &s.ctx,
@@ -415,27 +449,27 @@ fn run(cli: Cli) -> Result<ExitCode> {
             );
         }
         Command::Chat(args) => {
-            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            let s = open_session(place.clone(), &cli.models, &cli.identity)?;
             return ask::chat(std::sync::Arc::clone(&s.engine), &s.ctx, &cli.llm, &args);
         }
         Command::Trace { id } => {
-            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             return ask::trace(&s.engine, &s.ctx, id.as_deref(), json);
         }
         Command::Sessions => {
-            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             return ask::sessions(&s.engine, &s.ctx, json);
         }
         Command::Sql(cmd) => {
-            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             return ask::sql(&s.engine, &s.ctx, cmd, json);
         }
         Command::Watch(args) => {
-            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            let s = open_session(place.clone(), &cli.models, &cli.identity)?;
             return watch::watch(&s.engine, &s.ctx, args, json, show_progress);
         }
         Command::Daemon => {
-            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            let s = open_session(place.clone(), &cli.models, &cli.identity)?;
             let args = watch::WatchArgs {
                 folders: Vec::new(),
                 include: Vec::new(),
@@ -447,20 +481,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             return watch::watch(&s.engine, &s.ctx, args, json, false);
         }
         Command::Unwatch { folder } => {
-            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             s.engine.unwatch_folder(&s.ctx, &folder)?;
             println!("no longer watching {}", folder.display());
         }
         Command::Jobs { command } => {
-            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             return watch::jobs(&s.engine, &s.ctx, command, json);
         }
         Command::Upload { paths } => {
-            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            let s = open_session(place.clone(), &cli.models, &cli.identity)?;
             return watch::upload(&s.engine, &s.ctx, &paths, json, show_progress);
         }
         Command::Check { deep } => {
-            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            let s = open_session(place.clone(), &cli.models, &cli.identity)?;
             return watch::check(&s.engine, &s.ctx, deep, json);
         }
         Command::Search {
@@ -471,7 +505,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             no_rerank,
             trace,
         } => {
-            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            let s = open_session(place.clone(), &cli.models, &cli.identity)?;
             let t = Instant::now();
             let mut opts = SearchOptions {
                 limit,
@@ -503,24 +537,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Serve(args) => {
-            return serve::serve(&args, cli.data_dir, &cli.models, &cli.llm);
+            return serve::serve(&args, place.clone(), &cli.models, &cli.llm);
         }
         Command::Mcp => {
-            return mcp::mcp(cli.data_dir, &cli.models, &cli.identity, &cli.llm);
+            return mcp::mcp(place.clone(), &cli.models, &cli.identity, &cli.llm);
         }
         Command::Resource(cmd) => {
-            return resource::run(cmd, cli.data_dir, &cli.identity, json);
+            return resource::run(cmd, place.clone(), &cli.identity, json);
         }
         Command::Memory(cmd) => {
-            return memory::run(cmd, cli.data_dir, &cli.identity, &cli.llm, json);
+            return memory::run(cmd, place.clone(), &cli.identity, &cli.llm, json);
         }
         Command::Group(cmd) => {
-            return group::run(cmd, cli.data_dir, &cli.identity, json);
+            return group::run(cmd, place.clone(), &cli.identity, json);
         }
         Command::Knowledge(cmd) => {
             return knowledge::run(
                 cmd,
-                cli.data_dir,
+                place.clone(),
                 &cli.models,
                 &cli.identity,
                 &cli.llm,
@@ -528,7 +562,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             );
         }
         Command::Show { document, text } => {
-            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             let path = PathBuf::from(&document);
             let doc = match document.parse::<i64>() {
                 Ok(id) => DocRef::Id(DocumentId(id)),
@@ -542,7 +576,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Status => {
-            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            let s = open_session(place.clone(), &cli.models, &cli.identity)?;
             let status = s.engine.status(&s.ctx)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&status)?);
@@ -554,7 +588,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             folder,
             folders: true,
         } => {
-            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             let mut shown = s.engine.folders(&s.ctx)?;
             if let Some(under) = folder {
                 let under = std::path::absolute(&under).unwrap_or(under);
@@ -569,7 +603,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::List { folder, .. } => {
-            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             let docs = s.engine.documents(&s.ctx, folder.as_deref())?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&docs)?);
@@ -578,7 +612,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Remove { paths } => {
-            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             let report = s.engine.remove(&s.ctx, &paths)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -587,7 +621,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Reindex { reparse } => {
-            let s = open_session(cli.data_dir, &cli.models, &cli.identity)?;
+            let s = open_session(place.clone(), &cli.models, &cli.identity)?;
             let (engine, ctx) = (&s.engine, &s.ctx);
             if reparse {
                 let bar = progress_bar(show_progress);
@@ -617,23 +651,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::User(cmd) => {
-            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             return access::user(&s.engine, &s.ctx, cmd, json);
         }
         Command::Acl(cmd) => {
-            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             return access::acl(&s.engine, &s.ctx, cmd, json);
         }
         Command::Account(cmd) => {
-            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             return access::account(&s.hub, &s.ctx, cmd, json);
         }
         Command::Auth(cmd) => {
-            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             return access::auth(&s.hub, &s.ctx, cmd, json);
         }
         Command::Audit { limit } => {
-            let s = open_session(cli.data_dir, &ModelArgs::keyword_only(), &cli.identity)?;
+            let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             return access::audit(&s.engine, &s.ctx, limit, json);
         }
         Command::Eval(cmd) => return eval::run(cmd, &cli.models, &cli.llm, json),

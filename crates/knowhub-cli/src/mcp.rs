@@ -3,7 +3,6 @@
 //! that user's permissions. Thin: opens the session and the answer model, then hands over.
 //! Nothing but protocol messages goes to stdout; notes and logs go to stderr.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -12,12 +11,12 @@ use anyhow::Result;
 use crate::{IdentityArgs, ModelArgs, ask::LlmArgs, open_session};
 
 pub(crate) fn mcp(
-    data_dir: Option<PathBuf>,
+    place: crate::Place,
     models: &ModelArgs,
     identity: &IdentityArgs,
     llm: &LlmArgs,
 ) -> Result<ExitCode> {
-    let s = open_session(data_dir, models, identity)?;
+    let s = open_session(place, models, identity)?;
     let model = llm.load()?;
     eprintln!(
         "KnowHub MCP server on stdio (signed in as {}); end of input stops it",

@@ -4,7 +4,6 @@
 //! A commit uses the answer model (`--llm`, default the local one when installed) to find
 //! what the rules miss and strategies from completed tasks; `--llm off` keeps to the rules.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -67,12 +66,12 @@ fn print_node(n: &MemoryNode) {
 
 pub(crate) fn run(
     cmd: MemoryCommand,
-    data_dir: Option<PathBuf>,
+    place: crate::Place,
     identity: &IdentityArgs,
     llm: &LlmArgs,
     as_json: bool,
 ) -> Result<ExitCode> {
-    let s = open_session(data_dir, &ModelArgs::keyword_only(), identity)?;
+    let s = open_session(place, &ModelArgs::keyword_only(), identity)?;
     let (engine, ctx) = (&s.engine, &s.ctx);
     match cmd {
         MemoryCommand::Commit {

@@ -109,11 +109,11 @@ pub(crate) struct UpdateArgs {
 
 pub(crate) fn run(
     cmd: ResourceCommand,
-    data_dir: Option<PathBuf>,
+    place: crate::Place,
     identity: &IdentityArgs,
     as_json: bool,
 ) -> Result<ExitCode> {
-    let s = open_session(data_dir, &ModelArgs::keyword_only(), identity)?;
+    let s = open_session(place, &ModelArgs::keyword_only(), identity)?;
     let (engine, ctx) = (&s.engine, &s.ctx);
     match cmd {
         ResourceCommand::Save(a) => {

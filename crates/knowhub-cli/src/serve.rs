@@ -2,15 +2,14 @@
 //! hub and the answer model, then hands over to the server.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use knowhub_engine::{EngineConfig, Hub, Mode};
+use knowhub_engine::{Hub, Mode};
 use knowhub_server::{DEFAULT_BIND, OPENAPI_PATH, ServerState};
 
-use crate::{ModelArgs, ask::LlmArgs, engine_config};
+use crate::{ModelArgs, ask::LlmArgs};
 
 /// `knowhub serve` arguments.
 #[derive(Debug, Args)]
@@ -22,15 +21,11 @@ pub(crate) struct ServeArgs {
 
 pub(crate) fn serve(
     args: &ServeArgs,
-    data_dir: Option<PathBuf>,
+    place: crate::Place,
     models: &ModelArgs,
     llm: &LlmArgs,
 ) -> Result<ExitCode> {
-    let dir = match data_dir {
-        Some(d) => d,
-        None => EngineConfig::default_data_dir().context("no data directory: pass --data-dir")?,
-    };
-    let mut config = engine_config(dir)?;
+    let mut config = place.config()?;
     config.models = models.config()?;
     let hub = Hub::open(config).context("cannot open the knowledge base")?;
     if hub.mode()? == Mode::Dev {

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use knowhub_authz::{AccountId, AgentId, ApiKey, KeyHash, RequestContext, Role, UserId, verify};
 use knowhub_store::Store;
+use knowhub_store::backend::Backend;
 
 use crate::{
     DEFAULT_ACCOUNT, DEFAULT_USER, DataPaths, Engine, EngineConfig, EngineError, Fs, ModelSet,
@@ -64,6 +65,8 @@ pub struct Hub {
     /// Loaded once, when the first engine opens (so a refused sign-in loads no model).
     models: Mutex<Option<ModelSet>>,
     engines: Mutex<HashMap<String, Arc<Engine>>>,
+    /// Team mode: the shared database (sign-in reads users, keys and the root key there).
+    team: Option<knowhub_pg::PgStore>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -112,11 +115,19 @@ impl Hub {
     fn new(config: EngineConfig, fs: Arc<dyn Fs>, models: Option<ModelSet>) -> Result<Hub> {
         let accounts = config.data_dir.join("accounts");
         std::fs::create_dir_all(&accounts).map_err(io(&accounts))?;
+        let team = match &config.team {
+            Some(t) => Some(knowhub_pg::PgStore::new(
+                &crate::team::connect(t)?,
+                &t.replica,
+            )),
+            None => None,
+        };
         Ok(Hub {
             config,
             fs,
             models: Mutex::new(models),
             engines: Mutex::new(HashMap::new()),
+            team,
         })
     }
 
@@ -131,12 +142,26 @@ impl Hub {
     }
 
     /// A connection to an existing account's store (sign-in needs no engine).
-    fn account_store(&self, account: &AccountId) -> Result<Option<Store>> {
+    fn account_store(&self, account: &AccountId) -> Result<Option<Box<dyn Backend>>> {
         if !self.account_exists(account) {
             return Ok(None);
         }
+        if let Some(team) = &self.team {
+            return Ok(Some(Box::new(team.clone())));
+        }
         let paths = DataPaths::new(&self.config.data_dir, account);
-        Ok(Some(Store::open(&paths.store, &paths.tables)?))
+        Ok(Some(Box::new(Store::open(&paths.store, &paths.tables)?)))
+    }
+
+    /// A team server serves the one account its database holds.
+    fn single_account_in_team_mode(&self) -> Result<()> {
+        if self.team.is_some() {
+            return Err(EngineError::InvalidInput(
+                "a team server serves one account (its database): run one database per account"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 
     fn root_key_path(&self) -> PathBuf {
@@ -144,6 +169,15 @@ impl Hub {
     }
 
     fn root_key_hash(&self) -> Result<Option<KeyHash>> {
+        if let Some(team) = &self.team {
+            let stored = team.root_key_hash().map_err(crate::team::store_error)?;
+            return stored
+                .map(|h| {
+                    KeyHash::try_from(h)
+                        .map_err(|e| EngineError::InvalidInput(format!("stored root key: {e}")))
+                })
+                .transpose();
+        }
         let path = self.root_key_path();
         match std::fs::read_to_string(&path) {
             Ok(text) => KeyHash::try_from(text.trim().to_owned())
@@ -164,6 +198,9 @@ impl Hub {
     }
 
     fn account_exists(&self, id: &AccountId) -> bool {
+        if self.team.is_some() {
+            return id.as_str() == DEFAULT_ACCOUNT;
+        }
         DataPaths::new(&self.config.data_dir, id).store.exists()
     }
 
@@ -171,6 +208,9 @@ impl Hub {
     fn account_ids(&self) -> Result<Vec<AccountId>> {
         let dir = self.config.data_dir.join("accounts");
         let mut out = vec![account_id(DEFAULT_ACCOUNT)?];
+        if self.team.is_some() {
+            return Ok(out);
+        }
         for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
             let entry = entry.map_err(io(&dir))?;
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -345,6 +385,7 @@ impl Hub {
     /// (shown once). ROOT only.
     pub fn create_account(&self, ctx: &RequestContext, id: &str, admin: &str) -> Result<ApiKey> {
         Hub::require_root(ctx, "create accounts")?;
+        self.single_account_in_team_mode()?;
         let id = account_id(id)?;
         let admin = user_id(admin)?;
         if self.account_exists(&id) {
@@ -366,6 +407,7 @@ impl Hub {
     /// default account cannot be deleted.
     pub fn delete_account(&self, ctx: &RequestContext, id: &str) -> Result<()> {
         Hub::require_root(ctx, "delete accounts")?;
+        self.single_account_in_team_mode()?;
         let id = account_id(id)?;
         if id.as_str() == DEFAULT_ACCOUNT {
             return Err(EngineError::InvalidInput(
@@ -401,6 +443,11 @@ impl Hub {
     pub fn init_root_key(&self, ctx: &RequestContext) -> Result<ApiKey> {
         Hub::require_root(ctx, "set the root key")?;
         let key = ApiKey::generate().map_err(|e| EngineError::InvalidInput(e.to_string()))?;
+        if let Some(team) = &self.team {
+            team.set_root_key_hash(&key.hash().to_string())
+                .map_err(crate::team::store_error)?;
+            return Ok(key);
+        }
         let path = self.root_key_path();
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(io(dir))?;

@@ -45,6 +45,7 @@ mod search;
 mod secrets;
 mod semantic;
 mod session;
+pub mod team;
 mod watcher;
 
 use std::path::{Path, PathBuf};
@@ -190,6 +191,8 @@ pub struct EngineConfig {
     /// one answers (the desktop app); else in `secret.key`. An existing key stays where it
     /// is either way (see `keyring.rs`).
     pub keyring_for_new_keys: bool,
+    /// Serve from a shared team database instead of the local SQLite store (see `team.rs`).
+    pub team: Option<team::TeamConfig>,
 }
 
 impl EngineConfig {
@@ -206,6 +209,7 @@ impl EngineConfig {
             models: ModelConfig::default(),
             account: default_account(),
             keyring_for_new_keys: false,
+            team: None,
         }
     }
 
@@ -228,7 +232,7 @@ pub struct Engine {
     counter: Arc<dyn TokenCounter>,
     /// Chunk sizes (fitted to the embedder's window when there is one).
     chunking: ChunkConfig,
-    semantic: Option<semantic::Semantic>,
+    semantic: Option<Arc<semantic::Semantic>>,
     /// The derived in-memory index of knowledge items (see `knowledge.rs`).
     knowledge: knowledge::KnowledgeIndex,
     /// Where the key for resources' secure bodies comes from (see `secrets.rs`).
@@ -239,6 +243,8 @@ pub struct Engine {
     write_lock: Mutex<()>,
     /// Another process holds the index writer: reads work, writes fail with `Busy`.
     read_only: bool,
+    /// Team mode: the thread that keeps this replica's index in step (stopped on drop).
+    follower: Option<team::Follower>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -290,23 +296,38 @@ impl Engine {
             path: paths.index.display().to_string(),
             source,
         })?;
-        let store = Store::open(&paths.store, &paths.tables)?;
-        let (index, rebuilt) = match TantivyIndex::open(&paths.index) {
-            Ok(index) => (index, false),
-            // Another process (an ingest, the app) is writing: serve reads; writes say busy.
-            Err(IndexError::Locked { .. }) => (TantivyIndex::open_read_only(&paths.index)?, false),
-            Err(e) => {
-                // A damaged index is derived data: set it aside and rebuild it from the store.
-                tracing::warn!("full-text index unreadable ({e}); rebuilding from the store");
-                let aside = paths
-                    .account
-                    .join(format!("fulltext.damaged-{}", std::process::id()));
-                let _ = std::fs::rename(&paths.index, &aside);
-                std::fs::create_dir_all(&paths.index).map_err(|source| EngineError::Io {
-                    path: paths.index.display().to_string(),
-                    source,
-                })?;
-                (TantivyIndex::open(&paths.index)?, true)
+        let team_db = match &config.team {
+            Some(t) => Some(team::connect(t)?),
+            None => None,
+        };
+        let store: Box<dyn Backend> = match (&config.team, &team_db) {
+            (Some(t), Some(db)) => Box::new(knowhub_pg::PgStore::new(db, &t.replica)),
+            _ => Box::new(Store::open(&paths.store, &paths.tables)?),
+        };
+        let (index, rebuilt) = if team_db.is_some() {
+            // A replica's index is its own: another process on the same directory is a
+            // configuration mistake, not something to serve read-only.
+            (Arc::new(TantivyIndex::open(&paths.index)?), false)
+        } else {
+            match TantivyIndex::open(&paths.index) {
+                Ok(index) => (Arc::new(index), false),
+                // Another process (an ingest, the app) is writing: serve reads; writes say busy.
+                Err(IndexError::Locked { .. }) => {
+                    (Arc::new(TantivyIndex::open_read_only(&paths.index)?), false)
+                }
+                Err(e) => {
+                    // A damaged index is derived data: set it aside and rebuild it from the store.
+                    tracing::warn!("full-text index unreadable ({e}); rebuilding from the store");
+                    let aside = paths
+                        .account
+                        .join(format!("fulltext.damaged-{}", std::process::id()));
+                    let _ = std::fs::rename(&paths.index, &aside);
+                    std::fs::create_dir_all(&paths.index).map_err(|source| EngineError::Io {
+                        path: paths.index.display().to_string(),
+                        source,
+                    })?;
+                    (Arc::new(TantivyIndex::open(&paths.index)?), true)
+                }
             }
         };
         let read_only = index.is_read_only();
@@ -318,30 +339,40 @@ impl Engine {
             }
             None => (Arc::new(HeuristicTokenCounter), config.chunking.sanitized()),
         };
-        let engine = Engine {
+        let semantic = models
+            .embedder
+            .map(|e| Arc::new(semantic::Semantic::new(e)));
+        let mut engine = Engine {
             account: config.account.clone(),
             readable_cache: Default::default(),
             read_only,
             config,
             paths,
             fs,
-            store: Mutex::new(Box::new(store)),
-            index: Box::new(index),
+            store: Mutex::new(store),
+            index: Box::new(Arc::clone(&index)),
             counter,
             chunking,
-            semantic: models.embedder.map(semantic::Semantic::new),
+            semantic,
             knowledge: Default::default(),
             resource_keys: secrets::KeySlot::new(keyring_for_new_keys),
             reranker: models.reranker,
             model_notes: models.notes,
             write_lock: Mutex::new(()),
+            follower: None,
         };
-        if rebuilt {
+        engine.load_vectors()?;
+        if let (Some(t), Some(db)) = (&engine.config.team, &team_db) {
+            // The follower is this replica's repair: it replays the change log from the
+            // position its index last committed.
+            let follower =
+                team::follow(t, db, index, &engine.paths.index, engine.semantic.clone())?;
+            engine.follower = Some(follower);
+        } else if rebuilt {
             engine.rebuild_all(&mut |_| {})?;
         } else if !read_only {
             engine.repair()?;
         }
-        engine.load_vectors()?;
         Ok(engine)
     }
 

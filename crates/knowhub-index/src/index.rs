@@ -163,6 +163,37 @@ pub trait TextIndex: Send + Sync {
     fn doc_chunk_counts(&self) -> Result<std::collections::BTreeMap<u64, u64>>;
 }
 
+/// One index shared by several owners (a team replica's engine and its change-log follower).
+impl<T: TextIndex + ?Sized> TextIndex for std::sync::Arc<T> {
+    fn replace_document(&self, doc_id: u64, chunks: &[ChunkEntry<'_>]) -> Result<()> {
+        (**self).replace_document(doc_id, chunks)
+    }
+    fn delete_document(&self, doc_id: u64) -> Result<()> {
+        (**self).delete_document(doc_id)
+    }
+    fn clear(&self) -> Result<()> {
+        (**self).clear()
+    }
+    fn commit(&self) -> Result<()> {
+        (**self).commit()
+    }
+    fn search(&self, request: &SearchRequest) -> Result<Vec<TextHit>> {
+        (**self).search(request)
+    }
+    fn snippet(&self, query_text: &str, text: &str, max_chars: usize) -> Result<Snippet> {
+        (**self).snippet(query_text, text, max_chars)
+    }
+    fn num_chunks(&self) -> Result<u64> {
+        (**self).num_chunks()
+    }
+    fn doc_ids(&self) -> Result<BTreeSet<u64>> {
+        (**self).doc_ids()
+    }
+    fn doc_chunk_counts(&self) -> Result<std::collections::BTreeMap<u64, u64>> {
+        (**self).doc_chunk_counts()
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Fields {
     chunk_id: Field,

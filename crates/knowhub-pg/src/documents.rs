@@ -8,13 +8,22 @@
 //! everything up to `seq` never later finds an older change it skipped. Commits also
 //! `NOTIFY knowhub_changes`, so replicas wake at once instead of waiting for their next poll.
 
+use std::collections::BTreeMap;
+
+use knowhub_authz::UserId;
+use knowhub_store::backend::{DocumentStore, TableStore};
 use knowhub_store::{
-    ChunkId, ChunkRecord, DocumentId, DocumentRecord, FolderId, IndexEntry, NewDocument, SourceId,
+    AccessRow, ChunkId, ChunkMismatch, ChunkRecord, DocumentId, DocumentRecord, FailedDocument,
+    FolderId, IndexEntry, JournalEntry, MovedDocument, NewDocument, SheetTableRecord, SourceId,
+    SourceRecord, StoreError, StoreStats,
 };
 use postgres::Row;
 use postgres::types::ToSql;
 
-use crate::{Database, PgError, Result, now_ms};
+use crate::store::pg;
+use crate::{Database, PgError, PgStore, Result, now_ms};
+
+type StoreResult<T> = knowhub_store::Result<T>;
 
 /// The channel replicas listen on for new changes.
 pub const CHANGES_CHANNEL: &str = "knowhub_changes";
@@ -297,7 +306,7 @@ impl PgDocuments {
     }
 }
 
-fn log_change(tx: &mut postgres::Transaction<'_>, document_id: i64) -> Result<()> {
+pub(crate) fn log_change(tx: &mut postgres::Transaction<'_>, document_id: i64) -> Result<()> {
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CHANGE_LOG_LOCK])?;
     tx.execute(
         "INSERT INTO document_changes (seq, document_id)
@@ -359,4 +368,490 @@ fn document_record(r: &Row) -> Result<DocumentRecord> {
         updated_at_ms: r.get(17),
         owner: r.get(18),
     })
+}
+
+// ----- the engine's view: DocumentStore and TableStore -----------------------------------------
+
+/// Documents under `prefix` (the path itself or anything below it as a directory).
+fn under(prefix: &str) -> (String, String) {
+    let dir = if prefix.ends_with(std::path::MAIN_SEPARATOR) {
+        prefix.to_string()
+    } else {
+        format!("{prefix}{}", std::path::MAIN_SEPARATOR)
+    };
+    (prefix.to_string(), dir)
+}
+
+fn documents_of(rows: &[Row]) -> Result<Vec<DocumentRecord>> {
+    rows.iter().map(document_record).collect()
+}
+
+impl DocumentStore for PgStore {
+    fn sources(&self) -> StoreResult<Vec<SourceRecord>> {
+        let mut client = self.db.client()?;
+        let rows = client
+            .query(
+                "SELECT s.id, s.kind, s.root_path, s.name,
+                        (SELECT count(*) FROM documents d WHERE d.source_id = s.id), s.owner,
+                        s.watched, s.rules
+                 FROM sources s ORDER BY s.id",
+                &[],
+            )
+            .map_err(pg)?;
+        Ok(rows
+            .iter()
+            .map(|r| SourceRecord {
+                id: SourceId(r.get(0)),
+                kind: r.get(1),
+                root_path: r.get(2),
+                name: r.get(3),
+                documents: r.get::<_, i64>(4) as u64,
+                owner: r.get(5),
+                watched: r.get(6),
+                rules: r.get(7),
+            })
+            .collect())
+    }
+
+    fn document_by_path(&self, path: &str) -> StoreResult<Option<DocumentRecord>> {
+        Ok(self.documents.document_by_path(path)?)
+    }
+
+    fn document(&self, id: DocumentId) -> StoreResult<Option<DocumentRecord>> {
+        Ok(self.documents.document(id)?)
+    }
+
+    fn documents(&self, prefix: Option<&str>) -> StoreResult<Vec<DocumentRecord>> {
+        let mut client = self.db.client()?;
+        let rows = match prefix {
+            Some(prefix) => {
+                let (path, dir) = under(prefix);
+                client.query(
+                    &format!("{DOC_SELECT} WHERE path = $1 OR starts_with(path, $2) ORDER BY path"),
+                    &[&path, &dir],
+                )
+            }
+            None => client.query(&format!("{DOC_SELECT} ORDER BY path"), &[]),
+        }
+        .map_err(pg)?;
+        Ok(documents_of(&rows)?)
+    }
+
+    fn documents_by_hash(&self, hash: &str) -> StoreResult<Vec<DocumentRecord>> {
+        let mut client = self.db.client()?;
+        let rows = client
+            .query(
+                &format!("{DOC_SELECT} WHERE content_hash = $1 ORDER BY id"),
+                &[&hash],
+            )
+            .map_err(pg)?;
+        Ok(documents_of(&rows)?)
+    }
+
+    /// Each replica's full-text index follows the change log ([`crate::IndexFollower`]), so
+    /// the database keeps no per-index markers: nothing is pending here.
+    fn pending_index_documents(&self) -> StoreResult<Vec<DocumentId>> {
+        Ok(Vec::new())
+    }
+
+    /// See [`DocumentStore::pending_index_documents`]: removals reach indexes through the log.
+    fn tombstones(&self) -> StoreResult<Vec<DocumentId>> {
+        Ok(Vec::new())
+    }
+
+    fn documents_with_chunks(&self) -> StoreResult<Vec<DocumentId>> {
+        let mut client = self.db.client()?;
+        let rows = client
+            .query(
+                "SELECT id FROM documents WHERE chunk_count > 0 ORDER BY id",
+                &[],
+            )
+            .map_err(pg)?;
+        Ok(rows.iter().map(|r| DocumentId(r.get(0))).collect())
+    }
+
+    fn index_entries(&self, id: DocumentId) -> StoreResult<Vec<IndexEntry>> {
+        Ok(self.documents.index_entries(&[id])?)
+    }
+
+    fn document_chunks(&self, id: DocumentId) -> StoreResult<Vec<ChunkRecord>> {
+        Ok(self.documents.document_chunks(id)?)
+    }
+
+    fn document_text(&self, id: DocumentId) -> StoreResult<Option<String>> {
+        let mut client = self.db.client()?;
+        let row = client
+            .query_opt(
+                "SELECT text FROM document_text WHERE document_id = $1",
+                &[&id.0],
+            )
+            .map_err(pg)?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    fn chunks(&self, ids: &[ChunkId]) -> StoreResult<Vec<ChunkRecord>> {
+        Ok(self.documents.chunks(ids)?)
+    }
+
+    fn chunk_count(&self) -> StoreResult<u64> {
+        Ok(self.documents.chunk_count()?)
+    }
+
+    fn chunk_counts(&self) -> StoreResult<BTreeMap<u64, u64>> {
+        let mut client = self.db.client()?;
+        let rows = client
+            .query(
+                "SELECT id, chunk_count FROM documents WHERE chunk_count > 0",
+                &[],
+            )
+            .map_err(pg)?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, i64>(1) as u64))
+            .collect())
+    }
+
+    fn chunk_mismatches(&self) -> StoreResult<Vec<ChunkMismatch>> {
+        let mut client = self.db.client()?;
+        let rows = client
+            .query(
+                "SELECT d.id, d.chunk_count, count(c.id), max(c.ordinal), min(c.ordinal)
+                 FROM documents d LEFT JOIN chunks c ON c.document_id = d.id
+                 GROUP BY d.id
+                 HAVING count(c.id) != d.chunk_count
+                     OR (count(c.id) > 0
+                         AND (max(c.ordinal) != count(c.id) - 1 OR min(c.ordinal) != 0))
+                 ORDER BY d.id",
+                &[],
+            )
+            .map_err(pg)?;
+        Ok(rows
+            .iter()
+            .map(|r| ChunkMismatch {
+                document: DocumentId(r.get(0)),
+                chunk_count: r.get::<_, i64>(1) as u64,
+                rows: r.get::<_, i64>(2) as u64,
+                max_ordinal: r.get(3),
+            })
+            .collect())
+    }
+
+    fn stats(&self) -> StoreResult<StoreStats> {
+        let mut client = self.db.client()?;
+        let totals = client
+            .query_one(
+                "SELECT count(*), COALESCE(sum(size), 0)::bigint,
+                        COALESCE(sum(page_count), 0)::bigint,
+                        count(*) FILTER (WHERE status = 'indexed' AND error_code IS NOT NULL),
+                        count(*) FILTER (WHERE index_state = 'pending'),
+                        (SELECT count(*) FROM chunks), (SELECT count(*) FROM sources)
+                 FROM documents",
+                &[],
+            )
+            .map_err(pg)?;
+        let by_status = client
+            .query(
+                "SELECT status, count(*) FROM documents GROUP BY status ORDER BY status",
+                &[],
+            )
+            .map_err(pg)?
+            .iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1) as u64))
+            .collect();
+        let n = |i: usize| totals.get::<_, i64>(i) as u64;
+        Ok(StoreStats {
+            documents: n(0),
+            bytes: n(1),
+            pages: n(2),
+            chunks: n(5),
+            tables: 0,
+            sources: n(6),
+            by_status,
+            stale_with_errors: n(3),
+            pending_index: n(4),
+        })
+    }
+
+    fn failures(&self, limit: usize) -> StoreResult<Vec<DocumentRecord>> {
+        let mut client = self.db.client()?;
+        let rows = client
+            .query(
+                &format!(
+                    "{DOC_SELECT} WHERE error_code IS NOT NULL OR status NOT IN ('indexed', 'empty')
+                     ORDER BY updated_at DESC, path LIMIT $1"
+                ),
+                &[&(limit.min(i64::MAX as usize) as i64)],
+            )
+            .map_err(pg)?;
+        Ok(documents_of(&rows)?)
+    }
+
+    fn source_owner(&self, id: SourceId) -> StoreResult<Option<String>> {
+        let mut client = self.db.client()?;
+        let row = client
+            .query_opt("SELECT owner FROM sources WHERE id = $1", &[&id.0])
+            .map_err(pg)?;
+        Ok(row.and_then(|r| r.get(0)))
+    }
+
+    fn access_rows(&self) -> StoreResult<Vec<AccessRow>> {
+        let mut client = self.db.client()?;
+        let rows = client
+            .query(
+                "SELECT id, source_id, path, owner FROM documents ORDER BY id",
+                &[],
+            )
+            .map_err(pg)?;
+        Ok(rows
+            .iter()
+            .map(|r| AccessRow {
+                id: DocumentId(r.get(0)),
+                source: SourceId(r.get(1)),
+                path: r.get(2),
+                owner: r.get(3),
+            })
+            .collect())
+    }
+
+    fn doc_version(&self) -> StoreResult<u64> {
+        let mut client = self.db.client()?;
+        let v: i64 = client
+            .query_one("SELECT version FROM doc_version WHERE id = 1", &[])
+            .map_err(pg)?
+            .get(0);
+        u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("doc_version row: {v} < 0")))
+    }
+
+    fn folder_source(&mut self, root_path: &str, name: &str) -> StoreResult<SourceId> {
+        Ok(self.documents.folder_source(root_path, name)?)
+    }
+
+    fn files_source(&mut self) -> StoreResult<SourceId> {
+        Ok(self.documents.files_source()?)
+    }
+
+    fn ensure_folder(&mut self, source: SourceId, rel_path: &str) -> StoreResult<FolderId> {
+        Ok(self.documents.ensure_folder(source, rel_path)?)
+    }
+
+    fn set_source_watch(
+        &mut self,
+        source: SourceId,
+        watched: bool,
+        rules: &str,
+    ) -> StoreResult<()> {
+        let mut client = self.db.client()?;
+        let n = client
+            .execute(
+                "UPDATE sources SET watched = $2, rules = $3 WHERE id = $1 AND kind = 'folder'",
+                &[&source.0, &watched, &rules],
+            )
+            .map_err(pg)?;
+        if n == 0 {
+            return Err(StoreError::Corrupt(format!(
+                "no folder source {}",
+                source.0
+            )));
+        }
+        Ok(())
+    }
+
+    fn replace_document(&mut self, doc: &NewDocument<'_>) -> StoreResult<DocumentId> {
+        Ok(self.documents.replace_document(doc)?)
+    }
+
+    /// A document that already has content keeps it; the failure is recorded beside it.
+    fn record_failure(&mut self, f: &FailedDocument<'_>) -> StoreResult<DocumentId> {
+        let now = now_ms();
+        let mut client = self.db.client()?;
+        let kept = client
+            .query_opt(
+                "UPDATE documents SET error_code = $2, error = $3, updated_at = $4
+                 WHERE path = $1 AND chunk_count > 0 RETURNING id",
+                &[
+                    &f.path,
+                    &f.code,
+                    &format!("kept the previous version: {}", f.error),
+                    &now,
+                ],
+            )
+            .map_err(pg)?;
+        if let Some(row) = kept {
+            return Ok(DocumentId(row.get(0)));
+        }
+        let size = i64::try_from(f.size).map_err(|_| StoreError::Corrupt("size".into()))?;
+        let row = client
+            .query_one(
+                "INSERT INTO documents (source_id, folder_id, path, kind, content_hash, size,
+                     mtime_ns, title, status, error_code, error, chunk_count, index_state,
+                     created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, NULL, $5, $6, $7, $8, $9, $10, 0, 'clean', $11, $11)
+                 ON CONFLICT (path) DO UPDATE SET
+                     kind = excluded.kind, content_hash = NULL, size = excluded.size,
+                     mtime_ns = excluded.mtime_ns, status = excluded.status,
+                     error_code = excluded.error_code, error = excluded.error,
+                     updated_at = excluded.updated_at
+                 RETURNING id",
+                &[
+                    &f.source.0,
+                    &f.folder.map(|x| x.0),
+                    &f.path,
+                    &f.kind,
+                    &size,
+                    &f.mtime_ns,
+                    &f.title,
+                    &f.status.as_str(),
+                    &f.code,
+                    &f.error,
+                    &now,
+                ],
+            )
+            .map_err(pg)?;
+        Ok(DocumentId(row.get(0)))
+    }
+
+    fn touch(&mut self, id: DocumentId, size: u64, mtime_ns: Option<i64>) -> StoreResult<()> {
+        let size = i64::try_from(size).map_err(|_| StoreError::Corrupt("size".into()))?;
+        let mut client = self.db.client()?;
+        client
+            .execute(
+                "UPDATE documents SET size = $2, mtime_ns = $3 WHERE id = $1",
+                &[&id.0, &size, &mtime_ns],
+            )
+            .map_err(pg)?;
+        Ok(())
+    }
+
+    /// Keeps the id, chunks and history; the change is logged because the title (which the
+    /// index holds) may change with the name.
+    fn move_document(&mut self, m: &MovedDocument<'_>) -> StoreResult<()> {
+        let size = i64::try_from(m.size).map_err(|_| StoreError::Corrupt("size".into()))?;
+        let mut client = self.db.client()?;
+        let mut tx = client.transaction().map_err(pg)?;
+        // Chunks without a heading are embedded with the title: a new title means new vectors.
+        if let Some(title) = m.title {
+            tx.execute(
+                "DELETE FROM chunk_vectors WHERE doc_id = $1 AND EXISTS (
+                     SELECT 1 FROM documents WHERE id = $1 AND title IS DISTINCT FROM $2)",
+                &[&m.id.0, &title],
+            )
+            .map_err(pg)?;
+        }
+        let n = tx
+            .execute(
+                "UPDATE documents SET path = $2, source_id = $3, folder_id = $4,
+                        title = COALESCE($5, title), size = $6, mtime_ns = $7, updated_at = $8
+                 WHERE id = $1",
+                &[
+                    &m.id.0,
+                    &m.path,
+                    &m.source.0,
+                    &m.folder.map(|f| f.0),
+                    &m.title,
+                    &size,
+                    &m.mtime_ns,
+                    &now_ms(),
+                ],
+            )
+            .map_err(pg)?;
+        if n == 0 {
+            return Err(StoreError::Corrupt(format!("no document {}", m.id.0)));
+        }
+        log_change(&mut tx, m.id.0)?;
+        tx.commit().map_err(pg)?;
+        Ok(())
+    }
+
+    /// Removes the document with its chunks, text and vectors (vectors have no foreign key:
+    /// they are bulk-loaded with COPY), and logs the change.
+    fn remove_document(&mut self, id: DocumentId) -> StoreResult<()> {
+        let mut client = self.db.client()?;
+        let mut tx = client.transaction().map_err(pg)?;
+        tx.execute("DELETE FROM chunk_vectors WHERE doc_id = $1", &[&id.0])
+            .map_err(pg)?;
+        if tx
+            .execute("DELETE FROM documents WHERE id = $1", &[&id.0])
+            .map_err(pg)?
+            > 0
+        {
+            log_change(&mut tx, id.0)?;
+        }
+        tx.commit().map_err(pg)?;
+        Ok(())
+    }
+
+    /// See [`DocumentStore::pending_index_documents`].
+    fn mark_indexed(&mut self, _ids: &[DocumentId]) -> StoreResult<()> {
+        Ok(())
+    }
+
+    /// See [`DocumentStore::pending_index_documents`].
+    fn clear_tombstones(&mut self, _ids: &[DocumentId]) -> StoreResult<()> {
+        Ok(())
+    }
+
+    fn claim_document(&mut self, id: DocumentId, owner: &UserId) -> StoreResult<()> {
+        let mut client = self.db.client()?;
+        client
+            .execute(
+                "UPDATE documents SET owner = $2 WHERE id = $1 AND owner IS NULL",
+                &[&id.0, &owner.as_str()],
+            )
+            .map_err(pg)?;
+        Ok(())
+    }
+
+    fn claim_source(&mut self, id: SourceId, owner: &UserId) -> StoreResult<()> {
+        let mut client = self.db.client()?;
+        client
+            .execute(
+                "UPDATE sources SET owner = $2 WHERE id = $1 AND owner IS NULL",
+                &[&id.0, &owner.as_str()],
+            )
+            .map_err(pg)?;
+        Ok(())
+    }
+
+    fn journal(&mut self, entry: &JournalEntry<'_>) -> StoreResult<()> {
+        let mut client = self.db.client()?;
+        client
+            .execute(
+                "INSERT INTO ingest_journal (run_id, path, document_id, action, detail,
+                     duration_ms, at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                &[
+                    &entry.run_id,
+                    &entry.path,
+                    &entry.document.map(|d| d.0),
+                    &entry.action,
+                    &entry.detail,
+                    &entry.duration_ms.map(|d| d.min(i64::MAX as u64) as i64),
+                    &now_ms(),
+                ],
+            )
+            .map_err(pg)?;
+        Ok(())
+    }
+}
+
+/// Spreadsheet sheets are not kept as tables in the team database yet ([`PgDocuments`] refuses
+/// a document with tables), so there are none to list, count or clean up.
+impl TableStore for PgStore {
+    fn all_sheet_tables(&self) -> StoreResult<Vec<(DocumentId, SheetTableRecord)>> {
+        Ok(Vec::new())
+    }
+
+    fn sheet_tables(&self, _id: DocumentId) -> StoreResult<Vec<SheetTableRecord>> {
+        Ok(Vec::new())
+    }
+
+    fn sheet_table_rows(&self, sql_name: &str) -> StoreResult<u64> {
+        Err(StoreError::Unsupported(format!(
+            "spreadsheet table {sql_name}: the team database keeps no spreadsheet tables yet"
+        )))
+    }
+
+    fn drop_orphan_sheet_tables(&self) -> StoreResult<usize> {
+        Ok(0)
+    }
 }

@@ -31,13 +31,26 @@ pub struct CatchUp {
     pub applied: i64,
 }
 
+/// Called with the documents of each applied batch (e.g. to reload their vectors).
+pub type ChangeObserver = Box<dyn FnMut(&[DocumentId]) + Send>;
+
 /// Keeps one replica's text index in step with the database.
-#[derive(Debug)]
 pub struct IndexFollower<I: TextIndex> {
     docs: PgDocuments,
     index: I,
     state: PathBuf,
     applied: i64,
+    observer: Option<ChangeObserver>,
+}
+
+impl<I: TextIndex + std::fmt::Debug> std::fmt::Debug for IndexFollower<I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexFollower")
+            .field("index", &self.index)
+            .field("state", &self.state)
+            .field("applied", &self.applied)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<I: TextIndex> IndexFollower<I> {
@@ -64,7 +77,14 @@ impl<I: TextIndex> IndexFollower<I> {
             index,
             state,
             applied,
+            observer: None,
         })
+    }
+
+    /// Calls `observer` with the documents of each batch once the index has committed it.
+    pub fn with_observer(mut self, observer: ChangeObserver) -> IndexFollower<I> {
+        self.observer = Some(observer);
+        self
     }
 
     pub fn index(&self) -> &I {
@@ -91,6 +111,9 @@ impl<I: TextIndex> IndexFollower<I> {
             let ids: Vec<DocumentId> = ids.into_iter().collect();
             let entries = self.docs.index_entries(&ids)?;
             self.apply(&ids, &entries)?;
+            if let Some(observer) = self.observer.as_mut() {
+                observer(&ids);
+            }
             self.record(last)?;
             done.changes += changes.len() as u64;
             done.documents += ids.len() as u64;

@@ -6,11 +6,12 @@
 //!
 //! Replicas cache nothing here: every request reads what it needs, and `permission_version`
 //! (bumped by triggers in the writing transaction, on any change to users' roles or removal,
-//! memberships, keys or ACLs) lets a replica validate a cached permission snapshot in the same
-//! round trip as its first read. Group spaces (`memberships().groups`) are not in the team
-//! database yet: that list is empty here.
+//! memberships, group-space members, keys or ACLs) lets a replica validate a cached permission
+//! snapshot in the same round trip as its first read.
 
-use knowhub_authz::{AclPath, AclTree, AuthzError, KeyHash, Memberships, Role, ScopeSet, UserId};
+use knowhub_authz::{
+    AclPath, AclTree, AuthzError, GroupId, KeyHash, Memberships, Role, ScopeSet, UserId,
+};
 use knowhub_store::{
     Group, SourceId, StoreError, UserRecord, acl_tree_from_rows, document_acl_path,
     memberships_from_rows,
@@ -115,7 +116,7 @@ impl PgIdentity {
     }
 
     /// Removes a user: marks the row removed and, in the same transaction, deletes their keys
-    /// and memberships. `false` when there is no such active user.
+    /// and memberships (group spaces included). `false` when there is no such active user.
     pub fn remove_user(&self, id: &UserId) -> Result<bool> {
         let mut client = self.db.client()?;
         let mut tx = client.transaction()?;
@@ -127,6 +128,10 @@ impl PgIdentity {
             tx.execute("DELETE FROM api_keys WHERE user_id = $1", &[&id.as_str()])?;
             tx.execute(
                 "DELETE FROM memberships WHERE user_id = $1",
+                &[&id.as_str()],
+            )?;
+            tx.execute(
+                "DELETE FROM group_members WHERE user_id = $1",
                 &[&id.as_str()],
             )?;
         }
@@ -157,14 +162,31 @@ impl PgIdentity {
         Ok(n == 1)
     }
 
-    /// The groups of a user, each list sorted by id (empty for an unknown user).
+    /// The groups of a user, group spaces included, each list sorted by id in byte order as
+    /// SQLite sorts (empty for an unknown user).
     pub fn memberships(&self, user: &UserId) -> Result<Memberships> {
         let mut client = self.db.client()?;
+        // One statement, so both kinds of membership come from one snapshot.
         let rows = client.query(
-            "SELECT kind, group_id FROM memberships WHERE user_id = $1 ORDER BY kind, group_id",
+            "SELECT kind, group_id FROM (
+                 SELECT kind, group_id FROM memberships WHERE user_id = $1
+                 UNION ALL
+                 SELECT 'group', group_id FROM group_members WHERE user_id = $1) m
+             ORDER BY kind, group_id COLLATE \"C\"",
             &[&user.as_str()],
         )?;
-        memberships_from_rows(user, rows.iter().map(|r| (r.get(0), r.get(1)))).map_err(store_error)
+        let (spaces, others): (Vec<_>, Vec<_>) = rows
+            .iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+            .partition(|(kind, _)| kind == "group");
+        let mut out = memberships_from_rows(user, others).map_err(store_error)?;
+        out.groups = spaces
+            .into_iter()
+            .map(|(_, g)| {
+                GroupId::new(&g).map_err(|e| corrupt(format!("group_members row ({g}, {user})"), e))
+            })
+            .collect::<Result<_>>()?;
+        Ok(out)
     }
 
     /// Stores the hash of a new key of an active user; `false` (storing nothing) when there is

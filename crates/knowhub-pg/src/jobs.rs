@@ -11,10 +11,14 @@
 //! - finishing or re-queuing is fenced by the claim: a replica whose lease was taken over can
 //!   no longer change the job.
 
+use knowhub_store::backend::JobStore;
 use knowhub_store::{JobRecord, JobState, NewJob, QueueCounts};
 use postgres::Row;
 
-use crate::{Database, PgError, Result, now_ms};
+use crate::store::{JOB_LEASE_MS, pg};
+use crate::{Database, PgError, PgStore, Result, now_ms};
+
+type StoreResult<T> = knowhub_store::Result<T>;
 
 const JOB_SELECT: &str = "SELECT id, path, owner, priority, state, attempts, not_before, \
                           outcome, error, created_at, updated_at FROM jobs";
@@ -288,4 +292,110 @@ fn requeue(
         )?;
     }
     Ok(())
+}
+
+/// The engine's queue on the shared database. Claims are leases ([`JOB_LEASE_MS`]): each
+/// claim first returns expired leases to the queue, so a killed replica's jobs are taken over
+/// by whichever replica claims next.
+impl JobStore for PgStore {
+    fn jobs(&self, state: Option<JobState>, limit: usize) -> StoreResult<Vec<JobRecord>> {
+        Ok(self.jobs.jobs(state, limit)?)
+    }
+
+    fn queue_counts(&self) -> StoreResult<QueueCounts> {
+        Ok(self.jobs.queue_counts()?)
+    }
+
+    fn next_job_time(&self) -> StoreResult<Option<i64>> {
+        let mut client = self.db.client()?;
+        Ok(client
+            .query_one(
+                "SELECT min(not_before) FROM jobs WHERE state = 'queued'",
+                &[],
+            )
+            .map_err(pg)?
+            .get(0))
+    }
+
+    fn queue_paused(&self) -> StoreResult<bool> {
+        let mut client = self.db.client()?;
+        Ok(client
+            .query_opt("SELECT paused FROM queue_control WHERE id = 1", &[])
+            .map_err(pg)?
+            .is_some_and(|r| r.get(0)))
+    }
+
+    fn enqueue(&mut self, jobs: &[NewJob<'_>]) -> StoreResult<usize> {
+        Ok(self.jobs.enqueue(jobs)?)
+    }
+
+    fn claim_jobs(&mut self, limit: usize) -> StoreResult<Vec<JobRecord>> {
+        self.jobs.requeue_expired()?;
+        Ok(self.jobs.claim_jobs(limit, JOB_LEASE_MS)?)
+    }
+
+    /// A job another replica took over (this one's lease ran out) is left to that replica.
+    fn finish_job(
+        &mut self,
+        id: i64,
+        state: JobState,
+        outcome: Option<&str>,
+        error: Option<&str>,
+    ) -> StoreResult<()> {
+        self.jobs.finish_job(id, state, outcome, error)?;
+        Ok(())
+    }
+
+    fn requeue_job(
+        &mut self,
+        id: i64,
+        not_before_ms: i64,
+        failed: bool,
+        error: Option<&str>,
+    ) -> StoreResult<()> {
+        self.jobs.requeue_job(id, not_before_ms, failed, error)?;
+        Ok(())
+    }
+
+    /// Other replicas' running jobs are theirs while their lease lasts: only expired ones go
+    /// back to the queue (SQLite, with one process, requeues every running job at start).
+    fn requeue_running(&mut self) -> StoreResult<usize> {
+        Ok(self.jobs.requeue_expired()?)
+    }
+
+    fn cancel_jobs(&mut self, prefix: Option<&str>) -> StoreResult<usize> {
+        Ok(self.jobs.cancel_jobs(prefix)?)
+    }
+
+    fn retry_failed_jobs(&mut self, prefix: Option<&str>) -> StoreResult<usize> {
+        let mut client = self.db.client()?;
+        let n = client
+            .execute(
+                "UPDATE jobs SET state = 'queued', attempts = 0, not_before = 0, updated_at = $2
+                 WHERE state = 'failed'
+                   AND ($1::text IS NULL OR path = $1 OR starts_with(path, $1 || '/'))
+                   AND NOT EXISTS (SELECT 1 FROM jobs q WHERE q.path = jobs.path AND q.state = 'queued')
+                   AND id IN (SELECT max(id) FROM jobs WHERE state = 'failed' GROUP BY path)",
+                &[&prefix, &now_ms()],
+            )
+            .map_err(pg)?;
+        Ok(n as usize)
+    }
+
+    fn prune_jobs(&mut self, keep: usize) -> StoreResult<usize> {
+        let mut client = self.db.client()?;
+        let n = client
+            .execute(
+                "DELETE FROM jobs WHERE state IN ('done', 'cancelled') AND id NOT IN (
+                     SELECT id FROM jobs WHERE state IN ('done', 'cancelled')
+                     ORDER BY id DESC LIMIT $1)",
+                &[&(keep.min(i64::MAX as usize) as i64)],
+            )
+            .map_err(pg)?;
+        Ok(n as usize)
+    }
+
+    fn set_queue_paused(&mut self, paused: bool) -> StoreResult<()> {
+        Ok(self.jobs.set_queue_paused(paused)?)
+    }
 }

@@ -24,12 +24,17 @@
 //! # Ok::<(), knowhub_pg::PgError>(())
 //! ```
 
+mod chat;
 mod cluster;
 mod documents;
 mod follow;
+mod groups;
 mod identity;
 mod jobs;
+mod knowledge;
 pub mod migrations;
+mod resources;
+mod store;
 mod vectors;
 
 use std::str::FromStr;
@@ -41,9 +46,10 @@ use thiserror::Error;
 
 pub use cluster::{CLUSTER_USER, PG_BIN_ENV, PgCluster};
 pub use documents::{CHANGE_LOG_LOCK, CHANGES_CHANNEL, Change, PgDocuments};
-pub use follow::{CatchUp, IndexFollower, state_file};
+pub use follow::{CatchUp, ChangeObserver, IndexFollower, state_file};
 pub use identity::PgIdentity;
 pub use jobs::PgJobs;
+pub use store::{JOB_LEASE_MS, PgStore};
 pub use vectors::{
     EXACT_BELOW_ROWS, EXACT_BELOW_SHARE, IndexOptions, PgVectors, Plan, SearchOptions, VectorModel,
 };

@@ -40,7 +40,8 @@ CREATE INDEX chunk_vectors_doc ON chunk_vectors (model_id, doc_id);
     },
     Domain {
         name: "documents",
-        steps: &[r#"
+        steps: &[
+            r#"
 CREATE TABLE sources (
     id          BIGSERIAL PRIMARY KEY,
     kind        TEXT NOT NULL CHECK (kind IN ('folder', 'files')),
@@ -105,7 +106,38 @@ CREATE TABLE document_changes (
     document_id  BIGINT NOT NULL,
     changed_at   TIMESTAMPTZ NOT NULL DEFAULT now()
 );
-"#],
+"#,
+            r#"
+CREATE TABLE ingest_journal (
+    id           BIGSERIAL PRIMARY KEY,
+    run_id       TEXT NOT NULL,
+    path         TEXT NOT NULL,
+    document_id  BIGINT,
+    action       TEXT NOT NULL,
+    detail       TEXT,
+    duration_ms  BIGINT,
+    at           BIGINT NOT NULL
+);
+CREATE INDEX ingest_journal_run ON ingest_journal (run_id);
+CREATE INDEX documents_content_hash ON documents (content_hash);
+CREATE TABLE doc_version (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    version  BIGINT NOT NULL
+);
+INSERT INTO doc_version (id, version) VALUES (1, 0);
+CREATE FUNCTION bump_doc_version() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE doc_version SET version = version + 1 WHERE id = 1;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER documents_added AFTER INSERT OR DELETE ON documents
+    FOR EACH STATEMENT EXECUTE FUNCTION bump_doc_version();
+CREATE TRIGGER documents_moved AFTER UPDATE OF path, source_id, owner ON documents
+    FOR EACH ROW WHEN (OLD.path IS DISTINCT FROM NEW.path
+        OR OLD.source_id IS DISTINCT FROM NEW.source_id OR OLD.owner IS DISTINCT FROM NEW.owner)
+    EXECUTE FUNCTION bump_doc_version();
+"#,
+        ],
     },
     Domain {
         name: "identity",
@@ -193,6 +225,225 @@ CREATE TABLE queue_control (
 INSERT INTO queue_control (id, paused) VALUES (1, false);
 "#],
     },
+    Domain {
+        name: "chat",
+        // Keys that results are ordered by are `COLLATE "C"`: byte order, as SQLite sorts
+        // them, whatever the database's locale.
+        steps: &[r#"
+CREATE TABLE chat_sessions (
+    id          TEXT COLLATE "C" PRIMARY KEY,
+    user_id     TEXT NOT NULL,
+    title       TEXT NOT NULL,
+    created_at  BIGINT NOT NULL,
+    updated_at  BIGINT NOT NULL
+);
+CREATE INDEX chat_sessions_user ON chat_sessions (user_id, updated_at DESC, id);
+CREATE TABLE chat_turns (
+    id           BIGSERIAL PRIMARY KEY,
+    session_id   TEXT COLLATE "C" NOT NULL REFERENCES chat_sessions(id) ON DELETE CASCADE,
+    question     TEXT NOT NULL,
+    standalone   TEXT NOT NULL,
+    answer       TEXT NOT NULL,
+    trace_id     TEXT NOT NULL,
+    stop_reason  TEXT NOT NULL,
+    created_at   BIGINT NOT NULL
+);
+CREATE INDEX chat_turns_session ON chat_turns (session_id, id);
+CREATE TABLE chat_summaries (
+    session_id    TEXT COLLATE "C" PRIMARY KEY
+                  REFERENCES chat_sessions(id) ON DELETE CASCADE,
+    through_turn  BIGINT NOT NULL,
+    summary       TEXT NOT NULL,
+    by_model      TEXT,
+    updated_at    BIGINT NOT NULL
+);
+CREATE TABLE agent_traces (
+    id                 TEXT COLLATE "C" PRIMARY KEY,
+    session_id         TEXT,
+    user_id            TEXT NOT NULL,
+    question           TEXT NOT NULL,
+    route              TEXT NOT NULL,
+    stop_reason        TEXT NOT NULL,
+    total_ms           BIGINT NOT NULL,
+    prompt_tokens      BIGINT NOT NULL,
+    completion_tokens  BIGINT NOT NULL,
+    state              TEXT NOT NULL,
+    created_at         BIGINT NOT NULL
+);
+CREATE INDEX agent_traces_user ON agent_traces (user_id, created_at DESC, id);
+CREATE INDEX agent_traces_created ON agent_traces (created_at DESC, id);
+CREATE TABLE answer_feedback (
+    id            BIGSERIAL PRIMARY KEY,
+    trace_id      TEXT NOT NULL,
+    user_id       TEXT NOT NULL,
+    helpful       BOOLEAN NOT NULL,
+    note          TEXT NOT NULL,
+    evidence_ids  TEXT NOT NULL,
+    created_at    BIGINT NOT NULL
+);
+CREATE INDEX answer_feedback_trace ON answer_feedback (trace_id, user_id, id);
+CREATE TABLE sql_sources (
+    name           TEXT COLLATE "C" PRIMARY KEY,
+    path           TEXT NOT NULL,
+    scopes         TEXT NOT NULL,
+    tenant_column  TEXT,
+    owner          TEXT NOT NULL,
+    created_at     BIGINT NOT NULL
+);
+"#],
+    },
+    Domain {
+        name: "audit",
+        steps: &[r#"
+CREATE TABLE audit_log (
+    id        BIGSERIAL PRIMARY KEY,
+    at        BIGINT NOT NULL,
+    trace_id  TEXT NOT NULL,
+    user_id   TEXT NOT NULL,
+    agent_id  TEXT,
+    role      TEXT NOT NULL,
+    action    TEXT NOT NULL,
+    target    TEXT NOT NULL,
+    snapshot  TEXT NOT NULL,
+    outcome   TEXT NOT NULL,
+    allowed   BIGINT NOT NULL,
+    filtered  BIGINT NOT NULL,
+    evidence  TEXT NOT NULL
+);
+CREATE INDEX audit_log_user ON audit_log (user_id, id);
+"#],
+    },
+    Domain {
+        name: "system",
+        steps: &[r#"
+CREATE TABLE system_keys (
+    name  TEXT PRIMARY KEY,
+    hash  TEXT NOT NULL
+);
+"#],
+    },
+    Domain {
+        name: "knowledge",
+        steps: &[r#"
+CREATE TABLE knowledge_items (
+    seq              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id               TEXT NOT NULL UNIQUE,
+    message_id       TEXT NOT NULL,
+    types            JSONB NOT NULL,
+    task             TEXT NOT NULL,
+    tags             JSONB NOT NULL,
+    scopes           JSONB NOT NULL,
+    owner            TEXT NOT NULL,
+    content          TEXT NOT NULL,
+    resource_ids     TEXT NOT NULL,
+    source           TEXT NOT NULL,
+    score            BIGINT NOT NULL CHECK (score BETWEEN 1 AND 5),
+    helpful          BIGINT NOT NULL DEFAULT 0,
+    harmful          BIGINT NOT NULL DEFAULT 0,
+    -- SQLite stores NaN as NULL, which NOT NULL refuses there.
+    confidence       DOUBLE PRECISION NOT NULL CHECK (confidence <> 'NaN'),
+    helpful_history  TEXT NOT NULL,
+    harmful_history  TEXT NOT NULL,
+    rev              BIGINT NOT NULL DEFAULT 0,
+    created_at       BIGINT NOT NULL,
+    updated_at       BIGINT NOT NULL
+);
+CREATE INDEX knowledge_items_owner ON knowledge_items (owner);
+CREATE INDEX knowledge_items_scopes ON knowledge_items USING gin (scopes);
+CREATE TABLE knowledge_versions (
+    id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    item_seq    BIGINT NOT NULL REFERENCES knowledge_items(seq) ON DELETE CASCADE,
+    reason      TEXT NOT NULL,
+    task        TEXT NOT NULL,
+    content     TEXT NOT NULL,
+    snapshot    TEXT NOT NULL,
+    created_at  BIGINT NOT NULL
+);
+CREATE INDEX knowledge_versions_item ON knowledge_versions (item_seq, id);
+-- f16 little-endian, as in SQLite: few rows, scanned whole by the engine.
+CREATE TABLE knowledge_vectors (
+    item_seq  BIGINT PRIMARY KEY REFERENCES knowledge_items(seq) ON DELETE CASCADE,
+    model     TEXT NOT NULL,
+    rev       BIGINT NOT NULL,
+    dim       BIGINT NOT NULL,
+    vector    BYTEA NOT NULL
+);
+-- Bumped by row triggers in the writing transaction: inserts, deletes and text (rev) changes.
+CREATE TABLE knowledge_version (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    version  BIGINT NOT NULL
+);
+INSERT INTO knowledge_version (id, version) VALUES (1, 0);
+CREATE FUNCTION bump_knowledge_version() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE knowledge_version SET version = version + 1 WHERE id = 1;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER knowledge_items_added_or_deleted AFTER INSERT OR DELETE ON knowledge_items
+    FOR EACH ROW EXECUTE FUNCTION bump_knowledge_version();
+CREATE TRIGGER knowledge_items_rev_changed AFTER UPDATE OF rev ON knowledge_items
+    FOR EACH ROW WHEN (OLD.rev IS DISTINCT FROM NEW.rev)
+    EXECUTE FUNCTION bump_knowledge_version();
+"#],
+    },
+    Domain {
+        name: "resources",
+        steps: &[r#"
+CREATE TABLE resources (
+    seq                BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id                 TEXT NOT NULL UNIQUE,
+    content_type       TEXT NOT NULL,
+    title              TEXT NOT NULL,
+    description        TEXT NOT NULL,
+    owner              TEXT NOT NULL,
+    scopes             JSONB NOT NULL,
+    tags               JSONB NOT NULL,
+    metadata           TEXT NOT NULL,
+    body               TEXT NOT NULL,
+    secure_key_id      TEXT,
+    secure_nonce       BYTEA,
+    secure_ciphertext  BYTEA,
+    expires_at         BIGINT,
+    created_at         BIGINT NOT NULL,
+    updated_at         BIGINT NOT NULL,
+    CHECK ((secure_key_id IS NULL) = (secure_nonce IS NULL)
+       AND (secure_nonce IS NULL) = (secure_ciphertext IS NULL))
+);
+CREATE INDEX resources_owner ON resources (owner);
+CREATE INDEX resources_scopes ON resources USING gin (scopes);
+"#],
+    },
+    Domain {
+        name: "groups",
+        steps: &[r#"
+CREATE TABLE group_spaces (
+    id          TEXT PRIMARY KEY,
+    space       TEXT NOT NULL UNIQUE,
+    name        TEXT NOT NULL,
+    kind        TEXT NOT NULL CHECK (kind IN ('channel', 'chat', 'project')),
+    created_by  TEXT NOT NULL,
+    created_at  BIGINT NOT NULL
+);
+CREATE TABLE group_members (
+    group_id   TEXT NOT NULL REFERENCES group_spaces(id) ON DELETE CASCADE,
+    user_id    TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    agent_id   TEXT,
+    role       TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'member', 'readonly')),
+    joined_at  BIGINT NOT NULL,
+    PRIMARY KEY (group_id, user_id)
+);
+CREATE INDEX group_members_user ON group_members (user_id);
+-- Group membership and roles are permission inputs (identity's counter); a write that changes
+-- nothing (the same role again) leaves the counter alone.
+CREATE TRIGGER group_members_added_or_removed AFTER INSERT OR DELETE ON group_members
+    FOR EACH ROW EXECUTE FUNCTION bump_permission_version();
+CREATE TRIGGER group_members_changed AFTER UPDATE ON group_members
+    FOR EACH ROW WHEN (OLD.* IS DISTINCT FROM NEW.*)
+    EXECUTE FUNCTION bump_permission_version();
+"#],
+    },
+    // New domains go above this line, each at the end of the list.
 ];
 
 /// Key of the advisory lock held while migrating ("knowhub" in ASCII).

@@ -16,9 +16,14 @@ use pgvector::HalfVector;
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
 
+use knowhub_store::backend::VectorStore;
+use knowhub_store::{ChunkId, DocumentId, StoreError, StoredVector, UnembeddedChunk};
 use knowhub_vector::VectorHit;
 
-use crate::{Database, PgError, Result};
+use crate::store::pg;
+use crate::{Database, PgError, PgStore, PooledClient, Result};
+
+type StoreResult<T> = knowhub_store::Result<T>;
 
 /// A registered embedding model: its row id and dimension.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -423,4 +428,215 @@ fn copy_rows<'a>(
         writer.write(&[&chunk, &model.id, &doc, &v])?;
     }
     Ok(writer.finish()?)
+}
+
+// ----- the engine's view: VectorStore ---------------------------------------------------------
+
+/// A registered model by name (`None`: nothing was ever stored for it).
+fn model_named(client: &mut PooledClient, name: &str) -> StoreResult<Option<VectorModel>> {
+    let row = client
+        .query_opt(
+            "SELECT id, dim FROM vector_models WHERE name = $1",
+            &[&name],
+        )
+        .map_err(pg)?;
+    Ok(row.map(|r| VectorModel {
+        id: r.get(0),
+        name: name.to_owned(),
+        dim: r.get::<_, i32>(1) as usize,
+    }))
+}
+
+fn stored_vectors(rows: &[postgres::Row]) -> Vec<StoredVector> {
+    rows.iter()
+        .map(|r| StoredVector {
+            chunk_id: ChunkId(r.get(0)),
+            document_id: DocumentId(r.get(1)),
+            vector: r
+                .get::<_, HalfVector>(2)
+                .to_vec()
+                .into_iter()
+                .map(f16::to_f32)
+                .collect(),
+        })
+        .collect()
+}
+
+impl VectorStore for PgStore {
+    fn unembedded_chunks(&self, model: &str, limit: usize) -> StoreResult<Vec<UnembeddedChunk>> {
+        let mut client = self.db.client()?;
+        let rows = client
+            .query(
+                "SELECT c.id, c.document_id, COALESCE(d.title, ''), c.heading_path, c.text
+                 FROM chunks c JOIN documents d ON d.id = c.document_id
+                 WHERE NOT EXISTS (
+                     SELECT 1 FROM chunk_vectors v JOIN vector_models m ON m.id = v.model_id
+                     WHERE v.chunk_id = c.id AND m.name = $1)
+                 ORDER BY c.document_id, c.ordinal LIMIT $2",
+                &[&model, &(limit.min(i64::MAX as usize) as i64)],
+            )
+            .map_err(pg)?;
+        rows.iter()
+            .map(|r| {
+                let heading: String = r.get(3);
+                Ok(UnembeddedChunk {
+                    chunk_id: ChunkId(r.get(0)),
+                    document_id: DocumentId(r.get(1)),
+                    title: r.get(2),
+                    heading_path: serde_json::from_str(&heading)
+                        .map_err(|e| StoreError::Corrupt(format!("heading path: {e}")))?,
+                    text: r.get(4),
+                })
+            })
+            .collect()
+    }
+
+    fn unembedded_count(&self, model: &str) -> StoreResult<u64> {
+        let mut client = self.db.client()?;
+        let n: i64 = client
+            .query_one(
+                "SELECT count(*) FROM chunks c WHERE NOT EXISTS (
+                     SELECT 1 FROM chunk_vectors v JOIN vector_models m ON m.id = v.model_id
+                     WHERE v.chunk_id = c.id AND m.name = $1)",
+                &[&model],
+            )
+            .map_err(pg)?
+            .get(0);
+        Ok(n as u64)
+    }
+
+    fn vector_count(&self, model: &str) -> StoreResult<u64> {
+        let mut client = self.db.client()?;
+        match model_named(&mut client, model)? {
+            Some(m) => Ok(self.vectors.count(&m)?),
+            None => Ok(0),
+        }
+    }
+
+    fn vector_count_for(&self, model: &str, docs: &[DocumentId]) -> StoreResult<u64> {
+        let mut client = self.db.client()?;
+        let Some(m) = model_named(&mut client, model)? else {
+            return Ok(0);
+        };
+        let ids: Vec<i64> = docs.iter().map(|d| d.0).collect();
+        let n: i64 = client
+            .query_one(
+                "SELECT count(*) FROM chunk_vectors WHERE model_id = $1 AND doc_id = ANY($2)",
+                &[&m.id, &ids],
+            )
+            .map_err(pg)?
+            .get(0);
+        Ok(n as u64)
+    }
+
+    /// Streams rows a document at a time (a portal of 2,000 rows per fetch), so a replica's
+    /// start-up never holds every vector as rows at once.
+    fn for_each_vector(
+        &self,
+        model: &str,
+        f: &mut dyn FnMut(StoredVector) -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        let mut client = self.db.client()?;
+        let Some(m) = model_named(&mut client, model)? else {
+            return Ok(());
+        };
+        let mut tx = client.transaction().map_err(pg)?;
+        let portal = tx
+            .bind(
+                "SELECT chunk_id, doc_id, embedding FROM chunk_vectors WHERE model_id = $1
+                 ORDER BY doc_id, chunk_id",
+                &[&m.id],
+            )
+            .map_err(pg)?;
+        loop {
+            let rows = tx.query_portal(&portal, 2_000).map_err(pg)?;
+            if rows.is_empty() {
+                break;
+            }
+            for v in stored_vectors(&rows) {
+                f(v)?;
+            }
+        }
+        tx.commit().map_err(pg)?;
+        Ok(())
+    }
+
+    fn document_vectors(&self, model: &str, id: DocumentId) -> StoreResult<Vec<StoredVector>> {
+        let mut client = self.db.client()?;
+        let Some(m) = model_named(&mut client, model)? else {
+            return Ok(Vec::new());
+        };
+        let rows = client
+            .query(
+                "SELECT chunk_id, doc_id, embedding FROM chunk_vectors
+                 WHERE model_id = $1 AND doc_id = $2 ORDER BY chunk_id",
+                &[&m.id, &id.0],
+            )
+            .map_err(pg)?;
+        Ok(stored_vectors(&rows))
+    }
+
+    fn orphan_vectors(&self) -> StoreResult<u64> {
+        let mut client = self.db.client()?;
+        let n: i64 = client
+            .query_one(
+                "SELECT count(*) FROM chunk_vectors v LEFT JOIN chunks c ON c.id = v.chunk_id
+                 WHERE c.id IS NULL OR c.document_id != v.doc_id",
+                &[],
+            )
+            .map_err(pg)?
+            .get(0);
+        Ok(n as u64)
+    }
+
+    /// Stores vectors (replacing older ones of the same chunks), skipping chunks deleted
+    /// meanwhile, and logs each document whose vectors changed so other replicas reload them.
+    fn put_vectors(&mut self, model: &str, vectors: &[StoredVector]) -> StoreResult<usize> {
+        let Some(first) = vectors.first() else {
+            return Ok(0);
+        };
+        let m = self.vectors.register_model(model, first.vector.len())?;
+        let mut client = self.db.client()?;
+        let mut tx = client.transaction().map_err(pg)?;
+        let insert = tx
+            .prepare(
+                "INSERT INTO chunk_vectors (chunk_id, model_id, doc_id, embedding)
+                 SELECT $1, $2, $3, $4 WHERE EXISTS (
+                     SELECT 1 FROM chunks WHERE id = $1 AND document_id = $3)
+                 ON CONFLICT (model_id, chunk_id)
+                 DO UPDATE SET doc_id = excluded.doc_id, embedding = excluded.embedding",
+            )
+            .map_err(pg)?;
+        let mut stored = 0;
+        let mut docs = Vec::new();
+        for v in vectors {
+            let half = half_vector(&m, &v.vector)?;
+            let n = tx
+                .execute(&insert, &[&v.chunk_id.0, &m.id, &v.document_id.0, &half])
+                .map_err(pg)?;
+            if n > 0 && docs.last() != Some(&v.document_id.0) {
+                docs.push(v.document_id.0);
+            }
+            stored += n as usize;
+        }
+        docs.sort_unstable();
+        docs.dedup();
+        for d in docs {
+            crate::documents::log_change(&mut tx, d)?;
+        }
+        tx.commit().map_err(pg)?;
+        Ok(stored)
+    }
+
+    fn delete_vectors_except(&mut self, model: &str) -> StoreResult<usize> {
+        let mut client = self.db.client()?;
+        let n = client
+            .execute(
+                "DELETE FROM chunk_vectors WHERE model_id IN (
+                     SELECT id FROM vector_models WHERE name <> $1)",
+                &[&model],
+            )
+            .map_err(pg)?;
+        Ok(n as usize)
+    }
 }

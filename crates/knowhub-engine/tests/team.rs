@@ -1,0 +1,174 @@
+//! Team mode: two engines (replicas, each with its own data directory) on one PostgreSQL
+//! database. What one replica writes governs the next request on the other: permissions at
+//! once, search data within the follower's bound.
+
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use knowhub_engine::team::TeamConfig;
+use knowhub_engine::{
+    AccountId, Engine, EngineConfig, ModelSet, RealFs, RequestContext, Role, SearchOptions, UserId,
+    dev_context,
+};
+use knowhub_pg::PgCluster;
+
+/// A private PostgreSQL with pgvector, or `None` (with a message) outside CI without binaries.
+fn cluster() -> Option<PgCluster> {
+    let Some(bin) = PgCluster::find_binaries() else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true: PostgreSQL binaries missing (run scripts/test.sh, which fetches them)"
+        );
+        eprintln!("skipped: no PostgreSQL binaries (set KNOWHUB_PG_BIN or run scripts/test.sh)");
+        return None;
+    };
+    Some(PgCluster::start(&bin).unwrap())
+}
+
+fn replica(database: &str, name: &str, data: &Path) -> Engine {
+    let mut config = EngineConfig::new(data);
+    config.team = Some(TeamConfig {
+        database: database.to_owned(),
+        replica: name.to_owned(),
+    });
+    Engine::open_with(config, Arc::new(RealFs), ModelSet::none()).unwrap()
+}
+
+fn user(id: &str) -> RequestContext {
+    RequestContext {
+        account: AccountId::new("default").unwrap(),
+        user: UserId::new(id).unwrap(),
+        agent: None,
+        role: Role::User,
+        session: None,
+        trace_id: "t".into(),
+    }
+}
+
+fn titles(engine: &Engine, ctx: &RequestContext, query: &str) -> Vec<String> {
+    let mut out: Vec<String> = engine
+        .search(ctx, query, &SearchOptions::default())
+        .unwrap()
+        .into_iter()
+        .map(|h| h.title)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Waits until `cond` holds, at most `limit`; returns how long it took.
+fn within(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "{what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    start.elapsed()
+}
+
+fn write(root: &Path, rel: &str, text: &str) -> PathBuf {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn what_one_replica_writes_governs_the_next_request_on_the_other() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.create_database("team_engine").unwrap();
+    let dirs = tempfile::tempdir().unwrap();
+    let docs = dirs.path().join("docs");
+    write(
+        &docs,
+        "handbook/leave.txt",
+        "Annual leave: every employee has 25 days of annual leave. 年假二十五天。",
+    );
+    write(
+        &docs,
+        "finance/salaries.txt",
+        "Salary bands and annual bonus rules for the finance team.",
+    );
+    let a = replica(&url, "a", &dirs.path().join("a"));
+    let b = replica(&url, "b", &dirs.path().join("b"));
+    let root = dev_context();
+
+    a.ingest(
+        &root,
+        std::slice::from_ref(&docs),
+        &Default::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(
+        a.add_user(&root, &UserId::new("alice").unwrap(), "Alice", Role::User)
+            .unwrap()
+    );
+    a.set_folder_acl(
+        &root,
+        &docs.join("handbook"),
+        Some(&"user:alice".parse().unwrap()),
+    )
+    .unwrap();
+    a.set_folder_acl(
+        &root,
+        &docs.join("finance"),
+        Some(&"team:finance".parse().unwrap()),
+    )
+    .unwrap();
+
+    // B learns of the documents through the change log.
+    let both = vec!["leave".to_string(), "salaries".to_string()];
+    let took = within(Duration::from_secs(2), "B indexes A's ingest", || {
+        titles(&b, &root, "annual") == both
+    });
+    eprintln!("B searchable after {took:?}");
+    let alice = user("alice");
+    assert_eq!(titles(&b, &alice, "annual"), ["leave"]);
+    assert_eq!(titles(&b, &alice, "年假"), ["leave"]);
+
+    // A revokes: the very next request through B sees it, no waiting.
+    a.set_folder_acl(
+        &root,
+        &docs.join("handbook"),
+        Some(&"team:hr".parse().unwrap()),
+    )
+    .unwrap();
+    assert!(titles(&b, &alice, "annual").is_empty());
+    // A grants a membership: again at once on B.
+    a.add_membership(
+        &root,
+        &UserId::new("alice").unwrap(),
+        &"team:finance".parse().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(titles(&b, &alice, "annual"), ["salaries"]);
+    // A removes the user: B refuses her next request.
+    assert!(
+        a.remove_user(&root, &UserId::new("alice").unwrap())
+            .unwrap()
+    );
+    assert!(
+        b.search(&alice, "annual", &SearchOptions::default())
+            .is_err()
+    );
+
+    // A removes a document: B drops it from search within the bound.
+    a.remove(&root, &[docs.join("finance/salaries.txt")])
+        .unwrap();
+    within(Duration::from_secs(2), "B drops A's removal", || {
+        titles(&b, &root, "annual") == ["leave"]
+    });
+
+    // A new replica catches up from the log on start.
+    let c = replica(&url, "c", &dirs.path().join("c"));
+    assert_eq!(titles(&c, &root, "annual"), ["leave"]);
+    // And a restarted one resumes from where its index stopped.
+    drop(b);
+    let b = replica(&url, "b2", &dirs.path().join("b"));
+    assert_eq!(titles(&b, &root, "annual"), ["leave"]);
+}
