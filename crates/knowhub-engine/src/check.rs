@@ -88,7 +88,8 @@ impl Engine {
             let stored = self.store().vector_count(model)?;
             let loaded = sem.vectors().len() as u64;
             report.vectors = stored;
-            if stored != loaded {
+            // In team mode vectors are searched in the database, not loaded.
+            if self.team_vectors.is_none() && stored != loaded {
                 problems.push(format!(
                     "{stored} stored vector(s) but {loaded} in the in-memory vector index"
                 ));

@@ -245,6 +245,8 @@ pub struct Engine {
     read_only: bool,
     /// Team mode: the thread that keeps this replica's index in step (stopped on drop).
     follower: Option<team::Follower>,
+    /// Team mode: dense retrieval in pgvector instead of the in-memory vectors.
+    team_vectors: Option<team::DenseVectors>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -360,15 +362,20 @@ impl Engine {
             model_notes: models.notes,
             write_lock: Mutex::new(()),
             follower: None,
+            team_vectors: None,
         };
-        engine.load_vectors()?;
         if let (Some(t), Some(db)) = (&engine.config.team, &team_db) {
+            if let Some(sem) = &engine.semantic {
+                let (model, dim) = (sem.embedder.model_id(), sem.embedder.dim());
+                engine.team_vectors = Some(team::DenseVectors::open(db, model, dim)?);
+            }
             // The follower is this replica's repair: it replays the change log from the
             // position its index last committed.
-            let follower =
-                team::follow(t, db, index, &engine.paths.index, engine.semantic.clone())?;
-            engine.follower = Some(follower);
-        } else if rebuilt {
+            engine.follower = Some(team::follow(t, db, index, &engine.paths.index)?);
+            return Ok(engine);
+        }
+        engine.load_vectors()?;
+        if rebuilt {
             engine.rebuild_all(&mut |_| {})?;
         } else if !read_only {
             engine.repair()?;

@@ -60,6 +60,11 @@ impl Access {
             .is_none_or(|set| set.contains(&(id.0 as u64)))
     }
 
+    /// The readable documents (`None`: every document of the account).
+    pub(crate) fn readable(&self) -> Option<&Arc<HashSet<u64>>> {
+        self.readable.as_ref()
+    }
+
     /// Whether the request sees the whole account (ADMIN, ROOT).
     pub fn sees_everything(&self) -> bool {
         self.readable.is_none()

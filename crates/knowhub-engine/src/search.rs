@@ -217,7 +217,12 @@ impl Engine {
         let (recording, withheld) = access.recording_filter();
         let keyword_filter = both(options.filter.clone(), recording);
         let dense_filter = both(options.filter.clone(), access.filter());
-        let result = self.retrieve_filtered(query, options, keyword_filter, dense_filter);
+        let dense = DenseScope {
+            filter: dense_filter,
+            readable: access.readable().cloned(),
+            extra: options.filter.clone(),
+        };
+        let result = self.retrieve_filtered(query, options, keyword_filter, dense);
         let mut retrieval = match result {
             Ok(r) => r,
             Err(e) => {
@@ -281,7 +286,7 @@ impl Engine {
         query: &str,
         options: &SearchOptions,
         keyword_filter: Option<DocFilter>,
-        dense_filter: Option<DocFilter>,
+        dense_scope: DenseScope,
     ) -> Result<Retrieval> {
         let started = Instant::now();
         if query.trim().is_empty() {
@@ -351,15 +356,22 @@ impl Engine {
                 .map_err(|e| EngineError::Model(e.to_string()))?;
             trace.embed_ms = ms(t);
             let t = Instant::now();
-            let allow = dense_filter.map(|f| move |id: u64| f.allows(id));
-            dense = sem
-                .vectors()
-                .search(
-                    &q,
-                    want,
-                    allow.as_ref().map(|f| f as &(dyn Fn(u64) -> bool + Sync)),
-                )
-                .map_err(|e| EngineError::Model(e.to_string()))?;
+            dense = match &self.team_vectors {
+                Some(team) => {
+                    let ids = self.dense_ids(&dense_scope)?;
+                    team.search(&q, want, ids.as_deref())?
+                }
+                None => {
+                    let allow = dense_scope.filter.map(|f| move |id: u64| f.allows(id));
+                    sem.vectors()
+                        .search(
+                            &q,
+                            want,
+                            allow.as_ref().map(|f| f as &(dyn Fn(u64) -> bool + Sync)),
+                        )
+                        .map_err(|e| EngineError::Model(e.to_string()))?
+                }
+            };
             trace.dense_ms = ms(t);
         }
         trace.keyword_candidates = keyword.len();
@@ -560,6 +572,37 @@ impl Engine {
 }
 
 /// Both filters (either may be absent).
+/// Which documents dense retrieval may return: as a predicate for the in-memory vectors, and
+/// as its parts for a database query, which needs the readable ids spelled out.
+pub(crate) struct DenseScope {
+    filter: Option<DocFilter>,
+    readable: Option<std::sync::Arc<std::collections::HashSet<u64>>>,
+    /// The caller's own restriction (e.g. one folder), on top of permissions.
+    extra: Option<DocFilter>,
+}
+
+impl Engine {
+    /// The document ids a database vector query may return (`None`: any).
+    fn dense_ids(&self, scope: &DenseScope) -> Result<Option<Vec<u64>>> {
+        let ids = match (&scope.readable, &scope.extra) {
+            (None, None) => return Ok(None),
+            (Some(readable), extra) => readable
+                .iter()
+                .copied()
+                .filter(|id| extra.as_ref().is_none_or(|f| f.allows(*id)))
+                .collect(),
+            (None, Some(extra)) => self
+                .store()
+                .documents_with_chunks()?
+                .into_iter()
+                .map(|d| d.0 as u64)
+                .filter(|id| extra.allows(*id))
+                .collect(),
+        };
+        Ok(Some(ids))
+    }
+}
+
 fn both(a: Option<DocFilter>, b: Option<DocFilter>) -> Option<DocFilter> {
     match (a, b) {
         (Some(a), Some(b)) => Some(DocFilter::new(move |id| a.allows(id) && b.allows(id))),

@@ -11,7 +11,6 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use knowhub_chunk::{ChunkConfig, TokenCounter};
 use knowhub_embed::{BertEmbedder, DeviceChoice, Embedder, Reranker};
-use knowhub_store::backend::VectorStore;
 use knowhub_store::{DocumentId, StoredVector, UnembeddedChunk};
 use knowhub_vector::FlatIndex;
 
@@ -275,27 +274,6 @@ impl Semantic {
     }
 }
 
-/// Makes `sem`'s in-memory vectors of one document match `store`.
-pub(crate) fn sync_vectors<S: VectorStore + ?Sized>(
-    store: &S,
-    sem: &Semantic,
-    id: DocumentId,
-) -> Result<()> {
-    let stored = store.document_vectors(sem.embedder.model_id(), id)?;
-    let mut index = sem.vectors_mut();
-    index.delete_document(id.0 as u64);
-    if !stored.is_empty() {
-        let v: Vec<(u64, Vec<f32>)> = stored
-            .into_iter()
-            .map(|s| (s.chunk_id.0 as u64, s.vector))
-            .collect();
-        index
-            .upsert_document(id.0 as u64, &v)
-            .map_err(|e| EngineError::Model(e.to_string()))?;
-    }
-    Ok(())
-}
-
 /// Progress of [`Engine::embed_pending`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct EmbedProgress {
@@ -367,7 +345,23 @@ impl Engine {
         let Some(sem) = &self.semantic else {
             return Ok(());
         };
-        sync_vectors(&**self.store(), sem, id)
+        if self.team_vectors.is_some() {
+            // Team mode searches the database's vectors: nothing is held in memory.
+            return Ok(());
+        }
+        let stored = self.store().document_vectors(sem.embedder.model_id(), id)?;
+        let mut index = sem.vectors_mut();
+        index.delete_document(id.0 as u64);
+        if !stored.is_empty() {
+            let v: Vec<(u64, Vec<f32>)> = stored
+                .into_iter()
+                .map(|s| (s.chunk_id.0 as u64, s.vector))
+                .collect();
+            index
+                .upsert_document(id.0 as u64, &v)
+                .map_err(|e| EngineError::Model(e.to_string()))?;
+        }
+        Ok(())
     }
 
     /// Embeds every chunk that has no vector from the current model yet, in batches (each

@@ -1,10 +1,11 @@
 //! Team mode: the engine on a shared PostgreSQL database, one of several replicas.
 //!
-//! The database is the only thing replicas share. Records go through [`PgStore`]; each
-//! replica keeps its own tantivy index in its data directory, derived from the database's
-//! ordered change log by an [`IndexFollower`] on a background thread, which also reloads the
-//! in-memory vectors of every document it applies. Permissions need no following: every
-//! request reads the permission state it uses from the database (see `permissions.rs`).
+//! The database is the only thing replicas share. Records go through
+//! [`PgStore`](knowhub_pg::PgStore); each replica keeps its own tantivy index in its data
+//! directory, derived from the database's ordered change log by an [`IndexFollower`] on a
+//! background thread (a new replica catches up from the log on start). Dense retrieval asks pgvector, with the caller's readable documents inside the query
+//! ([`DenseVectors`]), so no replica holds vectors in memory. Permissions need no following:
+//! every request reads the permission state it uses from the database (see `permissions.rs`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,10 +14,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use knowhub_index::TantivyIndex;
-use knowhub_pg::{Database, IndexFollower, PgStore, state_file};
+use knowhub_pg::{Database, IndexFollower, PgVectors, VectorModel, state_file};
 use knowhub_store::StoreError;
+use knowhub_vector::VectorHit;
 
-use crate::semantic::{Semantic, sync_vectors};
 use crate::{EngineError, Result};
 
 /// How often a replica looks for changes when no notification arrives (a notification is lost
@@ -64,6 +65,36 @@ pub fn connect(config: &TeamConfig) -> Result<Database> {
     Database::connect(&config.database).map_err(store_error)
 }
 
+/// The embedder's vectors in the team database: searched there, never loaded.
+#[derive(Debug, Clone)]
+pub(crate) struct DenseVectors {
+    vectors: PgVectors,
+    model: VectorModel,
+}
+
+impl DenseVectors {
+    /// Registers the embedder's model and makes sure its HNSW index exists (built once, by
+    /// whichever replica gets there first; kept current by PostgreSQL after that).
+    pub(crate) fn open(db: &Database, model: &str, dim: usize) -> Result<DenseVectors> {
+        let vectors = PgVectors::new(db);
+        let model = vectors.register_model(model, dim).map_err(store_error)?;
+        vectors.build_index(&model).map_err(store_error)?;
+        Ok(DenseVectors { vectors, model })
+    }
+
+    /// The `k` nearest chunks among `readable` documents (`None`: all), best first.
+    pub(crate) fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        readable: Option<&[u64]>,
+    ) -> Result<Vec<VectorHit>> {
+        self.vectors
+            .search(&self.model, query, k, readable)
+            .map_err(store_error)
+    }
+}
+
 /// The background thread that keeps a replica's index and vectors in step; stopped on drop.
 pub(crate) struct Follower {
     stop: Arc<AtomicBool>,
@@ -80,27 +111,14 @@ impl Drop for Follower {
 }
 
 /// Opens this replica's index in `index_dir`, brings it up to the change log's end, then
-/// follows the log on a thread. `semantic`'s vectors are reloaded for every changed document.
+/// follows the log on a thread.
 pub(crate) fn follow(
     config: &TeamConfig,
     db: &Database,
     index: Arc<TantivyIndex>,
     index_dir: &Path,
-    semantic: Option<Arc<Semantic>>,
 ) -> Result<Follower> {
-    let store = PgStore::new(db, &config.replica);
-    let observer = Box::new(move |ids: &[knowhub_store::DocumentId]| {
-        if let Some(sem) = &semantic {
-            for id in ids {
-                if let Err(e) = sync_vectors(&store, sem, *id) {
-                    tracing::warn!(document = id.0, "reloading vectors failed: {e}");
-                }
-            }
-        }
-    });
-    let mut follower = IndexFollower::new(db, index, state_file(index_dir))
-        .map_err(store_error)?
-        .with_observer(observer);
+    let mut follower = IndexFollower::new(db, index, state_file(index_dir)).map_err(store_error)?;
     let caught_up = follower.catch_up().map_err(store_error)?;
     tracing::info!(
         changes = caught_up.changes,

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use knowhub_engine::team::TeamConfig;
 use knowhub_engine::{
-    AccountId, Engine, EngineConfig, ModelSet, RealFs, RequestContext, Role, SearchOptions, UserId,
-    dev_context,
+    AccountId, Embedder, Engine, EngineConfig, ModelSet, RealFs, RequestContext, RetrievalMode,
+    Role, SearchOptions, UserId, dev_context,
 };
 use knowhub_pg::PgCluster;
 
@@ -29,12 +29,69 @@ fn cluster() -> Option<PgCluster> {
 }
 
 fn replica(database: &str, name: &str, data: &Path) -> Engine {
+    replica_with(database, name, data, ModelSet::none())
+}
+
+fn replica_with(database: &str, name: &str, data: &Path, models: ModelSet) -> Engine {
     let mut config = EngineConfig::new(data);
     config.team = Some(TeamConfig {
         database: database.to_owned(),
         replica: name.to_owned(),
     });
-    Engine::open_with(config, Arc::new(RealFs), ModelSet::none()).unwrap()
+    Engine::open_with(config, Arc::new(RealFs), models).unwrap()
+}
+
+/// A deterministic embedder: hashed bag of words, L2-normalised (shared words → nearby).
+#[derive(Debug)]
+struct WordHash;
+
+impl WordHash {
+    fn vector(text: &str) -> Vec<f32> {
+        let mut v = vec![0f32; 64];
+        for word in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            let h = word
+                .to_lowercase()
+                .bytes()
+                .fold(1469598103934665603u64, |h, b| {
+                    (h ^ u64::from(b)).wrapping_mul(1099511628211)
+                });
+            v[(h % 64) as usize] += 1.0;
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+        v.iter().map(|x| x / norm).collect()
+    }
+}
+
+impl Embedder for WordHash {
+    fn model_id(&self) -> &str {
+        "word-hash-64"
+    }
+    fn dim(&self) -> usize {
+        64
+    }
+    fn embed_passages(&self, texts: &[&str]) -> knowhub_embed::Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|t| WordHash::vector(t)).collect())
+    }
+    fn embed_query(&self, text: &str) -> knowhub_embed::Result<Vec<f32>> {
+        Ok(WordHash::vector(text))
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        text.split_whitespace().count()
+    }
+    fn max_tokens(&self) -> usize {
+        512
+    }
+}
+
+fn with_embedder() -> ModelSet {
+    ModelSet {
+        embedder: Some(Arc::new(WordHash)),
+        reranker: None,
+        notes: Vec::new(),
+    }
 }
 
 fn user(id: &str) -> RequestContext {
@@ -171,4 +228,85 @@ fn what_one_replica_writes_governs_the_next_request_on_the_other() {
     drop(b);
     let b = replica(&url, "b2", &dirs.path().join("b"));
     assert_eq!(titles(&b, &root, "annual"), ["leave"]);
+}
+
+fn semantic_titles(engine: &Engine, ctx: &RequestContext, query: &str) -> Vec<String> {
+    let options = SearchOptions {
+        mode: RetrievalMode::Semantic,
+        ..SearchOptions::default()
+    };
+    let mut out: Vec<String> = engine
+        .search(ctx, query, &options)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.title)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn dense_retrieval_searches_the_database_with_the_readable_filter_inside() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.create_database("team_dense").unwrap();
+    let dirs = tempfile::tempdir().unwrap();
+    let docs = dirs.path().join("docs");
+    for (rel, text) in [
+        ("open/ferry.txt", "ferry timetable harbour crossing boats"),
+        ("open/garden.txt", "garden roses tulips watering"),
+        (
+            "closed/ferry-budget.txt",
+            "ferry budget harbour crossing costs",
+        ),
+    ] {
+        write(&docs, rel, text);
+    }
+    let a = replica_with(&url, "a", &dirs.path().join("a"), with_embedder());
+    let b = replica_with(&url, "b", &dirs.path().join("b"), with_embedder());
+    let root = dev_context();
+    let report = a
+        .ingest(
+            &root,
+            std::slice::from_ref(&docs),
+            &Default::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(report.embedded, 3, "{report:?}");
+    a.add_user(&root, &UserId::new("dora").unwrap(), "Dora", Role::User)
+        .unwrap();
+    a.set_folder_acl(
+        &root,
+        &docs.join("open"),
+        Some(&"user:dora".parse().unwrap()),
+    )
+    .unwrap();
+    a.set_folder_acl(
+        &root,
+        &docs.join("closed"),
+        Some(&"team:finance".parse().unwrap()),
+    )
+    .unwrap();
+
+    // Replica B holds no vectors in memory: its dense hits come from pgvector.
+    let everything = semantic_titles(&b, &root, "harbour ferry crossing");
+    assert!(
+        everything.contains(&"ferry-budget".to_string()),
+        "{everything:?}"
+    );
+    let dora = user("dora");
+    let hers = semantic_titles(&b, &dora, "harbour ferry crossing");
+    assert!(hers.contains(&"ferry".to_string()), "{hers:?}");
+    assert!(!hers.contains(&"ferry-budget".to_string()), "{hers:?}");
+    // Granting is seen by the next request, dense path included.
+    a.add_membership(
+        &root,
+        &UserId::new("dora").unwrap(),
+        &"team:finance".parse().unwrap(),
+    )
+    .unwrap();
+    let now = semantic_titles(&b, &dora, "harbour ferry crossing");
+    assert!(now.contains(&"ferry-budget".to_string()), "{now:?}");
+    assert!(b.check(&root, false).unwrap().problems.is_empty());
 }
