@@ -131,6 +131,18 @@ impl Hub {
         })
     }
 
+    /// Team mode: whether the shared database answers now (`None`: local mode).
+    pub fn database_health(&self) -> Option<std::result::Result<(), String>> {
+        self.team
+            .as_ref()
+            .map(|t| t.database().ping().map_err(|e| e.to_string()))
+    }
+
+    /// Whether this hub serves from a team database.
+    pub fn is_team(&self) -> bool {
+        self.team.is_some()
+    }
+
     fn models(&self) -> Result<ModelSet> {
         let mut models = self.models.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = models.as_ref() {

@@ -53,7 +53,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use knowhub_chunk::{ChunkConfig, HeuristicTokenCounter, TokenCounter};
 use knowhub_index::{IndexError, TantivyIndex, TextIndex};
-use knowhub_store::{Store, StoreError, StoreStats, backend::Backend};
+use knowhub_store::{Store, StoreStats, backend::Backend};
 use thiserror::Error;
 
 pub use chat::{QueryableData, QueryableTable};
@@ -70,6 +70,7 @@ pub use knowhub_authz::{AccountId, RequestContext, Role, UserId};
 pub use knowhub_embed::{DeviceChoice, Embedder, Reranker};
 pub use knowhub_index::DocFilter;
 pub use knowhub_store::UserRecord;
+pub use knowhub_store::StoreError;
 pub use knowhub_store::{AuditRecord, ChunkId, ChunkRecord, DocumentId};
 pub use knowhub_store::{DocumentRecord, SourceRecord};
 pub use knowhub_store::{FeedbackCase, KnowledgeEval, KnowledgeSource};

@@ -14,6 +14,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use knowhub_agent::AgentError;
 use knowhub_engine::EngineError;
+use knowhub_engine::StoreError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -174,6 +175,20 @@ impl From<EngineError> for ApiError {
                 );
                 ApiError::new(ErrorCode::Unavailable, "the language model failed")
             }
+            // The team database restarts or a connection broke: the client should retry.
+            EngineError::Store(StoreError::Unavailable(ref detail)) => {
+                tracing::warn!(
+                    trace_id = current_trace_id().as_deref().unwrap_or("-"),
+                    "database unavailable: {detail}"
+                );
+                ApiError::new(
+                    ErrorCode::Unavailable,
+                    "the database is unavailable; retry in a moment",
+                )
+            }
+            EngineError::Store(StoreError::Unsupported(_)) => {
+                ApiError::new(ErrorCode::ValidationError, e.to_string())
+            }
             EngineError::Store(_)
             | EngineError::Index(_)
             | EngineError::Io { .. }
@@ -226,6 +241,14 @@ impl IntoResponse for ApiError {
             },
             trace_id: current_trace_id(),
         };
-        (self.code.status(), Json(body)).into_response()
+        let mut response = (self.code.status(), Json(body)).into_response();
+        if self.code == ErrorCode::Unavailable {
+            // Every 503 here is transient (a busy writer, a restarting database or model).
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        response
     }
 }

@@ -37,8 +37,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{DefaultBodyLimit, Request};
-use axum::http::HeaderValue;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use knowhub_engine::Hub;
@@ -138,19 +138,44 @@ where
 /// `GET /api/v1/health`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
-    /// `ok`.
+    /// `ok`, or `unavailable` when the team database does not answer (HTTP 503).
     status: String,
     version: String,
+    /// Where records live: `sqlite` (this machine) or `postgres` (a team database).
+    store: String,
+    /// Team mode: `ok`, or why the database cannot be reached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    database: Option<String>,
 }
 
-/// Liveness (no authentication).
+/// Liveness and, in team mode, database reachability (no authentication), for load balancers:
+/// a replica that cannot reach the database answers 503 and is taken out of rotation.
 #[utoipa::path(get, path = "/api/v1/health", tag = "meta",
-    responses((status = 200, body = Health)))]
-async fn health() -> Json<Health> {
-    Json(Health {
-        status: "ok".into(),
+    responses((status = 200, body = Health), (status = 503, body = Health)))]
+async fn health(State(state): State<ServerState>) -> (StatusCode, Json<Health>) {
+    let hub = Arc::clone(&state.inner.hub);
+    let database = tokio::task::spawn_blocking(move || hub.database_health())
+        .await
+        .unwrap_or_else(|e| Some(Err(e.to_string())));
+    let (code, status) = match &database {
+        Some(Err(_)) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+        _ => (StatusCode::OK, "ok"),
+    };
+    let health = Health {
+        status: status.into(),
         version: env!("CARGO_PKG_VERSION").into(),
-    })
+        store: if database.is_some() {
+            "postgres"
+        } else {
+            "sqlite"
+        }
+        .into(),
+        database: database.map(|r| match r {
+            Ok(()) => "ok".to_owned(),
+            Err(e) => e,
+        }),
+    };
+    (code, Json(health))
 }
 
 struct SecuritySchemes;

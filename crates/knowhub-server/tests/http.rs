@@ -215,6 +215,8 @@ fn health_needs_no_key_and_openapi_lists_every_route() {
     let r = s.request("GET", "/api/v1/health", &[], None);
     assert_eq!(r.status, 200);
     assert_eq!(r.json()["status"], "ok");
+    assert_eq!(r.json()["store"], "sqlite");
+    assert!(r.json().get("database").is_none());
 
     let r = s.request("GET", "/openapi.json", &[], None);
     assert_eq!(r.status, 200);
