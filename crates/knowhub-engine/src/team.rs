@@ -7,14 +7,18 @@
 //! ([`DenseVectors`]), so no replica holds vectors in memory. Permissions need no following:
 //! every request reads the permission state it uses from the database (see `permissions.rs`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use knowhub_index::TantivyIndex;
-use knowhub_pg::{Database, IndexFollower, PgVectors, VectorModel, state_file};
+use std::collections::{BTreeMap, BTreeSet};
+
+use knowhub_index::{
+    ChunkEntry, Result as IndexResult, SearchRequest, Snippet, TantivyIndex, TextHit, TextIndex,
+};
+use knowhub_pg::{Database, IndexFollower, PgDocuments, PgVectors, VectorModel, state_file};
 use knowhub_store::StoreError;
 use knowhub_vector::VectorHit;
 
@@ -31,6 +35,9 @@ pub struct TeamConfig {
     pub database: String,
     /// This replica's name, unique among running replicas (its job claims carry it).
     pub replica: String,
+    /// The key file sealing resources' secure bodies: the same key on every replica (created
+    /// by the first replica that needs it when missing). `None`: secure bodies are refused.
+    pub secret_key_file: Option<PathBuf>,
 }
 
 impl TeamConfig {
@@ -43,6 +50,7 @@ impl TeamConfig {
         TeamConfig {
             database: database.into(),
             replica: format!("{host}:{}", std::process::id()),
+            secret_key_file: None,
         }
     }
 }
@@ -63,6 +71,42 @@ pub(crate) fn store_error(e: knowhub_pg::PgError) -> EngineError {
 /// Connects to the team database (running its migrations, or refusing a newer schema).
 pub fn connect(config: &TeamConfig) -> Result<Database> {
     Database::connect(&config.database).map_err(store_error)
+}
+
+/// The index of a data directory another process on this machine serves from (e.g. the CLI
+/// next to a running `knowhub serve`): that process's follower writes it from the change log,
+/// so this one only reads it (tantivy reloads on each commit) and its own writes, which reach
+/// the database, are not repeated here.
+pub(crate) struct FollowedElsewhere(pub(crate) TantivyIndex);
+
+impl TextIndex for FollowedElsewhere {
+    fn replace_document(&self, _doc_id: u64, _chunks: &[ChunkEntry<'_>]) -> IndexResult<()> {
+        Ok(())
+    }
+    fn delete_document(&self, _doc_id: u64) -> IndexResult<()> {
+        Ok(())
+    }
+    fn clear(&self) -> IndexResult<()> {
+        Ok(())
+    }
+    fn commit(&self) -> IndexResult<()> {
+        Ok(())
+    }
+    fn search(&self, request: &SearchRequest) -> IndexResult<Vec<TextHit>> {
+        self.0.search(request)
+    }
+    fn snippet(&self, query_text: &str, text: &str, max_chars: usize) -> IndexResult<Snippet> {
+        self.0.snippet(query_text, text, max_chars)
+    }
+    fn num_chunks(&self) -> IndexResult<u64> {
+        self.0.num_chunks()
+    }
+    fn doc_ids(&self) -> IndexResult<BTreeSet<u64>> {
+        self.0.doc_ids()
+    }
+    fn doc_chunk_counts(&self) -> IndexResult<BTreeMap<u64, u64>> {
+        self.0.doc_chunk_counts()
+    }
 }
 
 /// The embedder's vectors in the team database: searched there, never loaded.
@@ -99,6 +143,25 @@ impl DenseVectors {
 pub(crate) struct Follower {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// The change-log position the index has committed.
+    position: Arc<AtomicI64>,
+    documents: PgDocuments,
+}
+
+impl Follower {
+    /// Waits (at most `limit`) until the index has applied every change committed before
+    /// this call; returns how many changes it is still behind (0: caught up).
+    pub(crate) fn wait_caught_up(&self, limit: Duration) -> Result<i64> {
+        let last = self.documents.last_change().map_err(store_error)?;
+        let start = std::time::Instant::now();
+        loop {
+            let behind = last - self.position.load(Ordering::Acquire);
+            if behind <= 0 || start.elapsed() >= limit {
+                return Ok(behind.max(0));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
 
 impl Drop for Follower {
@@ -119,6 +182,7 @@ pub(crate) fn follow(
     index_dir: &Path,
 ) -> Result<Follower> {
     let mut follower = IndexFollower::new(db, index, state_file(index_dir)).map_err(store_error)?;
+    let position = follower.position();
     let caught_up = follower.catch_up().map_err(store_error)?;
     tracing::info!(
         changes = caught_up.changes,
@@ -150,5 +214,7 @@ pub(crate) fn follow(
     Ok(Follower {
         stop,
         thread: Some(thread),
+        position,
+        documents: PgDocuments::new(db),
     })
 }

@@ -33,10 +33,21 @@ fn replica(database: &str, name: &str, data: &Path) -> Engine {
 }
 
 fn replica_with(database: &str, name: &str, data: &Path, models: ModelSet) -> Engine {
+    replica_keyed(database, name, data, models, None)
+}
+
+fn replica_keyed(
+    database: &str,
+    name: &str,
+    data: &Path,
+    models: ModelSet,
+    secret_key_file: Option<PathBuf>,
+) -> Engine {
     let mut config = EngineConfig::new(data);
     config.team = Some(TeamConfig {
         database: database.to_owned(),
         replica: name.to_owned(),
+        secret_key_file,
     });
     Engine::open_with(config, Arc::new(RealFs), models).unwrap()
 }
@@ -308,5 +319,54 @@ fn dense_retrieval_searches_the_database_with_the_readable_filter_inside() {
     .unwrap();
     let now = semantic_titles(&b, &dora, "harbour ferry crossing");
     assert!(now.contains(&"ferry-budget".to_string()), "{now:?}");
-    assert!(b.check(&root, false).unwrap().problems.is_empty());
+    let check = b.check(&root, false).unwrap();
+    assert!(check.problems.is_empty(), "{:?}", check.problems);
+}
+
+#[test]
+fn a_secret_sealed_through_one_replica_opens_through_another_with_the_shared_key() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.create_database("team_secrets").unwrap();
+    let dirs = tempfile::tempdir().unwrap();
+    let key = dirs.path().join("shared/secret.key");
+    std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+    let a = replica_keyed(
+        &url,
+        "a",
+        &dirs.path().join("a"),
+        ModelSet::none(),
+        Some(key.clone()),
+    );
+    let b = replica_keyed(
+        &url,
+        "b",
+        &dirs.path().join("b"),
+        ModelSet::none(),
+        Some(key),
+    );
+    let root = dev_context();
+    let saved = a
+        .resource_save(
+            &root,
+            knowhub_engine::NewResource {
+                id: Some("credentials/ci".into()),
+                content_type: "credential".into(),
+                title: "CI token".into(),
+                secure_body: Some(knowhub_engine::SecureBody::new("s3cr3t-token")),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let read = b.resource_get(&root, &saved.id).unwrap();
+    assert_eq!(
+        read.secure_body
+            .as_ref()
+            .map(knowhub_engine::SecureBody::expose),
+        Some("s3cr3t-token")
+    );
+
+    // A replica without the shared key refuses secure bodies instead of sealing with its own.
+    let c = replica(&url, "c", &dirs.path().join("c"));
+    let err = c.resource_get(&root, &saved.id).unwrap_err();
+    assert!(err.to_string().contains("KNOWHUB_SECRET_KEY_FILE"), "{err}");
 }

@@ -32,6 +32,9 @@ pub const CHANGES_CHANNEL: &str = "knowhub_changes";
 /// appends to `document_changes` takes it (transaction-scoped) before `nextval`.
 pub const CHANGE_LOG_LOCK: i64 = 0x0063_6861_6e67_6573;
 
+/// The caveat of a spreadsheet stored in the team database.
+const TABLES_NOT_KEPT: &str = "its tables are not kept in the team database yet: search finds its text, the SQL tool cannot query it";
+
 /// One entry of the change log: document `document_id` changed (or went) at `seq`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Change {
@@ -119,14 +122,14 @@ impl PgDocuments {
     /// Stores a freshly parsed document, atomically replacing any previous version at the same
     /// path (same id, new chunks), and logs the change for the replicas' indexes.
     ///
-    /// Spreadsheet tables are not kept in the team database yet: a document with tables is
-    /// refused rather than stored without them.
+    /// Spreadsheet tables are not kept in the team database yet: a spreadsheet is stored with
+    /// its text and chunks (searchable) and a note saying the SQL tool cannot query it.
     pub fn replace_document(&self, doc: &NewDocument<'_>) -> Result<DocumentId> {
-        if !doc.tables.is_empty() {
-            return Err(PgError::Unsupported(
-                "spreadsheet tables are not kept in the team database yet".into(),
-            ));
-        }
+        let note = match (doc.tables.is_empty(), doc.note) {
+            (true, note) => note.map(str::to_owned),
+            (false, None) => Some(TABLES_NOT_KEPT.to_owned()),
+            (false, Some(note)) => Some(format!("{note}; {TABLES_NOT_KEPT}")),
+        };
         let mut client = self.db.client()?;
         let mut tx = client.transaction()?;
         let now = now_ms();
@@ -142,7 +145,7 @@ impl PgDocuments {
             &doc.mtime_ns,
             &doc.title,
             &doc.status.as_str(),
-            &doc.note,
+            &note,
             &doc.page_count.map(i64::from),
             &doc.encoding,
             &chunk_count,
@@ -834,8 +837,8 @@ impl DocumentStore for PgStore {
     }
 }
 
-/// Spreadsheet sheets are not kept as tables in the team database yet ([`PgDocuments`] refuses
-/// a document with tables), so there are none to list, count or clean up.
+/// Spreadsheet sheets are not kept as tables in the team database yet ([`PgDocuments`] stores
+/// a spreadsheet's text only), so there are none to list, count or clean up.
 impl TableStore for PgStore {
     fn all_sheet_tables(&self) -> StoreResult<Vec<(DocumentId, SheetTableRecord)>> {
         Ok(Vec::new())

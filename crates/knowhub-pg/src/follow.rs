@@ -9,6 +9,8 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use knowhub_index::{ChunkEntry, TextIndex};
@@ -31,16 +33,14 @@ pub struct CatchUp {
     pub applied: i64,
 }
 
-/// Called with the documents of each applied batch (e.g. to reload their vectors).
-pub type ChangeObserver = Box<dyn FnMut(&[DocumentId]) + Send>;
-
 /// Keeps one replica's text index in step with the database.
 pub struct IndexFollower<I: TextIndex> {
     docs: PgDocuments,
     index: I,
     state: PathBuf,
     applied: i64,
-    observer: Option<ChangeObserver>,
+    /// `applied`, readable from other threads (e.g. a check waiting for the follower).
+    position: Arc<AtomicI64>,
 }
 
 impl<I: TextIndex + std::fmt::Debug> std::fmt::Debug for IndexFollower<I> {
@@ -77,14 +77,13 @@ impl<I: TextIndex> IndexFollower<I> {
             index,
             state,
             applied,
-            observer: None,
+            position: Arc::new(AtomicI64::new(applied)),
         })
     }
 
-    /// Calls `observer` with the documents of each batch once the index has committed it.
-    pub fn with_observer(mut self, observer: ChangeObserver) -> IndexFollower<I> {
-        self.observer = Some(observer);
-        self
+    /// The applied position, shared: it moves as this follower commits.
+    pub fn position(&self) -> Arc<AtomicI64> {
+        Arc::clone(&self.position)
     }
 
     pub fn index(&self) -> &I {
@@ -111,9 +110,6 @@ impl<I: TextIndex> IndexFollower<I> {
             let ids: Vec<DocumentId> = ids.into_iter().collect();
             let entries = self.docs.index_entries(&ids)?;
             self.apply(&ids, &entries)?;
-            if let Some(observer) = self.observer.as_mut() {
-                observer(&ids);
-            }
             self.record(last)?;
             done.changes += changes.len() as u64;
             done.documents += ids.len() as u64;
@@ -156,6 +152,7 @@ impl<I: TextIndex> IndexFollower<I> {
         std::fs::File::open(&tmp)?.sync_all()?;
         std::fs::rename(&tmp, &self.state)?;
         self.applied = seq;
+        self.position.store(seq, Ordering::Release);
         Ok(())
     }
 

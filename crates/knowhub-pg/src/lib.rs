@@ -30,6 +30,7 @@ mod documents;
 mod follow;
 mod groups;
 mod identity;
+mod import;
 mod jobs;
 mod knowledge;
 pub mod migrations;
@@ -46,8 +47,9 @@ use thiserror::Error;
 
 pub use cluster::{CLUSTER_USER, PG_BIN_ENV, PgCluster};
 pub use documents::{CHANGE_LOG_LOCK, CHANGES_CHANNEL, Change, PgDocuments};
-pub use follow::{CatchUp, ChangeObserver, IndexFollower, state_file};
+pub use follow::{CatchUp, IndexFollower, state_file};
 pub use identity::PgIdentity;
+pub use import::{CountCheck, ImportOptions, ImportReport, import_sqlite};
 pub use jobs::PgJobs;
 pub use store::{JOB_LEASE_MS, PgStore};
 pub use vectors::{
@@ -91,6 +93,17 @@ pub enum PgError {
     Cluster(String),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    #[error("reading the local store: {0}")]
+    Local(#[from] rusqlite::Error),
+    #[error("the team database is not empty: {0}")]
+    NotEmpty(String),
+    #[error(
+        "the local store has {0} spreadsheet table(s), which the team database does not keep \
+         yet (--skip-tables copies everything else without them)"
+    )]
+    SheetTables(u64),
+    #[error("the copy does not match the local store ({}): nothing was kept", .0.mismatch_summary())]
+    ImportMismatch(Box<import::ImportReport>),
 }
 
 impl PgError {

@@ -136,7 +136,8 @@ fn documents_keep_their_id_and_every_change_is_logged() {
         columns: Vec::new(),
         rows: Vec::new(),
     };
-    let err = docs
+    // A spreadsheet keeps its text and chunks; its tables are not kept, and it says so.
+    let id = docs
         .replace_document(&NewDocument {
             source,
             folder: None,
@@ -154,13 +155,20 @@ fn documents_keep_their_id_and_every_change_is_logged() {
             chunks: &[],
             tables: std::slice::from_ref(&table),
         })
-        .unwrap_err();
-    assert!(matches!(err, PgError::Unsupported(_)), "{err}");
+        .unwrap();
+    let sheet = docs
+        .document_by_path("/srv/handbook/sheet.xlsx")
+        .unwrap()
+        .unwrap();
+    assert_eq!(sheet.id, id);
     assert!(
-        docs.document_by_path("/srv/handbook/sheet.xlsx")
-            .unwrap()
-            .is_none()
+        sheet
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("SQL tool cannot query")),
+        "{sheet:?}"
     );
+    assert_eq!(sheet.error_code, None);
 }
 
 #[test]

@@ -258,9 +258,20 @@ pub fn app(state: ServerState) -> axum::Router {
 /// bodies and in the `X-Trace-ID` response header.
 async fn with_trace_id(req: Request, next: Next) -> Response {
     let trace = knowhub_engine::new_trace_id();
+    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+    let started = std::time::Instant::now();
     let mut response = error::TRACE_ID
         .scope(trace.clone(), async move { next.run(req).await })
         .await;
+    // One line per request (no query string, no body: they may hold search text or secrets).
+    tracing::info!(
+        trace_id = %trace,
+        method = %method,
+        path = %path,
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_millis() as u64,
+        "request"
+    );
     if let Ok(v) = HeaderValue::from_str(&trace) {
         response.headers_mut().insert("x-trace-id", v);
     }

@@ -1,0 +1,364 @@
+//! `knowhub bench team`: `/api/v1/search` over HTTP under load, as a USER whose ACLs allow about
+//! half of the documents — local mode (one SQLite engine) beside team mode (PostgreSQL with
+//! pgvector) with one and with two replicas, on the same generated corpus. Passage vectors are
+//! synthetic (embedding 100k passages for real takes over an hour on 2 cores); queries are
+//! embedded for real by every replica, as in production.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use knowhub_engine::authz::{Role, UserId};
+use knowhub_engine::team::TeamConfig;
+use knowhub_engine::{
+    DEFAULT_EMBEDDER, Embedder, Engine, EngineConfig, Hub, IngestOptions, ModelSet, ParserBackend,
+    RealFs, dev_context,
+};
+use knowhub_server::ServerState;
+
+use crate::bench::{
+    CHUNKS_PER_FILE, SyntheticPassages, Vocab, WARMUP_QUERIES, load_avg, make_queries, open_model,
+    percentile, thousands, write_corpus,
+};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct TeamBenchArgs {
+    /// Chunks in the generated corpus.
+    #[arg(long, default_value_t = 100_000)]
+    chunks: usize,
+    /// Timed requests per setup (after warm-up).
+    #[arg(long, default_value_t = 400)]
+    queries: usize,
+    /// Concurrent clients (threads issuing requests back to back).
+    #[arg(long, default_value_t = 4)]
+    clients: usize,
+    /// A team database to use (it must be empty); default: a private PostgreSQL started here
+    /// (binaries from `scripts/env.sh`'s `ensure_postgres`).
+    #[arg(long)]
+    team_database: Option<String>,
+}
+
+/// One setup's load result.
+struct LoadRow {
+    setup: String,
+    requests: usize,
+    errors: usize,
+    qps: f64,
+    p50: f64,
+    p95: f64,
+    p99: f64,
+    hits_p50: f64,
+}
+
+/// An in-process `knowhub serve` on a loopback port; stops when the process ends.
+fn serve(hub: Hub) -> Result<SocketAddr> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
+    let addr = listener.local_addr()?;
+    let state = ServerState::new(hub, None);
+    std::thread::spawn(move || {
+        rt.block_on(knowhub_server::serve_on(
+            listener,
+            state,
+            std::future::pending(),
+        ))
+    });
+    Ok(addr)
+}
+
+fn models(e5: &Arc<dyn Embedder>) -> ModelSet {
+    ModelSet {
+        embedder: Some(Arc::new(SyntheticPassages {
+            id: format!("{}+synthetic-passages", e5.model_id()),
+            real: Arc::clone(e5),
+        })),
+        reranker: None,
+        notes: Vec::new(),
+    }
+}
+
+fn config(data: &Path, team: Option<(&str, &str)>) -> EngineConfig {
+    let mut config = EngineConfig::new(data);
+    config.parser = ParserBackend::InProcess;
+    config.team = team.map(|(database, replica)| TeamConfig {
+        database: database.to_owned(),
+        replica: replica.to_owned(),
+        secret_key_file: None,
+    });
+    config
+}
+
+/// Ingests the corpus, restricts every other part folder to another team, and returns the
+/// API key of a USER in `team:bench` (about half the documents readable).
+fn load_corpus(engine: &Engine, corpus: &Path) -> Result<String> {
+    let admin = dev_context();
+    let t = Instant::now();
+    let report = engine.ingest(
+        &admin,
+        &[corpus.to_path_buf()],
+        &IngestOptions::default(),
+        &mut |_| {},
+    )?;
+    eprintln!(
+        "  ingested {} documents ({} chunks, {} embedded) in {:.0} s",
+        report.added,
+        report.chunks,
+        report.embedded,
+        t.elapsed().as_secs_f64()
+    );
+    let user = UserId::new("bench-user")?;
+    engine.add_user(&admin, &user, "bench user", Role::User)?;
+    engine.add_membership(&admin, &user, &"team:bench".parse()?)?;
+    engine.set_folder_acl(&admin, corpus, Some(&"team:bench".parse()?))?;
+    let mut parts: Vec<PathBuf> = std::fs::read_dir(corpus)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    parts.sort();
+    for part in parts.iter().skip(1).step_by(2) {
+        engine.set_folder_acl(&admin, part, Some(&"team:other".parse()?))?;
+    }
+    Ok(engine.rotate_api_key(&admin, &user)?.secret().to_owned())
+}
+
+/// One search request; its latency in ms and how many hits came back.
+fn search(agent: &ureq::Agent, addr: SocketAddr, key: &str, query: &str) -> Result<(f64, usize)> {
+    let body = serde_json::json!({ "query": query, "limit": 10 }).to_string();
+    let request = ureq::http::Request::builder()
+        .method("POST")
+        .uri(format!("http://{addr}/api/v1/search"))
+        .header("x-api-key", key)
+        .header("content-type", "application/json")
+        .body(body)?;
+    let t = Instant::now();
+    let mut response = agent.run(request)?;
+    let text = response.body_mut().read_to_string()?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    if response.status().as_u16() != 200 {
+        bail!("HTTP {}: {text}", response.status());
+    }
+    let value: serde_json::Value = serde_json::from_str(&text)?;
+    let hits = value["hits"].as_array().map_or(0, Vec::len);
+    Ok((ms, hits))
+}
+
+/// `clients` threads send `queries` (round-robin over `servers`) as fast as answers come.
+fn load(
+    setup: &str,
+    servers: &[SocketAddr],
+    key: &str,
+    warmup: &[String],
+    queries: &[String],
+    clients: usize,
+) -> Result<LoadRow> {
+    let agent = || {
+        ureq::Agent::new_with_config(
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(Duration::from_secs(60)))
+                .build(),
+        )
+    };
+    // Warm-up on every server: the first request opens the engine (and catches a replica up).
+    for addr in servers {
+        let warm = agent();
+        let t = Instant::now();
+        for q in warmup {
+            search(&warm, *addr, key, q).with_context(|| format!("warm-up on {addr}"))?;
+        }
+        eprintln!(
+            "  {setup}: {addr} warm in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+    }
+    let next = AtomicUsize::new(0);
+    let started = Instant::now();
+    let results: Vec<Vec<Result<(f64, usize), String>>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..clients.max(1))
+            .map(|_| {
+                scope.spawn(|| {
+                    let agent = agent();
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(q) = queries.get(i) else { break };
+                        let addr = servers[i % servers.len()];
+                        out.push(search(&agent, addr, key, q).map_err(|e| e.to_string()));
+                    }
+                    out
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_default())
+            .collect()
+    });
+    let wall = started.elapsed().as_secs_f64();
+    let mut latencies = Vec::new();
+    let mut hits = Vec::new();
+    let mut errors = 0;
+    for r in results.into_iter().flatten() {
+        match r {
+            Ok((ms, n)) => {
+                latencies.push(ms);
+                hits.push(n as f64);
+            }
+            Err(e) => {
+                if errors == 0 {
+                    eprintln!("  {setup}: first error: {e}");
+                }
+                errors += 1;
+            }
+        }
+    }
+    Ok(LoadRow {
+        setup: setup.to_owned(),
+        requests: latencies.len() + errors,
+        errors,
+        qps: latencies.len() as f64 / wall.max(1e-9),
+        p50: percentile(&mut latencies, 0.5),
+        p95: percentile(&mut latencies, 0.95),
+        p99: percentile(&mut latencies, 0.99),
+        hits_p50: percentile(&mut hits, 0.5),
+    })
+}
+
+pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
+    let root = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| knowhub_models::find_repo_root(&cwd))
+        .unwrap_or_else(|| PathBuf::from("."));
+    let manifest = knowhub_models::Manifest::builtin()?;
+    let models_dir =
+        knowhub_models::default_models_dir().context("no models directory (KNOWHUB_MODELS_DIR)")?;
+    let e5_dir = knowhub_models::require(
+        &manifest,
+        &models_dir,
+        DEFAULT_EMBEDDER,
+        knowhub_models::Depth::Quick,
+    )?;
+    let e5: Arc<dyn Embedder> = Arc::new(open_model(&e5_dir)?);
+    let vocab = Vocab::build(&root.join("assets/demo"));
+    let mut queries = make_queries(&vocab, WARMUP_QUERIES + args.queries.max(1));
+    let timed = queries.split_off(WARMUP_QUERIES);
+    let warmup = queries;
+
+    let cluster;
+    let database = match &args.team_database {
+        Some(url) => url.clone(),
+        None => {
+            let bin = knowhub_pg::PgCluster::find_binaries().context(
+                "no PostgreSQL binaries: run `source scripts/env.sh && ensure_postgres`, or pass \
+                 --team-database",
+            )?;
+            cluster = knowhub_pg::PgCluster::start(&bin)?;
+            cluster.create_database("bench_team")?
+        }
+    };
+
+    let tmp = tempfile::tempdir()?;
+    let corpus = tmp.path().join("corpus");
+    let files = args.chunks.div_ceil(CHUNKS_PER_FILE).max(1);
+    eprintln!("writing {files} files (~{} chunks)…", args.chunks);
+    write_corpus(&corpus, files, &vocab, args.chunks as u64)?;
+
+    let mut rows = Vec::new();
+    let load_avg_start = load_avg();
+
+    eprintln!("local mode (SQLite, in-memory vectors):");
+    let local_key = {
+        let engine = Engine::open_with(
+            config(&tmp.path().join("local"), None),
+            Arc::new(RealFs),
+            models(&e5),
+        )?;
+        load_corpus(&engine, &corpus)?
+    };
+    let local = serve(Hub::open_with(
+        config(&tmp.path().join("local"), None),
+        Arc::new(RealFs),
+        models(&e5),
+    )?)?;
+    rows.push(load(
+        "local (SQLite), 1 server",
+        &[local],
+        &local_key,
+        &warmup,
+        &timed,
+        args.clients,
+    )?);
+
+    eprintln!("team mode (PostgreSQL + pgvector):");
+    let team_key = {
+        let engine = Engine::open_with(
+            config(&tmp.path().join("ingest"), Some((&database, "ingest"))),
+            Arc::new(RealFs),
+            models(&e5),
+        )?;
+        load_corpus(&engine, &corpus)?
+    };
+    // Fresh data directories: each replica builds its index from the change log on start.
+    let mut replicas = Vec::new();
+    for name in ["a", "b"] {
+        let t = Instant::now();
+        let hub = Hub::open_with(
+            config(&tmp.path().join(name), Some((&database, name))),
+            Arc::new(RealFs),
+            models(&e5),
+        )?;
+        hub.engine(&dev_context())?;
+        eprintln!(
+            "  replica {name}: caught up from the change log in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+        replicas.push(serve(hub)?);
+    }
+    rows.push(load(
+        "team (PostgreSQL), 1 replica",
+        &replicas[..1],
+        &team_key,
+        &warmup,
+        &timed,
+        args.clients,
+    )?);
+    rows.push(load(
+        "team (PostgreSQL), 2 replicas",
+        &replicas,
+        &team_key,
+        &warmup,
+        &timed,
+        args.clients,
+    )?);
+
+    println!(
+        "`knowhub bench team --chunks {} --queries {} --clients {}`: /api/v1/search over HTTP as \
+         a USER whose ACLs allow about half of the documents ({} chunks; synthetic passage \
+         vectors, real query embeddings; load average at the start {}).\n",
+        args.chunks,
+        args.queries,
+        args.clients,
+        thousands(args.chunks as u64),
+        load_avg_start.map_or("?".into(), |l| format!("{l:.2}"))
+    );
+    println!("| setup | requests | errors | queries/s | p50 ms | p95 ms | p99 ms | hits (p50) |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for r in &rows {
+        println!(
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} |",
+            r.setup, r.requests, r.errors, r.qps, r.p50, r.p95, r.p99, r.hits_p50
+        );
+    }
+    Ok(if rows.iter().all(|r| r.errors == 0) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
