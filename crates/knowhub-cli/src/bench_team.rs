@@ -91,6 +91,7 @@ fn config(data: &Path, team: Option<(&str, &str)>) -> EngineConfig {
         database: database.to_owned(),
         replica: replica.to_owned(),
         secret_key_file: None,
+        host: "test-host".into(),
     });
     config
 }

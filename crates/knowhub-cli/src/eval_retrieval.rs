@@ -42,6 +42,11 @@ pub(crate) struct RetrievalArgs {
     /// `weighted:ALPHA` (weight of the dense score). Repeatable.
     #[arg(long)]
     fusion: Vec<String>,
+    /// Evaluate team mode: records and vectors in this PostgreSQL database (fill it first with
+    /// `knowhub migrate` from the `--work-dir`'s `kb` to reuse its vectors), the full-text index
+    /// a replica's, in `<work dir>/kb-team`.
+    #[arg(long, value_name = "URL")]
+    team_database: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -67,6 +72,8 @@ struct Report {
     chunks: u64,
     embedder: Option<String>,
     reranker: Option<String>,
+    /// `sqlite` (local mode) or `postgres` (team mode).
+    store: String,
     ingest_seconds: f64,
     rows: Vec<Row>,
 }
@@ -302,7 +309,14 @@ pub(crate) fn run(args: RetrievalArgs, models: &ModelArgs, json: bool) -> Result
     };
     let ids = write_corpus(dataset, &work)?;
 
-    let mut config = crate::engine_config(work.join("kb"))?;
+    let mut config = match &args.team_database {
+        Some(url) => {
+            let mut config = crate::engine_config(work.join("kb-team"))?;
+            config.team = Some(knowhub_engine::team::TeamConfig::new(url.clone()));
+            config
+        }
+        None => crate::engine_config(work.join("kb"))?,
+    };
     // The corpus is project-written Markdown: parse in-process, no sandbox needed.
     config.parser = ParserBackend::InProcess;
     config.models = models.config()?;
@@ -454,6 +468,12 @@ pub(crate) fn run(args: RetrievalArgs, models: &ModelArgs, json: bool) -> Result
         chunks: status.store.chunks,
         embedder: engine.embedder_id().map(str::to_owned),
         reranker: engine.reranker_id().map(str::to_owned),
+        store: if args.team_database.is_some() {
+            "postgres"
+        } else {
+            "sqlite"
+        }
+        .to_owned(),
         ingest_seconds,
         rows,
     };
@@ -461,13 +481,14 @@ pub(crate) fn run(args: RetrievalArgs, models: &ModelArgs, json: bool) -> Result
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!(
-            "{}: {} documents ({} chunks), {} queries judged in {}; embedder {}; ingest {:.0} s",
+            "{}: {} documents ({} chunks), {} queries judged in {}; embedder {}; store {}; ingest {:.0} s",
             report.dataset,
             report.documents,
             report.chunks,
             qrels.len(),
             report.qrels,
             report.embedder.as_deref().unwrap_or("none"),
+            report.store,
             report.ingest_seconds
         );
         println!();

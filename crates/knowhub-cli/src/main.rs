@@ -67,6 +67,11 @@ struct Cli {
     )]
     database: Option<String>,
 
+    /// Team mode: replicas with the same host id see the same files (one machine, or storage
+    /// mounted under the same paths) and take each other's ingestion jobs (default: host name).
+    #[arg(long, global = true, env = "KNOWHUB_HOST_ID")]
+    host_id: Option<String>,
+
     /// Team mode: the key file sealing resources' secure bodies, the same on every replica.
     #[arg(long, global = true, env = "KNOWHUB_SECRET_KEY_FILE")]
     secret_key_file: Option<PathBuf>,
@@ -366,6 +371,7 @@ pub(crate) struct Place {
     pub(crate) data_dir: Option<PathBuf>,
     pub(crate) database: Option<String>,
     pub(crate) secret_key_file: Option<PathBuf>,
+    pub(crate) host_id: Option<String>,
 }
 
 impl Cli {
@@ -374,6 +380,7 @@ impl Cli {
             data_dir: self.data_dir.clone(),
             database: self.database.clone(),
             secret_key_file: self.secret_key_file.clone(),
+            host_id: self.host_id.clone(),
         }
     }
 }
@@ -388,12 +395,14 @@ impl Place {
             }
         };
         let mut config = engine_config(dir)?;
-        config.team = self
-            .database
-            .map(|database| knowhub_engine::team::TeamConfig {
+        config.team = self.database.map(|database| {
+            let defaults = knowhub_engine::team::TeamConfig::new(database);
+            knowhub_engine::team::TeamConfig {
                 secret_key_file: self.secret_key_file,
-                ..knowhub_engine::team::TeamConfig::new(database)
-            });
+                host: self.host_id.unwrap_or_else(|| defaults.host.clone()),
+                ..defaults
+            }
+        });
         Ok(config)
     }
 }

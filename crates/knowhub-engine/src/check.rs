@@ -48,13 +48,12 @@ impl Engine {
         let mut report = CheckReport::default();
         let mut problems = Vec::new();
         // Team mode: compare with the index once it has applied what is committed now.
-        if let Some(follower) = &self.follower {
-            let behind = follower.wait_caught_up(crate::team::FOLLOW_POLL * 5)?;
-            if behind > 0 {
-                problems.push(format!(
-                    "full-text index: {behind} change(s) behind the team database's log"
-                ));
-            }
+        if let Some(behind) = self.index_behind_log()?
+            && behind > 0
+        {
+            problems.push(format!(
+                "full-text index: {behind} change(s) behind the team database's log"
+            ));
         }
         let (stored_counts, docs, mismatches, orphans, pending, tombstones, counts, sources) = {
             let store = self.store();

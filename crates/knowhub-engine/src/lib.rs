@@ -244,8 +244,11 @@ pub struct Engine {
     write_lock: Mutex<()>,
     /// Another process holds the index writer: reads work, writes fail with `Busy`.
     read_only: bool,
-    /// Team mode: the thread that keeps this replica's index in step (stopped on drop).
-    follower: Option<team::Follower>,
+    /// Team mode: the thread that keeps this replica's index in step; held to be dropped
+    /// with the engine, which stops it.
+    _follower: Option<team::Follower>,
+    /// Team mode: the index the follower writes (also behind `index`, for its position).
+    team_index: Option<Arc<team::FollowedIndex>>,
     /// Team mode: dense retrieval in pgvector instead of the in-memory vectors.
     team_vectors: Option<team::DenseVectors>,
 }
@@ -304,25 +307,35 @@ impl Engine {
             None => None,
         };
         let store: Box<dyn Backend> = match (&config.team, &team_db) {
-            (Some(t), Some(db)) => Box::new(knowhub_pg::PgStore::new(db, &t.replica)),
+            (Some(t), Some(db)) => {
+                Box::new(knowhub_pg::PgStore::new(db, &t.replica).with_host(&t.host))
+            }
             _ => Box::new(Store::open(&paths.store, &paths.tables)?),
         };
         // Team mode: this process follows the change log into its data directory's index, or,
         // when another process here already does, reads that index.
-        let mut to_follow: Option<Arc<TantivyIndex>> = None;
+        let mut follower = None;
+        let mut team_index = None;
         let (mut rebuilt, mut read_only) = (false, false);
-        let index: Box<dyn TextIndex> = if team_db.is_some() {
-            match TantivyIndex::open(&paths.index) {
+        let index: Box<dyn TextIndex> = if let (Some(t), Some(db)) = (&config.team, &team_db) {
+            let state = knowhub_pg::state_file(&paths.index);
+            let followed = match TantivyIndex::open(&paths.index) {
                 Ok(index) => {
                     let index = Arc::new(index);
-                    to_follow = Some(Arc::clone(&index));
-                    Box::new(index)
+                    let (thread, position) = team::follow(t, db, Arc::clone(&index), &paths.index)?;
+                    follower = Some(thread);
+                    team::FollowedIndex::new(index, team::Position::Here(position), db)
                 }
-                Err(IndexError::Locked { .. }) => Box::new(team::FollowedElsewhere(
-                    TantivyIndex::open_read_only(&paths.index)?,
-                )),
+                Err(IndexError::Locked { .. }) => team::FollowedIndex::new(
+                    Arc::new(TantivyIndex::open_read_only(&paths.index)?),
+                    team::Position::File(state),
+                    db,
+                ),
                 Err(e) => return Err(e.into()),
-            }
+            };
+            let followed = Arc::new(followed);
+            team_index = Some(Arc::clone(&followed));
+            Box::new(followed)
         } else {
             match TantivyIndex::open(&paths.index) {
                 Ok(index) => Box::new(index),
@@ -375,7 +388,8 @@ impl Engine {
             reranker: models.reranker,
             model_notes: models.notes,
             write_lock: Mutex::new(()),
-            follower: None,
+            _follower: follower,
+            team_index,
             team_vectors: None,
         };
         if let (Some(t), Some(db)) = (&engine.config.team, &team_db) {
@@ -387,11 +401,8 @@ impl Engine {
                 let (model, dim) = (sem.embedder.model_id(), sem.embedder.dim());
                 engine.team_vectors = Some(team::DenseVectors::open(db, model, dim)?);
             }
-            // The follower is this replica's repair: it replays the change log from the
-            // position its index last committed.
-            if let Some(index) = to_follow {
-                engine.follower = Some(team::follow(t, db, index, &engine.paths.index)?);
-            }
+            // The follower (started above) is this replica's repair: it replays the change log
+            // from the position its index last committed.
             return Ok(engine);
         }
         engine.load_vectors()?;
@@ -401,6 +412,15 @@ impl Engine {
             engine.repair()?;
         }
         Ok(engine)
+    }
+
+    /// Team mode: how many change-log entries the index is behind after waiting a moment for
+    /// it (`None` in local mode).
+    pub(crate) fn index_behind_log(&self) -> Result<Option<i64>> {
+        self.team_index
+            .as_ref()
+            .map(|f| f.wait_caught_up(team::FOLLOW_POLL * 5))
+            .transpose()
     }
 
     /// The data directory layout in use.

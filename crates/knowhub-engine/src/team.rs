@@ -35,6 +35,10 @@ pub struct TeamConfig {
     pub database: String,
     /// This replica's name, unique among running replicas (its job claims carry it).
     pub replica: String,
+    /// Which files this replica can read: replicas with the same host id (one machine, or
+    /// storage shared under the same paths) take each other's ingestion jobs; no replica takes
+    /// a job for a file it cannot see. Default: the machine's host name.
+    pub host: String,
     /// The key file sealing resources' secure bodies: the same key on every replica (created
     /// by the first replica that needs it when missing). `None`: secure bodies are refused.
     pub secret_key_file: Option<PathBuf>,
@@ -43,16 +47,24 @@ pub struct TeamConfig {
 impl TeamConfig {
     /// A team configuration named after this host and process.
     pub fn new(database: impl Into<String>) -> TeamConfig {
-        let host = std::env::var("HOSTNAME")
-            .ok()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "replica".into());
+        let host = host_name();
         TeamConfig {
             database: database.into(),
             replica: format!("{host}:{}", std::process::id()),
+            host,
             secret_key_file: None,
         }
     }
+}
+
+/// The machine's host name (Linux: the kernel's; else `$HOSTNAME`), or `localhost`.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
 }
 
 impl std::fmt::Debug for TeamConfig {
@@ -60,6 +72,7 @@ impl std::fmt::Debug for TeamConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TeamConfig")
             .field("replica", &self.replica)
+            .field("host", &self.host)
             .finish_non_exhaustive()
     }
 }
@@ -73,13 +86,65 @@ pub fn connect(config: &TeamConfig) -> Result<Database> {
     Database::connect(&config.database).map_err(store_error)
 }
 
-/// The index of a data directory another process on this machine serves from (e.g. the CLI
-/// next to a running `knowhub serve`): that process's follower writes it from the change log,
-/// so this one only reads it (tantivy reloads on each commit) and its own writes, which reach
-/// the database, are not repeated here.
-pub(crate) struct FollowedElsewhere(pub(crate) TantivyIndex);
+/// Where a replica's index stands in the change log.
+pub(crate) enum Position {
+    /// This process follows the log into the index.
+    Here(Arc<AtomicI64>),
+    /// Another process on this data directory does (e.g. the CLI beside `knowhub serve`): its
+    /// position file says how far.
+    File(PathBuf),
+}
 
-impl TextIndex for FollowedElsewhere {
+impl Position {
+    fn applied(&self) -> i64 {
+        match self {
+            Position::Here(p) => p.load(Ordering::Acquire),
+            Position::File(path) => std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or(0),
+        }
+    }
+}
+
+/// A team replica's full-text index as the engine sees it. The follower alone writes it, from
+/// the change log, so the engine's own index writes are no-ops (the database holds them), and
+/// `commit` (make writes visible) waits until the follower has applied everything committed
+/// so far: a replica reads its own writes without indexing them twice.
+pub(crate) struct FollowedIndex {
+    index: Arc<TantivyIndex>,
+    position: Position,
+    documents: PgDocuments,
+}
+
+impl FollowedIndex {
+    pub(crate) fn new(index: Arc<TantivyIndex>, position: Position, db: &Database) -> Self {
+        FollowedIndex {
+            index,
+            position,
+            documents: PgDocuments::new(db),
+        }
+    }
+
+    /// Waits (at most `limit`) until the index has applied every change committed before this
+    /// call; returns how many changes it is still behind (0: caught up).
+    pub(crate) fn wait_caught_up(&self, limit: Duration) -> Result<i64> {
+        let last = self.documents.last_change().map_err(store_error)?;
+        let start = std::time::Instant::now();
+        loop {
+            let behind = last - self.position.applied();
+            if behind <= 0 || start.elapsed() >= limit {
+                if matches!(self.position, Position::File(_)) {
+                    self.index.reload().map_err(EngineError::Index)?;
+                }
+                return Ok(behind.max(0));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl TextIndex for FollowedIndex {
     fn replace_document(&self, _doc_id: u64, _chunks: &[ChunkEntry<'_>]) -> IndexResult<()> {
         Ok(())
     }
@@ -90,22 +155,27 @@ impl TextIndex for FollowedElsewhere {
         Ok(())
     }
     fn commit(&self) -> IndexResult<()> {
+        match self.wait_caught_up(FOLLOW_POLL * 5) {
+            Ok(0) => {}
+            Ok(behind) => tracing::warn!(behind, "the replica's index is behind the change log"),
+            Err(e) => tracing::warn!("cannot read the change log's position: {e}"),
+        }
         Ok(())
     }
     fn search(&self, request: &SearchRequest) -> IndexResult<Vec<TextHit>> {
-        self.0.search(request)
+        self.index.search(request)
     }
     fn snippet(&self, query_text: &str, text: &str, max_chars: usize) -> IndexResult<Snippet> {
-        self.0.snippet(query_text, text, max_chars)
+        self.index.snippet(query_text, text, max_chars)
     }
     fn num_chunks(&self) -> IndexResult<u64> {
-        self.0.num_chunks()
+        self.index.num_chunks()
     }
     fn doc_ids(&self) -> IndexResult<BTreeSet<u64>> {
-        self.0.doc_ids()
+        self.index.doc_ids()
     }
     fn doc_chunk_counts(&self) -> IndexResult<BTreeMap<u64, u64>> {
-        self.0.doc_chunk_counts()
+        self.index.doc_chunk_counts()
     }
 }
 
@@ -143,25 +213,6 @@ impl DenseVectors {
 pub(crate) struct Follower {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
-    /// The change-log position the index has committed.
-    position: Arc<AtomicI64>,
-    documents: PgDocuments,
-}
-
-impl Follower {
-    /// Waits (at most `limit`) until the index has applied every change committed before
-    /// this call; returns how many changes it is still behind (0: caught up).
-    pub(crate) fn wait_caught_up(&self, limit: Duration) -> Result<i64> {
-        let last = self.documents.last_change().map_err(store_error)?;
-        let start = std::time::Instant::now();
-        loop {
-            let behind = last - self.position.load(Ordering::Acquire);
-            if behind <= 0 || start.elapsed() >= limit {
-                return Ok(behind.max(0));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
 }
 
 impl Drop for Follower {
@@ -173,14 +224,14 @@ impl Drop for Follower {
     }
 }
 
-/// Opens this replica's index in `index_dir`, brings it up to the change log's end, then
-/// follows the log on a thread.
+/// Brings this replica's index in `index_dir` up to the change log's end, then follows the
+/// log on a thread; returns the thread and the index's position.
 pub(crate) fn follow(
     config: &TeamConfig,
     db: &Database,
     index: Arc<TantivyIndex>,
     index_dir: &Path,
-) -> Result<Follower> {
+) -> Result<(Follower, Arc<AtomicI64>)> {
     let mut follower = IndexFollower::new(db, index, state_file(index_dir)).map_err(store_error)?;
     let position = follower.position();
     let caught_up = follower.catch_up().map_err(store_error)?;
@@ -211,10 +262,11 @@ pub(crate) fn follow(
             path: index_dir.display().to_string(),
             source,
         })?;
-    Ok(Follower {
-        stop,
-        thread: Some(thread),
+    Ok((
+        Follower {
+            stop,
+            thread: Some(thread),
+        },
         position,
-        documents: PgDocuments::new(db),
-    })
+    ))
 }

@@ -47,6 +47,7 @@ fn replica_keyed(
     config.team = Some(TeamConfig {
         database: database.to_owned(),
         replica: name.to_owned(),
+        host: "test-host".into(),
         secret_key_file,
     });
     Engine::open_with(config, Arc::new(RealFs), models).unwrap()

@@ -296,6 +296,13 @@ impl TantivyIndex {
     }
 
     /// Whether this handle can write.
+    /// Sees what was committed since the last reload (another process's commits, for an index
+    /// opened read-only; its own commits reload it anyway).
+    pub fn reload(&self) -> Result<()> {
+        self.reader.reload()?;
+        Ok(())
+    }
+
     pub fn is_read_only(&self) -> bool {
         self.writer.is_none()
     }

@@ -28,6 +28,9 @@ const JOB_SELECT: &str = "SELECT id, path, owner, priority, state, attempts, not
 pub struct PgJobs {
     db: Database,
     replica: String,
+    /// The files this replica can read (its machine, or storage shared under the same paths):
+    /// a job is queued with it and claimed only by replicas with the same (see `with_host`).
+    host: Option<String>,
 }
 
 fn state_of(raw: &str) -> Result<JobState> {
@@ -57,7 +60,17 @@ impl PgJobs {
         PgJobs {
             db: db.clone(),
             replica: replica.into(),
+            host: None,
         }
+    }
+
+    /// Jobs name files on a machine's disk: queued with `host`, they are claimed only by
+    /// replicas of that host, so a replica never takes a file it cannot read for a deleted
+    /// one. Replicas of one host take over each other's jobs. Without a host (the default)
+    /// every replica claims every job (all files on storage every replica mounts).
+    pub fn with_host(mut self, host: impl Into<String>) -> PgJobs {
+        self.host = Some(host.into());
+        self
     }
 
     /// Queues jobs; a path already queued keeps one job with the better priority. Returns how
@@ -67,8 +80,8 @@ impl PgJobs {
         let mut client = self.db.client()?;
         let mut tx = client.transaction()?;
         let insert = tx.prepare(
-            "INSERT INTO jobs (path, owner, priority, state, created_at, updated_at)
-             VALUES ($1, $2, $3, 'queued', $4, $4)
+            "INSERT INTO jobs (path, owner, priority, state, created_at, updated_at, origin)
+             VALUES ($1, $2, $3, 'queued', $4, $4, $5)
              ON CONFLICT (path) WHERE state = 'queued'
              DO UPDATE SET priority = LEAST(jobs.priority, excluded.priority),
                            updated_at = excluded.updated_at
@@ -77,7 +90,10 @@ impl PgJobs {
         let mut added = 0;
         for job in jobs {
             let inserted: bool = tx
-                .query_one(&insert, &[&job.path, &job.owner, &job.priority, &now])?
+                .query_one(
+                    &insert,
+                    &[&job.path, &job.owner, &job.priority, &now, &self.host],
+                )?
                 .get(0);
             added += usize::from(inserted);
         }
@@ -98,11 +114,12 @@ impl PgJobs {
                  SELECT id FROM jobs
                  WHERE state = 'queued' AND not_before <= $1
                    AND NOT (SELECT paused FROM queue_control WHERE id = 1)
+                   AND (origin IS NULL OR $5::text IS NULL OR origin = $5)
                  ORDER BY priority, id LIMIT $2
                  FOR UPDATE SKIP LOCKED)
              RETURNING id, path, owner, priority, state, attempts, not_before, outcome, error,
                        created_at, updated_at",
-            &[&now, &limit, &self.replica, &lease_ms],
+            &[&now, &limit, &self.replica, &lease_ms, &self.host],
         )?;
         let mut jobs = rows.iter().map(job_record).collect::<Result<Vec<_>>>()?;
         jobs.sort_by_key(|j| (j.priority, j.id));

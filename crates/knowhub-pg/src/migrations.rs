@@ -197,7 +197,8 @@ CREATE TRIGGER users_deleted AFTER DELETE ON users
     },
     Domain {
         name: "jobs",
-        steps: &[r#"
+        steps: &[
+            r#"
 CREATE TABLE jobs (
     id           BIGSERIAL PRIMARY KEY,
     path         TEXT NOT NULL,
@@ -223,7 +224,11 @@ CREATE TABLE queue_control (
     paused  BOOLEAN NOT NULL
 );
 INSERT INTO queue_control (id, paused) VALUES (1, false);
-"#],
+"#,
+            r#"
+ALTER TABLE jobs ADD COLUMN origin TEXT;
+"#,
+        ],
     },
     Domain {
         name: "chat",

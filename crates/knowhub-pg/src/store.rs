@@ -41,6 +41,13 @@ impl PgStore {
         }
     }
 
+    /// Jobs queued by this store carry `host`, and it claims only those of `host` (see
+    /// [`PgJobs::with_host`]).
+    pub fn with_host(mut self, host: impl Into<String>) -> PgStore {
+        self.jobs = self.jobs.with_host(host);
+        self
+    }
+
     /// The database this store uses.
     pub fn database(&self) -> &Database {
         &self.db

@@ -463,17 +463,19 @@ fn stored_vectors(rows: &[postgres::Row]) -> Vec<StoredVector> {
 }
 
 impl VectorStore for PgStore {
+    /// Probes the vector table's primary key per chunk in (document, position) order, and
+    /// stops at `limit`: the model's id is resolved first so the probe is an index lookup.
     fn unembedded_chunks(&self, model: &str, limit: usize) -> StoreResult<Vec<UnembeddedChunk>> {
         let mut client = self.db.client()?;
+        let model_id = model_named(&mut client, model)?.map_or(-1, |m| m.id);
         let rows = client
             .query(
                 "SELECT c.id, c.document_id, COALESCE(d.title, ''), c.heading_path, c.text
                  FROM chunks c JOIN documents d ON d.id = c.document_id
                  WHERE NOT EXISTS (
-                     SELECT 1 FROM chunk_vectors v JOIN vector_models m ON m.id = v.model_id
-                     WHERE v.chunk_id = c.id AND m.name = $1)
+                     SELECT 1 FROM chunk_vectors v WHERE v.model_id = $1 AND v.chunk_id = c.id)
                  ORDER BY c.document_id, c.ordinal LIMIT $2",
-                &[&model, &(limit.min(i64::MAX as usize) as i64)],
+                &[&model_id, &(limit.min(i64::MAX as usize) as i64)],
             )
             .map_err(pg)?;
         rows.iter()
@@ -493,16 +495,18 @@ impl VectorStore for PgStore {
 
     fn unembedded_count(&self, model: &str) -> StoreResult<u64> {
         let mut client = self.db.client()?;
+        let Some(m) = model_named(&mut client, model)? else {
+            return Ok(self.documents.chunk_count()?);
+        };
         let n: i64 = client
             .query_one(
-                "SELECT count(*) FROM chunks c WHERE NOT EXISTS (
-                     SELECT 1 FROM chunk_vectors v JOIN vector_models m ON m.id = v.model_id
-                     WHERE v.chunk_id = c.id AND m.name = $1)",
-                &[&model],
+                "SELECT (SELECT count(*) FROM chunks) - (SELECT count(*) FROM chunk_vectors v
+                     WHERE v.model_id = $1 AND EXISTS (SELECT 1 FROM chunks c WHERE c.id = v.chunk_id))",
+                &[&m.id],
             )
             .map_err(pg)?
             .get(0);
-        Ok(n as u64)
+        Ok(n.max(0) as u64)
     }
 
     fn vector_count(&self, model: &str) -> StoreResult<u64> {

@@ -147,3 +147,32 @@ fn a_dead_replicas_jobs_are_taken_over_and_it_cannot_change_them_later() {
     let counts = alive.queue_counts().unwrap();
     assert_eq!((counts.done, counts.failed, counts.running), (2, 0, 0));
 }
+
+#[test]
+fn a_job_is_claimed_only_by_replicas_that_can_read_its_file() {
+    let Some(pg) = cluster() else { return };
+    let db = Database::connect(&pg.create_database("origin").unwrap()).unwrap();
+    let a1 = PgJobs::new(&db, "a:1").with_host("a");
+    let a2 = PgJobs::new(&db, "a:2").with_host("a");
+    let b1 = PgJobs::new(&db, "b:1").with_host("b");
+    a1.enqueue(&[job("/srv/a/report.md", 1)]).unwrap();
+    b1.enqueue(&[job("/srv/b/notes.md", 1)]).unwrap();
+
+    // Host b's replica never takes host a's file (it would read it as deleted), nor a b's.
+    let on_b: Vec<String> = b1
+        .claim_jobs(10, 60_000)
+        .unwrap()
+        .into_iter()
+        .map(|j| j.path)
+        .collect();
+    assert_eq!(on_b, ["/srv/b/notes.md"]);
+    // A replica of host a takes a's job; when it dies, the other replica of a takes it over.
+    let claimed = a1.claim_jobs(10, 1).unwrap();
+    assert_eq!(claimed.len(), 1);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(a2.requeue_expired().unwrap(), 1);
+    assert!(b1.claim_jobs(10, 60_000).unwrap().is_empty());
+    let taken = a2.claim_jobs(10, 60_000).unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].path, "/srv/a/report.md");
+}

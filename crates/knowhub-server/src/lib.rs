@@ -31,6 +31,7 @@ pub mod knowledge;
 pub mod mcp;
 pub mod memory;
 pub mod resources;
+mod uploads;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -75,6 +76,8 @@ pub enum ServerError {
 #[derive(Clone)]
 pub struct ServerState {
     inner: Arc<Inner>,
+    /// Size limits of `POST /api/v1/uploads`.
+    uploads: uploads::UploadLimits,
 }
 
 struct Inner {
@@ -105,7 +108,22 @@ impl ServerState {
                 llm,
                 schemas: Arc::default(),
             }),
+            uploads: uploads::UploadLimits::default(),
         }
+    }
+
+    /// Sets the largest file and the largest request `POST /api/v1/uploads` accepts, in bytes
+    /// (default 100 MiB and 500 MiB); larger ones are refused with 413 and nothing is stored.
+    pub fn with_upload_limits(mut self, per_file: u64, per_request: u64) -> ServerState {
+        self.uploads = uploads::UploadLimits {
+            per_file,
+            per_request,
+        };
+        self
+    }
+
+    pub(crate) fn upload_limits(&self) -> uploads::UploadLimits {
+        self.uploads
     }
 
     pub fn hub(&self) -> &Hub {
@@ -224,6 +242,7 @@ pub fn router_and_openapi(state: ServerState) -> (axum::Router, utoipa::openapi:
         .merge(memory::router())
         .merge(groups::router())
         .merge(copilot::router())
+        .merge(uploads::router())
         .merge(admin::router())
         .split_for_parts();
     let doc = Arc::new(api.clone());
@@ -243,7 +262,10 @@ pub fn router_and_openapi(state: ServerState) -> (axum::Router, utoipa::openapi:
             )
         })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(axum::middleware::from_fn(refuse_oversized))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            refuse_oversized,
+        ))
         .layer(axum::middleware::from_fn(with_trace_id))
         .with_state(state);
     (router, api)
@@ -279,17 +301,23 @@ async fn with_trace_id(req: Request, next: Next) -> Response {
 }
 
 /// Refuses a body announced larger than [`BODY_LIMIT`] before reading it (bodies without a
-/// length are cut at the limit by `DefaultBodyLimit`).
-async fn refuse_oversized(req: Request, next: Next) -> Response {
+/// length are cut at the limit by `DefaultBodyLimit`). Uploads have their own, larger limit
+/// (the route streams and counts its bodies itself).
+async fn refuse_oversized(State(state): State<ServerState>, req: Request, next: Next) -> Response {
     let announced = req
         .headers()
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if announced.is_some_and(|n| n > BODY_LIMIT as u64) {
+    let limit = if uploads::is_upload(&req) {
+        state.upload_limits().per_request
+    } else {
+        BODY_LIMIT as u64
+    };
+    if announced.is_some_and(|n| n > limit) {
         return ApiError::new(
             ErrorCode::PayloadTooLarge,
-            format!("the request body is larger than {BODY_LIMIT} bytes"),
+            format!("the request body is larger than {limit} bytes"),
         )
         .into_response();
     }

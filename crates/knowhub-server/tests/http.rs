@@ -232,6 +232,7 @@ fn health_needs_no_key_and_openapi_lists_every_route() {
     }
     let expected: BTreeSet<String> = [
         "GET /api/v1/health",
+        "POST /api/v1/uploads",
         "GET /api/knowledge",
         "POST /api/knowledge",
         "GET /api/knowledge/search",

@@ -307,6 +307,7 @@ fn replica(database: &str, name: &str, data: &Path) -> Replica {
         database: database.to_owned(),
         replica: name.to_owned(),
         secret_key_file: None,
+        host: "test-host".into(),
     });
     let hub = Arc::new(Hub::open_with(config, Arc::new(RealFs), ModelSet::none()).unwrap());
     let rt = tokio::runtime::Builder::new_multi_thread()
