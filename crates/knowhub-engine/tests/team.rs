@@ -371,3 +371,48 @@ fn a_secret_sealed_through_one_replica_opens_through_another_with_the_shared_key
     let err = c.resource_get(&root, &saved.id).unwrap_err();
     assert!(err.to_string().contains("KNOWHUB_SECRET_KEY_FILE"), "{err}");
 }
+
+#[test]
+fn a_conversation_continues_on_whichever_replica_answers() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.create_database("team_chat").unwrap();
+    let dirs = tempfile::tempdir().unwrap();
+    let a = replica(&url, "a", &dirs.path().join("a"));
+    let b = replica(&url, "b", &dirs.path().join("b"));
+    let root = dev_context();
+    a.add_user(&root, &UserId::new("eve").unwrap(), "Eve", Role::User)
+        .unwrap();
+    a.add_user(&root, &UserId::new("mal").unwrap(), "Mal", Role::User)
+        .unwrap();
+    let (eve, mal) = (user("eve"), user("mal"));
+
+    let session = a.create_session(&eve, "Leave questions").unwrap();
+    let turn = |n: i64, q: &str| knowhub_engine::TurnRecord {
+        id: 0,
+        session_id: session.id.clone(),
+        question: q.into(),
+        standalone: q.into(),
+        answer: format!("answer {n}"),
+        trace_id: format!("t{n}"),
+        stop_reason: "ok".into(),
+        created_at_ms: 0,
+    };
+    a.record_turn(&eve, &turn(1, "How many leave days?"))
+        .unwrap();
+    b.record_turn(&eve, &turn(2, "And for part-time staff?"))
+        .unwrap();
+    // Both replicas read the same conversation, in order, whichever wrote each turn.
+    for engine in [&a, &b] {
+        let turns: Vec<String> = engine
+            .session_turns(&eve, &session.id, 10)
+            .unwrap()
+            .into_iter()
+            .map(|t| t.question)
+            .collect();
+        assert_eq!(turns, ["How many leave days?", "And for part-time staff?"]);
+        assert_eq!(engine.sessions(&eve, 10).unwrap().len(), 1);
+    }
+    // Someone else's conversation is not theirs on any replica.
+    assert!(b.session_turns(&mal, &session.id, 10).is_err());
+    assert!(b.sessions(&mal, 10).unwrap().is_empty());
+}
