@@ -8,19 +8,6 @@ use std::process::{Command, Output};
 
 use knowhub_pg::PgCluster;
 
-/// A private PostgreSQL with pgvector, or `None` (with a message) outside CI without binaries.
-fn cluster() -> Option<PgCluster> {
-    let Some(bin) = PgCluster::find_binaries() else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: PostgreSQL binaries missing (run scripts/test.sh, which fetches them)"
-        );
-        eprintln!("skipped: no PostgreSQL binaries (set KNOWHUB_PG_BIN or run scripts/test.sh)");
-        return None;
-    };
-    Some(PgCluster::start(&bin).unwrap())
-}
-
 fn knowhub(data: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_knowhub"))
         .arg("--data-dir")
@@ -43,7 +30,9 @@ fn text(o: &Output) -> (String, String) {
 
 #[test]
 fn migrate_copies_a_data_directory_into_an_empty_team_database() {
-    let Some(pg) = cluster() else { return };
+    let Some(pg) = PgCluster::for_test() else {
+        return;
+    };
     let data = tempfile::tempdir().unwrap();
     let files = tempfile::tempdir().unwrap();
     let note = files.path().join("leave.md");

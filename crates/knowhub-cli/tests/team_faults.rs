@@ -17,18 +17,6 @@ use knowhub_pg::PgCluster;
 
 const FILES: usize = 120;
 
-fn cluster() -> Option<PgCluster> {
-    let Some(bin) = PgCluster::find_binaries() else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: PostgreSQL binaries missing (run scripts/test.sh, which fetches them)"
-        );
-        eprintln!("skipped: no PostgreSQL binaries (set KNOWHUB_PG_BIN or run scripts/test.sh)");
-        return None;
-    };
-    Some(PgCluster::start(&bin).unwrap())
-}
-
 fn knowhub(url: &str, data: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_knowhub"));
     c.env("KNOWHUB_DATABASE_URL", url)
@@ -134,7 +122,9 @@ struct Seen {
 
 #[test]
 fn kills_and_a_database_restart_lose_and_duplicate_nothing() {
-    let Some(pg) = cluster() else { return };
+    let Some(pg) = PgCluster::for_test() else {
+        return;
+    };
     let url = pg.create_database("faults").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("corpus");

@@ -138,11 +138,6 @@ impl Hub {
             .map(|t| t.database().ping().map_err(|e| e.to_string()))
     }
 
-    /// Whether this hub serves from a team database.
-    pub fn is_team(&self) -> bool {
-        self.team.is_some()
-    }
-
     fn models(&self) -> Result<ModelSet> {
         let mut models = self.models.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = models.as_ref() {

@@ -15,19 +15,6 @@ use knowhub_engine::{
 };
 use knowhub_pg::PgCluster;
 
-/// A private PostgreSQL with pgvector, or `None` (with a message) outside CI without binaries.
-fn cluster() -> Option<PgCluster> {
-    let Some(bin) = PgCluster::find_binaries() else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: PostgreSQL binaries missing (run scripts/test.sh, which fetches them)"
-        );
-        eprintln!("skipped: no PostgreSQL binaries (set KNOWHUB_PG_BIN or run scripts/test.sh)");
-        return None;
-    };
-    Some(PgCluster::start(&bin).unwrap())
-}
-
 fn replica(database: &str, name: &str, data: &Path) -> Engine {
     replica_with(database, name, data, ModelSet::none())
 }
@@ -148,7 +135,9 @@ fn write(root: &Path, rel: &str, text: &str) -> PathBuf {
 
 #[test]
 fn what_one_replica_writes_governs_the_next_request_on_the_other() {
-    let Some(pg) = cluster() else { return };
+    let Some(pg) = PgCluster::for_test() else {
+        return;
+    };
     let url = pg.create_database("team_engine").unwrap();
     let dirs = tempfile::tempdir().unwrap();
     let docs = dirs.path().join("docs");
@@ -260,7 +249,9 @@ fn semantic_titles(engine: &Engine, ctx: &RequestContext, query: &str) -> Vec<St
 
 #[test]
 fn dense_retrieval_searches_the_database_with_the_readable_filter_inside() {
-    let Some(pg) = cluster() else { return };
+    let Some(pg) = PgCluster::for_test() else {
+        return;
+    };
     let url = pg.create_database("team_dense").unwrap();
     let dirs = tempfile::tempdir().unwrap();
     let docs = dirs.path().join("docs");
@@ -326,7 +317,9 @@ fn dense_retrieval_searches_the_database_with_the_readable_filter_inside() {
 
 #[test]
 fn a_secret_sealed_through_one_replica_opens_through_another_with_the_shared_key() {
-    let Some(pg) = cluster() else { return };
+    let Some(pg) = PgCluster::for_test() else {
+        return;
+    };
     let url = pg.create_database("team_secrets").unwrap();
     let dirs = tempfile::tempdir().unwrap();
     let key = dirs.path().join("shared/secret.key");
@@ -374,7 +367,9 @@ fn a_secret_sealed_through_one_replica_opens_through_another_with_the_shared_key
 
 #[test]
 fn a_conversation_continues_on_whichever_replica_answers() {
-    let Some(pg) = cluster() else { return };
+    let Some(pg) = PgCluster::for_test() else {
+        return;
+    };
     let url = pg.create_database("team_chat").unwrap();
     let dirs = tempfile::tempdir().unwrap();
     let a = replica(&url, "a", &dirs.path().join("a"));

@@ -50,6 +50,27 @@ impl PgCluster {
         }
     }
 
+    /// A cluster for an integration test, or `None` (saying so) when the binaries are missing
+    /// on a developer machine. Under `CI=true` a missing binary or a failed start panics: a
+    /// test that needs PostgreSQL may not skip there.
+    #[allow(clippy::print_stderr)]
+    pub fn for_test() -> Option<PgCluster> {
+        let Some(bin) = PgCluster::find_binaries() else {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true: PostgreSQL binaries missing (run scripts/test.sh, which fetches them)"
+            );
+            eprintln!(
+                "skipped: no PostgreSQL binaries (set KNOWHUB_PG_BIN or run scripts/test.sh)"
+            );
+            return None;
+        };
+        match PgCluster::start(&bin) {
+            Ok(cluster) => Some(cluster),
+            Err(e) => panic!("private PostgreSQL cluster does not start: {e}"),
+        }
+    }
+
     /// Creates and starts a cluster with the binaries in `bin`. Takes about a second.
     pub fn start(bin: &Path) -> Result<PgCluster> {
         let base = if Path::new("/tmp").is_dir() {

@@ -53,18 +53,6 @@ impl PgStore {
         &self.db
     }
 
-    pub fn vectors(&self) -> &PgVectors {
-        &self.vectors
-    }
-
-    pub fn documents(&self) -> &PgDocuments {
-        &self.documents
-    }
-
-    pub fn jobs(&self) -> &PgJobs {
-        &self.jobs
-    }
-
     /// The SHA-256 of the server's root key, shared by every replica (`None`: dev mode).
     pub fn root_key_hash(&self) -> crate::Result<Option<String>> {
         let mut client = self.db.client()?;

@@ -267,19 +267,6 @@ impl Tally {
 
 // ----- replicas and their servers -------------------------------------------------------------
 
-/// A private PostgreSQL with pgvector, or `None` (with a message) outside CI without binaries.
-fn cluster() -> Option<PgCluster> {
-    let Some(bin) = PgCluster::find_binaries() else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: PostgreSQL binaries missing (run scripts/test.sh, which fetches them)"
-        );
-        eprintln!("skipped: no PostgreSQL binaries (set KNOWHUB_PG_BIN or run scripts/test.sh)");
-        return None;
-    };
-    Some(PgCluster::start(&bin).unwrap())
-}
-
 /// One replica: its hub (own data directory, own index) served on 127.0.0.1.
 struct Replica {
     name: String,
@@ -1532,7 +1519,9 @@ fn next_on_b(w: &World, t: &mut Tally, who: &Who, change: &str, marker: &str, vi
 
 #[test]
 fn no_probe_leaks_across_replicas_databases_and_changes() {
-    let Some(pg) = cluster() else { return };
+    let Some(pg) = PgCluster::for_test() else {
+        return;
+    };
     let started = Instant::now();
     let w = world(pg);
     println!("set-up: {:?}", started.elapsed());

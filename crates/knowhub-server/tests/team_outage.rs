@@ -12,18 +12,6 @@ use knowhub_pg::PgCluster;
 use knowhub_server::ServerState;
 use serde_json::{Value, json};
 
-fn cluster() -> Option<PgCluster> {
-    let Some(bin) = PgCluster::find_binaries() else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: PostgreSQL binaries missing (run scripts/test.sh, which fetches them)"
-        );
-        eprintln!("skipped: no PostgreSQL binaries (set KNOWHUB_PG_BIN or run scripts/test.sh)");
-        return None;
-    };
-    Some(PgCluster::start(&bin).unwrap())
-}
-
 struct Reply {
     status: u16,
     retry_after: Option<String>,
@@ -61,7 +49,9 @@ fn call(http: &ureq::Agent, key: &str, method: &str, url: &str, body: Option<Val
 
 #[test]
 fn a_database_restart_is_a_retryable_outage_and_service_resumes() {
-    let Some(pg) = cluster() else { return };
+    let Some(pg) = PgCluster::for_test() else {
+        return;
+    };
     let url = pg.create_database("outage").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let docs = dir.path().join("docs");

@@ -724,19 +724,6 @@ fn destinations_the_caller_may_not_write_are_refused() {
 
 // ----- team mode ------------------------------------------------------------------------------
 
-/// A private PostgreSQL with pgvector, or `None` (with a message) outside CI without binaries.
-fn cluster() -> Option<PgCluster> {
-    let Some(bin) = PgCluster::find_binaries() else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: PostgreSQL binaries missing (run scripts/test.sh, which fetches them)"
-        );
-        eprintln!("skipped: no PostgreSQL binaries (set KNOWHUB_PG_BIN or run scripts/test.sh)");
-        return None;
-    };
-    Some(PgCluster::start(&bin).unwrap())
-}
-
 fn replica(database: &str, name: &str, data: &Path) -> (Arc<Hub>, String) {
     let mut config = EngineConfig::new(data);
     config.models = ModelConfig::keyword_only();
@@ -753,7 +740,7 @@ fn replica(database: &str, name: &str, data: &Path) -> (Arc<Hub>, String) {
 
 #[test]
 fn team_mode_an_upload_through_one_replica_is_found_through_the_other() {
-    let Some(pg) = cluster() else {
+    let Some(pg) = PgCluster::for_test() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
