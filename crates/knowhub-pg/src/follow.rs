@@ -34,6 +34,7 @@ pub struct CatchUp {
 }
 
 /// Keeps one replica's text index in step with the database.
+#[derive(Debug)]
 pub struct IndexFollower<I: TextIndex> {
     docs: PgDocuments,
     index: I,
@@ -41,16 +42,6 @@ pub struct IndexFollower<I: TextIndex> {
     applied: i64,
     /// `applied`, readable from other threads (e.g. a check waiting for the follower).
     position: Arc<AtomicI64>,
-}
-
-impl<I: TextIndex + std::fmt::Debug> std::fmt::Debug for IndexFollower<I> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IndexFollower")
-            .field("index", &self.index)
-            .field("state", &self.state)
-            .field("applied", &self.applied)
-            .finish_non_exhaustive()
-    }
 }
 
 impl<I: TextIndex> IndexFollower<I> {
