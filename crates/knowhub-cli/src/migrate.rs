@@ -17,10 +17,6 @@ pub(crate) struct MigrateArgs {
     /// Default: --database / KNOWHUB_DATABASE_URL.
     #[arg(long, value_name = "URL")]
     to: Option<String>,
-    /// Copy everything else when the knowledge base has spreadsheet tables, which the team
-    /// database does not keep yet.
-    #[arg(long)]
-    skip_tables: bool,
 }
 
 /// Copies the account's store (`default` unless `--account`) and prints the count table; any
@@ -49,7 +45,6 @@ pub(crate) fn run(
         );
     }
     let options = ImportOptions {
-        skip_tables: args.skip_tables,
         root_key_hash: root_key_hash(&dir)?,
     };
     if !json {
@@ -66,7 +61,7 @@ pub(crate) fn run(
                 let rows: u64 = report
                     .checks
                     .iter()
-                    .filter(|c| !c.skipped && !c.table.contains('('))
+                    .filter(|c| !c.table.contains('('))
                     .map(|c| c.postgres)
                     .sum();
                 println!(

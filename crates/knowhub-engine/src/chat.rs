@@ -312,9 +312,15 @@ impl Engine {
     /// [`Engine::queryable_data`] with permissions already resolved.
     pub(crate) fn queryable_data_as(&self, access: &Access) -> Result<QueryableData> {
         let store = self.store();
+        // A team replica offers only the tables its copy holds already (it follows the
+        // database within a moment): listing one it cannot query yet would only fail there.
+        let held = match self.config.team {
+            Some(_) => Some(knowhub_store::SheetReplica::held(&self.paths.tables)?),
+            None => None,
+        };
         let mut tables = Vec::new();
         for (doc, t) in store.all_sheet_tables()? {
-            if !access.can_read(doc) {
+            if !access.can_read(doc) || held.as_ref().is_some_and(|h| !h.contains(&t.sql_name)) {
                 continue;
             }
             let path = store.document(doc)?.map(|d| d.path).unwrap_or_default();

@@ -103,6 +103,26 @@ impl Engine {
                 ));
             }
         }
+        // Team mode: this replica's copy of the sheets == the database's sheets.
+        if self.config.team.is_some() {
+            let stored: BTreeSet<String> = self
+                .store()
+                .all_sheet_tables()?
+                .into_iter()
+                .map(|(_, t)| t.sql_name)
+                .collect();
+            let held = knowhub_store::SheetReplica::held(&self.paths.tables)?;
+            for (name, what) in stored
+                .difference(&held)
+                .map(|n| (n, "missing from"))
+                .chain(held.difference(&stored).map(|n| (n, "left in")))
+                .take(LIST_AT_MOST)
+            {
+                problems.push(format!(
+                    "spreadsheet table {name}: {what} this replica's copy"
+                ));
+            }
+        }
         // Folders == documents.
         for src in sources.iter().filter(|s| s.kind == "folder") {
             let Some(root) = src.root_path.as_deref() else {

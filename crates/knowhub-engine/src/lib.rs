@@ -296,7 +296,11 @@ impl Engine {
     /// Opens the engine with already loaded models (`config.models` is not looked at): the one
     /// place storage, indexes, parsers and models are wired together.
     pub fn open_with(config: EngineConfig, fs: Arc<dyn Fs>, models: ModelSet) -> Result<Engine> {
-        let paths = DataPaths::new(&config.data_dir, &config.account);
+        let mut paths = DataPaths::new(&config.data_dir, &config.account);
+        if config.team.is_some() {
+            // Derived from the team database, so never the local store's primary tables file.
+            paths.tables = paths.account.join("team-tables.sqlite");
+        }
         let keyring_for_new_keys = config.keyring_for_new_keys;
         std::fs::create_dir_all(&paths.index).map_err(|source| EngineError::Io {
             path: paths.index.display().to_string(),
@@ -322,7 +326,7 @@ impl Engine {
             let followed = match TantivyIndex::open(&paths.index) {
                 Ok(index) => {
                     let index = Arc::new(index);
-                    let (thread, position) = team::follow(t, db, Arc::clone(&index), &paths.index)?;
+                    let (thread, position) = team::follow(t, db, Arc::clone(&index), &paths)?;
                     follower = Some(thread);
                     team::FollowedIndex::new(index, team::Position::Here(position), db)
                 }
@@ -624,11 +628,16 @@ impl Engine {
             pending_index: 0,
         };
         let mut embedded_chunks = 0;
+        // One read of the table list, not one per document (a round trip each in team mode).
+        let mut tables_of: std::collections::BTreeMap<DocumentId, u64> = Default::default();
+        for (doc, _) in store.all_sheet_tables()? {
+            *tables_of.entry(doc).or_default() += 1;
+        }
         for d in &docs {
             stats.bytes += d.size;
             stats.pages += u64::from(d.page_count.unwrap_or(0));
             stats.chunks += d.chunk_count;
-            stats.tables += store.sheet_tables(d.id)?.len() as u64;
+            stats.tables += tables_of.get(&d.id).copied().unwrap_or(0);
             stats.pending_index += u64::from(d.index_pending);
             if d.error_code.is_some() && d.chunk_count > 0 {
                 stats.stale_with_errors += 1;

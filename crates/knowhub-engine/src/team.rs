@@ -3,26 +3,27 @@
 //! The database is the only thing replicas share. Records go through
 //! [`PgStore`](knowhub_pg::PgStore); each replica keeps its own tantivy index in its data
 //! directory, derived from the database's ordered change log by an [`IndexFollower`] on a
-//! background thread (a new replica catches up from the log on start). Dense retrieval asks pgvector, with the caller's readable documents inside the query
-//! ([`DenseVectors`]), so no replica holds vectors in memory. Permissions need no following:
+//! background thread (a new replica catches up from the log on start). The same follower keeps
+//! the replica's copy of the spreadsheet tables (`team-tables.sqlite`), which the SQL tool
+//! queries as in local mode. Dense retrieval asks pgvector, with the caller's readable documents
+//! inside the query ([`DenseVectors`]), so no replica holds vectors in memory. Permissions need no following:
 //! every request reads the permission state it uses from the database (see `permissions.rs`).
 
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use knowhub_index::{
     ChunkEntry, Result as IndexResult, SearchRequest, Snippet, TantivyIndex, TextHit, TextIndex,
 };
 use knowhub_pg::{Database, IndexFollower, PgDocuments, PgVectors, VectorModel, state_file};
-use knowhub_store::StoreError;
+use knowhub_store::{SheetReplica, StoreError};
 use knowhub_vector::VectorHit;
 
-use crate::{EngineError, Result};
+use crate::{DataPaths, EngineError, Result};
 
 /// How often a replica looks for changes when no notification arrives (a notification is lost
 /// while the listening connection is broken): the bound on how stale its search data can be.
@@ -224,15 +225,19 @@ impl Drop for Follower {
     }
 }
 
-/// Brings this replica's index in `index_dir` up to the change log's end, then follows the
-/// log on a thread; returns the thread and the index's position.
+/// Brings this replica's index (and its copy of the spreadsheet tables) up to the change log's
+/// end, then follows the log on a thread; returns the thread and the index's position.
 pub(crate) fn follow(
     config: &TeamConfig,
     db: &Database,
     index: Arc<TantivyIndex>,
-    index_dir: &Path,
+    paths: &DataPaths,
 ) -> Result<(Follower, Arc<AtomicI64>)> {
-    let mut follower = IndexFollower::new(db, index, state_file(index_dir)).map_err(store_error)?;
+    let index_dir = &paths.index;
+    let sheets = SheetReplica::open(&paths.tables)?;
+    let mut follower = IndexFollower::new(db, index, state_file(index_dir))
+        .and_then(|f| f.with_sheets(sheets))
+        .map_err(store_error)?;
     let position = follower.position();
     let caught_up = follower.catch_up().map_err(store_error)?;
     tracing::info!(

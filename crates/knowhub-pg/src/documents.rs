@@ -11,11 +11,11 @@
 use std::collections::BTreeMap;
 
 use knowhub_authz::UserId;
-use knowhub_store::backend::{DocumentStore, TableStore};
+use knowhub_store::backend::DocumentStore;
 use knowhub_store::{
     AccessRow, ChunkId, ChunkMismatch, ChunkRecord, DocumentId, DocumentRecord, FailedDocument,
-    FolderId, IndexEntry, JournalEntry, MovedDocument, NewDocument, SheetTableRecord, SourceId,
-    SourceRecord, StoreError, StoreStats,
+    FolderId, IndexEntry, JournalEntry, MovedDocument, NewDocument, SourceId, SourceRecord,
+    StoreError, StoreStats,
 };
 use postgres::Row;
 use postgres::types::ToSql;
@@ -32,9 +32,6 @@ pub const CHANGES_CHANNEL: &str = "knowhub_changes";
 /// appends to `document_changes` takes it (transaction-scoped) before `nextval`.
 pub const CHANGE_LOG_LOCK: i64 = 0x0063_6861_6e67_6573;
 
-/// The caveat of a spreadsheet stored in the team database.
-const TABLES_NOT_KEPT: &str = "its tables are not kept in the team database yet: search finds its text, the SQL tool cannot query it";
-
 /// One entry of the change log: document `document_id` changed (or went) at `seq`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Change {
@@ -45,7 +42,7 @@ pub struct Change {
 /// The documents domain of a team database.
 #[derive(Debug, Clone)]
 pub struct PgDocuments {
-    db: Database,
+    pub(crate) db: Database,
 }
 
 const DOC_SELECT: &str = "SELECT id, source_id, folder_id, path, kind, content_hash, size,
@@ -121,15 +118,9 @@ impl PgDocuments {
 
     /// Stores a freshly parsed document, atomically replacing any previous version at the same
     /// path (same id, new chunks), and logs the change for the replicas' indexes.
-    ///
-    /// Spreadsheet tables are not kept in the team database yet: a spreadsheet is stored with
-    /// its text and chunks (searchable) and a note saying the SQL tool cannot query it.
+    /// A spreadsheet's sheets are replaced in the same transaction.
     pub fn replace_document(&self, doc: &NewDocument<'_>) -> Result<DocumentId> {
-        let note = match (doc.tables.is_empty(), doc.note) {
-            (true, note) => note.map(str::to_owned),
-            (false, None) => Some(TABLES_NOT_KEPT.to_owned()),
-            (false, Some(note)) => Some(format!("{note}; {TABLES_NOT_KEPT}")),
-        };
+        let note = doc.note;
         let mut client = self.db.client()?;
         let mut tx = client.transaction()?;
         let now = now_ms();
@@ -200,6 +191,7 @@ impl PgDocuments {
                 ],
             )?;
         }
+        crate::sheets::write_sheets(&mut tx, id, doc.tables)?;
         log_change(&mut tx, id)?;
         tx.commit()?;
         Ok(DocumentId(id))
@@ -373,7 +365,7 @@ fn document_record(r: &Row) -> Result<DocumentRecord> {
     })
 }
 
-// ----- the engine's view: DocumentStore and TableStore -----------------------------------------
+// ----- the engine's view: DocumentStore -----------------------------------------
 
 /// Documents under `prefix` (the path itself or anything below it as a directory).
 fn under(prefix: &str) -> (String, String) {
@@ -547,7 +539,8 @@ impl DocumentStore for PgStore {
                         COALESCE(sum(page_count), 0)::bigint,
                         count(*) FILTER (WHERE status = 'indexed' AND error_code IS NOT NULL),
                         count(*) FILTER (WHERE index_state = 'pending'),
-                        (SELECT count(*) FROM chunks), (SELECT count(*) FROM sources)
+                        (SELECT count(*) FROM chunks), (SELECT count(*) FROM sources),
+                        (SELECT count(*) FROM sheet_tables)
                  FROM documents",
                 &[],
             )
@@ -567,7 +560,7 @@ impl DocumentStore for PgStore {
             bytes: n(1),
             pages: n(2),
             chunks: n(5),
-            tables: 0,
+            tables: n(7),
             sources: n(6),
             by_status,
             stale_with_errors: n(3),
@@ -834,27 +827,5 @@ impl DocumentStore for PgStore {
             )
             .map_err(pg)?;
         Ok(())
-    }
-}
-
-/// Spreadsheet sheets are not kept as tables in the team database yet ([`PgDocuments`] stores
-/// a spreadsheet's text only), so there are none to list, count or clean up.
-impl TableStore for PgStore {
-    fn all_sheet_tables(&self) -> StoreResult<Vec<(DocumentId, SheetTableRecord)>> {
-        Ok(Vec::new())
-    }
-
-    fn sheet_tables(&self, _id: DocumentId) -> StoreResult<Vec<SheetTableRecord>> {
-        Ok(Vec::new())
-    }
-
-    fn sheet_table_rows(&self, sql_name: &str) -> StoreResult<u64> {
-        Err(StoreError::Unsupported(format!(
-            "spreadsheet table {sql_name}: the team database keeps no spreadsheet tables yet"
-        )))
-    }
-
-    fn drop_orphan_sheet_tables(&self) -> StoreResult<usize> {
-        Ok(0)
     }
 }

@@ -7,14 +7,14 @@
 //! those changes, which is harmless: replacing a document first deletes all of its chunks
 //! (invariant 3 of ARCHITECTURE.md).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use knowhub_index::{ChunkEntry, TextIndex};
-use knowhub_store::{DocumentId, IndexEntry};
+use knowhub_store::{DocumentId, IndexEntry, ReplicaTable, SheetReplica};
 use postgres::fallible_iterator::FallibleIterator;
 
 use crate::{CHANGES_CHANNEL, Database, PgDocuments, PgError, Result};
@@ -42,6 +42,8 @@ pub struct IndexFollower<I: TextIndex> {
     applied: i64,
     /// `applied`, readable from other threads (e.g. a check waiting for the follower).
     position: Arc<AtomicI64>,
+    /// The replica's copy of the spreadsheet tables, and the documents it holds tables of.
+    sheets: Option<(SheetReplica, BTreeSet<DocumentId>)>,
 }
 
 impl<I: TextIndex> IndexFollower<I> {
@@ -69,7 +71,64 @@ impl<I: TextIndex> IndexFollower<I> {
             state,
             applied,
             position: Arc::new(AtomicI64::new(applied)),
+            sheets: None,
         })
+    }
+
+    /// Also keeps `replica` (the spreadsheet tables for the SQL tool) in step. It is first
+    /// compared with the database, table by table, so a copy made by an older build, left
+    /// behind by a crash, or deleted, is repaired before the log is followed.
+    pub fn with_sheets(mut self, mut replica: SheetReplica) -> Result<IndexFollower<I>> {
+        let store = |e: knowhub_store::StoreError| PgError::Sheets(e.to_string());
+        let want = self.docs.sheet_generations()?;
+        let have = replica.generations().map_err(store)?;
+        let stale: Vec<String> = have
+            .iter()
+            .filter(|(name, held)| want.get(*name) != Some(held))
+            .map(|(name, _)| name.clone())
+            .collect();
+        replica.remove(&stale).map_err(store)?;
+        let missing: BTreeSet<DocumentId> = want
+            .iter()
+            .filter(|(name, wanted)| have.get(*name) != Some(wanted))
+            .map(|(_, (doc, _))| *doc)
+            .collect();
+        let missing: Vec<DocumentId> = missing.into_iter().collect();
+        for ids in missing.chunks(BATCH) {
+            Self::copy_sheets(&self.docs, &mut replica, ids)?;
+        }
+        let held = replica
+            .generations()
+            .map_err(store)?
+            .into_values()
+            .map(|(doc, _)| doc)
+            .collect();
+        self.sheets = Some((replica, held));
+        Ok(self)
+    }
+
+    /// Makes the replica's tables of `ids` what the database holds now; returns the documents
+    /// that have tables.
+    fn copy_sheets(
+        docs: &PgDocuments,
+        replica: &mut SheetReplica,
+        ids: &[DocumentId],
+    ) -> Result<BTreeSet<DocumentId>> {
+        let mut by_doc: BTreeMap<DocumentId, Vec<ReplicaTable>> =
+            ids.iter().map(|id| (*id, Vec::new())).collect();
+        for (doc, table) in docs.sheet_tables_of(ids)? {
+            by_doc.entry(doc).or_default().push(table);
+        }
+        let mut with_tables = BTreeSet::new();
+        for (doc, tables) in by_doc {
+            replica
+                .replace_document(doc, &tables)
+                .map_err(|e| PgError::Sheets(e.to_string()))?;
+            if !tables.is_empty() {
+                with_tables.insert(doc);
+            }
+        }
+        Ok(with_tables)
     }
 
     /// The applied position, shared: it moves as this follower commits.
@@ -101,6 +160,7 @@ impl<I: TextIndex> IndexFollower<I> {
             let ids: Vec<DocumentId> = ids.into_iter().collect();
             let entries = self.docs.index_entries(&ids)?;
             self.apply(&ids, &entries)?;
+            self.apply_sheets(&ids)?;
             self.record(last)?;
             done.changes += changes.len() as u64;
             done.documents += ids.len() as u64;
@@ -134,6 +194,33 @@ impl<I: TextIndex> IndexFollower<I> {
             }
         }
         self.index.commit().map_err(index_error)
+    }
+
+    /// Brings the replica's spreadsheet tables of the changed documents `ids` up to date
+    /// (those that have sheets now, or had them).
+    fn apply_sheets(&mut self, ids: &[DocumentId]) -> Result<()> {
+        let Some((replica, held)) = self.sheets.as_mut() else {
+            return Ok(());
+        };
+        let touched: BTreeSet<DocumentId> = self
+            .docs
+            .documents_with_sheets(ids)?
+            .into_iter()
+            .chain(ids.iter().copied().filter(|id| held.contains(id)))
+            .collect();
+        if touched.is_empty() {
+            return Ok(());
+        }
+        let touched: Vec<DocumentId> = touched.into_iter().collect();
+        let with_tables = Self::copy_sheets(&self.docs, replica, &touched)?;
+        for id in touched {
+            if with_tables.contains(&id) {
+                held.insert(id);
+            } else {
+                held.remove(&id);
+            }
+        }
+        Ok(())
     }
 
     /// Records the applied position durably (write, sync, rename).

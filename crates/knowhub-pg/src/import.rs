@@ -9,8 +9,10 @@
 //! the row counts of both sides are compared before the commit. A mismatch rolls everything
 //! back.
 //!
-//! Not copied: spreadsheet tables (the team database does not keep them yet; refused unless
-//! skipped), and the index bookkeeping of the local full-text index (`index_state`,
+//! Spreadsheet sheets are read from `tables.sqlite` beside the store (attached read-only, in the
+//! same read transaction) and stored under the same table names.
+//!
+//! Not copied: the index bookkeeping of the local full-text index (`index_state`,
 //! `index_tombstones`), which replicas replace by following the change log.
 
 use std::collections::{BTreeMap, HashMap};
@@ -30,9 +32,6 @@ use crate::{CHANGE_LOG_LOCK, CHANGES_CHANNEL, Database, PgError, Result};
 /// What [`import_sqlite`] may do beyond copying.
 #[derive(Debug, Clone, Default)]
 pub struct ImportOptions {
-    /// Copy everything else when the store has spreadsheet tables (which are left behind);
-    /// without it such a store is refused.
-    pub skip_tables: bool,
     /// The data directory's root key hash (64 hex digits): stored in the team database when it
     /// has no root key yet, so the root key keeps signing in.
     pub root_key_hash: Option<String>,
@@ -45,21 +44,17 @@ pub struct CountCheck {
     pub table: String,
     pub sqlite: u64,
     pub postgres: u64,
-    /// Left behind on purpose (spreadsheet tables with `skip_tables`).
-    pub skipped: bool,
 }
 
 impl CountCheck {
-    /// Whether the counts agree (a skipped table always does).
+    /// Whether the counts agree.
     pub fn matches(&self) -> bool {
-        self.skipped || self.sqlite == self.postgres
+        self.sqlite == self.postgres
     }
 
-    /// `ok`, `MISMATCH` or `skipped`.
+    /// `ok` or `MISMATCH`.
     pub fn status(&self) -> &'static str {
-        if self.skipped {
-            "skipped"
-        } else if self.sqlite == self.postgres {
+        if self.sqlite == self.postgres {
             "ok"
         } else {
             "MISMATCH"
@@ -558,8 +553,8 @@ const IMPORT_LOCK: i64 = 0x0000_696d_706f_7274;
 /// Copies the SQLite store at `store_path` into `db`, which must hold no documents, users or
 /// other records yet; returns the per-table counts of both sides, all equal.
 ///
-/// Refuses a store with spreadsheet tables unless `options.skip_tables`, and a non-empty
-/// target; a count that differs after the copy rolls it back ([`PgError::ImportMismatch`]).
+/// Refuses a non-empty target; a count that differs after the copy rolls it back
+/// ([`PgError::ImportMismatch`]).
 pub fn import_sqlite(
     db: &Database,
     store_path: &Path,
@@ -568,10 +563,6 @@ pub fn import_sqlite(
     let mut src = open_source(store_path)?;
     // One read transaction: every table comes from the same snapshot.
     let src = src.transaction()?;
-    let sheet_tables = sqlite_count(&src, "sheet_tables")?;
-    if sheet_tables > 0 && !options.skip_tables {
-        return Err(PgError::SheetTables(sheet_tables));
-    }
 
     let mut client = db.client()?;
     let mut tx = client.transaction()?;
@@ -596,14 +587,15 @@ pub fn import_sqlite(
         "UPDATE queue_control SET paused = $1 WHERE id = 1",
         &[&paused],
     )?;
+    copy_sheets(&mut tx, &src)?;
     log_every_document(&mut tx)?;
 
-    report.checks = count_checks(&mut tx, &src, sheet_tables)?;
+    report.checks = count_checks(&mut tx, &src)?;
     if report.mismatches().next().is_some() {
         // Dropping the transaction rolls the copy back.
         return Err(PgError::ImportMismatch(Box::new(report)));
     }
-    report.notes = notes(&src, sheet_tables)?;
+    report.notes = notes(&src)?;
     if let Some(hash) = &options.root_key_hash {
         report.notes.push(store_root_key(&mut tx, hash)?);
     }
@@ -633,6 +625,15 @@ fn open_source(path: &Path) -> Result<Connection> {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    // Attached databases are opened with the main one's flags: read-only too. A store that
+    // never had a spreadsheet may have no tables file; an empty one stands in.
+    let tables = path.with_file_name("tables.sqlite");
+    let tables = if tables.is_file() {
+        tables.to_string_lossy().into_owned()
+    } else {
+        String::new()
+    };
+    conn.execute("ATTACH DATABASE ?1 AS sheets", [tables])?;
     let needed =
         TABLES
             .iter()
@@ -922,11 +923,7 @@ fn log_every_document(tx: &mut Transaction<'_>) -> Result<()> {
 }
 
 /// Each table's rows on both sides, the vectors per model, and the change log.
-fn count_checks(
-    tx: &mut Transaction<'_>,
-    src: &Connection,
-    sheet_tables: u64,
-) -> Result<Vec<CountCheck>> {
+fn count_checks(tx: &mut Transaction<'_>, src: &Connection) -> Result<Vec<CountCheck>> {
     let mut checks = Vec::new();
     for table in TABLES {
         checks.push(CountCheck {
@@ -934,7 +931,6 @@ fn count_checks(
             table: table.name.to_owned(),
             sqlite: sqlite_count(src, table.name)?,
             postgres: pg_count(tx, &format!("SELECT count(*) FROM {}", table.name))?,
-            skipped: false,
         });
         if table.name == "ingest_journal" {
             checks.push(CountCheck {
@@ -946,20 +942,25 @@ fn count_checks(
                     "SELECT count(*) FROM documents d
                      WHERE EXISTS (SELECT 1 FROM document_changes c WHERE c.document_id = d.id)",
                 )?,
-                skipped: false,
             });
             checks.extend(vector_checks(tx, src)?);
         }
     }
-    if sheet_tables > 0 {
-        checks.push(CountCheck {
-            domain: "tables",
-            table: "sheet_tables".into(),
-            sqlite: sheet_tables,
-            postgres: 0,
-            skipped: true,
-        });
-    }
+    checks.push(CountCheck {
+        domain: "sheets",
+        table: "sheet_tables".into(),
+        sqlite: sqlite_count(src, "sheet_tables")?,
+        postgres: pg_count(tx, "SELECT count(*) FROM sheet_tables")?,
+    });
+    checks.push(CountCheck {
+        domain: "sheets",
+        table: "sheet rows".into(),
+        sqlite: sheet_rows_in_sqlite(src)?,
+        postgres: pg_count(
+            tx,
+            "SELECT COALESCE(sum(row_count), 0)::BIGINT FROM sheet_rows",
+        )?,
+    });
     Ok(checks)
 }
 
@@ -986,7 +987,6 @@ fn vector_checks(tx: &mut Transaction<'_>, src: &Connection) -> Result<Vec<Count
         table: "chunk_vectors".into(),
         sqlite: counts.values().map(|c| c.0).sum(),
         postgres: pg_count(tx, "SELECT count(*) FROM chunk_vectors")?,
-        skipped: false,
     };
     let per_model = counts
         .into_iter()
@@ -995,21 +995,79 @@ fn vector_checks(tx: &mut Transaction<'_>, src: &Connection) -> Result<Vec<Count
             table: format!("chunk_vectors ({model})"),
             sqlite,
             postgres,
-            skipped: false,
         });
     Ok(std::iter::once(all).chain(per_model).collect())
 }
 
-/// What the operator should know: what was adapted, left behind, or needs the same files.
-fn notes(src: &Connection, sheet_tables: u64) -> Result<Vec<String>> {
-    let mut notes = Vec::new();
-    if sheet_tables > 0 {
-        notes.push(format!(
-            "skipped {sheet_tables} spreadsheet table(s): the team database does not keep them \
-             yet (their documents' text and passages were copied; the SQL tool cannot query \
-             the sheets there)"
+/// Copies every spreadsheet sheet, by document in their order, under the same table names.
+fn copy_sheets(tx: &mut Transaction<'_>, src: &Connection) -> Result<()> {
+    let records = sheet_records(src)?;
+    let mut position = (0, 0);
+    for (doc, record) in records {
+        position = if position.0 == doc {
+            (doc, position.1 + 1)
+        } else {
+            (doc, 0)
+        };
+        let table = knowhub_store::read_sheet_table(src, "sheets", &record)
+            .map_err(|e| PgError::Invalid(format!("spreadsheet table {}: {e}", record.sql_name)))?;
+        crate::sheets::insert_sheet(tx, doc, position.1, &record.sql_name, &table)?;
+    }
+    Ok(())
+}
+
+fn sheet_records(src: &Connection) -> Result<Vec<(i64, knowhub_store::SheetTableRecord)>> {
+    let mut stmt = src.prepare(
+        "SELECT document_id, sheet_name, sql_name, columns, row_count FROM sheet_tables
+         ORDER BY document_id, id",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, i64>(4)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (doc, sheet_name, sql_name, columns, row_count) = row?;
+        let columns = serde_json::from_str(&columns)
+            .map_err(|e| PgError::Corrupt(format!("columns of {sql_name}: {e}")))?;
+        out.push((
+            doc,
+            knowhub_store::SheetTableRecord {
+                sheet_name,
+                sql_name,
+                columns,
+                row_count: u64::try_from(row_count).unwrap_or(0),
+            },
         ));
     }
+    Ok(out)
+}
+
+/// The rows of every listed sheet, counted in the tables themselves.
+fn sheet_rows_in_sqlite(src: &Connection) -> Result<u64> {
+    let mut total = 0;
+    for (_, record) in sheet_records(src)? {
+        let n: i64 = src.query_row(
+            &format!(
+                "SELECT count(*) FROM sheets.\"{}\"",
+                record.sql_name.replace('"', "\"\"")
+            ),
+            [],
+            |r| r.get(0),
+        )?;
+        total += u64::try_from(n).unwrap_or(0);
+    }
+    Ok(total)
+}
+
+/// What the operator should know: what was adapted, left behind, or needs the same files.
+fn notes(src: &Connection) -> Result<Vec<String>> {
+    let mut notes = Vec::new();
     let count = |sql: &str| -> Result<i64> { Ok(src.query_row(sql, [], |r| r.get(0))?) };
     let requeued = count("SELECT count(*) FROM jobs WHERE state = 'running'")?;
     if requeued > 0 {

@@ -3,7 +3,7 @@
 //! Several `knowhub serve` replicas share one database and nothing else. This crate holds the
 //! connection pool, the append-only migrations, and the domains stored there so far: chunk
 //! vectors with their HNSW indexes, documents and chunks with an ordered change log that each
-//! replica's full-text index follows, identity (users, keys, memberships, ACLs), and the
+//! replica's full-text index (and its copy of the spreadsheet sheets) follows, identity (users, keys, memberships, ACLs), and the
 //! ingestion queue shared by the replicas.
 //!
 //! It uses the synchronous `postgres` client: the engine is synchronous (as with rusqlite), the
@@ -35,6 +35,7 @@ mod jobs;
 mod knowledge;
 pub mod migrations;
 mod resources;
+mod sheets;
 mod store;
 mod vectors;
 
@@ -89,6 +90,8 @@ pub enum PgError {
     Unsupported(String),
     #[error("full-text index: {0}")]
     Index(String),
+    #[error("the replica's copy of the spreadsheet tables: {0}")]
+    Sheets(String),
     #[error("private PostgreSQL cluster: {0}")]
     Cluster(String),
     #[error(transparent)]
@@ -97,11 +100,6 @@ pub enum PgError {
     Local(#[from] rusqlite::Error),
     #[error("the team database is not empty: {0}")]
     NotEmpty(String),
-    #[error(
-        "the local store has {0} spreadsheet table(s), which the team database does not keep \
-         yet (--skip-tables copies everything else without them)"
-    )]
-    SheetTables(u64),
     #[error("the copy does not match the local store ({}): nothing was kept", .0.mismatch_summary())]
     ImportMismatch(Box<import::ImportReport>),
 }

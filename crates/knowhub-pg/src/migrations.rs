@@ -448,6 +448,31 @@ CREATE TRIGGER group_members_changed AFTER UPDATE ON group_members
     EXECUTE FUNCTION bump_permission_version();
 "#],
     },
+    Domain {
+        name: "sheets",
+        steps: &[r#"
+-- Spreadsheet sheets as the SQL tool queries them. Each version of a sheet is a new row (its
+-- id is the generation a replica's local copy is checked against); rows are kept in parts of
+-- JSON arrays, the typed cells as the parser made them.
+CREATE TABLE sheet_tables (
+    id           BIGSERIAL PRIMARY KEY,
+    document_id  BIGINT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    position     INTEGER NOT NULL,
+    sheet_name   TEXT NOT NULL,
+    sql_name     TEXT NOT NULL UNIQUE,
+    columns      TEXT NOT NULL,
+    row_count    BIGINT NOT NULL,
+    UNIQUE (document_id, position)
+);
+CREATE TABLE sheet_rows (
+    table_id   BIGINT NOT NULL REFERENCES sheet_tables(id) ON DELETE CASCADE,
+    part       INTEGER NOT NULL,
+    row_count  INTEGER NOT NULL,
+    cells      TEXT NOT NULL,
+    PRIMARY KEY (table_id, part)
+);
+"#],
+    },
     // New domains go above this line, each at the end of the list.
 ];
 

@@ -4,12 +4,16 @@
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use common::cluster;
 use knowhub_index::{SearchRequest, TantivyIndex, TextIndex};
+use knowhub_parse::{Cell, Column, ColumnType, Table};
 use knowhub_pg::{CHANGE_LOG_LOCK, Database, IndexFollower, PgDocuments, PgError, state_file};
-use knowhub_store::{DocumentId, DocumentStatus, NewChunk, NewDocument, SourceId};
+use knowhub_store::{
+    DocumentId, DocumentStatus, NewChunk, NewDocument, ReplicaTable, SheetReplica, SourceId,
+};
 
 fn chunk(ordinal: u32, text: &str) -> NewChunk {
     NewChunk {
@@ -131,44 +135,145 @@ fn documents_keep_their_id_and_every_change_is_logged() {
     assert!(log.windows(2).all(|w| w[0].seq < w[1].seq));
     assert_eq!(docs.last_change().unwrap(), log[2].seq);
 
-    let table = knowhub_parse::Table {
-        name: "t".into(),
+    // A spreadsheet keeps its sheets, as typed tables for the SQL tool; a sheet without
+    // columns makes none.
+    let empty = Table {
+        name: "empty".into(),
         columns: Vec::new(),
         rows: Vec::new(),
     };
-    // A spreadsheet keeps its text and chunks; its tables are not kept, and it says so.
-    let id = docs
-        .replace_document(&NewDocument {
-            source,
-            folder: None,
-            path: "/srv/handbook/sheet.xlsx",
-            kind: "xlsx",
-            content_hash: "h",
-            size: 1,
-            mtime_ns: None,
-            title: None,
-            status: DocumentStatus::Indexed,
-            note: None,
-            page_count: None,
-            encoding: None,
-            text: "",
-            chunks: &[],
-            tables: std::slice::from_ref(&table),
-        })
-        .unwrap();
-    let sheet = docs
-        .document_by_path("/srv/handbook/sheet.xlsx")
-        .unwrap()
-        .unwrap();
-    assert_eq!(sheet.id, id);
-    assert!(
-        sheet
-            .error
-            .as_deref()
-            .is_some_and(|e| e.contains("SQL tool cannot query")),
-        "{sheet:?}"
+    let id = store_sheets(
+        &docs,
+        source,
+        "/srv/handbook/sheet.xlsx",
+        &[empty, sheet("Budget 2026", &[("a", 1), ("b", 2)])],
     );
-    assert_eq!(sheet.error_code, None);
+    let records = docs.sheet_records(Some(id)).unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].1.sql_name, format!("budget_2026_{}_2", id.0));
+    assert_eq!(records[0].1.row_count, 2);
+    let sheet_doc = docs.document(id).unwrap().unwrap();
+    assert_eq!((sheet_doc.error, sheet_doc.error_code), (None, None));
+    docs.remove_document(id).unwrap();
+    assert!(
+        docs.sheet_records(None).unwrap().is_empty(),
+        "removed with the document"
+    );
+}
+
+fn sheet(name: &str, rows: &[(&str, i64)]) -> Table {
+    Table {
+        name: name.into(),
+        columns: vec![
+            Column {
+                name: "item".into(),
+                ty: ColumnType::Text,
+            },
+            Column {
+                name: "amount".into(),
+                ty: ColumnType::Integer,
+            },
+        ],
+        rows: rows
+            .iter()
+            .map(|(item, n)| vec![Cell::Text((*item).into()), Cell::Int(*n)])
+            .collect(),
+    }
+}
+
+fn store_sheets(docs: &PgDocuments, source: SourceId, path: &str, tables: &[Table]) -> DocumentId {
+    docs.replace_document(&NewDocument {
+        source,
+        folder: None,
+        path,
+        kind: "xlsx",
+        content_hash: "h",
+        size: 1,
+        mtime_ns: None,
+        title: None,
+        status: DocumentStatus::Indexed,
+        note: None,
+        page_count: None,
+        encoding: None,
+        text: "item amount",
+        chunks: &[chunk(0, "item amount")],
+        tables,
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_replicas_sheet_tables_follow_the_log_and_are_repaired_on_start() {
+    let Some(pg) = cluster() else { return };
+    let db = Database::connect(&pg.create_database("follow_sheets").unwrap()).unwrap();
+    let docs = PgDocuments::new(&db);
+    let source = docs.folder_source("/srv/data", "Data").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let tables = dir.path().join("team-tables.sqlite");
+    let budget = store_sheets(
+        &docs,
+        source,
+        "/srv/data/budget.xlsx",
+        &[sheet("Q1", &[("a", 1)])],
+    );
+
+    let follower = |dir: &std::path::Path| {
+        in_memory_follower(&db, &dir.join("state"))
+            .with_sheets(SheetReplica::open(&tables).unwrap())
+            .unwrap()
+    };
+    let mut f = follower(dir.path());
+    f.catch_up().unwrap();
+    let q1 = format!("q1_{}_1", budget.0);
+    assert_eq!(
+        SheetReplica::held(&tables).unwrap(),
+        BTreeSet::from([q1.clone()])
+    );
+
+    // Re-ingested with other sheets, a new spreadsheet, and a plain document.
+    store_sheets(
+        &docs,
+        source,
+        "/srv/data/budget.xlsx",
+        &[sheet("Q2", &[("b", 2), ("c", 3)])],
+    );
+    let plan = store_sheets(&docs, source, "/srv/data/plan.xlsx", &[sheet("Plan", &[])]);
+    store(&docs, source, "/srv/data/readme.md", &["plain text"]);
+    f.catch_up().unwrap();
+    let q2 = format!("q2_{}_1", budget.0);
+    let plan_table = format!("plan_{}_1", plan.0);
+    assert_eq!(
+        SheetReplica::held(&tables).unwrap(),
+        BTreeSet::from([q2.clone(), plan_table.clone()])
+    );
+    let replica = SheetReplica::open(&tables).unwrap();
+    assert_eq!(
+        replica.rows(&q2, &sheet("", &[]).columns).unwrap(),
+        sheet("", &[("b", 2), ("c", 3)]).rows
+    );
+    drop(replica);
+
+    // Removed while the replica was down, and the replica's file damaged by hand: the next
+    // start repairs both before following.
+    drop(f);
+    docs.remove_document(plan).unwrap();
+    SheetReplica::open(&tables)
+        .unwrap()
+        .replace_document(
+            DocumentId(9999),
+            &[ReplicaTable {
+                generation: 1,
+                sql_name: "stray_9999_1".into(),
+                table: sheet("stray", &[("x", 0)]),
+            }],
+        )
+        .unwrap();
+    SheetReplica::open(&tables)
+        .unwrap()
+        .remove(std::slice::from_ref(&q2))
+        .unwrap();
+    let _f = follower(dir.path());
+    assert_eq!(SheetReplica::held(&tables).unwrap(), BTreeSet::from([q2]));
 }
 
 #[test]

@@ -690,7 +690,6 @@ fn a_local_store_is_copied_whole_and_reads_back_the_same() {
         &db,
         &dir.path().join("store.sqlite"),
         &ImportOptions {
-            skip_tables: false,
             root_key_hash: Some(root_hash.clone()),
         },
     )
@@ -822,32 +821,67 @@ fn a_local_store_is_copied_whole_and_reads_back_the_same() {
 }
 
 #[test]
-fn spreadsheet_tables_are_refused_unless_skipped() {
+fn spreadsheet_tables_are_copied_with_their_names_types_and_rows() {
     let Some(pg) = cluster() else { return };
     let dir = tempfile::tempdir().unwrap();
     let mut local = open_store(dir.path());
     let source = local.files_source().unwrap();
-    let sheet = Table {
-        name: "Sheet 1".into(),
+    let sheet = |name: &str, rows: Vec<Vec<Cell>>| Table {
+        name: name.into(),
         columns: vec![
             Column {
-                name: "name".into(),
+                name: "名称".into(),
                 ty: ColumnType::Text,
             },
             Column {
                 name: "n".into(),
                 ty: ColumnType::Integer,
             },
+            Column {
+                name: "share".into(),
+                ty: ColumnType::Real,
+            },
+            Column {
+                name: "open".into(),
+                ty: ColumnType::Boolean,
+            },
         ],
-        rows: vec![vec![Cell::Text("a".into()), Cell::Int(1)]],
+        rows,
     };
+    // More rows than one stored part holds, so the parts are put back together in order.
+    let many: Vec<Vec<Cell>> = (0..2500)
+        .map(|i| {
+            vec![
+                Cell::Text(format!("行 {i}")),
+                Cell::Int(i),
+                if i % 7 == 0 {
+                    Cell::Null
+                } else {
+                    Cell::Float(i as f64 / 4.0)
+                },
+                Cell::Bool(i % 2 == 0),
+            ]
+        })
+        .collect();
+    let sheets = [
+        sheet(
+            "Sheet 1",
+            vec![vec![
+                Cell::Text("a".into()),
+                Cell::Int(1),
+                Cell::Float(0.5),
+                Cell::Bool(true),
+            ]],
+        ),
+        sheet("大表", many.clone()),
+    ];
     let with_sheet = put_doc(
         &mut local,
         source,
         None,
         "/uploads/book.xlsx",
-        &["name n", "a 1"],
-        std::slice::from_ref(&sheet),
+        &["名称 n", "a 1"],
+        &sheets,
     );
     put_doc(
         &mut local,
@@ -857,48 +891,39 @@ fn spreadsheet_tables_are_refused_unless_skipped() {
         &["plain"],
         &[],
     );
-    assert_eq!(local.all_sheet_tables().unwrap().len(), 1);
+    let local_tables = local.all_sheet_tables().unwrap();
+    assert_eq!(local_tables.len(), 2);
     let path = dir.path().join("store.sqlite");
 
     let db = Database::connect(&pg.create_database("import_sheets").unwrap()).unwrap();
-    let err = import_sqlite(&db, &path, &ImportOptions::default()).unwrap_err();
-    assert!(matches!(err, PgError::SheetTables(1)), "{err}");
-    assert!(err.to_string().contains("--skip-tables"), "{err}");
-    let team = PgStore::new(&db, "r");
-    assert!(
-        DocumentStore::documents(&team, None).unwrap().is_empty(),
-        "nothing copied"
-    );
-
-    let report = import_sqlite(
-        &db,
-        &path,
-        &ImportOptions {
-            skip_tables: true,
-            root_key_hash: None,
-        },
-    )
-    .unwrap();
+    let report = import_sqlite(&db, &path, &ImportOptions::default()).unwrap();
     print_report(&report);
-    let skipped: Vec<_> = report.checks.iter().filter(|c| c.skipped).collect();
-    assert_eq!(skipped.len(), 1);
-    assert_eq!(
-        (skipped[0].table.as_str(), skipped[0].sqlite),
-        ("sheet_tables", 1)
-    );
-    assert_eq!(skipped[0].status(), "skipped");
     assert_eq!(report.mismatches().count(), 0);
-    assert!(
+    let check = |table: &str| {
         report
-            .notes
+            .checks
             .iter()
-            .any(|n| n.contains("skipped 1 spreadsheet"))
+            .find(|c| c.table == table)
+            .map(|c| (c.sqlite, c.postgres))
+    };
+    assert_eq!(check("sheet_tables"), Some((2, 2)));
+    assert_eq!(check("sheet rows"), Some((2501, 2501)));
+
+    let team = PgStore::new(&db, "r");
+    let records: Vec<_> = team.sheet_tables(with_sheet).unwrap().into_iter().collect();
+    let expected: Vec<_> = local_tables.into_iter().map(|(_, t)| t).collect();
+    assert_eq!(records, expected, "same names, columns and row counts");
+    assert_eq!(team.sheet_table_rows(&expected[1].sql_name).unwrap(), 2500);
+    let copied = PgDocuments::new(&db)
+        .sheet_tables_of(&[with_sheet])
+        .unwrap();
+    assert_eq!(copied.len(), 2);
+    assert_eq!(copied[0].1.table, sheets[0]);
+    assert_eq!(
+        copied[1].1.table.rows, many,
+        "every cell with its type, in order"
     );
-    // The document itself, its text and passages came along; its sheet did not.
-    let doc = team.document(with_sheet).unwrap().unwrap();
-    assert_eq!(doc.path, "/uploads/book.xlsx");
     assert_eq!(team.document_chunks(with_sheet).unwrap().len(), 2);
-    assert!(team.sheet_tables(with_sheet).unwrap().is_empty());
     assert_eq!(DocumentStore::documents(&team, None).unwrap().len(), 2);
 }
 
@@ -947,7 +972,6 @@ fn a_mismatch_names_the_tables() {
             table: "chunks".into(),
             sqlite: 10,
             postgres: 9,
-            skipped: false,
         }],
         notes: Vec::new(),
     };

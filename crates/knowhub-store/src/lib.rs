@@ -29,12 +29,12 @@ mod knowledge;
 mod migrations;
 mod records;
 mod resources;
+mod sheets;
 mod vectors;
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use knowhub_parse::{Cell, ColumnType, Table};
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use thiserror::Error;
 
@@ -54,6 +54,7 @@ pub use knowledge::{
 };
 pub use records::*;
 pub use resources::{ResourceFilter, ResourceRecord, SealedSecret};
+pub use sheets::{ReplicaTable, SheetReplica, read_sheet_table, sheet_sql_name};
 pub use vectors::{StoredVector, UnembeddedChunk};
 
 /// Errors from the store.
@@ -343,9 +344,9 @@ impl Store {
                 ])?;
             }
         }
-        drop_sheet_tables(&tx, id)?;
+        sheets::drop_document_tables(&tx, id)?;
         for (n, table) in doc.tables.iter().enumerate() {
-            create_sheet_table(&tx, id, n, table)?;
+            sheets::create_document_table(&tx, id, n, table)?;
         }
         tx.commit()?;
         Ok(DocumentId(id))
@@ -419,7 +420,7 @@ impl Store {
             "INSERT OR IGNORE INTO index_tombstones (document_id) VALUES (?1)",
             params![id.0],
         )?;
-        drop_sheet_tables(&tx, id.0)?;
+        sheets::drop_document_tables(&tx, id.0)?;
         tx.execute("DELETE FROM documents WHERE id = ?1", params![id.0])?;
         tx.commit()?;
         Ok(())
@@ -676,7 +677,10 @@ impl Store {
     /// Counts rows of a stored sheet table (used by tests and status).
     pub fn sheet_table_rows(&self, sql_name: &str) -> Result<u64> {
         let n: i64 = self.conn.query_row(
-            &format!("SELECT COUNT(*) FROM sheets.{}", quote_ident(sql_name)),
+            &format!(
+                "SELECT COUNT(*) FROM sheets.{}",
+                sheets::quote_ident(sql_name)
+            ),
             [],
             |r| r.get(0),
         )?;
@@ -698,7 +702,7 @@ impl Store {
         for name in &orphans {
             self.conn.execute_batch(&format!(
                 "DROP TABLE IF EXISTS sheets.{}",
-                quote_ident(name)
+                sheets::quote_ident(name)
             ))?;
         }
         Ok(orphans.len())
@@ -712,104 +716,6 @@ pub(crate) const DOC_SELECT: &str =
 
 pub(crate) fn heading_from_json(s: &str) -> Vec<String> {
     serde_json::from_str(s).unwrap_or_default()
-}
-
-fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-fn drop_sheet_tables(tx: &rusqlite::Transaction<'_>, doc: i64) -> Result<()> {
-    let names: Vec<String> = {
-        let mut stmt = tx.prepare("SELECT sql_name FROM sheet_tables WHERE document_id = ?1")?;
-        stmt.query_map(params![doc], |r| r.get(0))?
-            .collect::<Result<_, _>>()?
-    };
-    for name in names {
-        tx.execute_batch(&format!(
-            "DROP TABLE IF EXISTS sheets.{}",
-            quote_ident(&name)
-        ))?;
-    }
-    tx.execute(
-        "DELETE FROM sheet_tables WHERE document_id = ?1",
-        params![doc],
-    )?;
-    Ok(())
-}
-
-/// A table name a person (and a language model) can read: the sheet's name made safe, the
-/// document id, and the sheet's position (so names stay unique): `projects_12_1`.
-fn sheet_sql_name(sheet: &str, doc: i64, n: usize) -> String {
-    let mut slug: String = sheet
-        .trim()
-        .to_lowercase()
-        .chars()
-        .map(|c| if c.is_alphanumeric() { c } else { '_' })
-        .collect();
-    while slug.contains("__") {
-        slug = slug.replace("__", "_");
-    }
-    let slug: String = slug.trim_matches('_').chars().take(40).collect();
-    let slug = if slug.is_empty() || slug.starts_with(|c: char| c.is_ascii_digit()) {
-        format!("sheet{}", n + 1)
-    } else {
-        slug
-    };
-    format!("{slug}_{doc}_{}", n + 1)
-}
-
-fn create_sheet_table(
-    tx: &rusqlite::Transaction<'_>,
-    doc: i64,
-    n: usize,
-    table: &Table,
-) -> Result<()> {
-    let sql_name = sheet_sql_name(&table.name, doc, n);
-    let cols: Vec<String> = table
-        .columns
-        .iter()
-        .map(|c| {
-            let ty = match c.ty {
-                ColumnType::Integer | ColumnType::Boolean => "INTEGER",
-                ColumnType::Real => "REAL",
-                ColumnType::Text | ColumnType::DateTime => "TEXT",
-            };
-            format!("{} {ty}", quote_ident(&c.name))
-        })
-        .collect();
-    if cols.is_empty() {
-        return Ok(());
-    }
-    tx.execute_batch(&format!(
-        "DROP TABLE IF EXISTS sheets.{q}; CREATE TABLE sheets.{q} ({})",
-        cols.join(", "),
-        q = quote_ident(&sql_name)
-    ))?;
-    {
-        let placeholders = vec!["?"; table.columns.len()].join(",");
-        let mut insert = tx.prepare(&format!(
-            "INSERT INTO sheets.{} VALUES ({placeholders})",
-            quote_ident(&sql_name)
-        ))?;
-        for row in &table.rows {
-            let values = (0..table.columns.len()).map(|i| match row.get(i) {
-                None | Some(Cell::Null) => rusqlite::types::Value::Null,
-                Some(Cell::Bool(b)) => rusqlite::types::Value::Integer(i64::from(*b)),
-                Some(Cell::Int(v)) => rusqlite::types::Value::Integer(*v),
-                Some(Cell::Float(v)) => rusqlite::types::Value::Real(*v),
-                Some(Cell::Text(s)) => rusqlite::types::Value::Text(s.clone()),
-            });
-            insert.execute(params_from_iter(values))?;
-        }
-    }
-    let columns =
-        serde_json::to_string(&table.columns).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    tx.execute(
-        "INSERT INTO sheet_tables (document_id, sheet_name, sql_name, columns, row_count)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![doc, table.name, sql_name, columns, table.rows.len() as i64],
-    )?;
-    Ok(())
 }
 
 #[cfg(test)]
