@@ -22,12 +22,15 @@
 //! ```
 
 pub mod admin;
+mod administration;
 pub mod auth;
+mod conversations;
 pub mod copilot;
 mod count;
 pub mod error;
 pub mod groups;
 pub mod knowledge;
+mod library;
 pub mod mcp;
 pub mod memory;
 pub mod resources;
@@ -228,6 +231,9 @@ impl Modify for SecuritySchemes {
         (name = "groups", description = "Group spaces: members, roles, shared memories (seed 003 §13)"),
         (name = "copilot", description = "Document search and cited answers"),
         (name = "admin", description = "Accounts, users and keys (seed 003 §6.2)"),
+        (name = "library", description = "Sources, documents, files, passages, status and audit"),
+        (name = "administration", description = "Folders and ACLs, watched folders, ingestion, memberships, SQL data sources"),
+        (name = "conversations", description = "Conversations, traces and feedback"),
         (name = "meta", description = "Health"),
     )
 )]
@@ -244,6 +250,9 @@ pub fn router_and_openapi(state: ServerState) -> (axum::Router, utoipa::openapi:
         .merge(copilot::router())
         .merge(uploads::router())
         .merge(admin::router())
+        .merge(library::router())
+        .merge(administration::router())
+        .merge(conversations::router())
         .split_for_parts();
     let doc = Arc::new(api.clone());
     let router = router
