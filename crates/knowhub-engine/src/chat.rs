@@ -365,4 +365,10 @@ impl Engine {
             .map(|o| o.as_str().to_string())
             .collect())
     }
+
+    /// One of the caller's conversations (title and times), for front ends that show it
+    /// with its turns; anyone else's, administrators' included, is "not found".
+    pub fn conversation(&self, ctx: &RequestContext, id: &str) -> Result<SessionRecord> {
+        self.own_session(&self.authorize(ctx)?, id)
+    }
 }

@@ -817,6 +817,95 @@ impl Engine {
             }
         }
     }
+
+    /// A readable document's original file, opened on this machine's disk, so that a front
+    /// end can hand over the bytes without reading them whole (the HTTP API streams them) and
+    /// every download is audited (`file`). `NotFound` when the document does not exist or
+    /// `ctx` may not read it, and a `NotFound` that says so when the file is gone from disk
+    /// (moved, deleted, or ingested on another machine): its stored text and passages stay
+    /// readable through [`Engine::open_document`].
+    pub fn document_file(
+        &self,
+        ctx: &RequestContext,
+        id: DocumentId,
+    ) -> Result<(knowhub_store::DocumentRecord, std::fs::File)> {
+        let access = self.authorize(ctx)?;
+        let document = match self.readable_document(&access, id) {
+            Ok(d) => d,
+            Err(e) => {
+                let target = id.0.to_string();
+                self.audit(
+                    &access,
+                    ("file", &target, "not_found"),
+                    0,
+                    0,
+                    serde_json::Value::Null,
+                )?;
+                return Err(e);
+            }
+        };
+        let path = Path::new(&document.path);
+        // Only a regular file: opening a FIFO or a device would block or never end.
+        let opened = std::fs::metadata(path).and_then(|meta| {
+            if meta.is_file() {
+                std::fs::File::open(path)
+            } else {
+                Err(std::io::ErrorKind::NotFound.into())
+            }
+        });
+        let file = match opened {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.audit(
+                    &access,
+                    ("file", &document.path, "gone"),
+                    0,
+                    0,
+                    serde_json::Value::Null,
+                )?;
+                return Err(EngineError::NotFound(format!(
+                    "the original file of document {id} is no longer on this machine (its \
+                     text and passages are still readable)"
+                )));
+            }
+            Err(source) => {
+                return Err(EngineError::Io {
+                    path: document.path.clone(),
+                    source,
+                });
+            }
+        };
+        self.audit(
+            &access,
+            ("file", &document.path, "ok"),
+            1,
+            0,
+            serde_json::json!([{ "document": id.0, "decision": "allow" }]),
+        )?;
+        Ok((document, file))
+    }
+
+    /// The audit trail, newest first, optionally only one user's: administrators may name any
+    /// user (or none: the whole account), users only themselves, since another user's trail
+    /// shows what that user asked and read.
+    pub fn audit_trail_for(
+        &self,
+        ctx: &RequestContext,
+        limit: usize,
+        user: Option<&UserId>,
+    ) -> Result<Vec<AuditRecord>> {
+        let access = self.authorize(ctx)?;
+        let only = match user {
+            _ if access.is_admin() => user,
+            Some(u) if u != &access.ctx.user => {
+                return Err(EngineError::Forbidden(
+                    "only an administrator can read another user's audit trail".into(),
+                ));
+            }
+            _ => Some(&access.ctx.user),
+        };
+        Ok(self.store().audit(limit, only)?)
+    }
 }
 
 /// A document named by id or by path.

@@ -760,6 +760,17 @@ impl Engine {
         }
         Ok(())
     }
+
+    /// Fails with [`EngineError::Forbidden`] unless `ctx` administers this account (or is
+    /// ROOT), naming `what` was refused. For front ends that offer something to administrators
+    /// only although the engine's own rule is wider: the HTTP API's ingest and watch, whose
+    /// callers name paths on the server (on a desktop anyone may read their own disk; a remote
+    /// user must not make the server read its files for them), and its folder tree with every
+    /// folder's ACL.
+    pub fn require_administrator(&self, ctx: &RequestContext, what: &str) -> Result<()> {
+        let access = self.authorize(ctx)?;
+        self.require_admin(&access, what)
+    }
 }
 
 /// 2 s, 4 s, 8 s, … capped at 5 minutes.

@@ -274,6 +274,42 @@ fn health_needs_no_key_and_openapi_lists_every_route() {
         "PUT /api/v1/admin/accounts/{account_id}/users/{user_id}/role",
         "POST /api/v1/admin/accounts/{account_id}/users/{user_id}/key",
         "DELETE /api/v1/admin/accounts/{account_id}/users/{user_id}/key",
+        // library
+        "GET /api/v1/status",
+        "GET /api/v1/sources",
+        "GET /api/v1/documents",
+        "GET /api/v1/documents/{id}",
+        "GET /api/v1/documents/{id}/preview",
+        "GET /api/v1/documents/{id}/file",
+        "GET /api/v1/passages/{chunk_id}",
+        "GET /api/v1/audit",
+        // administration
+        "GET /api/v1/folders",
+        "PUT /api/v1/acl",
+        "GET /api/v1/acl/readers",
+        "GET /api/v1/watches",
+        "POST /api/v1/watches",
+        "DELETE /api/v1/watches",
+        "POST /api/v1/ingest",
+        "POST /api/v1/remove",
+        "GET /api/v1/queue",
+        "POST /api/v1/queue/pause",
+        "POST /api/v1/queue/resume",
+        "POST /api/v1/queue/retry-failed",
+        "POST /api/v1/queue/cancel",
+        "GET /api/v1/admin/accounts/{account_id}/users/{user_id}/groups",
+        "PUT /api/v1/admin/accounts/{account_id}/users/{user_id}/groups/{group}",
+        "DELETE /api/v1/admin/accounts/{account_id}/users/{user_id}/groups/{group}",
+        "GET /api/v1/sql-sources",
+        "POST /api/v1/sql-sources",
+        "DELETE /api/v1/sql-sources/{name}",
+        // conversations
+        "GET /api/v1/conversations",
+        "GET /api/v1/conversations/{id}",
+        "DELETE /api/v1/conversations/{id}",
+        "POST /api/v1/conversations/{id}/remember",
+        "GET /api/v1/traces/{trace_id}",
+        "POST /api/v1/feedback",
     ]
     .into_iter()
     .map(str::to_owned)
@@ -289,7 +325,11 @@ fn health_needs_no_key_and_openapi_lists_every_route() {
             .replace("{id}", "x-1-x")
             .replace("{account_id}", "default")
             .replace("{group_id}", "grp_x")
-            .replace("{user_id}", "alice");
+            .replace("{user_id}", "alice")
+            .replace("{chunk_id}", "1")
+            .replace("{trace_id}", "t-1")
+            .replace("{group}", "team:x")
+            .replace("{name}", "x");
         let body = (method != "GET" && method != "DELETE").then_some("{}");
         let r = s.request(method, &path, &[], body);
         assert_ne!(r.status, 404, "{route} is not served: {}", r.text);

@@ -10,12 +10,13 @@
 //! here by hand:
 //!
 //! * over HTTP: document search in every retrieval mode, ask (extractive, JSON and streamed),
-//!   knowledge search/list/get/versions, groups, error bodies, cross-account and ROOT-only
-//!   headers, keys of one database on the other;
+//!   knowledge search/list/get/versions, groups, the library (document listings, sources and
+//!   folders, status and counts, previews by id, citations by chunk id), error bodies,
+//!   cross-account and ROOT-only headers, keys of one database on the other;
 //! * through the MCP tools (in-process, over the replica's engine);
-//! * read paths the HTTP API does not offer (listings, folders, status and counts, previews by
-//!   id and by path, citations by chunk id, ACL views, refused removals): through the replica's
-//!   `Hub`, signed in with the same keys, alternating replicas like the HTTP probes.
+//! * read paths the HTTP API does not offer (previews by path, ACL views, refused removals):
+//!   through the replica's `Hub`, signed in with the same keys, alternating replicas like the
+//!   HTTP probes.
 //!
 //! Changes made through replica A (ACL grant and revoke, team and group membership, role
 //! changes, user removal, key rotation and revocation) are probed through replica B on the
@@ -37,8 +38,8 @@ use std::time::{Duration, Instant};
 use knowhub_engine::authz::{Scope, ScopeSet, UserId};
 use knowhub_engine::team::TeamConfig;
 use knowhub_engine::{
-    ChunkId, Credentials, DocRef, DocumentId, Engine, EngineConfig, EngineError, Hub,
-    IngestOptions, ModelConfig, ModelSet, RealFs, RequestContext, dev_context,
+    Credentials, DocRef, Engine, EngineConfig, EngineError, Hub, IngestOptions, ModelConfig,
+    ModelSet, RealFs, RequestContext, dev_context,
 };
 use knowhub_pg::PgCluster;
 use knowhub_server::ServerState;
@@ -1071,7 +1072,19 @@ fn check_result(
     }
 }
 
-/// The read paths the HTTP API does not offer, through the replicas' hubs (alternating).
+/// An answer by id over HTTP: shown (checked against the oracle) or 404 `NOT_FOUND` — a 403
+/// reveals that the thing exists.
+fn check_reply(t: &mut Tally, what: &str, r: &Reply, allowed: &BTreeSet<&str>) {
+    if r.status == 200 {
+        t.check(what, &r.text, allowed);
+    } else {
+        t.error(what, r, 404, "NOT_FOUND", allowed);
+    }
+}
+
+/// The library over HTTP (listings, sources and folders, status, previews by id, citations by
+/// chunk id), then the read paths the HTTP API does not offer, through the replicas' hubs
+/// (alternating).
 fn probe_engine(w: &World, t: &mut Tally, who: &Who) {
     let c = &w.acme;
     let allowed = who.allowed();
@@ -1091,82 +1104,77 @@ fn probe_engine(w: &World, t: &mut Tally, who: &Who) {
     }
 
     // Listing, folders, status and counts.
-    let (what, ctx, engine) = signed_in!(format!("{me} list"));
-    match engine.documents(&ctx, None) {
-        Ok(docs) => {
-            let listed: BTreeSet<&str> = docs
-                .iter()
-                .filter_map(|d| {
-                    ACME_FILES
-                        .iter()
-                        .find(|(p, _)| abs(p) == Path::new(&d.path))
-                        .map(|(_, m)| *m)
-                })
-                .collect();
-            t.leak_unless(
-                &format!("{what}: lists {listed:?}, oracle {:?}", who.docs),
-                listed.is_subset(&who.docs),
-            );
-            t.miss_unless(
-                &format!("{what}: lists {listed:?}, oracle {:?}", who.docs),
-                who.docs.is_subset(&listed),
-            );
-            t.check(&what, &serde_json::to_string(&docs).unwrap(), &allowed);
-        }
-        Err(e) => t.fail_unless(&format!("{what}: {e}"), false),
+    let r = c.by(who, "GET", "/api/v1/documents", None);
+    let what = format!("{me} list via {}", r.via);
+    if t.status(&what, &r, 200, &allowed) {
+        let v = r.json();
+        let listed: BTreeSet<&str> = v["documents"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| {
+                ACME_FILES
+                    .iter()
+                    .find(|(p, _)| d["path"].as_str().is_some_and(|d| abs(p) == Path::new(d)))
+                    .map(|(_, m)| *m)
+            })
+            .collect();
+        t.leak_unless(
+            &format!("{what}: lists {listed:?}, oracle {:?}", who.docs),
+            listed.is_subset(&who.docs),
+        );
+        t.miss_unless(
+            &format!("{what}: lists {listed:?}, oracle {:?}", who.docs),
+            who.docs.is_subset(&listed),
+        );
     }
-    let (what, ctx, engine) = signed_in!(format!("{me} folders"));
-    match engine.folders(&ctx) {
-        Ok(folders) => {
-            for f in &folders {
-                let any_readable = ACME_FILES.iter().any(|(p, m)| {
-                    abs(p).starts_with(&f.path)
-                        && abs(p) != Path::new(&f.path)
-                        && who.docs.contains(m)
-                });
-                t.leak_unless(
-                    &format!("{what}: {} visible only with a readable document", f.path),
-                    any_readable,
-                );
-            }
-            for (p, m) in ACME_FILES.iter().filter(|(_, m)| who.docs.contains(m)) {
-                let parent = abs(p).parent().unwrap().display().to_string();
-                t.miss_unless(
-                    &format!("{what}: {parent} (holding {m}) is listed"),
-                    folders.iter().any(|f| f.path == parent),
-                );
-            }
-            t.check(&what, &serde_json::to_string(&folders).unwrap(), &allowed);
-        }
-        Err(e) => t.fail_unless(&format!("{what}: {e}"), false),
-    }
-    let (what, ctx, engine) = signed_in!(format!("{me} status"));
-    match engine.status(&ctx) {
-        Ok(status) => {
-            let n = status.store.documents as usize;
+    let r = c.by(who, "GET", "/api/v1/sources", None);
+    let what = format!("{me} sources via {}", r.via);
+    if t.status(&what, &r, 200, &allowed) {
+        let v = r.json();
+        // Folders holding readable documents (a watched folder of the caller's may be empty).
+        let folders: Vec<&str> = v["folders"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| !(f["watched"] == true && f["documents"] == 0))
+            .filter_map(|f| f["path"].as_str())
+            .collect();
+        for f in &folders {
+            let any_readable = ACME_FILES.iter().any(|(p, m)| {
+                abs(p).starts_with(f) && abs(p) != Path::new(f) && who.docs.contains(m)
+            });
             t.leak_unless(
-                &format!("{what}: counts {n} documents, oracle {}", who.docs.len()),
-                n <= who.docs.len(),
+                &format!("{what}: {f} visible only with a readable document"),
+                any_readable,
             );
-            t.miss_unless(
-                &format!("{what}: counts {n} documents, oracle {}", who.docs.len()),
-                n >= who.docs.len(),
-            );
-            t.check(&what, &serde_json::to_string(&status).unwrap(), &allowed);
         }
-        Err(e) => t.fail_unless(&format!("{what}: {e}"), false),
+        for (p, m) in ACME_FILES.iter().filter(|(_, m)| who.docs.contains(m)) {
+            let parent = abs(p).parent().unwrap().display().to_string();
+            t.miss_unless(
+                &format!("{what}: {parent} (holding {m}) is listed"),
+                folders.contains(&parent.as_str()),
+            );
+        }
+    }
+    let r = c.by(who, "GET", "/api/v1/status", None);
+    let what = format!("{me} status via {}", r.via);
+    if t.status(&what, &r, 200, &allowed) {
+        let n = r.json()["documents"].as_u64().unwrap_or(u64::MAX) as usize;
+        t.leak_unless(
+            &format!("{what}: counts {n} documents, oracle {}", who.docs.len()),
+            n <= who.docs.len(),
+        );
+        t.miss_unless(
+            &format!("{what}: counts {n} documents, oracle {}", who.docs.len()),
+            n >= who.docs.len(),
+        );
     }
 
     // Previews by id (every id, including ones that never existed) and by path.
     for id in 1..=(ACME_FILES.len() as i64 + 3) {
-        let (what, ctx, engine) = signed_in!(format!("{me} open #{id}"));
-        let r = engine.open_document(&ctx, DocRef::Id(DocumentId(id)));
-        check_result(
-            t,
-            &what,
-            r.map(|v| serde_json::to_string(&v).unwrap()),
-            &allowed,
-        );
+        let r = c.by(who, "GET", &format!("/api/v1/documents/{id}/preview"), None);
+        check_reply(t, &format!("{me} open #{id} via {}", r.via), &r, &allowed);
     }
     for (rel, marker) in ACME_FILES {
         let path = abs(rel);
@@ -1189,14 +1197,8 @@ fn probe_engine(w: &World, t: &mut Tally, who: &Who) {
     }
     // Citations by chunk id.
     for id in 1..=(ACME_FILES.len() as i64 * 2) {
-        let (what, ctx, engine) = signed_in!(format!("{me} passage {id}"));
-        let r = engine.passage(&ctx, ChunkId(id));
-        check_result(
-            t,
-            &what,
-            r.map(|c| serde_json::to_string(&c).unwrap()),
-            &allowed,
-        );
+        let r = c.by(who, "GET", &format!("/api/v1/passages/{id}"), None);
+        check_reply(t, &format!("{me} passage {id} via {}", r.via), &r, &allowed);
     }
     // ACL views of every folder.
     for (folder, _) in ACME_ACLS {
@@ -1288,30 +1290,41 @@ fn probe_accounts(w: &World, t: &mut Tally) {
             &only_globex,
         );
     }
-    // Engine-level: listing, previews and passages by id in the other database.
+    // The library: listing, previews and passages by id in the other database.
     for i in [A, B] {
-        let hub = g.hub(i);
-        let ctx = sign_in(hub, gus);
-        let engine = hub.engine(&ctx).unwrap();
-        let docs = engine.documents(&ctx, None).unwrap();
-        let paths: Vec<String> = docs.iter().map(|d| d.path.clone()).collect();
-        t.leak_unless(
-            &format!("gus list via globex/{i}: {paths:?}"),
-            paths == [w.globex_kb.join("merger.md").display().to_string()],
-        );
+        let r = g.key_on(i, "GET", "/api/v1/documents", gus, None);
+        let what = format!("gus list via {}", r.via);
+        if t.status(&what, &r, 200, &only_globex) {
+            let paths: Vec<String> = r.json()["documents"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|d| d["path"].as_str().map(str::to_owned))
+                .collect();
+            t.leak_unless(
+                &format!("{what}: {paths:?}"),
+                paths == [w.globex_kb.join("merger.md").display().to_string()],
+            );
+        }
         for id in 1..=5 {
-            let r = engine.open_document(&ctx, DocRef::Id(DocumentId(id)));
-            check_result(
+            let r = g.key_on(
+                i,
+                "GET",
+                &format!("/api/v1/documents/{id}/preview"),
+                gus,
+                None,
+            );
+            check_reply(
                 t,
-                &format!("gus open #{id} via globex/{i}"),
-                r.map(|v| serde_json::to_string(&v).unwrap()),
+                &format!("gus open #{id} via {}", r.via),
+                &r,
                 &only_globex,
             );
-            let r = engine.passage(&ctx, ChunkId(id));
-            check_result(
+            let r = g.key_on(i, "GET", &format!("/api/v1/passages/{id}"), gus, None);
+            check_reply(
                 t,
-                &format!("gus passage {id} via globex/{i}"),
-                r.map(|c| serde_json::to_string(&c).unwrap()),
+                &format!("gus passage {id} via {}", r.via),
+                &r,
                 &only_globex,
             );
         }
