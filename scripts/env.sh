@@ -129,3 +129,17 @@ ensure_postgres() {
   fi
   export KNOWHUB_PG_BIN="$dest/pgserver/pginstall/bin"
 }
+
+# A PostgreSQL build with TLS support for the test of encrypted database connections (the
+# bundled build has none): Debian's, installed when missing (its own cluster is not used).
+# Exports KNOWHUB_PG_TLS_BIN.
+ensure_tls_postgres() {
+  local bin
+  bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
+  if [ -z "$bin" ] && command -v dpkg >/dev/null 2>&1; then
+    ensure_system_packages postgresql || return 1
+    bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
+  fi
+  [ -n "$bin" ] && [ -x "$bin/initdb" ] || return 1
+  export KNOWHUB_PG_TLS_BIN="$bin"
+}

@@ -35,6 +35,10 @@ if ! ensure_postgres; then
   [ "${CI:-}" = "true" ] && { echo "PostgreSQL could not be fetched (CI=true: tests may not skip)" >&2; exit 1; }
   echo "warning: PostgreSQL not fetched; team store tests will skip"
 fi
+if ! ensure_tls_postgres; then
+  [ "${CI:-}" = "true" ] && { echo "no PostgreSQL with TLS (CI=true: tests may not skip)" >&2; exit 1; }
+  echo "warning: no PostgreSQL with TLS; the TLS test will skip"
+fi
 echo "== tauri-driver (WebDriver for the end-to-end tests)"
 ensure_tauri_driver
 echo "== cargo test (includes tests/e2e.rs: the desktop window end to end, and the bindings freshness check)"

@@ -321,12 +321,12 @@ impl Engine {
         let mut follower = None;
         let mut team_index = None;
         let (mut rebuilt, mut read_only) = (false, false);
-        let index: Box<dyn TextIndex> = if let (Some(t), Some(db)) = (&config.team, &team_db) {
+        let index: Box<dyn TextIndex> = if let Some(db) = &team_db {
             let state = knowhub_pg::state_file(&paths.index);
             let followed = match TantivyIndex::open(&paths.index) {
                 Ok(index) => {
                     let index = Arc::new(index);
-                    let (thread, position) = team::follow(t, db, Arc::clone(&index), &paths)?;
+                    let (thread, position) = team::follow(db, Arc::clone(&index), &paths)?;
                     follower = Some(thread);
                     team::FollowedIndex::new(index, team::Position::Here(position), db)
                 }

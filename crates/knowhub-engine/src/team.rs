@@ -228,7 +228,6 @@ impl Drop for Follower {
 /// Brings this replica's index (and its copy of the spreadsheet tables) up to the change log's
 /// end, then follows the log on a thread; returns the thread and the index's position.
 pub(crate) fn follow(
-    config: &TeamConfig,
     db: &Database,
     index: Arc<TantivyIndex>,
     paths: &DataPaths,
@@ -247,14 +246,12 @@ pub(crate) fn follow(
         "replica index caught up with the team database"
     );
     let stop = Arc::new(AtomicBool::new(false));
-    let address = config.database.clone();
     let flag = Arc::clone(&stop);
     let thread = std::thread::Builder::new()
         .name("knowhub-follow".into())
         .spawn(move || {
             while !flag.load(Ordering::Relaxed) {
-                let result =
-                    follower.follow(&address, FOLLOW_POLL, |_| flag.load(Ordering::Relaxed));
+                let result = follower.follow(FOLLOW_POLL, |_| flag.load(Ordering::Relaxed));
                 if let Err(e) = result {
                     // Not retryable (a corrupt row, the index's disk): say so, and try again
                     // later rather than leave the replica silently stale.

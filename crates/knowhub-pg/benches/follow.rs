@@ -242,7 +242,7 @@ fn main() {
             ms(&fts_t, 0.95),
         );
         if n == 0 {
-            delay(&url, &db, source, follower);
+            delay(&db, source, follower);
         }
     }
 }
@@ -286,14 +286,14 @@ fn postgres_fts(db: &Database, corpus: &Corpus, config: &str) -> (f64, Vec<Durat
 }
 
 /// Commit-to-searchable delay on a following replica, over writes spaced 100 ms apart.
-fn delay(url: &str, db: &Database, source: SourceId, mut follower: IndexFollower<TantivyIndex>) {
+fn delay(db: &Database, source: SourceId, mut follower: IndexFollower<TantivyIndex>) {
     let applied_at: Arc<Mutex<Vec<(i64, Instant)>>> = Arc::default();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let thread = {
-        let (url, applied_at, stop) = (url.to_string(), applied_at.clone(), stop.clone());
+        let (applied_at, stop) = (applied_at.clone(), stop.clone());
         std::thread::spawn(move || {
             follower
-                .follow(&url, Duration::from_secs(1), |f| {
+                .follow(Duration::from_secs(1), |f| {
                     applied_at
                         .lock()
                         .unwrap()

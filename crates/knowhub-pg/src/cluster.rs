@@ -1,7 +1,8 @@
 //! A private PostgreSQL cluster for tests, benchmarks and a one-machine team server.
 //!
 //! `initdb` into a temporary directory, the server on a Unix socket inside it (no TCP port, so
-//! parallel tests never collide), stopped and removed on drop. PostgreSQL refuses to run as
+//! parallel tests never collide; a cluster for TLS tests also listens on a free loopback port),
+//! stopped and removed on drop. PostgreSQL refuses to run as
 //! root; under root (CI) the server runs as the unprivileged `postgres` user (else `nobody`),
 //! which then owns the directory.
 
@@ -16,6 +17,9 @@ use crate::{PgError, Result};
 /// Environment variable naming the directory with `initdb`, `pg_ctl` and `postgres`.
 pub const PG_BIN_ENV: &str = "KNOWHUB_PG_BIN";
 
+/// Environment variable naming a PostgreSQL build with TLS support (for the TLS tests).
+pub const PG_TLS_BIN_ENV: &str = "KNOWHUB_PG_TLS_BIN";
+
 /// Where `scripts/env.sh` (`ensure_postgres`) unpacks the pinned build, relative to the repository.
 const BUNDLED_BIN: &str = ".tools/postgres/pgserver/pginstall/bin";
 
@@ -28,6 +32,8 @@ pub struct PgCluster {
     bin: PathBuf,
     dir: TempDir,
     run_as: Option<String>,
+    /// Also listening on 127.0.0.1 at this port, with TLS (tests of encrypted connections).
+    tls_port: Option<u16>,
 }
 
 impl PgCluster {
@@ -53,9 +59,39 @@ impl PgCluster {
     /// A cluster for an integration test, or `None` (saying so) when the binaries are missing
     /// on a developer machine. Under `CI=true` a missing binary or a failed start panics: a
     /// test that needs PostgreSQL may not skip there.
-    #[allow(clippy::print_stderr)]
     pub fn for_test() -> Option<PgCluster> {
-        let Some(bin) = PgCluster::find_binaries() else {
+        let bin = PgCluster::test_binaries()?;
+        match PgCluster::start(&bin) {
+            Ok(cluster) => Some(cluster),
+            Err(e) => panic!("private PostgreSQL cluster does not start: {e}"),
+        }
+    }
+
+    /// [`PgCluster::for_test`], also listening on a loopback TCP port with TLS, presenting
+    /// the certificate chain `cert_pem` with its key `key_pem`. The bundled build has no TLS
+    /// support, so this one runs the system's PostgreSQL (`$KNOWHUB_PG_TLS_BIN`, else Debian's
+    /// `/usr/lib/postgresql/<version>/bin`), which has no pgvector: connections only, no
+    /// migrations.
+    #[allow(clippy::print_stderr)]
+    pub fn for_test_with_tls(cert_pem: &str, key_pem: &str) -> Option<PgCluster> {
+        let Some(bin) = tls_binaries() else {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true: no PostgreSQL build with TLS (run scripts/test.sh, which installs one)"
+            );
+            eprintln!("skipped: no PostgreSQL build with TLS (set {PG_TLS_BIN_ENV})");
+            return None;
+        };
+        match PgCluster::start_with(&bin, Some((cert_pem, key_pem))) {
+            Ok(cluster) => Some(cluster),
+            Err(e) => panic!("private PostgreSQL cluster with TLS does not start: {e}"),
+        }
+    }
+
+    #[allow(clippy::print_stderr)]
+    fn test_binaries() -> Option<PathBuf> {
+        let bin = PgCluster::find_binaries();
+        if bin.is_none() {
             assert!(
                 std::env::var("CI").as_deref() != Ok("true"),
                 "CI=true: PostgreSQL binaries missing (run scripts/test.sh, which fetches them)"
@@ -63,16 +99,16 @@ impl PgCluster {
             eprintln!(
                 "skipped: no PostgreSQL binaries (set KNOWHUB_PG_BIN or run scripts/test.sh)"
             );
-            return None;
-        };
-        match PgCluster::start(&bin) {
-            Ok(cluster) => Some(cluster),
-            Err(e) => panic!("private PostgreSQL cluster does not start: {e}"),
         }
+        bin
     }
 
     /// Creates and starts a cluster with the binaries in `bin`. Takes about a second.
     pub fn start(bin: &Path) -> Result<PgCluster> {
+        PgCluster::start_with(bin, None)
+    }
+
+    fn start_with(bin: &Path, tls: Option<(&str, &str)>) -> Result<PgCluster> {
         let base = if Path::new("/tmp").is_dir() {
             PathBuf::from("/tmp")
         } else {
@@ -92,7 +128,20 @@ impl PgCluster {
                 bin = copy_install_into(&bin, dir.path())?;
             }
         }
-        let cluster = PgCluster { bin, dir, run_as };
+        let tls_port = match tls {
+            Some((cert, key)) => {
+                write_private(&dir.path().join("server.crt"), cert, run_as.as_deref())?;
+                write_private(&dir.path().join("server.key"), key, run_as.as_deref())?;
+                Some(free_port()?)
+            }
+            None => None,
+        };
+        let cluster = PgCluster {
+            bin,
+            dir,
+            run_as,
+            tls_port,
+        };
         cluster.init()?;
         cluster.ctl(&["start"])?;
         Ok(cluster)
@@ -135,8 +184,17 @@ impl PgCluster {
         let log = self.dir.path().join("server.log");
         // Durability settings off: a test cluster lives for one process; crash tests stop the
         // server with pg_ctl, which still writes everything out.
+        let listen = match self.tls_port {
+            Some(port) => format!(
+                "-c listen_addresses=127.0.0.1 -p {port} -c ssl=on -c ssl_cert_file={} \
+                 -c ssl_key_file={}",
+                self.dir.path().join("server.crt").display(),
+                self.dir.path().join("server.key").display()
+            ),
+            None => "-c listen_addresses=''".to_owned(),
+        };
         let options = format!(
-            "-k {} -c listen_addresses='' -c fsync=off -c synchronous_commit=off \
+            "-k {} {listen} -c fsync=off -c synchronous_commit=off \
              -c full_page_writes=off -c max_connections=200",
             self.socket_dir().display()
         );
@@ -197,10 +255,26 @@ impl PgCluster {
 
     /// Connection string of database `name` of this cluster.
     pub fn url_of(&self, name: &str) -> String {
+        // The socket's name carries the port (`.s.PGSQL.<port>`).
+        let port = self
+            .tls_port
+            .map(|p| format!(" port={p}"))
+            .unwrap_or_default();
         format!(
-            "host={} user={CLUSTER_USER} dbname={name}",
+            "host={} user={CLUSTER_USER} dbname={name}{port}",
             self.socket_dir().display()
         )
+    }
+
+    /// The loopback TCP address of database `name` with TLS required and verified against the
+    /// CA file `ca` (a cluster from [`PgCluster::for_test_with_tls`]; else `None`).
+    pub fn tls_url_of(&self, name: &str, ca: &Path) -> Option<String> {
+        self.tls_port.map(|port| {
+            format!(
+                "postgres://{CLUSTER_USER}@127.0.0.1:{port}/{name}?sslmode=require&sslrootcert={}",
+                ca.display()
+            )
+        })
     }
 
     /// Creates an empty database (name: lower-case letters, digits, `_`) and returns its URL.
@@ -235,6 +309,49 @@ impl Drop for PgCluster {
         // Nothing to report to: a server that is already down makes this fail harmlessly.
         let _ = self.ctl(&["-m", "immediate", "stop"]);
     }
+}
+
+/// A PostgreSQL build with TLS support: `$KNOWHUB_PG_TLS_BIN`, else Debian's newest.
+fn tls_binaries() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os(PG_TLS_BIN_ENV) {
+        let dir = PathBuf::from(dir);
+        return dir.join("initdb").is_file().then_some(dir);
+    }
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let version = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            bin.join("initdb").is_file().then_some((version, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, bin)| bin)
+}
+
+/// Writes a file only its owner may read (PostgreSQL refuses a key file others can read),
+/// owned by the server's user.
+fn write_private(path: &Path, text: &str, owner: Option<&str>) -> Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(text.as_bytes())?;
+    if let Some(user) = owner {
+        chown_to(path, user)?;
+    }
+    Ok(())
+}
+
+/// A loopback port nobody listens on now (the server takes it a moment later).
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind(("127.0.0.1", 0))?
+        .local_addr()?
+        .port())
 }
 
 fn expect_success(what: &str, out: &Output) -> Result<()> {

@@ -223,6 +223,13 @@ impl<I: TextIndex> IndexFollower<I> {
         Ok(())
     }
 
+    /// A connection of its own that receives the change notifications.
+    fn listen(&self) -> Result<postgres::Client> {
+        let mut client = self.docs.db.connect_single()?;
+        client.batch_execute(&format!("LISTEN {CHANGES_CHANNEL}"))?;
+        Ok(client)
+    }
+
     /// Records the applied position durably (write, sync, rename).
     fn record(&mut self, seq: i64) -> Result<()> {
         let tmp = self.state.with_extension("tmp");
@@ -237,16 +244,11 @@ impl<I: TextIndex> IndexFollower<I> {
     /// Catches up, then applies new changes as they are committed until `stop` returns true.
     /// Wakes on the database's notification, and at least every `poll` in case one was missed
     /// (a notification is lost while the listening connection is broken).
-    pub fn follow(
-        &mut self,
-        db_address: &str,
-        poll: Duration,
-        mut stop: impl FnMut(&Self) -> bool,
-    ) -> Result<()> {
+    pub fn follow(&mut self, poll: Duration, mut stop: impl FnMut(&Self) -> bool) -> Result<()> {
         let mut listener: Option<postgres::Client> = None;
         loop {
             if listener.is_none() {
-                listener = listen(db_address).ok();
+                listener = self.listen().ok();
             }
             match self.catch_up() {
                 Ok(_) => {}
@@ -272,12 +274,6 @@ impl<I: TextIndex> IndexFollower<I> {
             }
         }
     }
-}
-
-fn listen(address: &str) -> Result<postgres::Client> {
-    let mut client = postgres::Client::connect(address, postgres::NoTls)?;
-    client.batch_execute(&format!("LISTEN {CHANGES_CHANNEL}"))?;
-    Ok(client)
 }
 
 /// The file that records a replica's applied position for the index in `dir`.

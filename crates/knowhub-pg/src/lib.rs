@@ -37,16 +37,16 @@ pub mod migrations;
 mod resources;
 mod sheets;
 mod store;
+pub mod tls;
 mod vectors;
 
-use std::str::FromStr;
 use std::time::Duration;
 
 use r2d2_postgres::PostgresConnectionManager;
 use r2d2_postgres::r2d2;
 use thiserror::Error;
 
-pub use cluster::{CLUSTER_USER, PG_BIN_ENV, PgCluster};
+pub use cluster::{CLUSTER_USER, PG_BIN_ENV, PG_TLS_BIN_ENV, PgCluster};
 pub use documents::{CHANGE_LOG_LOCK, CHANGES_CHANNEL, Change, PgDocuments};
 pub use follow::{CatchUp, IndexFollower, state_file};
 pub use identity::PgIdentity;
@@ -123,6 +123,19 @@ fn is_transient(code: &str) -> bool {
 
 pub type Result<T, E = PgError> = std::result::Result<T, E>;
 
+/// An error with the causes the driver keeps behind it ("error performing TLS handshake:
+/// invalid peer certificate: UnknownIssuer"), which its own message leaves out.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 /// Time since the Unix epoch in ms, as the SQLite store keeps times.
 pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -131,15 +144,18 @@ pub(crate) fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-type Pool = r2d2::Pool<PostgresConnectionManager<postgres::NoTls>>;
+type Pool = r2d2::Pool<PostgresConnectionManager<tls::Tls>>;
 
 /// A pooled connection to the team database.
-pub type PooledClient = r2d2::PooledConnection<PostgresConnectionManager<postgres::NoTls>>;
+pub type PooledClient = r2d2::PooledConnection<PostgresConnectionManager<tls::Tls>>;
 
 /// The team database: a connection pool over a migrated schema. Cheap to clone.
 #[derive(Clone)]
 pub struct Database {
     pool: Pool,
+    /// For connections outside the pool (a replica's LISTEN connection).
+    config: postgres::Config,
+    tls: tls::Tls,
 }
 
 impl std::fmt::Debug for Database {
@@ -156,22 +172,36 @@ impl std::fmt::Debug for Database {
 const POOL_SIZE: u32 = 16;
 
 impl Database {
-    /// Connects (`postgres://user@host/db` or `host=/socket/dir dbname=…`), and brings the
-    /// schema up to this build's migrations, or refuses a database a newer build migrated.
+    /// Connects (`postgres://user@host/db` or `host=/socket/dir dbname=…`; TLS with
+    /// `sslmode=require`, see [`tls`]), and brings the schema up to this build's migrations,
+    /// or refuses a database a newer build migrated.
     pub fn connect(address: &str) -> Result<Database> {
-        let config = postgres::Config::from_str(address).map_err(|e| {
-            PgError::Address(format!("{e} (expected postgres://user@host:port/database)"))
-        })?;
+        let (config, tls) = tls::configure(address)?;
+        // One connection first, so that a refused password or an unverified certificate is
+        // reported as itself at once, not as a pool timeout ten seconds later.
+        config
+            .connect(tls.clone())
+            .map_err(|e| PgError::Unreachable(with_causes(&e)))?;
         let pool = r2d2::Pool::builder()
             .max_size(POOL_SIZE)
             .min_idle(Some(1))
             .connection_timeout(Duration::from_secs(10))
-            .build(PostgresConnectionManager::new(config, postgres::NoTls))
+            .build(PostgresConnectionManager::new(config.clone(), tls.clone()))
             .map_err(|e| PgError::Unreachable(e.to_string()))?;
-        let db = Database { pool };
+        let db = Database { pool, config, tls };
         let mut client = db.client()?;
         migrations::run(&mut client, migrations::DOMAINS)?;
         Ok(db)
+    }
+
+    /// A connection of its own, outside the pool (e.g. one that waits for notifications).
+    pub fn connect_single(&self) -> Result<postgres::Client> {
+        Ok(self.config.connect(self.tls.clone())?)
+    }
+
+    /// Whether connections are encrypted (the address asked for TLS).
+    pub fn uses_tls(&self) -> bool {
+        self.config.get_ssl_mode() != postgres::config::SslMode::Disable
     }
 
     /// A connection from the pool (waits up to 10 s for a free one).

@@ -450,7 +450,7 @@ fn a_following_replica_sees_a_commit_without_being_asked() {
     let started = Instant::now();
     // A long poll: only the notification can wake the follower in time for the bound below.
     follower
-        .follow(&url, Duration::from_secs(30), |f| {
+        .follow(Duration::from_secs(30), |f| {
             f.applied() > 0 || started.elapsed() > Duration::from_secs(20)
         })
         .unwrap();
