@@ -100,7 +100,7 @@ struct Cli {
 /// Who is asking. In dev mode (no root key) commands run as the default ROOT user; in
 /// production mode an API key is required.
 #[derive(Debug, Clone, clap::Args)]
-struct IdentityArgs {
+pub(crate) struct IdentityArgs {
     /// Your API key (or the root key).
     #[arg(long, global = true, env = "KNOWHUB_API_KEY", hide_env_values = true)]
     api_key: Option<String>,
@@ -580,7 +580,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Serve(args) => {
-            return serve::serve(&args, place.clone(), &cli.models, &cli.llm);
+            return serve::serve(&args, place.clone(), &cli.models, &cli.identity, &cli.llm);
         }
         Command::Migrate(args) => {
             return migrate::run(&args, place.clone(), cli.identity.account.as_deref(), json);
