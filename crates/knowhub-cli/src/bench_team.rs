@@ -40,6 +40,18 @@ pub(crate) struct TeamBenchArgs {
     /// (binaries from `scripts/env.sh`'s `ensure_postgres`).
     #[arg(long)]
     team_database: Option<String>,
+    /// How the team database is filled: `ingest` (a team engine ingests the corpus, every
+    /// vector inserted into the HNSW index one by one) or `migrate` (`knowhub migrate` copies
+    /// the local store in bulk and the index is built once: the way to reach a million chunks).
+    #[arg(long, value_enum, default_value_t = TeamLoad::Ingest)]
+    team_load: TeamLoad,
+}
+
+/// How `knowhub bench team` fills the team database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TeamLoad {
+    Ingest,
+    Migrate,
 }
 
 /// One setup's load result.
@@ -298,13 +310,30 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
     )?);
 
     eprintln!("team mode (PostgreSQL + pgvector):");
-    let team_key = {
-        let engine = Engine::open_with(
-            config(&tmp.path().join("ingest"), Some((&database, "ingest"))),
-            Arc::new(RealFs),
-            models(&e5),
-        )?;
-        load_corpus(&engine, &corpus)?
+    let team_key = match args.team_load {
+        TeamLoad::Ingest => {
+            let engine = Engine::open_with(
+                config(&tmp.path().join("ingest"), Some((&database, "ingest"))),
+                Arc::new(RealFs),
+                models(&e5),
+            )?;
+            load_corpus(&engine, &corpus)?
+        }
+        TeamLoad::Migrate => {
+            // The same documents, users, ACLs and key (ids and key hashes are copied as
+            // they are).
+            let t = Instant::now();
+            let store = tmp.path().join("local/accounts/default/store.sqlite");
+            let db = knowhub_pg::Database::connect(&database)?;
+            let report = knowhub_pg::import_sqlite(&db, &store, &Default::default())?;
+            let rows: u64 = report.checks.iter().map(|c| c.postgres).sum();
+            eprintln!(
+                "  migrated the local store ({} rows) in {:.0} s",
+                thousands(rows),
+                t.elapsed().as_secs_f64()
+            );
+            local_key.clone()
+        }
     };
     // Fresh data directories: each replica builds its index from the change log on start.
     let mut replicas = Vec::new();
@@ -340,12 +369,17 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
     )?);
 
     println!(
-        "`knowhub bench team --chunks {} --queries {} --clients {}`: /api/v1/search over HTTP as \
-         a USER whose ACLs allow about half of the documents ({} chunks; synthetic passage \
-         vectors, real query embeddings; load average at the start {}).\n",
+        "`knowhub bench team --chunks {} --queries {} --clients {} --team-load {}`: \
+         /api/v1/search over HTTP as a USER whose ACLs allow about half of the documents ({} \
+         chunks; synthetic passage vectors, real query embeddings; load average at the start \
+         {}).\n",
         args.chunks,
         args.queries,
         args.clients,
+        match args.team_load {
+            TeamLoad::Ingest => "ingest",
+            TeamLoad::Migrate => "migrate",
+        },
         thousands(args.chunks as u64),
         load_avg_start.map_or("?".into(), |l| format!("{l:.2}"))
     );
