@@ -1,0 +1,385 @@
+//! The client against a real `knowhub-server` on 127.0.0.1: every method, with the server's
+//! permissions (a user sees only what they may read; another's conversation is not found),
+//! its errors (a refused key, a missing document, a server that is down), the endpoints
+//! compared with the server's OpenAPI document, and https through a TLS front with a
+//! company CA (trusted with `ca_file`, refused without).
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use knowhub_client::{
+    AskEvent, AskRequest, Client, ClientError, ClientOptions, ENDPOINTS, Feedback, SearchRequest,
+};
+use knowhub_engine::authz::{Role, ScopeSet, UserId};
+use knowhub_engine::{EngineConfig, Hub, IngestOptions, ModelConfig, dev_context};
+use knowhub_server::ServerState;
+
+struct Server {
+    addr: SocketAddr,
+    alice: String,
+    carol: String,
+    handbook: Vec<u8>,
+    rt: tokio::runtime::Runtime,
+    _dir: tempfile::TempDir,
+}
+
+const HANDBOOK: &str = "# Handbook\n\n## Leave\n\nEmployees get fifteen days of annual leave per \
+    year. Leave requests need two weeks notice.\n\n## 试用期\n\n新员工的试用期为三个月。";
+
+fn start() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(docs.join("public")).unwrap();
+    std::fs::create_dir_all(docs.join("hr")).unwrap();
+    std::fs::write(docs.join("public/handbook.md"), HANDBOOK).unwrap();
+    std::fs::write(
+        docs.join("hr/salaries.md"),
+        "# Salary bands\n\nThe confidential salary band for engineers is 90k to 120k per year.",
+    )
+    .unwrap();
+    let mut config = EngineConfig::new(dir.path().join("data"));
+    config.models = ModelConfig::keyword_only();
+    let hub = Hub::open(config).unwrap();
+    let dev = dev_context();
+    let engine = hub.engine(&dev).unwrap();
+    engine
+        .ingest(
+            &dev,
+            std::slice::from_ref(&docs),
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    let public: ScopeSet = "public".parse().unwrap();
+    engine
+        .set_folder_acl(&dev, &docs.join("public"), Some(&public))
+        .unwrap();
+    let hr: ScopeSet = "team:hr".parse().unwrap();
+    engine
+        .set_folder_acl(&dev, &docs.join("hr"), Some(&hr))
+        .unwrap();
+    let key = |id: &str, role: Role| {
+        let uid = UserId::new(id).unwrap();
+        assert!(engine.add_user(&dev, &uid, id, role).unwrap());
+        engine
+            .rotate_api_key(&dev, &uid)
+            .unwrap()
+            .secret()
+            .to_owned()
+    };
+    let alice = key("alice", Role::User);
+    let carol = key("carol", Role::Admin);
+    hub.init_root_key(&dev).unwrap();
+    let state = ServerState::new(hub, None);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    rt.spawn(knowhub_server::serve_on(
+        listener,
+        state,
+        std::future::pending(),
+    ));
+    Server {
+        addr,
+        alice,
+        carol,
+        handbook: HANDBOOK.as_bytes().to_vec(),
+        rt,
+        _dir: dir,
+    }
+}
+
+fn client(s: &Server, key: &str) -> Client {
+    Client::new(&format!("http://{}", s.addr), key, ClientOptions::default()).unwrap()
+}
+
+#[test]
+fn every_method_works_against_the_server_under_its_permissions() {
+    let s = start();
+    let alice = client(&s, &s.alice);
+
+    let health = alice.health().unwrap();
+    assert_eq!(
+        (health.status.as_str(), health.store.as_str()),
+        ("ok", "sqlite")
+    );
+
+    // Search: the handbook, never the salaries.
+    let hits = alice.search(&SearchRequest::new("annual leave")).unwrap();
+    assert!(
+        hits.iter().any(|h| h.path.ends_with("handbook.md")),
+        "{hits:?}"
+    );
+    assert!(
+        alice
+            .search(&SearchRequest::new("salary band"))
+            .unwrap()
+            .is_empty()
+    );
+    let handbook_id = hits[0].document_id;
+    let chunk_id = hits[0].chunk_id;
+
+    // Ask, then continue the conversation with a streamed answer.
+    let first = alice
+        .ask(&AskRequest::new(
+            "How many days of annual leave do employees get?",
+        ))
+        .unwrap();
+    assert!(first.answer.contains("fifteen"), "{}", first.answer);
+    assert!(
+        first
+            .sources
+            .iter()
+            .any(|s| s.title == "Handbook" && s.uri.starts_with("kb://doc/")),
+        "{:?}",
+        first.sources
+    );
+    let conversation = first.session_id.clone().unwrap();
+    let mut steps = 0;
+    let mut streamed = String::new();
+    let second = alice
+        .ask_streaming(
+            &AskRequest {
+                session: Some(conversation.clone()),
+                ..AskRequest::new("新员工的试用期多长？")
+            },
+            |event| {
+                match event {
+                    AskEvent::Step { .. } => steps += 1,
+                    AskEvent::Token(t) => streamed.push_str(&t),
+                    AskEvent::Replace(t) => streamed = t,
+                }
+                ControlFlow::Continue(())
+            },
+        )
+        .unwrap();
+    assert!(steps > 0, "workflow steps were streamed");
+    assert!(second.answer.contains("三个月"), "{}", second.answer);
+    assert_eq!(second.session_id.as_deref(), Some(conversation.as_str()));
+
+    // Documents: listings, one record, the viewer's text, a passage, the file itself.
+    let sources = alice.sources(None).unwrap();
+    assert_eq!(sources.documents.len(), 1, "{:?}", sources.documents);
+    assert!(sources.documents[0].path.ends_with("handbook.md"));
+    assert_eq!(alice.documents(None).unwrap().len(), 1);
+    assert_eq!(alice.sources(Some("salaries")).unwrap().total, 0);
+    let doc = alice.document(handbook_id).unwrap();
+    assert_eq!(doc.title, "Handbook");
+    let preview = alice.preview(handbook_id).unwrap();
+    assert!(preview.text.contains("fifteen days"));
+    assert!(!preview.passages.is_empty());
+    let passage = alice.passage(chunk_id).unwrap();
+    assert_eq!(passage.document_id, handbook_id);
+    let mut bytes = Vec::new();
+    let file = alice.download(handbook_id, &mut bytes).unwrap();
+    assert_eq!(bytes, s.handbook);
+    assert_eq!(file.bytes, s.handbook.len() as u64);
+    assert_eq!(file.file_name.as_deref(), Some("handbook.md"));
+
+    // What alice may not read is not found, exactly like what does not exist.
+    let admin = client(&s, &s.carol);
+    let salaries = admin
+        .documents(None)
+        .unwrap()
+        .into_iter()
+        .find(|d| d.path.ends_with("salaries.md"))
+        .unwrap();
+    for err in [
+        alice.document(salaries.id).unwrap_err(),
+        alice.preview(salaries.id).unwrap_err(),
+        alice.download(salaries.id, &mut Vec::new()).unwrap_err(),
+        alice.document(999_999).unwrap_err(),
+    ] {
+        assert_eq!(err.status(), Some(404), "{err}");
+    }
+
+    // Conversations, traces, feedback.
+    let listed = alice.conversations(10).unwrap();
+    assert_eq!(listed.len(), 1);
+    let full = alice.conversation(&conversation).unwrap();
+    assert_eq!(full.turns.len(), 2);
+    let trace = alice.trace(&first.trace_id).unwrap();
+    assert!(trace.is_object());
+    alice
+        .feedback(&Feedback {
+            trace_id: first.trace_id.clone(),
+            helpful: true,
+            note: Some("clear".into()),
+            cited: None,
+        })
+        .unwrap();
+    assert_eq!(
+        alice.conversation(&conversation).unwrap().turns[0].helpful,
+        Some(true)
+    );
+    // Another user's conversation is not found, administrators' requests included.
+    assert_eq!(
+        admin.conversation(&conversation).unwrap_err().status(),
+        Some(404)
+    );
+    alice.delete_conversation(&conversation).unwrap();
+    assert_eq!(
+        alice.conversation(&conversation).unwrap_err().status(),
+        Some(404)
+    );
+
+    // A refused key, a stopped stream, a server that is not there.
+    let stranger = client(&s, "kh_not-a-key");
+    let err = stranger.search(&SearchRequest::new("leave")).unwrap_err();
+    assert!(err.is_unauthenticated(), "{err}");
+    let err = alice
+        .ask_streaming(&AskRequest::new("How much annual leave?"), |_| {
+            ControlFlow::Break(())
+        })
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Cancelled), "{err}");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let gone = Client::new(
+        &format!("http://127.0.0.1:{port}"),
+        "kh_x",
+        ClientOptions::default(),
+    )
+    .unwrap();
+    let err = gone.health().unwrap_err();
+    assert!(err.is_retryable(), "{err}");
+    assert!(err.to_string().contains("cannot reach"), "{err}");
+    drop(s.rt);
+}
+
+#[test]
+fn the_endpoints_the_client_calls_are_the_servers() {
+    let s = start();
+    let text = ureq::get(format!("http://{}/openapi.json", s.addr))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut served = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            served.insert((method.to_uppercase(), path.clone()));
+        }
+    }
+    for (method, path) in ENDPOINTS {
+        assert!(
+            served.contains(&(method.to_string(), path.to_string())),
+            "{method} {path} is not in the server's OpenAPI document"
+        );
+    }
+}
+
+/// A test CA and a certificate for 127.0.0.1/localhost signed by it.
+fn certificates() -> (String, String, String) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "Company CA");
+    let ca = ca.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".into()])
+        .unwrap()
+        .signed_by(&key, &ca, &ca_key)
+        .unwrap();
+    (ca.pem(), cert.pem(), key.serialize_pem())
+}
+
+/// A TLS front on 127.0.0.1 for the plain server at `backend` (as a reverse proxy would be).
+fn tls_front(
+    rt: &tokio::runtime::Runtime,
+    backend: SocketAddr,
+    cert: &str,
+    key: &str,
+) -> SocketAddr {
+    use rustls::pki_types::pem::PemObject;
+    let certs = rustls::pki_types::CertificateDer::pem_slice_iter(cert.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    rt.spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(socket).await else {
+                    return;
+                };
+                if let Ok(mut plain) = tokio::net::TcpStream::connect(backend).await {
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn https_with_a_company_ca_is_trusted_only_when_given() {
+    let s = start();
+    let (ca, cert, key) = certificates();
+    let front = tls_front(&s.rt, s.addr, &cert, &key);
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("company-ca.pem");
+    std::fs::write(&ca_file, ca).unwrap();
+    let url = format!("https://localhost:{}", front.port());
+
+    let trusted = Client::new(
+        &url,
+        &s.alice,
+        ClientOptions {
+            ca_file: Some(ca_file),
+            ..ClientOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(trusted.health().unwrap().status, "ok");
+    assert!(
+        !trusted
+            .search(&SearchRequest::new("annual leave"))
+            .unwrap()
+            .is_empty()
+    );
+
+    let untrusted = Client::new(&url, &s.alice, ClientOptions::default()).unwrap();
+    let err = untrusted.health().unwrap_err();
+    assert!(matches!(err, ClientError::Tls { .. }), "{err:?}");
+
+    let err = Client::new(
+        &url,
+        &s.alice,
+        ClientOptions {
+            ca_file: Some(dir.path().join("missing.pem")),
+            ..ClientOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(err, ClientError::CaFile { .. }), "{err}");
+}
