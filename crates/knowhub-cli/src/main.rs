@@ -23,6 +23,7 @@ mod mcp;
 mod memory;
 mod migrate;
 mod models;
+mod remote;
 mod render;
 mod resource;
 mod serve;
@@ -93,6 +94,9 @@ struct Cli {
     #[command(flatten)]
     llm: ask::LlmArgs,
 
+    #[command(flatten)]
+    remote: remote::ServerArgs,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -157,7 +161,7 @@ impl ModelArgs {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {
+pub(crate) enum Command {
     /// Parse files and folders (recursively) into the knowledge base.
     Ingest {
         #[arg(required = true)]
@@ -435,6 +439,15 @@ fn open_session(place: Place, models: &ModelArgs, identity: &IdentityArgs) -> Re
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    if let Some(server) = cli.remote.server.clone() {
+        return remote::run(
+            &server,
+            &cli.remote,
+            cli.identity.api_key.as_deref(),
+            cli.command,
+            cli.json,
+        );
+    }
     let place = cli.place();
     let json = cli.json;
     let show_progress = !cli.quiet && !json && std::io::stderr().is_terminal();

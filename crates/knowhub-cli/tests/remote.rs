@@ -1,0 +1,162 @@
+//! `knowhub --server … --api-key …`: commands run on a team server through its HTTP API, with
+//! the permissions the server gives that key (real processes: `knowhub serve` and the CLI).
+
+#![allow(clippy::unwrap_used)]
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn knowhub(data: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_knowhub"));
+    c.env_remove("KNOWHUB_API_KEY")
+        .env_remove("KNOWHUB_DATABASE_URL")
+        .env_remove("KNOWHUB_SERVER")
+        .arg("--data-dir")
+        .arg(data)
+        .args(["--embedder", "off"]);
+    c
+}
+
+fn ok(o: Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn commands_run_on_the_server_under_the_keys_permissions() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("server");
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(docs.join("public")).unwrap();
+    std::fs::create_dir_all(docs.join("hr")).unwrap();
+    std::fs::write(
+        docs.join("public/handbook.md"),
+        "# Handbook\n\nEmployees get fifteen days of annual leave per year.",
+    )
+    .unwrap();
+    std::fs::write(
+        docs.join("hr/salaries.md"),
+        "# Salaries\n\nThe confidential salary band for engineers is 90k to 120k.",
+    )
+    .unwrap();
+    ok(knowhub(&data).arg("ingest").arg(&docs).output().unwrap());
+    ok(knowhub(&data)
+        .args(["acl", "set"])
+        .arg(docs.join("public"))
+        .arg("public")
+        .output()
+        .unwrap());
+    ok(knowhub(&data)
+        .args(["acl", "set"])
+        .arg(docs.join("hr"))
+        .arg("team:hr")
+        .output()
+        .unwrap());
+    let out = ok(knowhub(&data)
+        .args(["user", "add", "alice"])
+        .output()
+        .unwrap());
+    let key = out
+        .split_whitespace()
+        .find(|w| w.starts_with("kh_"))
+        .unwrap()
+        .to_owned();
+
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _server = Server(
+        knowhub(&data)
+            .args([
+                "serve",
+                "--no-watch",
+                "--bind",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    // The CLI on "another machine": an empty data directory of its own.
+    let elsewhere = dir.path().join("laptop");
+    let remote = |args: &[&str]| {
+        knowhub(&elsewhere)
+            .args(["--server", &url, "--api-key", &key])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let start = Instant::now();
+    while !remote(&["status"]).status.success() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the server starts"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let found = ok(remote(&["search", "annual leave"]));
+    assert!(found.contains("handbook.md"), "{found}");
+    let hidden = ok(remote(&["search", "salary band"]));
+    assert!(!hidden.contains("salaries"), "{hidden}");
+    let listed = ok(remote(&["list"]));
+    assert!(
+        listed.contains("handbook.md") && !listed.contains("salaries"),
+        "{listed}"
+    );
+    let answer = ok(remote(&[
+        "ask",
+        "How many days of annual leave do employees get?",
+    ]));
+    assert!(answer.contains("fifteen"), "{answer}");
+    assert!(answer.contains("[1] Handbook"), "{answer}");
+    let sessions = ok(remote(&["sessions"]));
+    assert!(sessions.contains("sess-"), "{sessions}");
+
+    // Refusals that say what to do.
+    let wrong_key = knowhub(&elsewhere)
+        .args(["--server", &url, "--api-key", "kh_nope", "search", "leave"])
+        .output()
+        .unwrap();
+    assert!(!wrong_key.status.success());
+    assert!(
+        String::from_utf8_lossy(&wrong_key.stderr).contains("UNAUTHENTICATED"),
+        "{}",
+        String::from_utf8_lossy(&wrong_key.stderr)
+    );
+    let plain = knowhub(&elsewhere)
+        .args([
+            "--server",
+            "http://kb.example.com",
+            "--api-key",
+            &key,
+            "status",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&plain.stderr).contains("https://"));
+    let unsupported = remote(&["ingest", "/tmp"]);
+    assert!(!unsupported.status.success());
+    assert!(
+        String::from_utf8_lossy(&unsupported.stderr).contains("runs search, ask"),
+        "{}",
+        String::from_utf8_lossy(&unsupported.stderr)
+    );
+    // Nothing was written into the laptop's own knowledge base.
+    assert!(!elsewhere.join("accounts").exists());
+}
