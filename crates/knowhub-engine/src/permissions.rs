@@ -722,19 +722,37 @@ fn group_of(group: &Scope) -> Result<Group> {
     })
 }
 
-/// A fresh trace id for a request (time + process + counter: unique within a data directory).
+/// A fresh trace id for a request: time, a random number drawn once per process, and a
+/// counter. The random part (not the process id) keeps replicas apart that share a database:
+/// in containers every replica may be process 1.
 pub fn new_trace_id() -> String {
+    use std::sync::OnceLock;
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
+    static PROCESS: OnceLock<u64> = OnceLock::new();
+    let process = PROCESS.get_or_init(|| {
+        let mut bytes = [0u8; 8];
+        match getrandom::fill(&mut bytes) {
+            Ok(()) => u64::from_le_bytes(bytes),
+            // No system randomness: the process id and start time still tell most apart.
+            Err(_) => u64::from(std::process::id()) ^ (now_nanos() << 20),
+        }
+    });
     let ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or(0);
     format!(
-        "t{ms:x}-{:x}-{}",
-        std::process::id(),
+        "t{ms:x}-{process:x}-{}",
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+fn now_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 /// A document opened for reading or preview: its record, extracted text and passages.

@@ -106,8 +106,9 @@ pub(crate) struct AskEvent {
 pub(crate) struct AskBody {
     #[schema(pattern = r"\S")]
     question: String,
-    /// Continue one of the caller's conversations; default: a new one.
-    #[serde(default)]
+    /// Continue one of the caller's conversations (the `session_id` of an earlier answer;
+    /// also accepted under that name); default: a new one.
+    #[serde(default, alias = "session_id")]
     session: Option<String>,
     /// The project the question is about: the caller's memories of that project join their
     /// profile.
