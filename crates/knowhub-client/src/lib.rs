@@ -29,6 +29,7 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use ureq::http::{Response, Uri};
@@ -547,17 +548,16 @@ fn read_ca_file(path: &std::path::Path) -> Result<Vec<ureq::tls::Certificate<'st
     Ok(certs)
 }
 
+/// What stays as it is in a path segment or query value (RFC 3986 unreserved characters).
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
 /// Percent-encodes a path segment or query value.
 fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(s, COMPONENT).to_string()
 }
 
 /// The file name of a `Content-Disposition` header (`filename*=UTF-8''…` preferred).
@@ -578,19 +578,10 @@ fn disposition_name(header: &str) -> Option<String> {
 }
 
 fn decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            out.push(u8::from_str_radix(s.get(i + 1..i + 3)?, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    percent_decode_str(s)
+        .decode_utf8()
+        .ok()
+        .map(|d| d.into_owned())
 }
 
 #[cfg(test)]

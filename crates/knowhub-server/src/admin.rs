@@ -26,7 +26,7 @@ pub(crate) fn router() -> OpenApiRouter<ServerState> {
         .routes(routes!(rotate_key, revoke_keys))
 }
 
-fn user_id(raw: &str) -> Result<UserId, ApiError> {
+pub(crate) fn user_id(raw: &str) -> Result<UserId, ApiError> {
     UserId::new(raw).map_err(|e| ApiError::invalid(e.to_string()))
 }
 

@@ -34,6 +34,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::admin::user_id;
 use crate::auth::{AccountCaller, ApiJson, ApiPath, ApiQuery, Caller};
 use crate::error::{ApiError, ErrorBody};
 use crate::{ServerState, blocking};
@@ -160,10 +161,6 @@ where
     T: Deserialize<'de>,
 {
     Option::<T>::deserialize(d).map(Some)
-}
-
-fn user_id(raw: &str) -> Result<UserId, ApiError> {
-    UserId::new(raw).map_err(|e| ApiError::invalid(e.to_string()))
 }
 
 // ----- folders and ACLs ---------------------------------------------------------------------

@@ -15,6 +15,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use knowhub_engine::{ChunkId, ChunkRecord, DocRef, DocumentId, DocumentRecord, JobState, UserId};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
@@ -615,6 +616,21 @@ fn content_type(doc: &DocumentRecord) -> HeaderValue {
     HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static("application/octet-stream"))
 }
 
+/// Characters RFC 8187's `attr-char` leaves as they are; everything else is percent-encoded.
+const ATTR_CHAR: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'!')
+    .remove(b'#')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'+')
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'^')
+    .remove(b'_')
+    .remove(b'`')
+    .remove(b'|')
+    .remove(b'~');
+
 /// `attachment` with the file's name: an ASCII fallback and the exact name (RFC 6266/8187).
 fn content_disposition(name: &str) -> HeaderValue {
     let fallback: String = name
@@ -627,14 +643,7 @@ fn content_disposition(name: &str) -> HeaderValue {
             }
         })
         .collect();
-    let mut encoded = String::new();
-    for b in name.bytes() {
-        if b.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&b) {
-            encoded.push(char::from(b));
-        } else {
-            encoded.push_str(&format!("%{b:02X}"));
-        }
-    }
+    let encoded = utf8_percent_encode(name, ATTR_CHAR);
     HeaderValue::from_str(&format!(
         "attachment; filename=\"{fallback}\"; filename*=UTF-8''{encoded}"
     ))
