@@ -45,6 +45,10 @@ pub(crate) struct TeamBenchArgs {
     /// the local store in bulk and the index is built once: the way to reach a million chunks).
     #[arg(long, value_enum, default_value_t = TeamLoad::Ingest)]
     team_load: TeamLoad,
+    /// `maintenance_work_mem` given to the bench database (`ALTER DATABASE`) for the HNSW
+    /// build: a million 384-d vectors need about 3 GB to be indexed in memory.
+    #[arg(long, default_value_t = 3072)]
+    build_memory_mb: u32,
 }
 
 /// How `knowhub bench team` fills the team database.
@@ -139,6 +143,19 @@ fn load_corpus(engine: &Engine, corpus: &Path) -> Result<String> {
         engine.set_folder_acl(&admin, part, Some(&"team:other".parse()?))?;
     }
     Ok(engine.rotate_api_key(&admin, &user)?.secret().to_owned())
+}
+
+/// Gives the database's later sessions `mb` of `maintenance_work_mem` (the HNSW build reads it).
+fn set_build_memory(database: &str, mb: u32) -> Result<()> {
+    let db = knowhub_pg::Database::connect(database)?;
+    let mut client = db.client()?;
+    let name: String = client.query_one("SELECT current_database()", &[])?.get(0);
+    let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+    client.batch_execute(&format!(
+        "ALTER DATABASE {quoted} SET maintenance_work_mem = '{}MB'",
+        mb.max(64)
+    ))?;
+    Ok(())
 }
 
 /// One search request; its latency in ms and how many hits came back.
@@ -276,6 +293,8 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
             cluster.create_database("bench_team")?
         }
     };
+
+    set_build_memory(&database, args.build_memory_mb)?;
 
     let tmp = tempfile::tempdir()?;
     let corpus = tmp.path().join("corpus");

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use knowhub_index::{
     ChunkEntry, Result as IndexResult, SearchRequest, Snippet, TantivyIndex, TextHit, TextIndex,
@@ -28,6 +28,15 @@ use crate::{DataPaths, EngineError, Result};
 /// How often a replica looks for changes when no notification arrives (a notification is lost
 /// while the listening connection is broken): the bound on how stale its search data can be.
 pub const FOLLOW_POLL: Duration = Duration::from_secs(1);
+
+/// How often a replica compacts the change log (one replica at a time; the first a minute
+/// after start, so short-lived replicas also compact).
+const COMPACT_EVERY: Duration = Duration::from_secs(3600);
+const COMPACT_FIRST: Duration = Duration::from_secs(60);
+
+/// How long the log keeps a removed document's last entry: a replica away for longer rebuilds
+/// its index from the log when it returns.
+pub const KEEP_REMOVALS: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Where a replica's shared state lives.
 #[derive(Clone)]
@@ -210,6 +219,20 @@ impl DenseVectors {
     }
 }
 
+/// Compacts the change log, saying what it removed; a failure waits for the next round.
+fn compact(log: &PgDocuments) {
+    match log.compact_changes(KEEP_REMOVALS) {
+        Ok(done) if done.superseded + done.removed > 0 => tracing::info!(
+            superseded = done.superseded,
+            removed = done.removed,
+            remaining = done.remaining,
+            "compacted the team database's change log"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!("compacting the team database's change log failed: {e}"),
+    }
+}
+
 /// The background thread that keeps a replica's index and vectors in step; stopped on drop.
 pub(crate) struct Follower {
     stop: Arc<AtomicBool>,
@@ -243,15 +266,24 @@ pub(crate) fn follow(
         changes = caught_up.changes,
         documents = caught_up.documents,
         applied = caught_up.applied,
+        rebuilt = caught_up.rebuilt,
         "replica index caught up with the team database"
     );
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
+    let log = PgDocuments::new(db);
+    let mut next_compaction = Instant::now() + COMPACT_FIRST;
     let thread = std::thread::Builder::new()
         .name("knowhub-follow".into())
         .spawn(move || {
             while !flag.load(Ordering::Relaxed) {
-                let result = follower.follow(FOLLOW_POLL, |_| flag.load(Ordering::Relaxed));
+                let result = follower.follow(FOLLOW_POLL, |_| {
+                    if Instant::now() >= next_compaction {
+                        next_compaction = Instant::now() + COMPACT_EVERY;
+                        compact(&log);
+                    }
+                    flag.load(Ordering::Relaxed)
+                });
                 if let Err(e) = result {
                     // Not retryable (a corrupt row, the index's disk): say so, and try again
                     // later rather than leave the replica silently stale.

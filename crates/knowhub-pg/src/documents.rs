@@ -301,6 +301,81 @@ impl PgDocuments {
     }
 }
 
+impl PgDocuments {
+    /// The highest sequence number compaction removed for a document that no longer exists
+    /// (0 when none was). A replica that applied less than this may have missed a removal and
+    /// must rebuild its index from the log.
+    pub fn change_log_horizon(&self) -> Result<i64> {
+        let mut client = self.db.client()?;
+        Ok(client
+            .query_one("SELECT seq FROM change_log_horizon WHERE id = 1", &[])?
+            .get(0))
+    }
+
+    /// Shortens the change log. A replica re-reads a changed document's current rows, so only
+    /// each document's newest entry matters: older ones are removed at once. The last entry of
+    /// a removed document is kept for `keep_removed`, so that replicas which were away see the
+    /// removal; dropping it raises the horizon, and a replica behind the horizon rebuilds.
+    /// Replicas compacting at the same moment take turns: one that finds the lock taken does
+    /// nothing.
+    pub fn compact_changes(&self, keep_removed: std::time::Duration) -> Result<Compaction> {
+        let mut client = self.db.client()?;
+        let mut tx = client.transaction()?;
+        let locked: bool = tx
+            .query_one("SELECT pg_try_advisory_xact_lock($1)", &[&COMPACTION_LOCK])?
+            .get(0);
+        if !locked {
+            return Ok(Compaction::default());
+        }
+        let superseded = tx.execute(
+            "DELETE FROM document_changes c USING document_changes n
+             WHERE n.document_id = c.document_id AND n.seq > c.seq",
+            &[],
+        )?;
+        let seconds = i64::try_from(keep_removed.as_secs()).unwrap_or(i64::MAX);
+        let removed = tx.query_one(
+            "WITH gone AS (
+                 DELETE FROM document_changes c
+                 WHERE c.changed_at < now() - $1::bigint * interval '1 second'
+                   AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.id = c.document_id)
+                 RETURNING seq)
+             SELECT count(*), max(seq) FROM gone",
+            &[&seconds],
+        )?;
+        let removed_count: i64 = removed.get(0);
+        let removed_last: Option<i64> = removed.get(1);
+        if let Some(seq) = removed_last {
+            tx.execute(
+                "UPDATE change_log_horizon SET seq = GREATEST(seq, $1) WHERE id = 1",
+                &[&seq],
+            )?;
+        }
+        let remaining: i64 = tx
+            .query_one("SELECT count(*) FROM document_changes", &[])?
+            .get(0);
+        tx.commit()?;
+        Ok(Compaction {
+            superseded,
+            removed: removed_count as u64,
+            remaining: remaining as u64,
+        })
+    }
+}
+
+/// What one compaction of the change log removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Compaction {
+    /// Entries with a newer entry for the same document.
+    pub superseded: u64,
+    /// Last entries of documents removed longer ago than the retention.
+    pub removed: u64,
+    /// Entries left.
+    pub remaining: u64,
+}
+
+/// Key of the advisory lock one compaction holds ("compact").
+const COMPACTION_LOCK: i64 = 0x0063_6f6d_7061_6374;
+
 pub(crate) fn log_change(tx: &mut postgres::Transaction<'_>, document_id: i64) -> Result<()> {
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CHANGE_LOG_LOCK])?;
     tx.execute(

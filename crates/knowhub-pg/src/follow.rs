@@ -31,6 +31,8 @@ pub struct CatchUp {
     pub documents: u64,
     /// The sequence number now applied.
     pub applied: i64,
+    /// Whether the replica was behind the compacted log and rebuilt its index from it.
+    pub rebuilt: bool,
 }
 
 /// Keeps one replica's text index in step with the database.
@@ -79,8 +81,19 @@ impl<I: TextIndex> IndexFollower<I> {
     /// compared with the database, table by table, so a copy made by an older build, left
     /// behind by a crash, or deleted, is repaired before the log is followed.
     pub fn with_sheets(mut self, mut replica: SheetReplica) -> Result<IndexFollower<I>> {
+        let held = Self::reconcile_sheets(&self.docs, &mut replica)?;
+        self.sheets = Some((replica, held));
+        Ok(self)
+    }
+
+    /// Makes `replica` hold exactly the tables the database holds now, comparing generations
+    /// table by table; returns the documents it holds tables of.
+    fn reconcile_sheets(
+        docs: &PgDocuments,
+        replica: &mut SheetReplica,
+    ) -> Result<BTreeSet<DocumentId>> {
         let store = |e: knowhub_store::StoreError| PgError::Sheets(e.to_string());
-        let want = self.docs.sheet_generations()?;
+        let want = docs.sheet_generations()?;
         let have = replica.generations().map_err(store)?;
         let stale: Vec<String> = have
             .iter()
@@ -95,16 +108,14 @@ impl<I: TextIndex> IndexFollower<I> {
             .collect();
         let missing: Vec<DocumentId> = missing.into_iter().collect();
         for ids in missing.chunks(BATCH) {
-            Self::copy_sheets(&self.docs, &mut replica, ids)?;
+            Self::copy_sheets(docs, replica, ids)?;
         }
-        let held = replica
+        Ok(replica
             .generations()
             .map_err(store)?
             .into_values()
             .map(|(doc, _)| doc)
-            .collect();
-        self.sheets = Some((replica, held));
-        Ok(self)
+            .collect())
     }
 
     /// Makes the replica's tables of `ids` what the database holds now; returns the documents
@@ -145,10 +156,17 @@ impl<I: TextIndex> IndexFollower<I> {
         self.applied
     }
 
-    /// Applies every change committed so far.
+    /// Applies every change committed so far. A replica that has fallen behind the log's
+    /// compaction horizon (it was away while a removal's entry was dropped) rebuilds its index
+    /// and tables from the whole log instead.
     pub fn catch_up(&mut self) -> Result<CatchUp> {
+        let rebuilt = self.applied > 0 && self.applied < self.docs.change_log_horizon()?;
+        if rebuilt {
+            self.rebuild()?;
+        }
         let mut done = CatchUp {
             applied: self.applied,
+            rebuilt,
             ..CatchUp::default()
         };
         loop {
@@ -166,6 +184,20 @@ impl<I: TextIndex> IndexFollower<I> {
             done.documents += ids.len() as u64;
             done.applied = last;
         }
+    }
+
+    /// Empties the index, forgets the applied position and drops the tables of documents the
+    /// database no longer has, so that the next catch-up replays the whole log.
+    fn rebuild(&mut self) -> Result<()> {
+        self.index
+            .clear()
+            .and_then(|()| self.index.commit())
+            .map_err(|e| PgError::Index(e.to_string()))?;
+        self.record(0)?;
+        if let Some((replica, held)) = self.sheets.as_mut() {
+            *held = Self::reconcile_sheets(&self.docs, replica)?;
+        }
+        Ok(())
     }
 
     fn apply(&self, ids: &[DocumentId], entries: &[IndexEntry]) -> Result<()> {

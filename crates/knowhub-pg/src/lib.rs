@@ -47,7 +47,7 @@ use r2d2_postgres::r2d2;
 use thiserror::Error;
 
 pub use cluster::{CLUSTER_USER, PG_BIN_ENV, PG_TLS_BIN_ENV, PgCluster};
-pub use documents::{CHANGE_LOG_LOCK, CHANGES_CHANNEL, Change, PgDocuments};
+pub use documents::{CHANGE_LOG_LOCK, CHANGES_CHANNEL, Change, Compaction, PgDocuments};
 pub use follow::{CatchUp, IndexFollower, state_file};
 pub use identity::PgIdentity;
 pub use import::{CountCheck, ImportOptions, ImportReport, import_sqlite};

@@ -137,6 +137,14 @@ CREATE TRIGGER documents_moved AFTER UPDATE OF path, source_id, owner ON documen
         OR OLD.source_id IS DISTINCT FROM NEW.source_id OR OLD.owner IS DISTINCT FROM NEW.owner)
     EXECUTE FUNCTION bump_doc_version();
 "#,
+            r#"
+CREATE INDEX document_changes_document ON document_changes (document_id, seq);
+CREATE TABLE change_log_horizon (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    seq  BIGINT NOT NULL
+);
+INSERT INTO change_log_horizon (id, seq) VALUES (1, 0);
+"#,
         ],
     },
     Domain {

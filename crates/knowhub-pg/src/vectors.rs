@@ -61,16 +61,18 @@ pub struct IndexOptions {
     pub m: u32,
     /// Candidate list size while building (`ef_construction`).
     pub ef_construction: u32,
-    /// Memory for the build (`maintenance_work_mem`); a graph that does not fit is built
-    /// several times slower.
+    /// Least memory for the build (`maintenance_work_mem`); a graph that does not fit is
+    /// built several times slower. A larger setting of the database's own (`ALTER DATABASE …
+    /// SET maintenance_work_mem`, postgresql.conf) wins, so an administrator sizes large
+    /// builds where PostgreSQL is configured.
     pub build_memory_mb: u32,
 }
 
 impl Default for IndexOptions {
     /// m = 24, ef_construction = 128: at 1M chunks recall@10 is 1.000 with a 50% filter,
     /// where pgvector's defaults (16, 64) stop at 0.98 (benches/pgvector.rs). A graph that
-    /// size needs about 3 GB to build in memory (1,226 s on 2 cores); the default 512 MB
-    /// suits a few hundred thousand chunks and builds larger ones more slowly.
+    /// size needs about 3 GB to build in memory (1,226 s on 2 cores); 512 MB suits a few
+    /// hundred thousand chunks, and the database's own setting takes over when it is larger.
     fn default() -> Self {
         IndexOptions {
             m: 24,
@@ -161,6 +163,13 @@ impl PgVectors {
             "SELECT pg_advisory_xact_lock($1, $2)",
             &[&INDEX_LOCK, &model.id],
         )?;
+        let configured: i64 = tx
+            .query_one(
+                "SELECT pg_size_bytes(current_setting('maintenance_work_mem')) / 1048576",
+                &[],
+            )?
+            .get(0);
+        let mem = i64::from(self.index.build_memory_mb.max(64)).max(configured);
         tx.batch_execute(&format!(
             "SET LOCAL maintenance_work_mem = '{mem}MB';
              CREATE INDEX IF NOT EXISTS chunk_vectors_hnsw_{id} ON chunk_vectors
@@ -169,7 +178,6 @@ impl PgVectors {
              ANALYZE chunk_vectors",
             id = model.id,
             dim = model.dim,
-            mem = self.index.build_memory_mb.max(64),
             m = self.index.m.clamp(2, 100),
             efc = self.index.ef_construction.clamp(4, 1000),
         ))?;

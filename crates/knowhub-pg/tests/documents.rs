@@ -462,3 +462,79 @@ fn a_following_replica_sees_a_commit_without_being_asked() {
     );
     assert_eq!(hits(follower.index(), "news").len(), 1);
 }
+
+#[test]
+fn compaction_keeps_each_documents_newest_change_and_a_replica_behind_it_rebuilds() {
+    let Some(pg) = cluster() else { return };
+    let db = Database::connect(&pg.create_database("compaction").unwrap()).unwrap();
+    let docs = PgDocuments::new(&db);
+    let source = docs.folder_source("/srv/log", "Log").unwrap();
+    let a = store(&docs, source, "/srv/log/a.md", &["alpha draft"]);
+    for round in 0..4 {
+        store(
+            &docs,
+            source,
+            "/srv/log/a.md",
+            &[&format!("alpha round{round}")],
+        );
+    }
+    let b = store(&docs, source, "/srv/log/b.md", &["beta"]);
+    let c = store(&docs, source, "/srv/log/c.md", &["gamma"]);
+
+    // A replica with an index on disk follows up to here, then is away.
+    let dir = tempfile::tempdir().unwrap();
+    let away_dir = dir.path().join("away");
+    let away = |dir: &std::path::Path| {
+        IndexFollower::new(&db, TantivyIndex::open(dir).unwrap(), state_file(dir)).unwrap()
+    };
+    let mut f = away(&away_dir);
+    f.catch_up().unwrap();
+    assert_eq!(hits(f.index(), "gamma"), [c.0 as u64]);
+    drop(f);
+
+    docs.remove_document(c).unwrap();
+    store(&docs, source, "/srv/log/a.md", &["alpha final"]);
+    assert_eq!(docs.changes_after(0, 100).unwrap().len(), 9);
+
+    // Superseded entries go at once; a removal stays for the retention.
+    let done = docs.compact_changes(Duration::from_secs(3600)).unwrap();
+    assert_eq!((done.superseded, done.removed, done.remaining), (6, 0, 3));
+    let kept: Vec<DocumentId> = docs
+        .changes_after(0, 100)
+        .unwrap()
+        .iter()
+        .map(|c| c.document_id)
+        .collect();
+    assert_eq!(
+        kept,
+        [b, c, a],
+        "each document's newest entry, in log order"
+    );
+    let mut fresh = in_memory_follower(&db, &dir.path().join("fresh"));
+    let caught = fresh.catch_up().unwrap();
+    assert_eq!((caught.changes, caught.rebuilt), (3, false));
+    assert_eq!(hits(fresh.index(), "alpha final"), [a.0 as u64]);
+    assert_eq!(hits(fresh.index(), "round3"), Vec::<u64>::new());
+    assert_eq!(hits(fresh.index(), "beta"), [b.0 as u64]);
+
+    // The removal's entry goes after the retention; the replica that was away since before
+    // it cannot learn of the removal from the log any more, so it rebuilds.
+    let done = docs.compact_changes(Duration::ZERO).unwrap();
+    assert_eq!((done.superseded, done.removed, done.remaining), (0, 1, 2));
+    assert!(docs.change_log_horizon().unwrap() > 0);
+    let mut f = away(&away_dir);
+    let caught = f.catch_up().unwrap();
+    assert!(caught.rebuilt);
+    assert_eq!(
+        hits(f.index(), "gamma"),
+        Vec::<u64>::new(),
+        "removed while away"
+    );
+    assert_eq!(hits(f.index(), "alpha final"), [a.0 as u64]);
+    assert_eq!(hits(f.index(), "beta"), [b.0 as u64]);
+    // Once rebuilt it follows as usual.
+    let caught = f.catch_up().unwrap();
+    assert_eq!((caught.changes, caught.rebuilt), (0, false));
+    // An up-to-date replica does not rebuild.
+    assert!(!fresh.catch_up().unwrap().rebuilt);
+}
