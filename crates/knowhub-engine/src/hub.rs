@@ -65,8 +65,11 @@ pub struct Hub {
     /// Loaded once, when the first engine opens (so a refused sign-in loads no model).
     models: Mutex<Option<ModelSet>>,
     engines: Mutex<HashMap<String, Arc<Engine>>>,
-    /// Team mode: the shared database (sign-in reads users, keys and the root key there).
+    /// Team mode: the shared database's default account (sign-in reads users, keys and the
+    /// root key there; other accounts are schemas in the same database).
     team: Option<knowhub_pg::PgStore>,
+    /// Team mode: the other accounts' stores sign-in has used.
+    team_accounts: Mutex<HashMap<String, knowhub_pg::PgStore>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -117,7 +120,7 @@ impl Hub {
         std::fs::create_dir_all(&accounts).map_err(io(&accounts))?;
         let team = match &config.team {
             Some(t) => Some(knowhub_pg::PgStore::new(
-                &crate::team::connect(t)?,
+                &crate::team::connect(t, &account_id(DEFAULT_ACCOUNT)?)?,
                 &t.replica,
             )),
             None => None,
@@ -128,6 +131,7 @@ impl Hub {
             models: Mutex::new(models),
             engines: Mutex::new(HashMap::new()),
             team,
+            team_accounts: Mutex::new(HashMap::new()),
         })
     }
 
@@ -150,25 +154,24 @@ impl Hub {
 
     /// A connection to an existing account's store (sign-in needs no engine).
     fn account_store(&self, account: &AccountId) -> Result<Option<Box<dyn Backend>>> {
-        if !self.account_exists(account) {
+        if !self.account_exists(account)? {
             return Ok(None);
         }
-        if let Some(team) = &self.team {
-            return Ok(Some(Box::new(team.clone())));
+        if let (Some(team), Some(config)) = (&self.team, &self.config.team) {
+            if account.as_str() == DEFAULT_ACCOUNT {
+                return Ok(Some(Box::new(team.clone())));
+            }
+            let mut stores = self.team_accounts.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(store) = stores.get(account.as_str()) {
+                return Ok(Some(Box::new(store.clone())));
+            }
+            let store =
+                knowhub_pg::PgStore::new(&crate::team::connect(config, account)?, &config.replica);
+            stores.insert(account.as_str().to_owned(), store.clone());
+            return Ok(Some(Box::new(store)));
         }
         let paths = DataPaths::new(&self.config.data_dir, account);
         Ok(Some(Box::new(Store::open(&paths.store, &paths.tables)?)))
-    }
-
-    /// A team server serves the one account its database holds.
-    fn single_account_in_team_mode(&self) -> Result<()> {
-        if self.team.is_some() {
-            return Err(EngineError::InvalidInput(
-                "a team server serves one account (its database): run one database per account"
-                    .into(),
-            ));
-        }
-        Ok(())
     }
 
     fn root_key_path(&self) -> PathBuf {
@@ -204,18 +207,31 @@ impl Hub {
         })
     }
 
-    fn account_exists(&self, id: &AccountId) -> bool {
-        if self.team.is_some() {
-            return id.as_str() == DEFAULT_ACCOUNT;
+    /// Whether account `id` exists (in team mode: in the database, asked on every call, so an
+    /// account deleted through another replica is gone here too).
+    fn account_exists(&self, id: &AccountId) -> Result<bool> {
+        if let Some(team) = &self.team {
+            return team
+                .database()
+                .account_exists(id.as_str())
+                .map_err(crate::team::store_error);
         }
-        DataPaths::new(&self.config.data_dir, id).store.exists()
+        Ok(DataPaths::new(&self.config.data_dir, id).store.exists())
     }
 
     /// Existing account ids (the default account always counts: it is created on first use).
     fn account_ids(&self) -> Result<Vec<AccountId>> {
         let dir = self.config.data_dir.join("accounts");
         let mut out = vec![account_id(DEFAULT_ACCOUNT)?];
-        if self.team.is_some() {
+        if let Some(team) = &self.team {
+            for id in team
+                .database()
+                .accounts()
+                .map_err(crate::team::store_error)?
+            {
+                out.push(account_id(&id)?);
+            }
+            out.sort_by(|a, b| a.as_str().cmp(b.as_str()));
             return Ok(out);
         }
         for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
@@ -223,7 +239,7 @@ impl Hub {
             let name = entry.file_name().to_string_lossy().into_owned();
             if let Ok(id) = account_id(&name)
                 && id.as_str() != DEFAULT_ACCOUNT
-                && self.account_exists(&id)
+                && self.account_exists(&id)?
             {
                 out.push(id);
             }
@@ -254,7 +270,7 @@ impl Hub {
                 },
             },
         };
-        if !self.account_exists(&ctx.account) && ctx.account.as_str() != DEFAULT_ACCOUNT {
+        if ctx.account.as_str() != DEFAULT_ACCOUNT && !self.account_exists(&ctx.account)? {
             return Err(EngineError::NotFound(format!("no account {}", ctx.account)));
         }
         if let Some(target) = creds.act_as.as_deref() {
@@ -338,7 +354,12 @@ impl Hub {
 
     /// The engine of an existing account (or the default one), opened on first use.
     fn engine_for(&self, account: &AccountId) -> Result<Arc<Engine>> {
-        if account.as_str() != DEFAULT_ACCOUNT && !self.account_exists(account) {
+        if account.as_str() != DEFAULT_ACCOUNT && !self.account_exists(account)? {
+            // Deleted through another replica: let its engine go (its follower stops).
+            self.engines
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(account.as_str());
             return Err(EngineError::NotFound(format!("no account {account}")));
         }
         self.open_engine(account)
@@ -392,13 +413,17 @@ impl Hub {
     /// (shown once). ROOT only.
     pub fn create_account(&self, ctx: &RequestContext, id: &str, admin: &str) -> Result<ApiKey> {
         Hub::require_root(ctx, "create accounts")?;
-        self.single_account_in_team_mode()?;
         let id = account_id(id)?;
         let admin = user_id(admin)?;
-        if self.account_exists(&id) {
+        if self.account_exists(&id)? {
             return Err(EngineError::InvalidInput(format!(
                 "account {id} already exists"
             )));
+        }
+        if let Some(team) = &self.team {
+            team.database()
+                .create_account(id.as_str())
+                .map_err(crate::team::store_error)?;
         }
         let engine = self.open_engine(&id)?;
         let scoped = RequestContext {
@@ -414,14 +439,13 @@ impl Hub {
     /// default account cannot be deleted.
     pub fn delete_account(&self, ctx: &RequestContext, id: &str) -> Result<()> {
         Hub::require_root(ctx, "delete accounts")?;
-        self.single_account_in_team_mode()?;
         let id = account_id(id)?;
         if id.as_str() == DEFAULT_ACCOUNT {
             return Err(EngineError::InvalidInput(
                 "the default account cannot be deleted".into(),
             ));
         }
-        if !self.account_exists(&id) {
+        if !self.account_exists(&id)? {
             return Err(EngineError::NotFound(format!("no account {id}")));
         }
         {
@@ -434,6 +458,20 @@ impl Hub {
             }
         }
         let paths = DataPaths::new(&self.config.data_dir, &id);
+        if let Some(team) = &self.team {
+            team.database()
+                .delete_account(id.as_str())
+                .map_err(crate::team::store_error)?;
+            self.team_accounts
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(id.as_str());
+            // This replica's derived copies (index, tables); other replicas drop theirs
+            // when they next restart.
+            if !paths.account.exists() {
+                return Ok(());
+            }
+        }
         // `.` cannot start an account id, so the renamed directory is never mistaken for one.
         let doomed = self.config.data_dir.join("accounts").join(format!(
             ".deleted-{}-{}",

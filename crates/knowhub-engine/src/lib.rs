@@ -307,7 +307,7 @@ impl Engine {
             source,
         })?;
         let team_db = match &config.team {
-            Some(t) => Some(team::connect(t)?),
+            Some(t) => Some(team::connect(t, &config.account)?),
             None => None,
         };
         let store: Box<dyn Backend> = match (&config.team, &team_db) {
@@ -326,7 +326,8 @@ impl Engine {
             let followed = match TantivyIndex::open(&paths.index) {
                 Ok(index) => {
                     let index = Arc::new(index);
-                    let (thread, position) = team::follow(db, Arc::clone(&index), &paths)?;
+                    let (thread, position) =
+                        team::follow(db, &config.account, Arc::clone(&index), &paths)?;
                     follower = Some(thread);
                     team::FollowedIndex::new(index, team::Position::Here(position), db)
                 }

@@ -23,7 +23,7 @@ use knowhub_pg::{Database, IndexFollower, PgDocuments, PgVectors, VectorModel, s
 use knowhub_store::{SheetReplica, StoreError};
 use knowhub_vector::VectorHit;
 
-use crate::{DataPaths, EngineError, Result};
+use crate::{AccountId, DataPaths, EngineError, Result};
 
 /// How often a replica looks for changes when no notification arrives (a notification is lost
 /// while the listening connection is broken): the bound on how stale its search data can be.
@@ -91,9 +91,18 @@ pub(crate) fn store_error(e: knowhub_pg::PgError) -> EngineError {
     EngineError::Store(StoreError::from(e))
 }
 
-/// Connects to the team database (running its migrations, or refusing a newer schema).
-pub fn connect(config: &TeamConfig) -> Result<Database> {
-    Database::connect(&config.database).map_err(store_error)
+/// Connects to `account`'s tables in the team database (running their migrations, or
+/// refusing a newer schema).
+pub fn connect(config: &TeamConfig, account: &AccountId) -> Result<Database> {
+    Database::connect_account(&config.database, account.as_str()).map_err(account_error)
+}
+
+/// A missing account is the caller's error, not the database's.
+pub(crate) fn account_error(e: knowhub_pg::PgError) -> EngineError {
+    match e {
+        knowhub_pg::PgError::NoAccount(id) => EngineError::NotFound(format!("no account {id}")),
+        other => store_error(other),
+    }
 }
 
 /// Where a replica's index stands in the change log.
@@ -109,10 +118,7 @@ impl Position {
     fn applied(&self) -> i64 {
         match self {
             Position::Here(p) => p.load(Ordering::Acquire),
-            Position::File(path) => std::fs::read_to_string(path)
-                .ok()
-                .and_then(|t| t.trim().parse().ok())
-                .unwrap_or(0),
+            Position::File(path) => knowhub_pg::applied_position(path),
         }
     }
 }
@@ -252,6 +258,7 @@ impl Drop for Follower {
 /// end, then follows the log on a thread; returns the thread and the index's position.
 pub(crate) fn follow(
     db: &Database,
+    account: &AccountId,
     index: Arc<TantivyIndex>,
     paths: &DataPaths,
 ) -> Result<(Follower, Arc<AtomicI64>)> {
@@ -272,6 +279,7 @@ pub(crate) fn follow(
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     let log = PgDocuments::new(db);
+    let (database, account) = (db.clone(), account.as_str().to_owned());
     let mut next_compaction = Instant::now() + COMPACT_FIRST;
     let thread = std::thread::Builder::new()
         .name("knowhub-follow".into())
@@ -285,6 +293,11 @@ pub(crate) fn follow(
                     flag.load(Ordering::Relaxed)
                 });
                 if let Err(e) = result {
+                    // An account deleted through another replica: nothing left to follow.
+                    if !database.account_exists(&account).unwrap_or(true) {
+                        tracing::info!(%account, "the account was deleted; stopped following it");
+                        return;
+                    }
                     // Not retryable (a corrupt row, the index's disk): say so, and try again
                     // later rather than leave the replica silently stale.
                     tracing::error!("following the team database's change log failed: {e}");

@@ -411,3 +411,109 @@ fn a_conversation_continues_on_whichever_replica_answers() {
     assert!(b.session_turns(&mal, &session.id, 10).is_err());
     assert!(b.sessions(&mal, 10).unwrap().is_empty());
 }
+
+fn hub(database: &str, name: &str, data: &Path) -> knowhub_engine::Hub {
+    let mut config = EngineConfig::new(data);
+    config.team = Some(TeamConfig {
+        database: database.to_owned(),
+        replica: name.to_owned(),
+        host: "test-host".into(),
+        secret_key_file: None,
+    });
+    knowhub_engine::Hub::open_with(config, Arc::new(RealFs), ModelSet::none()).unwrap()
+}
+
+fn signed_in(hub: &knowhub_engine::Hub, key: &str) -> knowhub_engine::Result<RequestContext> {
+    hub.authenticate(&knowhub_engine::Credentials {
+        api_key: Some(key.to_owned()),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn accounts_share_one_database_and_never_each_others_documents() {
+    let Some(pg) = PgCluster::for_test() else {
+        return;
+    };
+    let url = pg.create_database("team_accounts").unwrap();
+    let dirs = tempfile::tempdir().unwrap();
+    let docs = dirs.path().join("docs");
+    write(
+        &docs,
+        "acme/plan.txt",
+        "The quarterly plan of Acme: expand to Lyon.",
+    );
+    write(
+        &docs,
+        "main/plan.txt",
+        "The quarterly plan of the main company.",
+    );
+    let a = hub(&url, "a", &dirs.path().join("a"));
+    let b = hub(&url, "b", &dirs.path().join("b"));
+    let root = dev_context();
+
+    // ROOT creates an account through A; its administrator signs in through B.
+    let key = a.create_account(&root, "acme", "boss").unwrap();
+    assert!(a.create_account(&root, "acme", "boss").is_err(), "exists");
+    let boss = signed_in(&b, key.secret()).unwrap();
+    assert_eq!((boss.account.as_str(), boss.role), ("acme", Role::Admin));
+    let ids: Vec<String> = b
+        .accounts(&root)
+        .unwrap()
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    assert_eq!(ids, ["acme", "default"]);
+
+    let acme = b.engine(&boss).unwrap();
+    acme.ingest(
+        &boss,
+        &[docs.join("acme")],
+        &Default::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let main = a.engine(&root).unwrap();
+    main.ingest(
+        &root,
+        &[docs.join("main")],
+        &Default::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(titles(&acme, &boss, "quarterly plan"), ["plan"]);
+    let hits = acme
+        .search(&boss, "quarterly", &SearchOptions::default())
+        .unwrap();
+    assert!(hits.iter().all(|h| !h.snippet.contains("main company")));
+    // Each account sees its own document only, on either replica.
+    let acme_on_a = a.engine(&signed_in(&a, key.secret()).unwrap()).unwrap();
+    within(Duration::from_secs(2), "A indexes acme's ingest", || {
+        !titles(&acme_on_a, &boss, "Lyon").is_empty()
+    });
+    assert!(titles(&acme_on_a, &boss, "main company").is_empty());
+    assert!(titles(&main, &root, "Lyon").is_empty());
+    assert_eq!(
+        main.users(&root)
+            .unwrap()
+            .iter()
+            .filter(|u| u.id.as_str() == "boss")
+            .count(),
+        0
+    );
+
+    // Deleted through A: B refuses its key and its engine at the next request.
+    drop((acme, acme_on_a));
+    a.delete_account(&root, "acme").unwrap();
+    assert!(signed_in(&b, key.secret()).is_err());
+    let err = b.engine(&boss).err().unwrap();
+    assert!(err.to_string().contains("no account acme"), "{err}");
+    let ids: Vec<String> = a
+        .accounts(&root)
+        .unwrap()
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    assert_eq!(ids, ["default"]);
+    assert_eq!(titles(&main, &root, "quarterly"), ["plan"]);
+}

@@ -5,8 +5,9 @@
 //! that changes what a search index must hold appends the document to `document_changes` in
 //! the same transaction. Writers take an advisory lock just before they take a sequence number
 //! and hold it until commit, so sequence order is commit order: a replica that has applied
-//! everything up to `seq` never later finds an older change it skipped. Commits also
-//! `NOTIFY knowhub_changes`, so replicas wake at once instead of waiting for their next poll.
+//! everything up to `seq` never later finds an older change it skipped. Commits also notify
+//! the account's channel (`knowhub_changes` for the default account), so replicas wake at once
+//! instead of waiting for their next poll.
 
 use std::collections::BTreeMap;
 
@@ -25,8 +26,19 @@ use crate::{Database, PgError, PgStore, Result, now_ms};
 
 type StoreResult<T> = knowhub_store::Result<T>;
 
-/// The channel replicas listen on for new changes.
+/// The channel replicas of the default account listen on for new changes; another account's
+/// replicas listen on `knowhub_changes:<its schema>`, so a commit wakes only its own account.
 pub const CHANGES_CHANNEL: &str = "knowhub_changes";
+
+/// SQL giving the channel of the connection's account (its schema comes first in `search_path`).
+pub(crate) const CHANNEL_SQL: &str = "SELECT CASE current_schema() WHEN 'public' THEN \
+    'knowhub_changes' ELSE 'knowhub_changes:' || current_schema() END";
+
+/// Tells the replicas of the connection's account that changes were committed.
+pub(crate) fn notify_changes(tx: &mut postgres::Transaction<'_>) -> Result<()> {
+    tx.execute(&format!("SELECT pg_notify(({CHANNEL_SQL}), '')"), &[])?;
+    Ok(())
+}
 
 /// Key of the advisory lock that orders change-log entries by commit ("changes"): whatever
 /// appends to `document_changes` takes it (transaction-scoped) before `nextval`.
@@ -308,7 +320,17 @@ impl PgDocuments {
     pub fn change_log_horizon(&self) -> Result<i64> {
         let mut client = self.db.client()?;
         Ok(client
-            .query_one("SELECT seq FROM change_log_horizon WHERE id = 1", &[])?
+            .query_one("SELECT horizon FROM change_log_state WHERE id = 1", &[])?
+            .get(0))
+    }
+
+    /// The change log's identity, made when its tables were: a replica's index made from
+    /// another log (a database or account deleted and created again under the same name,
+    /// whose sequence numbers and ids start over) is rebuilt, never resumed.
+    pub fn change_log_id(&self) -> Result<String> {
+        let mut client = self.db.client()?;
+        Ok(client
+            .query_one("SELECT log_id FROM change_log_state WHERE id = 1", &[])?
             .get(0))
     }
 
@@ -346,7 +368,7 @@ impl PgDocuments {
         let removed_last: Option<i64> = removed.get(1);
         if let Some(seq) = removed_last {
             tx.execute(
-                "UPDATE change_log_horizon SET seq = GREATEST(seq, $1) WHERE id = 1",
+                "UPDATE change_log_state SET horizon = GREATEST(horizon, $1) WHERE id = 1",
                 &[&seq],
             )?;
         }
@@ -383,7 +405,7 @@ pub(crate) fn log_change(tx: &mut postgres::Transaction<'_>, document_id: i64) -
          VALUES (nextval('document_change_seq'), $1)",
         &[&document_id],
     )?;
-    tx.batch_execute(&format!("NOTIFY {CHANGES_CHANNEL}"))?;
+    notify_changes(tx)?;
     Ok(())
 }
 

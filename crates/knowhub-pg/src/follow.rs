@@ -17,7 +17,8 @@ use knowhub_index::{ChunkEntry, TextIndex};
 use knowhub_store::{DocumentId, IndexEntry, ReplicaTable, SheetReplica};
 use postgres::fallible_iterator::FallibleIterator;
 
-use crate::{CHANGES_CHANNEL, Database, PgDocuments, PgError, Result};
+use crate::documents::CHANNEL_SQL;
+use crate::{Database, PgDocuments, PgError, Result};
 
 /// Changes read per round trip while catching up.
 const BATCH: usize = 500;
@@ -42,6 +43,10 @@ pub struct IndexFollower<I: TextIndex> {
     index: I,
     state: PathBuf,
     applied: i64,
+    /// The identity of the log the index was made from ([`PgDocuments::change_log_id`]).
+    log_id: String,
+    /// The index was started afresh: a spreadsheet copy beside it is not trusted either.
+    fresh: bool,
     /// `applied`, readable from other threads (e.g. a check waiting for the follower).
     position: Arc<AtomicI64>,
     /// The replica's copy of the spreadsheet tables, and the documents it holds tables of.
@@ -49,30 +54,40 @@ pub struct IndexFollower<I: TextIndex> {
 }
 
 impl<I: TextIndex> IndexFollower<I> {
-    /// Follows into `index`; the applied position is kept in `state` (created when missing:
-    /// an index without a recorded position is rebuilt from the start of the log).
+    /// Follows into `index`; the applied position is kept in `state`, with the identity of the
+    /// log. An index without a recorded position, or made from another log, is emptied and
+    /// rebuilt from the start of this one.
     pub fn new(db: &Database, index: I, state: impl Into<PathBuf>) -> Result<IndexFollower<I>> {
         let state = state.into();
-        let applied = match std::fs::read_to_string(&state) {
-            Ok(text) => text
-                .trim()
-                .parse()
-                .map_err(|_| PgError::Corrupt(format!("{}: {text:?}", state.display())))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                index
-                    .clear()
-                    .and_then(|()| index.commit())
-                    .map_err(|e| PgError::Index(e.to_string()))?;
-                0
-            }
+        let docs = PgDocuments::new(db);
+        let log_id = docs.change_log_id()?;
+        let recorded = match std::fs::read_to_string(&state) {
+            Ok(text) => Some(
+                parse_state(&text)
+                    .ok_or_else(|| PgError::Corrupt(format!("{}: {text:?}", state.display())))?,
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(e.into()),
         };
+        let applied = match recorded {
+            // A position without a log identity was written by an older build, for this log.
+            Some((log, seq)) if log.as_ref().is_none_or(|log| *log == log_id) => Some(seq),
+            _ => None,
+        };
+        if applied.is_none() {
+            index
+                .clear()
+                .and_then(|()| index.commit())
+                .map_err(|e| PgError::Index(e.to_string()))?;
+        }
         Ok(IndexFollower {
-            docs: PgDocuments::new(db),
+            docs,
             index,
             state,
-            applied,
-            position: Arc::new(AtomicI64::new(applied)),
+            applied: applied.unwrap_or(0),
+            log_id,
+            fresh: applied.is_none(),
+            position: Arc::new(AtomicI64::new(applied.unwrap_or(0))),
             sheets: None,
         })
     }
@@ -81,6 +96,16 @@ impl<I: TextIndex> IndexFollower<I> {
     /// compared with the database, table by table, so a copy made by an older build, left
     /// behind by a crash, or deleted, is repaired before the log is followed.
     pub fn with_sheets(mut self, mut replica: SheetReplica) -> Result<IndexFollower<I>> {
+        if self.fresh {
+            let held: Vec<String> = replica
+                .generations()
+                .map_err(|e| PgError::Sheets(e.to_string()))?
+                .into_keys()
+                .collect();
+            replica
+                .remove(&held)
+                .map_err(|e| PgError::Sheets(e.to_string()))?;
+        }
         let held = Self::reconcile_sheets(&self.docs, &mut replica)?;
         self.sheets = Some((replica, held));
         Ok(self)
@@ -258,14 +283,15 @@ impl<I: TextIndex> IndexFollower<I> {
     /// A connection of its own that receives the change notifications.
     fn listen(&self) -> Result<postgres::Client> {
         let mut client = self.docs.db.connect_single()?;
-        client.batch_execute(&format!("LISTEN {CHANGES_CHANNEL}"))?;
+        let channel: String = client.query_one(CHANNEL_SQL, &[])?.get(0);
+        client.batch_execute(&format!("LISTEN \"{}\"", channel.replace('"', "\"\"")))?;
         Ok(client)
     }
 
     /// Records the applied position durably (write, sync, rename).
     fn record(&mut self, seq: i64) -> Result<()> {
         let tmp = self.state.with_extension("tmp");
-        std::fs::write(&tmp, seq.to_string())?;
+        std::fs::write(&tmp, format!("{} {seq}\n", self.log_id))?;
         std::fs::File::open(&tmp)?.sync_all()?;
         std::fs::rename(&tmp, &self.state)?;
         self.applied = seq;
@@ -311,4 +337,23 @@ impl<I: TextIndex> IndexFollower<I> {
 /// The file that records a replica's applied position for the index in `dir`.
 pub fn state_file(dir: &Path) -> PathBuf {
     dir.join("applied_change")
+}
+
+/// The applied position recorded in `path` (0 when there is none yet).
+pub fn applied_position(path: &Path) -> i64 {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| parse_state(&text))
+        .map_or(0, |(_, seq)| seq)
+}
+
+/// `<log id> <seq>`, or `<seq>` as older builds wrote it.
+fn parse_state(text: &str) -> Option<(Option<String>, i64)> {
+    let mut words = text.split_whitespace();
+    let (log, seq) = match (words.next(), words.next(), words.next()) {
+        (Some(seq), None, None) => (None, seq),
+        (Some(log), Some(seq), None) => (Some(log.to_owned()), seq),
+        _ => return None,
+    };
+    Some((log, seq.parse().ok()?))
 }

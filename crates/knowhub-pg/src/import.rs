@@ -27,7 +27,7 @@ use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::Type;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-use crate::{CHANGE_LOG_LOCK, CHANGES_CHANNEL, Database, PgError, Result};
+use crate::{CHANGE_LOG_LOCK, Database, PgError, Result};
 
 /// What [`import_sqlite`] may do beyond copying.
 #[derive(Debug, Clone, Default)]
@@ -574,7 +574,7 @@ pub fn import_sqlite(
         copy_table(&mut tx, &src, table)?;
         // Vectors after the last table of documents, as the report lists them.
         if table.name == "ingest_journal" {
-            copy_vectors(&mut tx, &src)?;
+            copy_vectors(&mut tx, db, &src)?;
         }
         if let Some(column) = table.serial {
             advance_sequence(&mut tx, &src, table.name, column)?;
@@ -790,7 +790,7 @@ fn field(out: &mut String, row: &rusqlite::Row<'_>, i: usize, kind: Kind) -> Res
 
 /// Registers each model of the local vectors and streams the vectors in binary `COPY`, the
 /// stored f16 values unchanged.
-fn copy_vectors(tx: &mut Transaction<'_>, src: &Connection) -> Result<()> {
+fn copy_vectors(tx: &mut Transaction<'_>, db: &Database, src: &Connection) -> Result<()> {
     let mut models = HashMap::new();
     {
         let mut stmt = src.prepare(
@@ -820,12 +820,7 @@ fn copy_vectors(tx: &mut Transaction<'_>, src: &Connection) -> Result<()> {
     if models.is_empty() {
         return Ok(());
     }
-    let halfvec = tx
-        .prepare("SELECT $1::halfvec")?
-        .params()
-        .first()
-        .cloned()
-        .ok_or_else(|| PgError::Corrupt("halfvec type not found".into()))?;
+    let halfvec = crate::vectors::halfvec_type(tx, db)?;
     let sink =
         tx.copy_in("COPY chunk_vectors (chunk_id, model_id, doc_id, embedding) FROM STDIN BINARY")?;
     let mut writer = BinaryCopyInWriter::new(sink, &[Type::INT8, Type::INT4, Type::INT8, halfvec]);
@@ -918,7 +913,7 @@ fn log_every_document(tx: &mut Transaction<'_>) -> Result<()> {
          SELECT nextval('document_change_seq'), id FROM (SELECT id FROM documents ORDER BY id) d",
         &[],
     )?;
-    tx.batch_execute(&format!("NOTIFY {CHANGES_CHANNEL}"))?;
+    crate::documents::notify_changes(tx)?;
     Ok(())
 }
 

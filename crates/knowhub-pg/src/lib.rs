@@ -24,6 +24,7 @@
 //! # Ok::<(), knowhub_pg::PgError>(())
 //! ```
 
+mod accounts;
 mod chat;
 mod cluster;
 mod documents;
@@ -40,15 +41,17 @@ mod store;
 pub mod tls;
 mod vectors;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use r2d2_postgres::PostgresConnectionManager;
 use r2d2_postgres::r2d2;
 use thiserror::Error;
 
+pub use accounts::{DEFAULT_ACCOUNT, account_schema};
 pub use cluster::{CLUSTER_USER, PG_BIN_ENV, PG_TLS_BIN_ENV, PgCluster};
 pub use documents::{CHANGE_LOG_LOCK, CHANGES_CHANNEL, Change, Compaction, PgDocuments};
-pub use follow::{CatchUp, IndexFollower, state_file};
+pub use follow::{CatchUp, IndexFollower, applied_position, state_file};
 pub use identity::PgIdentity;
 pub use import::{CountCheck, ImportOptions, ImportReport, import_sqlite};
 pub use jobs::PgJobs;
@@ -60,7 +63,7 @@ pub use vectors::{
 /// Errors from the team store.
 #[derive(Debug, Error)]
 pub enum PgError {
-    #[error("database error: {0}")]
+    #[error("database error: {}", db_message(.0))]
     Db(#[from] postgres::Error),
     #[error("cannot reach the database: {0}")]
     Unreachable(String),
@@ -98,6 +101,8 @@ pub enum PgError {
     Io(#[from] std::io::Error),
     #[error("reading the local store: {0}")]
     Local(#[from] rusqlite::Error),
+    #[error("no account {0} in the team database")]
+    NoAccount(String),
     #[error("the team database is not empty: {0}")]
     NotEmpty(String),
     #[error("the copy does not match the local store ({}): nothing was kept", .0.mismatch_summary())]
@@ -113,6 +118,17 @@ impl PgError {
             PgError::Db(e) => e.is_closed() || e.code().is_none_or(|c| is_transient(c.code())),
             _ => false,
         }
+    }
+}
+
+/// The server's own message (with its detail) rather than the client's "db error" wrapper.
+pub(crate) fn db_message(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => match db.detail() {
+            Some(detail) => format!("{} ({detail})", db.message()),
+            None => db.message().to_owned(),
+        },
+        None => e.to_string(),
     }
 }
 
@@ -156,6 +172,9 @@ pub struct Database {
     /// For connections outside the pool (a replica's LISTEN connection).
     config: postgres::Config,
     tls: tls::Tls,
+    /// The quoted schema of the pgvector extension: an account's connections do not search
+    /// it (see `accounts.rs`), so SQL names its types and operators with it.
+    vector_schema: Arc<str>,
 }
 
 impl std::fmt::Debug for Database {
@@ -168,6 +187,18 @@ impl std::fmt::Debug for Database {
     }
 }
 
+/// The quoted schema the pgvector extension is installed in.
+fn vector_schema(client: &mut postgres::Client) -> Result<String> {
+    client
+        .query_opt(
+            "SELECT quote_ident(n.nspname) FROM pg_extension e
+             JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'",
+            &[],
+        )?
+        .map(|row| row.get(0))
+        .ok_or_else(|| PgError::Corrupt("the pgvector extension is not installed".into()))
+}
+
 /// Connections each process keeps at most.
 const POOL_SIZE: u32 = 16;
 
@@ -176,7 +207,17 @@ impl Database {
     /// `sslmode=require`, see [`tls`]), and brings the schema up to this build's migrations,
     /// or refuses a database a newer build migrated.
     pub fn connect(address: &str) -> Result<Database> {
-        let (config, tls) = tls::configure(address)?;
+        Database::open(address, None)
+    }
+
+    /// Connects for the tables of `schema` (`None`: `public`), with its migrations.
+    fn open(address: &str, schema: Option<&str>) -> Result<Database> {
+        let (mut config, tls) = tls::configure(address)?;
+        if let Some(schema) = schema {
+            let options = config.get_options().unwrap_or_default();
+            let options = format!("{options} -c search_path={schema}");
+            config.options(options.trim_start());
+        }
         // One connection first, so that a refused password or an unverified certificate is
         // reported as itself at once, not as a pool timeout ten seconds later.
         config
@@ -188,10 +229,32 @@ impl Database {
             .connection_timeout(Duration::from_secs(10))
             .build(PostgresConnectionManager::new(config.clone(), tls.clone()))
             .map_err(|e| PgError::Unreachable(e.to_string()))?;
-        let db = Database { pool, config, tls };
+        let mut db = Database {
+            pool,
+            config,
+            tls,
+            vector_schema: Arc::from(""),
+        };
         let mut client = db.client()?;
-        migrations::run(&mut client, migrations::DOMAINS)?;
+        let vector_schema = match schema {
+            None => {
+                migrations::run(&mut client, migrations::DOMAINS)?;
+                vector_schema(&mut client)?
+            }
+            Some(schema) => {
+                let vectors = vector_schema(&mut client)?;
+                accounts::migrate(&mut client, schema, &vectors)?;
+                vectors
+            }
+        };
+        drop(client);
+        db.vector_schema = Arc::from(vector_schema);
         Ok(db)
+    }
+
+    /// The quoted schema holding pgvector's types and operators.
+    pub(crate) fn vector_schema(&self) -> &str {
+        &self.vector_schema
     }
 
     /// A connection of its own, outside the pool (e.g. one that waits for notifications).

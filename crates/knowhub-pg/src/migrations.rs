@@ -6,7 +6,7 @@
 //! Replicas starting together serialise on an advisory lock; all steps run in one transaction
 //! (PostgreSQL's DDL is transactional), so a failed upgrade leaves the schema as it was.
 
-use postgres::Client;
+use postgres::{Client, Transaction};
 
 use crate::{PgError, Result};
 
@@ -139,11 +139,13 @@ CREATE TRIGGER documents_moved AFTER UPDATE OF path, source_id, owner ON documen
 "#,
             r#"
 CREATE INDEX document_changes_document ON document_changes (document_id, seq);
-CREATE TABLE change_log_horizon (
-    id   INTEGER PRIMARY KEY CHECK (id = 1),
-    seq  BIGINT NOT NULL
+CREATE TABLE change_log_state (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    horizon  BIGINT NOT NULL,
+    log_id   TEXT NOT NULL
 );
-INSERT INTO change_log_horizon (id, seq) VALUES (1, 0);
+INSERT INTO change_log_state (id, horizon, log_id)
+    VALUES (1, 0, md5(random()::text || clock_timestamp()::text));
 "#,
         ],
     },
@@ -490,7 +492,21 @@ const MIGRATION_LOCK: i64 = 0x006b_6e6f_7768_7562;
 /// Brings the database to this build's schema, or explains why it cannot.
 pub fn run(client: &mut Client, domains: &[Domain]) -> Result<()> {
     let mut tx = client.transaction()?;
+    lock(&mut tx)?;
+    run_in(&mut tx, domains)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Takes the migration lock in `tx` (accounts are created and deleted under it too).
+pub(crate) fn lock(tx: &mut Transaction<'_>) -> Result<()> {
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    Ok(())
+}
+
+/// [`run`] inside a transaction that already holds the migration lock, in the schema that
+/// comes first in its `search_path`.
+pub(crate) fn run_in(tx: &mut Transaction<'_>, domains: &[Domain]) -> Result<()> {
     tx.batch_execute(
         "CREATE TABLE IF NOT EXISTS knowhub_migrations (
             domain      TEXT NOT NULL,
@@ -544,6 +560,5 @@ pub fn run(client: &mut Client, domains: &[Domain]) -> Result<()> {
             )?;
         }
     }
-    tx.commit()?;
     Ok(())
 }

@@ -9,7 +9,7 @@ use knowhub_authz::{AclTree, KeyHash, Memberships, Role, ScopeSet, UserId};
 use knowhub_store::backend::{Backend, IdentityStore};
 use knowhub_store::{Group, SourceId, StoreError, UserRecord};
 
-use crate::{Database, PgDocuments, PgError, PgIdentity, PgJobs, PgVectors};
+use crate::{Database, PgDocuments, PgError, PgIdentity, PgJobs, PgVectors, db_message};
 
 type StoreResult<T> = knowhub_store::Result<T>;
 
@@ -91,17 +91,6 @@ impl From<PgError> for StoreError {
             PgError::Db(e) => StoreError::Database(db_message(&e)),
             other => StoreError::Database(other.to_string()),
         }
-    }
-}
-
-/// The server's own message (with its detail) rather than the client's "db error" wrapper.
-fn db_message(e: &postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => match db.detail() {
-            Some(detail) => format!("{} ({detail})", db.message()),
-            None => db.message().to_owned(),
-        },
-        None => e.to_string(),
     }
 }
 

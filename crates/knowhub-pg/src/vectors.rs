@@ -173,11 +173,12 @@ impl PgVectors {
         tx.batch_execute(&format!(
             "SET LOCAL maintenance_work_mem = '{mem}MB';
              CREATE INDEX IF NOT EXISTS chunk_vectors_hnsw_{id} ON chunk_vectors
-                 USING hnsw ((embedding::halfvec({dim})) halfvec_ip_ops)
+                 USING hnsw ((embedding::{v}.halfvec({dim})) {v}.halfvec_ip_ops)
                  WITH (m = {m}, ef_construction = {efc}) WHERE model_id = {id};
              ANALYZE chunk_vectors",
             id = model.id,
             dim = model.dim,
+            v = self.db.vector_schema(),
             m = self.index.m.clamp(2, 100),
             efc = self.index.ef_construction.clamp(4, 1000),
         ))?;
@@ -200,7 +201,7 @@ impl PgVectors {
             &[&model.id, &doc],
         )?;
         if !vectors.is_empty() {
-            let halfvec = halfvec_type(&mut tx)?;
+            let halfvec = halfvec_type(&mut tx, &self.db)?;
             copy_rows(
                 &mut tx,
                 &halfvec,
@@ -222,7 +223,7 @@ impl PgVectors {
     ) -> Result<u64> {
         let mut client = self.db.client()?;
         let mut tx = client.transaction()?;
-        let halfvec = halfvec_type(&mut tx)?;
+        let halfvec = halfvec_type(&mut tx, &self.db)?;
         let n = copy_rows(&mut tx, &halfvec, model, rows)?;
         tx.commit()?;
         // The planner's row estimates decide between the document index and the HNSW index;
@@ -319,14 +320,15 @@ impl PgVectors {
         let ef_search = self.options.ef_search.clamp(k.min(1000), 1000);
         let fetch = if use_index { k.max(ef_search) } else { k };
         let limit = i64::try_from(fetch).map_err(|_| PgError::Invalid(format!("k = {k}")))?;
+        let v = self.db.vector_schema();
         let readable: Option<Vec<i64>> = readable
             .map(|docs| docs.iter().map(|&d| db_id(d)).collect::<Result<_>>())
             .transpose()?;
         // The index matches only this exact expression; the exact scan orders by another one.
         let distance = if use_index {
-            format!("embedding::halfvec({}) <#> $1", model.dim)
+            format!("embedding::{v}.halfvec({}) OPERATOR({v}.<#>) $1", model.dim)
         } else {
-            "embedding <#> $1".to_string()
+            format!("embedding OPERATOR({v}.<#>) $1")
         };
         let mut sql = format!(
             "SELECT chunk_id, doc_id, ({distance})::real FROM chunk_vectors WHERE model_id = {}",
@@ -412,8 +414,8 @@ fn half_vector(model: &VectorModel, v: &[f32]) -> Result<HalfVector> {
 }
 
 /// The type of `halfvec`, an extension type whose OID differs per database.
-fn halfvec_type(tx: &mut postgres::Transaction<'_>) -> Result<Type> {
-    let stmt = tx.prepare("SELECT $1::halfvec")?;
+pub(crate) fn halfvec_type(tx: &mut postgres::Transaction<'_>, db: &Database) -> Result<Type> {
+    let stmt = tx.prepare(&format!("SELECT $1::{}.halfvec", db.vector_schema()))?;
     stmt.params()
         .first()
         .cloned()

@@ -1,7 +1,9 @@
 //! The permission leak suite in team mode, over HTTP: two replicas (each its own `Hub`, data
 //! directory, tantivy index and HTTP server on 127.0.0.1) on one private PostgreSQL database,
-//! and a second database with its own pair of replicas standing for a second account (a team
-//! server serves one account: cross-account isolation is isolation between databases).
+//! and a second database with its own pair of replicas and root key. The first database also
+//! holds a second account (`initech`, a schema of its own, created over HTTP), whose document
+//! ids collide with the default account's: accounts are isolated inside one database as well as
+//! between databases.
 //!
 //! The world of `tests/permission_leaks.rs` (users in teams and projects, an agent, nested
 //! folders with restricted subfolders, marker-bearing documents, one that tries to instruct the
@@ -64,6 +66,8 @@ const ACME_FILES: &[(&str, &str)] = &[
 ];
 /// The second database's (the second account's) documents.
 const GLOBEX_FILES: &[(&str, &str)] = &[("merger.md", "mkglobexmerger")];
+/// The documents of `initech`, the second account in acme's database.
+const INITECH_FILES: &[(&str, &str)] = &[("deal.md", "mkinitechdeal")];
 
 /// Folder ACLs of the acme knowledge base.
 const ACME_ACLS: &[(&str, &str)] = &[
@@ -113,7 +117,7 @@ fn body(marker: &str, path: &str) -> String {
 }
 
 fn all_files() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
-    ACME_FILES.iter().chain(GLOBEX_FILES)
+    ACME_FILES.iter().chain(GLOBEX_FILES).chain(INITECH_FILES)
 }
 
 fn all_markers() -> impl Iterator<Item = &'static str> {
@@ -554,9 +558,10 @@ struct World {
     /// The acme knowledge base (real files, read by replica A's process).
     kb: PathBuf,
     globex_kb: PathBuf,
+    initech_kb: PathBuf,
     root_key: String,
     globex_root: String,
-    /// acme users' keys, and `gus` (globex's administrator).
+    /// acme users' keys, `gus` (globex's administrator) and `ivy` (initech's).
     keys: BTreeMap<&'static str, String>,
     /// Knowledge item marker → id.
     item_ids: BTreeMap<&'static str, String>,
@@ -771,9 +776,53 @@ fn world(pg: PgCluster) -> World {
     );
     keys.insert("gus", gus_key);
 
+    // A second account in acme's database, created by ROOT through A; its administrator
+    // ingests through B.
+    let initech_kb = dir.path().join("files/initech/kb");
+    write_files(&initech_kb, INITECH_FILES);
+    let r = acme.key_on(
+        A,
+        "POST",
+        "/api/v1/admin/accounts",
+        &root_key,
+        Some(json!({"account_id": "initech", "admin_user_id": "ivy"})),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let ivy_key = r.json()["user_key"].as_str().unwrap().to_owned();
+    let ivy = sign_in(acme.hub(B), &ivy_key);
+    assert_eq!(ivy.account.as_str(), "initech");
+    let initech_b = acme.hub(B).engine(&ivy).unwrap();
+    initech_b
+        .ingest(
+            &ivy,
+            std::slice::from_ref(&initech_kb),
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    initech_b
+        .set_folder_acl(&ivy, &initech_kb, Some(&set("public")))
+        .unwrap();
+    within(
+        Duration::from_secs(2),
+        "acme/a indexes initech's ingest",
+        || {
+            let r = acme.key_on(
+                A,
+                "POST",
+                "/api/v1/search",
+                &ivy_key,
+                Some(search_body("zephyr", "keyword")),
+            );
+            r.status == 200 && r.text.contains("mkinitechdeal")
+        },
+    );
+    keys.insert("ivy", ivy_key);
+
     World {
         kb,
         globex_kb,
+        initech_kb,
         root_key,
         globex_root,
         keys,
@@ -1396,20 +1445,173 @@ fn probe_accounts(w: &World, t: &mut Tally) {
             "NOT_FOUND",
             &nothing,
         );
+        // initech is an account of acme's database, not of globex's.
         let r = w.globex.send_on(
             i,
             "POST",
-            "/api/v1/admin/accounts",
-            &[("x-api-key", w.globex_root.as_str())],
-            Some(&json!({"account_id": "acme", "admin_user_id": "mallory"})),
+            "/api/v1/search",
+            &[
+                ("x-api-key", w.globex_root.as_str()),
+                ("x-account-id", "initech"),
+            ],
+            Some(&body),
         );
         t.error(
-            &format!("globex root creates an account on {}", r.via),
+            &format!("globex root enters initech on {}", r.via),
             &r,
-            422,
-            "VALIDATION_ERROR",
+            404,
+            "NOT_FOUND",
             &nothing,
         );
+    }
+}
+
+/// The second account of acme's database: its administrator sees its document only, by
+/// search, listing, and by ids that collide with the default account's; acme's users never see
+/// it; keys stay in their account; the database's ROOT enters it by name.
+fn probe_shared_database(w: &World, t: &mut Tally) {
+    let only_initech: BTreeSet<&str> = ["mkinitechdeal"].into_iter().collect();
+    let nothing = BTreeSet::new();
+    let ivy = &w.keys["ivy"];
+    let c = &w.acme;
+    let mut queries: Vec<&str> = vec!["zephyr", "\"board minutes\"", "薪资 董事会 纪要"];
+    queries.extend(all_markers());
+    let mut found = false;
+    for q in queries {
+        for mode in ["keyword", "hybrid"] {
+            let r = c.key("POST", "/api/v1/search", ivy, Some(search_body(q, mode)));
+            let what = format!("ivy search {q:?} {mode} via {}", r.via);
+            if t.status(&what, &r, 200, &only_initech) {
+                found |= r.text.contains("mkinitechdeal");
+            }
+        }
+    }
+    t.miss_unless("ivy finds mkinitechdeal", found);
+    let r = c.key(
+        "POST",
+        "/api/v1/ask",
+        ivy,
+        Some(json!({"question": "zephyr quarterly figures"})),
+    );
+    t.status(&format!("ivy ask via {}", r.via), &r, 200, &only_initech);
+    let r = c.key("GET", "/api/knowledge?limit=1000", ivy, None);
+    t.status(
+        &format!("ivy knowledge via {}", r.via),
+        &r,
+        200,
+        &only_initech,
+    );
+    for id in w.item_ids.values() {
+        let r = c.key("GET", &format!("/api/knowledge/{id}"), ivy, None);
+        t.error(
+            &format!("ivy GET acme item via {}", r.via),
+            &r,
+            404,
+            "NOT_FOUND",
+            &nothing,
+        );
+    }
+    for i in [A, B] {
+        let r = c.key_on(i, "GET", "/api/v1/documents", ivy, None);
+        let what = format!("ivy list via {}", r.via);
+        if t.status(&what, &r, 200, &only_initech) {
+            let paths: Vec<String> = r.json()["documents"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|d| d["path"].as_str().map(str::to_owned))
+                .collect();
+            t.leak_unless(
+                &format!("{what}: {paths:?}"),
+                paths == [w.initech_kb.join("deal.md").display().to_string()],
+            );
+        }
+        // Document and chunk ids start at 1 in every account: the same numbers name acme's
+        // documents in the default account.
+        for id in 1..=ACME_FILES.len() + 1 {
+            let r = c.key_on(
+                i,
+                "GET",
+                &format!("/api/v1/documents/{id}/preview"),
+                ivy,
+                None,
+            );
+            check_reply(
+                t,
+                &format!("ivy open #{id} via {}", r.via),
+                &r,
+                &only_initech,
+            );
+            let r = c.key_on(i, "GET", &format!("/api/v1/passages/{id}"), ivy, None);
+            check_reply(
+                t,
+                &format!("ivy passage {id} via {}", r.via),
+                &r,
+                &only_initech,
+            );
+        }
+    }
+    // acme's users search for it by its marker, on both replicas.
+    for user in ["ada", "alice", "bob", "carol", "dave", "lena"] {
+        let who = expected(w, user);
+        for i in [A, B] {
+            let r = c.key_on(
+                i,
+                "POST",
+                "/api/v1/search",
+                &who.key,
+                Some(search_body("mkinitechdeal zephyr", "keyword")),
+            );
+            t.status(
+                &format!("{user} seeks initech via {}", r.via),
+                &r,
+                200,
+                &who.allowed(),
+            );
+        }
+    }
+    let body = search_body("zephyr", "keyword");
+    for i in [A, B] {
+        // ivy's key names its account; choosing another is for ROOT keys only.
+        let r = c.send_on(
+            i,
+            "POST",
+            "/api/v1/search",
+            &[("x-api-key", ivy.as_str()), ("x-account-id", "default")],
+            Some(&body),
+        );
+        t.error(
+            &format!("ivy enters default on {}", r.via),
+            &r,
+            403,
+            "PERMISSION_DENIED",
+            &nothing,
+        );
+        let r = w
+            .globex
+            .key_on(i, "POST", "/api/v1/search", ivy, Some(body.clone()));
+        t.error(
+            &format!("ivy's key on {}", r.via),
+            &r,
+            401,
+            "UNAUTHENTICATED",
+            &nothing,
+        );
+        // The database's ROOT enters it by name, and finds only its document there.
+        let r = c.send_on(
+            i,
+            "POST",
+            "/api/v1/search",
+            &[
+                ("x-api-key", w.root_key.as_str()),
+                ("x-account-id", "initech"),
+            ],
+            Some(&body),
+        );
+        let what = format!("acme root in initech via {}", r.via);
+        if t.status(&what, &r, 200, &only_initech) {
+            t.miss_unless(&what, r.text.contains("mkinitechdeal"));
+        }
     }
 }
 
@@ -1567,6 +1769,13 @@ fn no_probe_leaks_across_replicas_databases_and_changes() {
         items: ada.items,
     });
     jobs.push(LoadJob {
+        name: "ivy".into(),
+        bases: acme_bases.clone(),
+        key: w.keys["ivy"].clone(),
+        docs: ["mkinitechdeal"].into_iter().collect(),
+        items: BTreeSet::new(),
+    });
+    jobs.push(LoadJob {
         name: "gus".into(),
         bases: globex_bases,
         key: w.keys["gus"].clone(),
@@ -1585,6 +1794,7 @@ fn no_probe_leaks_across_replicas_databases_and_changes() {
     dave_helper.agent = Some("helper");
     probe_all(&w, &mut t, &dave_helper);
     probe_accounts(&w, &mut t);
+    probe_shared_database(&w, &mut t);
 
     let root = sign_in(w.acme.hub(A), &w.root_key);
     let acme_a = w.acme.hub(A).engine(&root).unwrap();
