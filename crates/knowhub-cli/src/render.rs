@@ -128,7 +128,9 @@ pub(crate) fn trace(t: &RetrievalTrace) {
 
 pub(crate) fn status(s: &Status) {
     let st = &s.store;
-    println!("data directory: {}", s.data_dir);
+    if let Some(dir) = &s.data_dir {
+        println!("data directory: {dir}");
+    }
     println!(
         "{} document(s), {} page(s), {:.1} MB, {} chunk(s) stored, {} indexed, {} table(s)",
         st.documents,

@@ -264,7 +264,10 @@ impl std::fmt::Debug for Engine {
 /// Counts for `knowhub status`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Status {
-    pub data_dir: String,
+    /// Where the knowledge base lives on its machine: administrators only (over HTTP it is
+    /// the server's file system).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<String>,
     #[serde(flatten)]
     pub store: StoreStats,
     pub indexed_chunks: u64,
@@ -584,7 +587,7 @@ impl Engine {
                 None => 0,
             };
             Status {
-                data_dir: self.paths.root.display().to_string(),
+                data_dir: Some(self.paths.root.display().to_string()),
                 store: store.stats()?,
                 indexed_chunks: self.index.num_chunks()?,
                 embedder: self.embedder_id().map(str::to_owned),
@@ -667,7 +670,7 @@ impl Engine {
         failures.sort_by_key(|d| std::cmp::Reverse(d.updated_at_ms));
         failures.truncate(50);
         Ok(Status {
-            data_dir: self.paths.root.display().to_string(),
+            data_dir: None,
             indexed_chunks: stats.chunks
                 - docs
                     .iter()

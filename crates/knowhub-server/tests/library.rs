@@ -351,6 +351,8 @@ fn check_listings(c: &Client, w: &World, who: &Who) {
     assert_no_leak(who, "status", &status.to_string());
     // Administrators see the ingestion queue; users do not.
     assert_eq!(status["queue"].is_object(), who.admin, "{status}");
+    // The server's own paths are for administrators.
+    assert_eq!(status["data_dir"].is_string(), who.admin, "{status}");
 
     let sources = c.ok("/api/v1/sources", who);
     assert_eq!(listed(&sources["documents"]), who.docs, "{}", who.name);
