@@ -40,6 +40,7 @@ pub use types::*;
 /// Every `(method, path)` this client calls, as the server's OpenAPI document names them.
 pub const ENDPOINTS: &[(&str, &str)] = &[
     ("GET", "/api/v1/health"),
+    ("GET", "/api/v1/me"),
     ("POST", "/api/v1/search"),
     ("POST", "/api/v1/ask"),
     ("GET", "/api/v1/status"),
@@ -190,6 +191,12 @@ impl Client {
         let body = to_json(request)?;
         let response = self.send("POST", "/api/v1/search", Some(body))?;
         Ok(self.json::<SearchResults>(response)?.hits)
+    }
+
+    /// Who the key signs in as (a revoked or rotated key: [`ClientError::is_unauthenticated`]).
+    pub fn me(&self) -> Result<Me> {
+        let response = self.send("GET", "/api/v1/me", None)?;
+        self.json(response)
     }
 
     /// A cited answer, all at once.

@@ -17,6 +17,16 @@ pub struct Health {
     pub database: Option<String>,
 }
 
+/// `GET /api/v1/me`: who the key signs in as.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Me {
+    pub account_id: String,
+    pub user_id: String,
+    pub display_name: String,
+    /// `ROOT`, `ADMIN` or `USER`.
+    pub role: String,
+}
+
 /// How a search ranks passages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -113,6 +113,15 @@ fn every_method_works_against_the_server_under_its_permissions() {
         (health.status.as_str(), health.store.as_str()),
         ("ok", "sqlite")
     );
+    let me = alice.me().unwrap();
+    assert_eq!(
+        (
+            me.account_id.as_str(),
+            me.user_id.as_str(),
+            me.role.as_str()
+        ),
+        ("default", "alice", "USER")
+    );
 
     // Search: the handbook, never the salaries.
     let hits = alice.search(&SearchRequest::new("annual leave")).unwrap();

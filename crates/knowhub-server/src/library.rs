@@ -28,6 +28,7 @@ use crate::{ServerState, blocking};
 
 pub(crate) fn router() -> OpenApiRouter<ServerState> {
     OpenApiRouter::new()
+        .routes(routes!(me))
         .routes(routes!(status))
         .routes(routes!(sources))
         .routes(routes!(documents))
@@ -296,6 +297,40 @@ pub(crate) struct AuditParams {
 }
 
 // ----- handlers -----------------------------------------------------------------------------
+
+/// Who a key signs in as: what a client shows after joining, and how it checks a stored key.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct MeBody {
+    account_id: String,
+    user_id: String,
+    display_name: String,
+    /// `ROOT`, `ADMIN` or `USER`.
+    role: String,
+}
+
+/// The caller: account, user, display name and role.
+#[utoipa::path(get, path = "/api/v1/me", tag = "library",
+    responses((status = 200, body = MeBody), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = []), ("bearer" = [])))]
+pub(crate) async fn me(caller: Caller) -> Result<Json<MeBody>, ApiError> {
+    blocking(move || {
+        // A ROOT key has no user record; it is named by its id.
+        let display_name = caller
+            .engine
+            .users(&caller.ctx)?
+            .into_iter()
+            .find(|u| u.id == caller.ctx.user)
+            .map(|u| u.display_name)
+            .unwrap_or_else(|| caller.ctx.user.to_string());
+        Ok(Json(MeBody {
+            account_id: caller.ctx.account.to_string(),
+            user_id: caller.ctx.user.to_string(),
+            display_name,
+            role: caller.ctx.role.to_string(),
+        }))
+    })
+    .await
+}
 
 /// Counts, sources and recent failures over what the caller may read (administrators: the
 /// whole account, with the ingestion queue).

@@ -286,6 +286,7 @@ fn health_needs_no_key_and_openapi_lists_every_route() {
         "POST /api/v1/admin/accounts/{account_id}/users/{user_id}/key",
         "DELETE /api/v1/admin/accounts/{account_id}/users/{user_id}/key",
         // library
+        "GET /api/v1/me",
         "GET /api/v1/status",
         "GET /api/v1/sources",
         "GET /api/v1/documents",
