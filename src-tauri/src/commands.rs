@@ -4,11 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use knowhub_agent::{Agent, AgentEvent, AgentOptions, AgentState, AskRequest};
 use knowhub_engine::authz::ScopeSet;
 use knowhub_engine::{
-    DocRef, DocumentId, FileOutcome, IngestOptions, Role, SourceRules, UploadKind, UploadTarget,
-    UserId,
+    DocumentId, FileOutcome, IngestOptions, Role, SourceRules, UploadKind, UploadTarget, UserId,
 };
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Manager, State};
@@ -156,52 +154,9 @@ pub(crate) async fn sign_in(app: AppHandle, api_key: String) -> CmdResult<AppInf
 
 // ----- chat -------------------------------------------------------------------------------
 
-fn answer_of(
-    state: &AgentState,
-    session_id: Option<String>,
-    total_ms: u64,
-    helpful: Option<bool>,
-) -> Answer {
-    let evidence = |id: &str| state.evidence_items.iter().find(|e| e.evidence_id == id);
-    let sources = state
-        .output
-        .rendered_sources
-        .iter()
-        .map(|r| {
-            let e = evidence(&r.evidence_id);
-            Source {
-                number: n32(r.number),
-                evidence_id: r.evidence_id.clone(),
-                kind: e.map(|e| e.kind.clone()).unwrap_or_default(),
-                title: r.title.clone(),
-                page: r.page,
-                heading: r.heading.clone(),
-                uri: r.uri.clone(),
-                text: r.text.clone(),
-                document_id: e.and_then(|e| e.source.doc_id),
-                chunk_id: e.and_then(|e| e.source.chunk_id),
-                sql: e.and_then(|e| e.source.sql.clone()),
-            }
-        })
-        .collect();
-    Answer {
-        session_id,
-        trace_id: state.trace_id.clone(),
-        question: state.input.query.clone(),
-        text: state.output.final_answer.clone(),
-        stop_reason: state.output.stop_reason.as_str().to_string(),
-        route: state.plan.route.as_str().to_string(),
-        sources,
-        total_ms: n32(total_ms),
-        written_by: state.draft.written_by.clone(),
-        model: state.llm.clone(),
-        helpful,
-    }
-}
-
-/// Asks the copilot; events (workflow steps, answer tokens) stream through `on_event`.
-/// `request_id` names the question for [`cancel_ask`]. `brief`: just the words of the evidence
-/// that answer, cited ("15 days [1]"), instead of cited sentences.
+/// Asks the copilot of `base`; events (workflow steps, answer tokens) stream through
+/// `on_event`. `request_id` names the question for [`cancel_ask`]. `brief`: just the words of
+/// the evidence that answer, cited ("15 days [1]"), instead of cited sentences.
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn ask(
@@ -210,6 +165,7 @@ pub(crate) async fn ask(
     session_id: Option<String>,
     request_id: String,
     brief: bool,
+    base: Base,
     on_event: Channel<ChatEvent>,
 ) -> CmdResult<Answer> {
     blocking(app, move |state, _| {
@@ -217,48 +173,13 @@ pub(crate) async fn ask(
         if question.is_empty() {
             return Err(CommandError::invalid("type a question first"));
         }
-        let s = state.signed();
         let cancel = state.begin_ask(&request_id);
-        let result = (|| {
-            let llm = state.llm()?;
-            let options = AgentOptions {
-                brief_answers: brief,
-                ..AgentOptions::default()
-            };
-            let agent =
-                Agent::new(s.engine.clone(), llm, options).with_schemas(state.schemas.clone());
-            let request = AskRequest {
-                question,
-                session: session_id,
-                ephemeral: false,
-                project: None,
-                cancel,
-            };
-            let outcome = agent.ask(&s.ctx, &request, &mut |e| {
-                let event = match e {
-                    AgentEvent::Step {
-                        node,
-                        status,
-                        timing_ms,
-                    } => ChatEvent::Step {
-                        node: node.clone(),
-                        status: status.clone(),
-                        timing_ms: n32(*timing_ms),
-                    },
-                    AgentEvent::Token(t) => ChatEvent::Token { text: t.clone() },
-                    AgentEvent::Replace(t) => ChatEvent::Replace { text: t.clone() },
-                };
+        let result = state.library(base).and_then(|library| {
+            library.ask(question, session_id, brief, &cancel, &mut |event| {
                 // A closed window just stops listening; the answer is still stored.
                 let _ = on_event.send(event);
-            })?;
-            // A new answer has no verdict yet.
-            Ok(answer_of(
-                &outcome.state,
-                outcome.session_id.clone(),
-                outcome.total_ms,
-                None,
-            ))
-        })();
+            })
+        });
         state.end_ask(&request_id);
         result
     })
@@ -272,70 +193,25 @@ pub(crate) fn cancel_ask(state: State<'_, AppState>, request_id: String) -> bool
     state.cancel_ask(&request_id)
 }
 
-/// The signed-in user's conversations, newest first.
+/// The signed-in user's conversations in `base`, newest first.
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn conversations(app: AppHandle) -> CmdResult<Vec<Conversation>> {
-    as_user(app, move |s| {
-        Ok(s.engine
-            .sessions(&s.ctx, 200)?
-            .into_iter()
-            .map(|c| Conversation {
-                id: c.id,
-                title: c.title,
-                updated_at_ms: c.updated_at_ms as f64,
-            })
-            .collect())
-    })
-    .await
+pub(crate) async fn conversations(app: AppHandle, base: Base) -> CmdResult<Vec<Conversation>> {
+    blocking(app, move |state, _| state.library(base)?.conversations()).await
 }
 
 /// One conversation's answers, oldest first, with their sources.
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn conversation(app: AppHandle, id: String) -> CmdResult<Vec<Answer>> {
+pub(crate) async fn conversation(app: AppHandle, id: String, base: Base) -> CmdResult<Vec<Answer>> {
+    blocking(app, move |state, _| state.library(base)?.conversation(&id)).await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn delete_conversation(app: AppHandle, id: String, base: Base) -> CmdResult<()> {
     blocking(app, move |state, _| {
-        let s = state.signed();
-        let turns = s.engine.session_turns(&s.ctx, &id, 500)?;
-        Ok(turns
-            .into_iter()
-            .map(|t| {
-                let stored = s
-                    .engine
-                    .trace(&s.ctx, &t.trace_id)
-                    .ok()
-                    .and_then(|r| serde_json::from_str::<AgentState>(&r.state).ok());
-                match stored {
-                    Some(st) => {
-                        let helpful = s
-                            .engine
-                            .feedback(&s.ctx, &st.trace_id)
-                            .ok()
-                            .and_then(|v| {
-                                v.into_iter()
-                                    .rev()
-                                    .find(|f| f.user_id == s.ctx.user.as_str())
-                            })
-                            .map(|f| f.helpful);
-                        answer_of(&st, Some(id.clone()), 0, helpful)
-                    }
-                    // A trace that cannot be read still shows the words.
-                    None => Answer {
-                        session_id: Some(id.clone()),
-                        trace_id: t.trace_id,
-                        question: t.question,
-                        text: t.answer,
-                        stop_reason: t.stop_reason,
-                        route: String::new(),
-                        sources: Vec::new(),
-                        total_ms: 0,
-                        written_by: String::new(),
-                        model: None,
-                        helpful: None,
-                    },
-                }
-            })
-            .collect())
+        state.library(base)?.delete_conversation(&id)
     })
     .await
 }
@@ -405,98 +281,14 @@ pub(crate) async fn remember_conversation(
     .await
 }
 
-#[tauri::command]
-#[specta::specta]
-pub(crate) async fn delete_conversation(app: AppHandle, id: String) -> CmdResult<()> {
-    as_user(app, move |s| {
-        s.engine.delete_session(&s.ctx, &id)?;
-        Ok(())
-    })
-    .await
-}
-
-fn stored_state(s: &Signed, trace_id: &str) -> CmdResult<(AgentState, u64)> {
-    let record = s.engine.trace(&s.ctx, trace_id)?;
-    let state = serde_json::from_str::<AgentState>(&record.state).map_err(|e| {
-        CommandError::new("internal", format!("the stored trace is unreadable: {e}"))
-    })?;
-    Ok((state, record.total_ms))
-}
+// ----- documents --------------------------------------------------------------------------
 
 /// "How was this answered": route, steps with timings, evidence with its permission
 /// decision, the SQL run and the stop reason.
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn trace(app: AppHandle, trace_id: String) -> CmdResult<TraceView> {
-    as_user(app, move |s| {
-        let (st, total_ms) = stored_state(&s, &trace_id)?;
-        let cited: Vec<&str> = st
-            .output
-            .final_citations
-            .iter()
-            .map(|c| c.evidence_id.as_str())
-            .collect();
-        Ok(TraceView {
-            trace_id: st.trace_id.clone(),
-            question: st.input.query.clone(),
-            standalone_question: st.input.standalone_query.clone(),
-            conversation_summary: st.input.conversation_summary.clone(),
-            language: st.input.language.clone(),
-            route: st.plan.route.as_str().into(),
-            routed_by: st.plan.routed_by.clone(),
-            stop_reason: st.output.stop_reason.as_str().into(),
-            perm_snapshot_id: st.authz.perm_snapshot_id.clone(),
-            total_ms: n32(total_ms),
-            steps: st
-                .trace_steps
-                .iter()
-                .map(|t| TraceStepView {
-                    node: t.node.clone(),
-                    action: t.action.clone(),
-                    status: t.status.clone(),
-                    timing_ms: n32(t.timing_ms),
-                    error: t.err.as_ref().map(|e| format!("{}: {}", e.kind, e.msg)),
-                })
-                .collect(),
-            evidence: st
-                .evidence_items
-                .iter()
-                .map(|e| EvidenceView {
-                    evidence_id: e.evidence_id.clone(),
-                    kind: e.kind.clone(),
-                    title: e.source.title.clone().unwrap_or_default(),
-                    page: e.source.page,
-                    authz: e.authz.result.clone(),
-                    score: e.score,
-                    cited: cited.contains(&e.evidence_id.as_str()),
-                    excerpt: e.text.chars().take(280).collect(),
-                })
-                .collect(),
-            sql: st.tools.sql.as_ref().map(|q| SqlView {
-                source: q.source.clone(),
-                sql: q.generated_sql.clone(),
-                generated_by: q.generated_by.clone(),
-                preview: q.result_preview.clone(),
-            }),
-            rag_queries: st
-                .tools
-                .rag
-                .as_ref()
-                .map(|r| r.attempts.clone())
-                .unwrap_or_default(),
-            cut_sentences: st.draft.cut_sentences.clone(),
-            model: st.llm.clone(),
-            prompt_tokens: n32(st.prompt_tokens),
-            completion_tokens: n32(st.completion_tokens),
-            tool_errors: st
-                .tools
-                .errors
-                .iter()
-                .map(|e| format!("{} ({}): {}", e.tool, e.kind, e.msg))
-                .collect(),
-        })
-    })
-    .await
+pub(crate) async fn trace(app: AppHandle, trace_id: String, base: Base) -> CmdResult<TraceView> {
+    blocking(app, move |state, _| state.library(base)?.trace(&trace_id)).await
 }
 
 /// Helpful / not helpful, with an optional note, stored against the answer and its evidence.
@@ -507,18 +299,12 @@ pub(crate) async fn send_feedback(
     trace_id: String,
     helpful: bool,
     note: String,
+    base: Base,
 ) -> CmdResult<()> {
-    as_user(app, move |s| {
-        let (st, _) = stored_state(&s, &trace_id)?;
-        let cited: Vec<String> = st
-            .output
-            .final_citations
-            .iter()
-            .map(|c| c.evidence_id.clone())
-            .collect();
-        s.engine
-            .record_feedback(&s.ctx, &trace_id, helpful, &note, &cited)?;
-        Ok(())
+    blocking(app, move |state, _| {
+        state
+            .library(base)?
+            .send_feedback(&trace_id, helpful, &note)
     })
     .await
 }
@@ -529,148 +315,47 @@ pub(crate) async fn send_feedback(
 /// not read it).
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn open_document(app: AppHandle, document_id: f64) -> CmdResult<DocumentPreview> {
-    as_user(app, move |s| {
-        let view = s
-            .engine
-            .open_document(&s.ctx, DocRef::Id(doc_id(document_id)?))?;
-        let d = &view.document;
-        Ok(DocumentPreview {
-            id: d.id.0,
-            title: d.title.clone().unwrap_or_else(|| file_name(&d.path)),
-            path: d.path.clone(),
-            kind: d.kind.clone(),
-            page_count: d.page_count,
-            text: view.text.clone(),
-            passages: view
-                .passages
-                .iter()
-                .map(|p| PassageRef {
-                    chunk_id: p.chunk_id.0,
-                    page: p.page_start,
-                    heading: p.heading_path.clone(),
-                    // Offsets are in characters of `text` (the UI slices by code points).
-                    char_start: n32(p.char_start),
-                    char_end: n32(p.char_end),
-                })
-                .collect(),
-        })
+pub(crate) async fn open_document(
+    app: AppHandle,
+    document_id: f64,
+    base: Base,
+) -> CmdResult<DocumentPreview> {
+    blocking(app, move |state, _| {
+        state.library(base)?.open_document(doc_id(document_id)?.0)
     })
     .await
 }
 
-/// Opens a document the user may read in the operating system's default app.
+/// Opens a document the user may read in the operating system's default app (a team
+/// document is downloaded first, under the user's permissions).
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn open_in_default_app(app: AppHandle, document_id: f64) -> CmdResult<()> {
-    as_user(app, move |s| {
-        let doc = s.engine.document(&s.ctx, doc_id(document_id)?)?;
-        opener::open(&doc.path)
-            .map_err(|e| CommandError::new("io", format!("cannot open {}: {e}", doc.path)))
+pub(crate) async fn open_in_default_app(
+    app: AppHandle,
+    document_id: f64,
+    base: Base,
+) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        let path = state.library(base)?.local_file(doc_id(document_id)?.0)?;
+        opener::open(&path)
+            .map_err(|e| CommandError::new("io", format!("cannot open {}: {e}", path.display())))
     })
     .await
 }
 
-fn file_name(path: &str) -> String {
-    Path::new(path)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.to_string())
-}
-
-/// The folders and documents the user may see (optionally filtered by words in the title or
-/// path), with their status and the ingestion queue.
+/// The folders and documents the user may see in `base` (optionally filtered by words in the
+/// title or path), with their status and the ingestion queue.
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn sources(app: AppHandle, filter: Option<String>) -> CmdResult<SourcesView> {
-    as_user(app, move |s| {
-        let watched: Vec<String> = s
-            .engine
-            .watched_folders(&s.ctx)?
-            .into_iter()
-            .map(|w| w.path)
-            .collect();
-        let mut folders: Vec<FolderRow> = s
-            .engine
-            .folders(&s.ctx)?
-            .into_iter()
-            .map(|f| FolderRow {
-                watched: watched.contains(&f.path),
-                path: f.path,
-                documents: n32(f.documents),
-            })
-            .collect();
-        for w in &watched {
-            if !folders.iter().any(|f| &f.path == w) {
-                folders.push(FolderRow {
-                    path: w.clone(),
-                    documents: 0,
-                    watched: true,
-                });
-            }
-        }
-        folders.sort_by(|a, b| a.path.cmp(&b.path));
-        let words: Vec<String> = filter
-            .unwrap_or_default()
-            .to_lowercase()
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect();
-        let mut documents: Vec<DocumentRow> = s
-            .engine
-            .documents(&s.ctx, None)?
-            .into_iter()
-            .filter(|d| {
-                let hay = format!("{} {}", d.title.as_deref().unwrap_or(""), d.path).to_lowercase();
-                words.iter().all(|w| hay.contains(w))
-            })
-            .map(|d| DocumentRow {
-                id: d.id.0,
-                title: d.title.clone().unwrap_or_else(|| file_name(&d.path)),
-                status: if d.index_pending {
-                    "pending".into()
-                } else {
-                    d.status.clone()
-                },
-                error: d.error.clone(),
-                chunks: n32(d.chunk_count),
-                updated_at_ms: d.updated_at_ms as f64,
-                kind: d.kind.clone(),
-                owner: d.owner.clone(),
-                path: d.path,
-            })
-            .collect();
-        documents.sort_by(|a, b| a.path.cmp(&b.path));
-        let total = n32(documents.len());
-        documents.truncate(1_000);
-        Ok(SourcesView {
-            folders,
-            documents,
-            total,
-            queue: queue_of(&s)?,
-        })
+pub(crate) async fn sources(
+    app: AppHandle,
+    filter: Option<String>,
+    base: Base,
+) -> CmdResult<SourcesView> {
+    blocking(app, move |state, _| {
+        state.library(base)?.sources(filter.as_deref())
     })
     .await
-}
-
-fn queue_of(s: &Signed) -> CmdResult<QueueView> {
-    let q = s.engine.queue(&s.ctx, 200)?;
-    Ok(QueueView {
-        queued: n32(q.counts.queued),
-        running: n32(q.counts.running),
-        failed: n32(q.counts.failed),
-        done: n32(q.counts.done),
-        paused: q.counts.paused,
-        failures: q
-            .jobs
-            .iter()
-            .filter(|j| j.error.is_some() && j.state == knowhub_engine::JobState::Failed)
-            .map(|j| JobFailure {
-                path: j.path.clone(),
-                error: j.error.clone().unwrap_or_default(),
-            })
-            .collect(),
-    })
 }
 
 /// The places the signed-in user may drop files into: My uploads, its collections, and the
@@ -1478,4 +1163,42 @@ pub(crate) async fn set_api_server(
     settings.api = setting;
     state.save_settings(settings)?;
     Ok(api_view_of(state.apply_api(setting).await))
+}
+
+// ----- the team server ----------------------------------------------------------------------
+
+/// The team server the app joined, and whether it answers now (for the banner and the
+/// settings pane).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn team_status(app: AppHandle) -> CmdResult<TeamStatus> {
+    blocking(app, |state, _| Ok(state.team_status())).await
+}
+
+/// Joins a team server (`https://…`, or `http://` on this computer) with the API key an
+/// administrator gave; `ca_file`: a company CA to trust for it. Nothing is kept unless the
+/// server accepts the key.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn join_team(
+    app: AppHandle,
+    server: String,
+    api_key: String,
+    ca_file: Option<String>,
+) -> CmdResult<TeamStatus> {
+    blocking(app, move |state, _| {
+        let ca_file = ca_file
+            .map(|f| f.trim().to_owned())
+            .filter(|f| !f.is_empty())
+            .map(PathBuf::from);
+        state.join_team(&server, &api_key, ca_file)
+    })
+    .await
+}
+
+/// Leaves the team server (its address and key are forgotten on this computer).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn leave_team(app: AppHandle) -> CmdResult<()> {
+    blocking(app, |state, _| state.leave_team()).await
 }

@@ -135,10 +135,22 @@ pub enum ChatEvent {
     Replace { text: String },
 }
 
+/// Which knowledge base a request goes to: this computer's, or the team server the app
+/// joined. Every read command takes one, so the window's code is the same for both.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Type, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Base {
+    #[default]
+    Local,
+    Team,
+}
+
 /// A finished answer with its sources.
 #[derive(Debug, Clone, Serialize, Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Answer {
+    /// Where it was answered (and where its citations open).
+    pub base: Base,
     pub session_id: Option<String>,
     pub trace_id: String,
     pub question: String,
@@ -293,6 +305,28 @@ pub struct DocumentPreview {
     pub page_count: Option<u32>,
     pub text: String,
     pub passages: Vec<PassageRef>,
+}
+
+/// The team knowledge base the app joined, and whether it answers now.
+#[derive(Debug, Clone, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamStatus {
+    pub joined: bool,
+    /// The server's address (`https://…`).
+    pub server: Option<String>,
+    /// `ok`, `offline` (unreachable: retry later), `unauthenticated` (the key was revoked or
+    /// rotated: join again with a new one), `tls` (the certificate check failed), `error`, or
+    /// `not_joined`.
+    pub state: String,
+    /// What went wrong, from the server or the connection.
+    pub message: Option<String>,
+    pub user: Option<String>,
+    pub display_name: Option<String>,
+    pub role: Option<String>,
+    pub account: Option<String>,
+    /// Where the key is kept: `keyring` (the OS keyring) or `file` (readable by this user
+    /// only).
+    pub key_store: Option<String>,
 }
 
 /// Where a passage sits in the previewed text (character offsets into `text`).

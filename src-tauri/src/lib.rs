@@ -9,8 +9,12 @@ mod api_server;
 mod commands;
 pub mod dto;
 mod error;
+mod library;
 mod settings;
 mod state;
+mod team;
+#[cfg(test)]
+mod team_tests;
 
 use std::path::Path;
 
@@ -69,6 +73,9 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::remove_data_source,
             commands::api_server_status,
             commands::set_api_server,
+            commands::team_status,
+            commands::join_team,
+            commands::leave_team,
         ])
         .events(collect_events![dto::IngestEvent])
 }

@@ -19,6 +19,8 @@ pub(crate) struct Settings {
     pub search: SearchModels,
     /// The HTTP API served by the app (off unless an administrator switches it on).
     pub api: ApiServerSetting,
+    /// The team server the app joined (its key is kept apart, see `team.rs`).
+    pub team: Option<crate::team::TeamSetting>,
 }
 
 impl Default for Settings {
@@ -27,6 +29,7 @@ impl Default for Settings {
             llm: LlmChoice::Default,
             search: SearchModels::default(),
             api: ApiServerSetting::default(),
+            team: None,
         }
     }
 }
@@ -139,8 +142,14 @@ mod tests {
                 enabled: true,
                 port: 9000,
             },
+            team: Some(crate::team::TeamSetting {
+                server: "https://kb.example.com".into(),
+                ca_file: Some("/etc/ca.pem".into()),
+            }),
         };
         s.save(dir.path()).unwrap();
+        let text = std::fs::read_to_string(Settings::path(dir.path())).unwrap();
+        assert!(!text.contains("kh_"), "no key in the settings file: {text}");
         assert_eq!(Settings::load(dir.path()), s);
         std::fs::write(Settings::path(dir.path()), "{ not json").unwrap();
         assert_eq!(Settings::load(dir.path()), Settings::default());

@@ -16,8 +16,11 @@ use knowhub_engine::{
 use knowhub_llm::Llm;
 
 use crate::api_server::{self, RunningApi};
+use crate::dto::{Base, TeamStatus};
 use crate::error::{CmdResult, CommandError};
+use crate::library::{Library, LocalLibrary};
 use crate::settings::{ApiServerSetting, SearchModels, Settings};
+use crate::team::{self, TeamLibrary, TeamLink};
 
 /// How the app was started (environment variables shared with the CLI).
 #[derive(Debug, Clone)]
@@ -31,6 +34,9 @@ pub struct AppConfig {
     pub embedder: Option<String>,
     /// Run parsers in worker processes of this executable (the CLI's sandbox).
     pub sandbox_parsers: bool,
+    /// Keep the team server's key in the OS keyring when the session has one
+    /// (`KNOWHUB_NO_KEYRING=1`: always the private file).
+    pub prefer_keyring: bool,
 }
 
 impl AppConfig {
@@ -48,6 +54,7 @@ impl AppConfig {
             account: var("KNOWHUB_ACCOUNT"),
             embedder: var("KNOWHUB_EMBEDDER"),
             sandbox_parsers: true,
+            prefer_keyring: var("KNOWHUB_NO_KEYRING").is_none_or(|v| v == "0"),
         })
     }
 }
@@ -112,6 +119,11 @@ pub struct AppState {
     watch: Mutex<Option<WatchService>>,
     /// An async lock: starting and stopping the server await, and never overlap.
     api: tokio::sync::Mutex<ApiSlot>,
+    /// The team server the app joined, when it did.
+    team: RwLock<Option<Arc<TeamLink>>>,
+    prefer_keyring: bool,
+    /// Why the stored team link could not be restored at start (shown as the team's state).
+    team_error: Mutex<Option<CommandError>>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -156,6 +168,23 @@ impl AppState {
             ..Credentials::default()
         })?;
         let engine = hub.engine(&ctx)?;
+        // The joined team: its address from the settings, its key from where it was kept.
+        // Nothing is sent yet; a failure here is the team's state, not the app's.
+        let (team, team_error) = match &settings.team {
+            None => (None, None),
+            Some(setting) => match team::load_key(&config.data_dir).and_then(|key| {
+                let (key, store) = key.ok_or_else(|| {
+                    CommandError::new(
+                        "unauthenticated",
+                        "the team key is missing: join the team again",
+                    )
+                })?;
+                TeamLink::new(setting.clone(), &key, store)
+            }) {
+                Ok(link) => (Some(Arc::new(link)), None),
+                Err(e) => (None, Some(e)),
+            },
+        };
         Ok(AppState {
             hub,
             data_dir: config.data_dir.clone(),
@@ -168,7 +197,101 @@ impl AppState {
             schemas: Arc::default(),
             watch: Mutex::new(None),
             api: tokio::sync::Mutex::new(ApiSlot::default()),
+            team: RwLock::new(team),
+            prefer_keyring: config.prefer_keyring,
+            team_error: Mutex::new(team_error),
         })
+    }
+
+    /// The knowledge base `base` names, as the signed-in user (the team: as the key's user).
+    pub(crate) fn library(&self, base: Base) -> CmdResult<Box<dyn Library + '_>> {
+        match base {
+            Base::Local => Ok(Box::new(LocalLibrary {
+                state: self,
+                signed: self.signed(),
+            })),
+            Base::Team => {
+                let link = self.team_link().ok_or_else(|| {
+                    self.team_error
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clone()
+                        .unwrap_or_else(|| {
+                            CommandError::new("not_joined", "this app has not joined a team server")
+                        })
+                })?;
+                Ok(Box::new(TeamLibrary {
+                    link,
+                    downloads: self.data_dir.join("team-downloads"),
+                }))
+            }
+        }
+    }
+
+    fn team_link(&self) -> Option<Arc<TeamLink>> {
+        self.team.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The joined team and whether it answers now (asks the server).
+    pub(crate) fn team_status(&self) -> TeamStatus {
+        match self.team_link() {
+            Some(link) => link.status(),
+            None => match self
+                .team_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+            {
+                Some(e) => TeamStatus {
+                    joined: true,
+                    server: self.settings().team.map(|t| t.server),
+                    state: e.kind,
+                    message: Some(e.message),
+                    ..team::not_joined()
+                },
+                None => team::not_joined(),
+            },
+        }
+    }
+
+    /// Joins the team server at `server` with `api_key`: kept only when the server accepts
+    /// the key (nothing is stored otherwise).
+    pub(crate) fn join_team(
+        &self,
+        server: &str,
+        api_key: &str,
+        ca_file: Option<PathBuf>,
+    ) -> CmdResult<TeamStatus> {
+        let setting = team::TeamSetting {
+            server: server.trim().trim_end_matches('/').to_owned(),
+            ca_file,
+        };
+        let probe = TeamLink::new(setting.clone(), api_key.trim(), "file")?;
+        probe.client.me()?;
+        let store = team::store_key(&self.data_dir, api_key.trim(), self.prefer_keyring)?;
+        let link = TeamLink::new(setting.clone(), api_key.trim(), store)?;
+        let mut settings = self.settings();
+        settings.team = Some(setting);
+        self.save_settings(settings)?;
+        *self.team.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(link));
+        *self.team_error.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(self.team_status())
+    }
+
+    /// Leaves the team server: its address and key are forgotten (the server keeps the
+    /// user's conversations).
+    pub(crate) fn leave_team(&self) -> CmdResult<()> {
+        let mut settings = self.settings();
+        settings.team = None;
+        self.save_settings(settings)?;
+        team::forget_key(&self.data_dir)?;
+        let downloads = self.data_dir.join("team-downloads");
+        if downloads.exists() {
+            let _ = std::fs::remove_dir_all(&downloads);
+        }
+        *self.team.write().unwrap_or_else(|p| p.into_inner()) = None;
+        *self.team_error.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(())
     }
 
     /// Whether saved search-model settings differ from what is loaded (a restart applies them).

@@ -5,6 +5,7 @@ import { ChatPage } from "./chat/ChatPage";
 import { DropZone } from "./components/Drop";
 import { IngestStatus } from "./components/IngestStatus";
 import { ModelsBanner } from "./components/ModelsBanner";
+import { TeamBanner } from "./components/TeamBanner";
 import { BrandMark } from "./components/icons";
 import { Sidebar } from "./components/Sidebar";
 import { SwitchUserDialog } from "./components/SwitchUserDialog";
@@ -37,6 +38,7 @@ function Shell() {
       <main className="main">
         <Header />
         <ModelsBanner />
+        <TeamBanner />
         <div className="content">
           <Page />
         </div>

@@ -47,7 +47,10 @@ export type DataSourcesView = Ok<typeof commands.dataSources>;
 export type SqlSourceRow = DataSourcesView["sources"][number];
 export type SheetTableRow = DataSourcesView["tables"][number];
 export type ApiServerView = Ok<typeof commands.apiServerStatus>;
-export type ChatEvent = Parameters<typeof commands.ask>[4] extends Channel<infer E> ? E : never;
+export type TeamStatus = Ok<typeof commands.teamStatus>;
+/** Which knowledge base a request goes to: this computer's or the joined team server's. */
+export type Base = Parameters<typeof commands.conversations>[0];
+export type ChatEvent = Parameters<typeof commands.ask>[5] extends Channel<infer E> ? E : never;
 export type IngestEvent = Parameters<Parameters<typeof events.ingestEvent.listen>[0]>[0]["payload"];
 export type CommandError = Extract<Awaited<ReturnType<typeof commands.appInfo>>, { status: "error" }>["error"];
 
@@ -73,6 +76,10 @@ export const ERROR_KINDS = [
   "model",
   "io",
   "internal",
+  // The team server: unreachable (retry later), its certificate failed the check, none joined.
+  "offline",
+  "tls",
+  "not_joined",
 ] as const;
 export type ErrorKind = (typeof ERROR_KINDS)[number];
 
@@ -130,11 +137,12 @@ export const api = {
     sessionId: string | null,
     requestId: string,
     brief: boolean,
+    base: Base,
     onEvent: (event: ChatEvent) => void,
   ): Promise<Answer> => {
     const channel = new Channel<ChatEvent>();
     channel.onmessage = onEvent;
-    return unwrap(commands.ask(question, sessionId, requestId, brief, channel));
+    return unwrap(commands.ask(question, sessionId, requestId, brief, base, channel));
   },
   /** `false`: the question had already finished. Never throws. */
   cancelAsk: async (requestId: string): Promise<boolean> => {
@@ -144,22 +152,23 @@ export const api = {
       return false;
     }
   },
-  conversations: () => unwrap(commands.conversations()),
-  conversation: (id: string) => unwrap(commands.conversation(id)),
-  deleteConversation: (id: string) => unwrap(commands.deleteConversation(id)),
+  conversations: (base: Base) => unwrap(commands.conversations(base)),
+  conversation: (id: string, base: Base) => unwrap(commands.conversation(id, base)),
+  deleteConversation: (id: string, base: Base) => unwrap(commands.deleteConversation(id, base)),
   memories: () => unwrap(commands.memories()),
   forgetMemory: (uri: string) => unwrap(commands.forgetMemory(uri)),
   /** Remembers what the user said about themself in a conversation (with the answer model
    * when one is configured: this can take a while on a CPU). */
   rememberConversation: (sessionId: string) => unwrap(commands.rememberConversation(sessionId)),
-  trace: (traceId: string) => unwrap(commands.trace(traceId)),
-  sendFeedback: (traceId: string, helpful: boolean, note: string) =>
-    unwrap(commands.sendFeedback(traceId, helpful, note)),
+  trace: (traceId: string, base: Base) => unwrap(commands.trace(traceId, base)),
+  sendFeedback: (traceId: string, helpful: boolean, note: string, base: Base) =>
+    unwrap(commands.sendFeedback(traceId, helpful, note, base)),
 
-  openDocument: (documentId: number | null) => unwrap(commands.openDocument(documentId)),
-  openInDefaultApp: (documentId: number | null) => unwrap(commands.openInDefaultApp(documentId)),
+  openDocument: (documentId: number | null, base: Base) => unwrap(commands.openDocument(documentId, base)),
+  openInDefaultApp: (documentId: number | null, base: Base) =>
+    unwrap(commands.openInDefaultApp(documentId, base)),
 
-  sources: (filter: string | null) => unwrap(commands.sources(filter)),
+  sources: (filter: string | null, base: Base) => unwrap(commands.sources(filter, base)),
   dropTargets: () => unwrap(commands.dropTargets()),
   modelLibrary: () => unwrap(commands.modelLibrary()),
   /** Downloads and verifies a model; `onEvent` receives progress. */
@@ -201,6 +210,13 @@ export const api = {
   /** Switches the HTTP API on 127.0.0.1:`port` on or off (saved); a port that cannot be taken
    * comes back in the view's `error`. */
   setApiServer: (enabled: boolean, port: number) => unwrap(commands.setApiServer(enabled, port)),
+
+  /** The joined team server and whether it answers now (asks it). */
+  teamStatus: () => unwrap(commands.teamStatus()),
+  /** Joins a team server; nothing is kept unless it accepts the key. */
+  joinTeam: (server: string, apiKey: string, caFile: string | null) =>
+    unwrap(commands.joinTeam(server, apiKey, caFile)),
+  leaveTeam: () => unwrap(commands.leaveTeam()),
 };
 
 /** Background ingestion events (`IngestEvent`), pushed by the Rust side. */

@@ -12,18 +12,18 @@ export const commands = {
 	/**  Switches to the user whose API key this is. */
 	signIn: (apiKey: string) => typedError<AppInfo_Serialize, CommandError>(__TAURI_INVOKE("sign_in", { apiKey })),
 	/**
-	 *  Asks the copilot; events (workflow steps, answer tokens) stream through `on_event`.
-	 *  `request_id` names the question for [`cancel_ask`]. `brief`: just the words of the evidence
-	 *  that answer, cited ("15 days [1]"), instead of cited sentences.
+	 *  Asks the copilot of `base`; events (workflow steps, answer tokens) stream through
+	 *  `on_event`. `request_id` names the question for [`cancel_ask`]. `brief`: just the words of
+	 *  the evidence that answer, cited ("15 days [1]"), instead of cited sentences.
 	 */
-	ask: (question: string, sessionId: string | null, requestId: string, brief: boolean, onEvent: Channel<ChatEvent>) => typedError<Answer_Serialize, CommandError>(__TAURI_INVOKE("ask", { question, sessionId, requestId, brief, onEvent })),
+	ask: (question: string, sessionId: string | null, requestId: string, brief: boolean, base: Base, onEvent: Channel<ChatEvent>) => typedError<Answer_Serialize, CommandError>(__TAURI_INVOKE("ask", { question, sessionId, requestId, brief, base, onEvent })),
 	/**  Stops a question in flight (nothing of it is stored). `false`: it had already finished. */
 	cancelAsk: (requestId: string) => __TAURI_INVOKE<boolean>("cancel_ask", { requestId }),
-	/**  The signed-in user's conversations, newest first. */
-	conversations: () => typedError<Conversation[], CommandError>(__TAURI_INVOKE("conversations")),
+	/**  The signed-in user's conversations in `base`, newest first. */
+	conversations: (base: Base) => typedError<Conversation[], CommandError>(__TAURI_INVOKE("conversations", { base })),
 	/**  One conversation's answers, oldest first, with their sources. */
-	conversation: (id: string) => typedError<Answer_Serialize[], CommandError>(__TAURI_INVOKE("conversation", { id })),
-	deleteConversation: (id: string) => typedError<null, CommandError>(__TAURI_INVOKE("delete_conversation", { id })),
+	conversation: (id: string, base: Base) => typedError<Answer_Serialize[], CommandError>(__TAURI_INVOKE("conversation", { id, base })),
+	deleteConversation: (id: string, base: Base) => typedError<null, CommandError>(__TAURI_INVOKE("delete_conversation", { id, base })),
 	/**  What the copilot remembers about the signed-in user, most confident first. */
 	memories: () => typedError<MemoryRow_Serialize[], CommandError>(__TAURI_INVOKE("memories")),
 	/**  Forgets one of the signed-in user's memories. */
@@ -37,21 +37,24 @@ export const commands = {
 	 *  "How was this answered": route, steps with timings, evidence with its permission
 	 *  decision, the SQL run and the stop reason.
 	 */
-	trace: (traceId: string) => typedError<TraceView_Serialize, CommandError>(__TAURI_INVOKE("trace", { traceId })),
+	trace: (traceId: string, base: Base) => typedError<TraceView_Serialize, CommandError>(__TAURI_INVOKE("trace", { traceId, base })),
 	/**  Helpful / not helpful, with an optional note, stored against the answer and its evidence. */
-	sendFeedback: (traceId: string, helpful: boolean, note: string) => typedError<null, CommandError>(__TAURI_INVOKE("send_feedback", { traceId, helpful, note })),
+	sendFeedback: (traceId: string, helpful: boolean, note: string, base: Base) => typedError<null, CommandError>(__TAURI_INVOKE("send_feedback", { traceId, helpful, note, base })),
 	/**
 	 *  A document for the built-in viewer (`not_found` when it does not exist or the user may
 	 *  not read it).
 	 */
-	openDocument: (documentId: number | null) => typedError<DocumentPreview_Serialize, CommandError>(__TAURI_INVOKE("open_document", { documentId })),
-	/**  Opens a document the user may read in the operating system's default app. */
-	openInDefaultApp: (documentId: number | null) => typedError<null, CommandError>(__TAURI_INVOKE("open_in_default_app", { documentId })),
+	openDocument: (documentId: number | null, base: Base) => typedError<DocumentPreview_Serialize, CommandError>(__TAURI_INVOKE("open_document", { documentId, base })),
 	/**
-	 *  The folders and documents the user may see (optionally filtered by words in the title or
-	 *  path), with their status and the ingestion queue.
+	 *  Opens a document the user may read in the operating system's default app (a team
+	 *  document is downloaded first, under the user's permissions).
 	 */
-	sources: (filter: string | null) => typedError<SourcesView_Serialize, CommandError>(__TAURI_INVOKE("sources", { filter })),
+	openInDefaultApp: (documentId: number | null, base: Base) => typedError<null, CommandError>(__TAURI_INVOKE("open_in_default_app", { documentId, base })),
+	/**
+	 *  The folders and documents the user may see in `base` (optionally filtered by words in the
+	 *  title or path), with their status and the ingestion queue.
+	 */
+	sources: (filter: string | null, base: Base) => typedError<SourcesView_Serialize, CommandError>(__TAURI_INVOKE("sources", { filter, base })),
 	/**
 	 *  The places the signed-in user may drop files into: My uploads, its collections, and the
 	 *  watched folders they may add files to.
@@ -120,6 +123,19 @@ export const commands = {
 	 *  `127.0.0.1:<port>` only; a port that cannot be taken comes back in the view's `error`.
 	 */
 	setApiServer: (enabled: boolean, port: number) => typedError<ApiServerView_Serialize, CommandError>(__TAURI_INVOKE("set_api_server", { enabled, port })),
+	/**
+	 *  The team server the app joined, and whether it answers now (for the banner and the
+	 *  settings pane).
+	 */
+	teamStatus: () => typedError<TeamStatus_Serialize, CommandError>(__TAURI_INVOKE("team_status")),
+	/**
+	 *  Joins a team server (`https://…`, or `http://` on this computer) with the API key an
+	 *  administrator gave; `ca_file`: a company CA to trust for it. Nothing is kept unless the
+	 *  server accepts the key.
+	 */
+	joinTeam: (server: string, apiKey: string, caFile: string | null) => typedError<TeamStatus_Serialize, CommandError>(__TAURI_INVOKE("join_team", { server, apiKey, caFile })),
+	/**  Leaves the team server (its address and key are forgotten on this computer). */
+	leaveTeam: () => typedError<null, CommandError>(__TAURI_INVOKE("leave_team")),
 };
 
 /** Events */
@@ -133,6 +149,8 @@ export type Answer = Answer_Serialize | Answer_Deserialize;
 
 /**  A finished answer with its sources. */
 export type Answer_Deserialize = {
+	/**  Where it was answered (and where its citations open). */
+	base: Base,
 	sessionId?: string | null,
 	traceId: string,
 	question: string,
@@ -151,6 +169,8 @@ export type Answer_Deserialize = {
 
 /**  A finished answer with its sources. */
 export type Answer_Serialize = {
+	/**  Where it was answered (and where its citations open). */
+	base: Base,
 	sessionId: string | null,
 	traceId: string,
 	question: string,
@@ -238,6 +258,12 @@ export type AppInfo_Serialize = {
 	readOnly: boolean,
 	models: ModelInfo_Serialize,
 };
+
+/**
+ *  Which knowledge base a request goes to: this computer's, or the team server the app
+ *  joined. Every read command takes one, so the window's code is the same for both.
+ */
+export type Base = "local" | "team";
 
 /**  One event of a question being answered, in order. */
 export type ChatEvent = 
@@ -791,6 +817,57 @@ export type SqlView = {
 	sql: string,
 	generatedBy: string,
 	preview: string,
+};
+
+/**  The team knowledge base the app joined, and whether it answers now. */
+export type TeamStatus = TeamStatus_Serialize | TeamStatus_Deserialize;
+
+/**  The team knowledge base the app joined, and whether it answers now. */
+export type TeamStatus_Deserialize = {
+	joined: boolean,
+	/**  The server's address (`https://…`). */
+	server?: string | null,
+	/**
+	 *  `ok`, `offline` (unreachable: retry later), `unauthenticated` (the key was revoked or
+	 *  rotated: join again with a new one), `tls` (the certificate check failed), `error`, or
+	 *  `not_joined`.
+	 */
+	state: string,
+	/**  What went wrong, from the server or the connection. */
+	message?: string | null,
+	user?: string | null,
+	displayName?: string | null,
+	role?: string | null,
+	account?: string | null,
+	/**
+	 *  Where the key is kept: `keyring` (the OS keyring) or `file` (readable by this user
+	 *  only).
+	 */
+	keyStore?: string | null,
+};
+
+/**  The team knowledge base the app joined, and whether it answers now. */
+export type TeamStatus_Serialize = {
+	joined: boolean,
+	/**  The server's address (`https://…`). */
+	server: string | null,
+	/**
+	 *  `ok`, `offline` (unreachable: retry later), `unauthenticated` (the key was revoked or
+	 *  rotated: join again with a new one), `tls` (the certificate check failed), `error`, or
+	 *  `not_joined`.
+	 */
+	state: string,
+	/**  What went wrong, from the server or the connection. */
+	message: string | null,
+	user: string | null,
+	displayName: string | null,
+	role: string | null,
+	account: string | null,
+	/**
+	 *  Where the key is kept: `keyring` (the OS keyring) or `file` (readable by this user
+	 *  only).
+	 */
+	keyStore: string | null,
 };
 
 export type TraceStepView = TraceStepView_Serialize | TraceStepView_Deserialize;

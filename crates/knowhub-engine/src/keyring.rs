@@ -34,6 +34,10 @@ pub trait SecretVault: Send + Sync + std::fmt::Debug {
     /// The secret, `None` when there is none yet.
     fn read(&self) -> Result<Option<Vec<u8>>, String>;
     fn write(&self, secret: &[u8]) -> Result<(), String>;
+    /// Deletes the secret (nothing there is fine).
+    fn remove(&self) -> Result<(), String> {
+        self.write(&[])
+    }
     /// Where it is, for messages (`OS keyring entry knowhub/resource-key:…`).
     fn describe(&self) -> String;
 }
@@ -55,6 +59,11 @@ impl OsKeyring {
         }
     }
 
+    /// Another of KnowHub's entries, named `user` (e.g. the desktop's team key).
+    pub fn named(user: impl Into<String>) -> OsKeyring {
+        OsKeyring { user: user.into() }
+    }
+
     fn entry(&self) -> Result<keyring::Entry, String> {
         keyring::Entry::new(SERVICE, &self.user).map_err(|e| e.to_string())
     }
@@ -71,6 +80,13 @@ impl SecretVault for OsKeyring {
 
     fn write(&self, secret: &[u8]) -> Result<(), String> {
         self.entry()?.set_secret(secret).map_err(|e| e.to_string())
+    }
+
+    fn remove(&self) -> Result<(), String> {
+        match self.entry()?.delete_credential() {
+            Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        }
     }
 
     fn describe(&self) -> String {

@@ -4,6 +4,7 @@ import { api, type DocumentPreview, type Source } from "../api";
 import { CloseIcon } from "../components/Dialog";
 import { BackIcon, DocIcon, ExternalIcon } from "../components/icons";
 import { useEscape } from "../lib/escape";
+import { useApp } from "../state/app";
 import { useToast } from "../state/toasts";
 import { DocViewer } from "./DocViewer";
 
@@ -16,6 +17,7 @@ interface Props {
 export function SourcePanel({ source, onClose }: Props) {
   const { t } = useTranslation();
   const { showError } = useToast();
+  const { base } = useApp();
   const [doc, setDoc] = useState<DocumentPreview | null>(null);
   const [viewing, setViewing] = useState(false);
   const [loading, setLoading] = useState(false);
@@ -38,7 +40,7 @@ export function SourcePanel({ source, onClose }: Props) {
     }
     setLoading(true);
     try {
-      const d = await api.openDocument(source.documentId);
+      const d = await api.openDocument(source.documentId, base);
       setDoc(d);
       setViewing(true);
     } catch (e) {
@@ -51,7 +53,7 @@ export function SourcePanel({ source, onClose }: Props) {
   const openExternal = async () => {
     if (source.documentId == null) return;
     try {
-      await api.openInDefaultApp(source.documentId);
+      await api.openInDefaultApp(source.documentId, base);
     } catch (e) {
       showError(e);
     }

@@ -3,6 +3,7 @@ import { useTranslation } from "react-i18next";
 import { api, type TraceView } from "../api";
 import { Dialog } from "../components/Dialog";
 import { formatMs, formatNumber } from "../lib/format";
+import { useApp } from "../state/app";
 import { useToast } from "../state/toasts";
 import { StopReasonBadge } from "./Turn";
 
@@ -11,11 +12,12 @@ export function TraceDialog({ traceId, onClose }: { traceId: string; onClose: ()
   const { t } = useTranslation();
   const { showError } = useToast();
   const [trace, setTrace] = useState<TraceView | null>(null);
+  const { base } = useApp();
 
   useEffect(() => {
     let live = true;
     api
-      .trace(traceId)
+      .trace(traceId, base)
       .then((v) => live && setTrace(v))
       .catch((e: unknown) => {
         if (!live) return;
@@ -25,7 +27,7 @@ export function TraceDialog({ traceId, onClose }: { traceId: string; onClose: ()
     return () => {
       live = false;
     };
-  }, [traceId, showError, onClose]);
+  }, [traceId, base, showError, onClose]);
 
   return (
     <Dialog title={t("trace.title")} onClose={onClose} size="xl">

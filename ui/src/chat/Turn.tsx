@@ -6,6 +6,7 @@ import { answerForClipboard } from "../lib/citations";
 import { copyText } from "../lib/clipboard";
 import { formatMs } from "../lib/format";
 import type { StepState, Turn } from "../state/chat";
+import { useApp } from "../state/app";
 import { useChatActions } from "../state/chat";
 import { useToast } from "../state/toasts";
 import { AnswerText } from "./AnswerText";
@@ -221,9 +222,10 @@ function Feedback({ answer, onAskNote }: { answer: Answer; onAskNote: (open: boo
 function useSendFeedback(traceId: string) {
   const { setHelpful } = useChatActions();
   const { showError } = useToast();
+  const { base } = useApp();
   return async (helpful: boolean, note: string) => {
     try {
-      await api.sendFeedback(traceId, helpful, note);
+      await api.sendFeedback(traceId, helpful, note, base);
       setHelpful(traceId, helpful);
       return true;
     } catch (e) {

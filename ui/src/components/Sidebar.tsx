@@ -10,7 +10,7 @@ import { SwitchUserDialog } from "./SwitchUserDialog";
 
 export function Sidebar() {
   const { t } = useTranslation();
-  const { page, setPage, info } = useApp();
+  const { page, setPage, info, team, base, setBase } = useApp();
   const chat = useChatActions();
   const { notify, showError } = useToast();
   const [deleting, setDeleting] = useState<{ id: string; title: string } | null>(null);
@@ -42,6 +42,25 @@ export function Sidebar() {
         <PlusIcon />
         {t("chat.newConversation")}
       </button>
+
+      {team?.joined && (
+        <div className="base-switch" role="radiogroup" aria-label={t("team.baseLabel")} data-testid="base-switch">
+          {(["local", "team"] as const).map((b) => (
+            <button
+              key={b}
+              type="button"
+              role="radio"
+              aria-checked={base === b}
+              className={`base-option${base === b ? " active" : ""}`}
+              data-testid={`base-${b}`}
+              title={b === "team" ? (team.server ?? "") : undefined}
+              onClick={() => setBase(b)}
+            >
+              {t(b === "team" ? "team.baseTeam" : "team.baseLocal")}
+            </button>
+          ))}
+        </div>
+      )}
 
       <nav className="nav" aria-label={t("nav.label")}>
         {nav.map((n) => (

@@ -332,6 +332,7 @@ async function ask(args: Args): Promise<Answer> {
   }
   const traceId = `t-${Math.random().toString(36).slice(2, 12)}`;
   const answer: Answer = {
+    base: args.base === "team" ? "team" : "local",
     sessionId,
     traceId,
     question,
@@ -447,6 +448,23 @@ async function ingestDropped(args: Args): Promise<DroppedFile[]> {
   }
   ingestEvent({ type: "idle" });
   return out;
+}
+
+/** The joined team server of the mock (join with the key `kh_team`). */
+let team: { server: string } | null = null;
+
+function teamView() {
+  return {
+    joined: team !== null,
+    server: team?.server ?? null,
+    state: team ? "ok" : "not_joined",
+    message: null,
+    user: team ? me.id : null,
+    displayName: team ? me.displayName : null,
+    role: team ? "USER" : null,
+    account: team ? "default" : null,
+    keyStore: team ? "keyring" : null,
+  };
 }
 
 async function handle(cmd: string, args: Args): Promise<unknown> {
@@ -652,6 +670,19 @@ async function handle(cmd: string, args: Args): Promise<unknown> {
       apiServer = { enabled: Boolean(args.enabled), port };
       return apiServerView();
     }
+    case "team_status":
+      return teamView();
+    case "join_team": {
+      const server = String(args.server).trim();
+      if (!/^https:\/\/|^http:\/\/(127\.0\.0\.1|localhost)/.test(server))
+        fail("invalid_input", `${server}: use https:// (http:// only for this computer)`);
+      if (String(args.apiKey).trim() !== "kh_team") fail("unauthenticated", "the API key is not valid (UNAUTHENTICATED, HTTP 401)");
+      team = { server };
+      return teamView();
+    }
+    case "leave_team":
+      team = null;
+      return null;
     case "plugin:dialog|open":
       return "/home/demo/Projects";
     default:

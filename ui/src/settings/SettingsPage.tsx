@@ -8,12 +8,13 @@ import { MemoryTab } from "./MemoryTab";
 import { ModelsTab } from "./ModelsTab";
 import { PermissionsTab } from "./PermissionsTab";
 import { ProfileTab } from "./ProfileTab";
+import { TeamTab } from "./TeamTab";
 import { UsersTab } from "./UsersTab";
 
-type Tab = "permissions" | "users" | "models" | "datasources" | "api" | "profile" | "memory" | "language";
+type Tab = "permissions" | "users" | "models" | "datasources" | "api" | "team" | "profile" | "memory" | "language";
 
-const ADMIN_TABS: Tab[] = ["permissions", "users", "models", "datasources", "api", "memory", "language"];
-const USER_TABS: Tab[] = ["profile", "memory", "language"];
+const ADMIN_TABS: Tab[] = ["permissions", "users", "models", "datasources", "api", "team", "memory", "language"];
+const USER_TABS: Tab[] = ["profile", "team", "memory", "language"];
 
 export function SettingsPage() {
   const { t } = useTranslation();
@@ -63,6 +64,7 @@ export function SettingsPage() {
         {tab === "models" && <ModelsTab />}
         {tab === "datasources" && <DataSourcesTab />}
         {tab === "api" && <ApiTab />}
+        {tab === "team" && <TeamTab />}
         {tab === "profile" && <ProfileTab />}
         {tab === "memory" && <MemoryTab />}
         {tab === "language" && <LanguageTab />}

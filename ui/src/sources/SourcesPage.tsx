@@ -18,8 +18,10 @@ const STATUS_TONES: Record<string, string> = {
 
 export function SourcesPage() {
   const { t } = useTranslation();
-  const { info, epoch } = useApp();
-  const live = useIngestProgress();
+  const { info, epoch, base } = useApp();
+  // This computer's ingestion; a team server's queue comes with its listing.
+  const localProgress = useIngestProgress();
+  const live = base === "local" ? localProgress : null;
   const { notify, showError } = useToast();
   const [filter, setFilter] = useState("");
   const [view, setView] = useState<SourcesView | null>(null);
@@ -29,13 +31,14 @@ export function SourcesPage() {
   const filterRef = useRef(filter);
   filterRef.current = filter;
   const seq = useRef(0);
-  const isAdmin = info?.isAdmin ?? false;
+  // Administration acts on this computer's knowledge base (a team's is managed on its server).
+  const isAdmin = (info?.isAdmin ?? false) && base === "local";
 
   const load = useCallback(() => {
     const n = ++seq.current;
     const f = filterRef.current.trim();
     api
-      .sources(f ? f : null)
+      .sources(f ? f : null, base)
       .then((v) => {
         if (n === seq.current) setView(v);
       })
@@ -45,7 +48,7 @@ export function SourcesPage() {
       .finally(() => {
         if (n === seq.current) setLoading(false);
       });
-  }, [showError]);
+  }, [showError, base]);
 
   // Typing filters after a short pause; a new user reloads at once.
   useEffect(() => {
@@ -304,13 +307,14 @@ function DocRow({ doc, onOpen }: { doc: DocumentRow; onOpen: () => void }) {
 function DocumentDialog({ row, onClose }: { row: DocumentRow; onClose: () => void }) {
   const { t } = useTranslation();
   const { showError } = useToast();
+  const { base } = useApp();
   const [doc, setDoc] = useState<DocumentPreview | null>(null);
   const close = useRef(onClose);
   close.current = onClose;
   useEffect(() => {
     let live = true;
     api
-      .openDocument(row.id)
+      .openDocument(row.id, base)
       .then((d) => live && setDoc(d))
       .catch((e: unknown) => {
         if (!live) return;
@@ -320,7 +324,7 @@ function DocumentDialog({ row, onClose }: { row: DocumentRow; onClose: () => voi
     return () => {
       live = false;
     };
-  }, [row.id, showError]);
+  }, [row.id, base, showError]);
   return (
     <Dialog
       title={row.title || baseName(row.path)}
@@ -330,7 +334,7 @@ function DocumentDialog({ row, onClose }: { row: DocumentRow; onClose: () => voi
         <button
           type="button"
           className="button"
-          onClick={() => api.openInDefaultApp(row.id).catch(showError)}
+          onClick={() => api.openInDefaultApp(row.id, base).catch(showError)}
         >
           <ExternalIcon />
           {t("source.openDefault")}

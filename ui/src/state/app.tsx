@@ -9,7 +9,7 @@ import {
   type ReactNode,
 } from "react";
 import { useTranslation } from "react-i18next";
-import { api, onIngestEvent, type AppInfo, type IngestEvent } from "../api";
+import { api, onIngestEvent, type AppInfo, type Base, type IngestEvent, type TeamStatus } from "../api";
 import { useToast } from "./toasts";
 
 export type Page = "chat" | "sources" | "settings";
@@ -30,6 +30,25 @@ interface AppState {
   /** Subscribes to every ingestion event (returns the unsubscribe function). */
   subscribeIngest: (handler: (e: IngestEvent) => void) => () => void;
   retryStartup: () => void;
+  /** Where questions, conversations and sources go: this computer or the joined team. */
+  base: Base;
+  setBase: (base: Base) => void;
+  /** The joined team server and whether it answered when last asked (`null`: not read yet). */
+  team: TeamStatus | null;
+  /** Asks the team server again (after a failure, a join or a leave). */
+  refreshTeam: () => void;
+}
+
+const BASE_KEY = "knowhub.base";
+/** How often a joined team server is asked whether it answers (for the banner). */
+const TEAM_POLL_MS = 30_000;
+
+function savedBase(): Base {
+  try {
+    return localStorage.getItem(BASE_KEY) === "team" ? "team" : "local";
+  } catch {
+    return "local";
+  }
 }
 
 const AppContext = createContext<AppState | null>(null);
@@ -46,6 +65,40 @@ export function AppProvider({ children }: { children: ReactNode }) {
   const [progress, setProgress] = useState<IngestProgress | null>(null);
   const subscribers = useRef(new Set<(e: IngestEvent) => void>());
   const [attempt, setAttempt] = useState(0);
+  const [chosenBase, setChosenBase] = useState<Base>(savedBase);
+  const [team, setTeam] = useState<TeamStatus | null>(null);
+  const [teamAsk, setTeamAsk] = useState(0);
+
+  const setBase = useCallback((b: Base) => {
+    setChosenBase(b);
+    try {
+      localStorage.setItem(BASE_KEY, b);
+    } catch {
+      // No storage: the choice lasts until the window closes.
+    }
+  }, []);
+  const refreshTeam = useCallback(() => setTeamAsk((n) => n + 1), []);
+
+  useEffect(() => {
+    if (!info) return;
+    let live = true;
+    const ask = () =>
+      api
+        .teamStatus()
+        .then((s) => live && setTeam(s))
+        .catch(() => {
+          // The command itself failed (outside the app): no team.
+        });
+    void ask();
+    const timer = window.setInterval(() => void ask(), TEAM_POLL_MS);
+    return () => {
+      live = false;
+      window.clearInterval(timer);
+    };
+  }, [info, teamAsk]);
+
+  // The team is the base only while one is joined.
+  const base: Base = chosenBase === "team" && team?.joined ? "team" : "local";
 
   useEffect(() => {
     let live = true;
@@ -115,8 +168,12 @@ export function AppProvider({ children }: { children: ReactNode }) {
       setPage,
       subscribeIngest,
       retryStartup,
+      base,
+      setBase,
+      team,
+      refreshTeam,
     }),
-    [info, startupError, signedIn, epoch, page, subscribeIngest, retryStartup],
+    [info, startupError, signedIn, epoch, page, subscribeIngest, retryStartup, base, setBase, team, refreshTeam],
   );
   return (
     <AppContext.Provider value={value}>

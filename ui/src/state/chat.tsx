@@ -196,7 +196,9 @@ const MetaContext = createContext<ChatMeta | null>(null);
 const ActionsContext = createContext<ChatActions | null>(null);
 
 export function ChatProvider({ children }: { children: ReactNode }) {
-  const { epoch, info } = useApp();
+  const { epoch, info, base, refreshTeam } = useApp();
+  const baseRef = useRef(base);
+  baseRef.current = base;
   const { showError } = useToast();
   const [state, dispatch] = useReducer(reducer, initial);
   const stateRef = useRef(state);
@@ -224,26 +226,36 @@ export function ChatProvider({ children }: { children: ReactNode }) {
     if (frame.current == null) frame.current = requestAnimationFrame(flush);
   }, [flush]);
 
+  // A failure of the team server's connection also updates its banner.
+  const failed = useCallback(
+    (e: unknown) => {
+      const kind = toAppError(e).kind;
+      if (baseRef.current === "team" && ["offline", "tls", "unauthenticated"].includes(kind)) refreshTeam();
+      showError(e);
+    },
+    [refreshTeam, showError],
+  );
+
   const refreshConversations = useCallback(() => {
     api
-      .conversations()
+      .conversations(baseRef.current)
       .then((list) => dispatch({ type: "conversations", list }))
-      .catch(showError);
-  }, [showError]);
+      .catch(failed);
+  }, [failed]);
 
   const cancelInFlight = useCallback(() => {
     const asking = stateRef.current.asking;
     if (asking) void api.cancelAsk(asking);
   }, []);
 
-  // A different user: nothing of the previous one stays on screen.
+  // A different user or knowledge base: nothing of the previous one stays on screen.
   useEffect(() => {
     if (!info) return;
     cancelInFlight();
     dispatch({ type: "reset" });
     dispatch({ type: "conversations", list: [] });
     refreshConversations();
-  }, [epoch, info?.user]); // only on a change of user, not on every app-info update
+  }, [epoch, info?.user, base]); // not on every app-info update
 
   const send = useCallback(
     (raw: string) => {
@@ -265,7 +277,7 @@ export function ChatProvider({ children }: { children: ReactNode }) {
         }
       };
       api
-        .ask(question, sessionId, requestId, briefRef.current, onEvent)
+        .ask(question, sessionId, requestId, briefRef.current, baseRef.current, onEvent)
         .then((answer) => {
           flush();
           drafts.current.delete(requestId);
@@ -278,10 +290,10 @@ export function ChatProvider({ children }: { children: ReactNode }) {
           drafts.current.delete(requestId);
           const err = toAppError(e);
           dispatch({ type: "failed", requestId, error: err });
-          showError(err);
+          failed(err);
         });
     },
-    [flush, scheduleFlush, refreshConversations, showError],
+    [flush, scheduleFlush, refreshConversations, failed],
   );
 
   const stop = useCallback(() => {
@@ -300,20 +312,20 @@ export function ChatProvider({ children }: { children: ReactNode }) {
       cancelInFlight();
       dispatch({ type: "loading", id });
       api
-        .conversation(id)
+        .conversation(id, baseRef.current)
         .then((answers) => dispatch({ type: "loaded", id, answers }))
         .catch((e: unknown) => {
           dispatch({ type: "load-failed" });
-          showError(e);
+          failed(e);
         });
     },
-    [cancelInFlight, showError],
+    [cancelInFlight, failed],
   );
 
   const deleteConversation = useCallback(
     async (id: string) => {
       if (stateRef.current.sessionId === id) cancelInFlight();
-      await api.deleteConversation(id);
+      await api.deleteConversation(id, baseRef.current);
       dispatch({ type: "removed", id });
     },
     [cancelInFlight],

@@ -1,0 +1,290 @@
+//! The app joined to a real team server (`knowhub serve`'s router on a loopback port, over a
+//! knowledge base with a public and a restricted folder), as a USER: only permitted sources,
+//! cited answers from team documents that open, no path to the restricted one; then the server
+//! stops and the team reports `offline` while this computer's knowledge base still answers.
+//! The window over these commands is driven by `tests/e2e.rs`.
+
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use knowhub_agent::CancelFlag;
+use knowhub_agent::providers::LlmChoice;
+use knowhub_engine::authz::{Role, UserId};
+use knowhub_engine::{EngineConfig, Hub, IngestOptions, ParserBackend, dev_context};
+
+use crate::dto::Base;
+use crate::state::{AppConfig, AppState};
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A team server over `data` with alice (a USER outside team:hr); returns its address, alice's
+/// key, the restricted document's id and the stop signal.
+fn team_server(
+    data: &Path,
+    docs: &Path,
+) -> (
+    SocketAddr,
+    String,
+    i64,
+    tokio::sync::oneshot::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
+    write(
+        docs,
+        "handbook/leave.md",
+        "# Leave\n\nEvery employee has 25 days of annual leave a year.",
+    );
+    write(
+        docs,
+        "hr/salaries.md",
+        "# Salaries\n\nSalary bands for the annual review are confidential.",
+    );
+    let mut config = EngineConfig::new(data);
+    config.parser = ParserBackend::InProcess;
+    let hub = Hub::open_with(
+        config,
+        Arc::new(knowhub_engine::RealFs),
+        knowhub_engine::ModelSet::none(),
+    )
+    .unwrap();
+    let root = dev_context();
+    let engine = hub.engine(&root).unwrap();
+    engine
+        .ingest(
+            &root,
+            &[docs.to_path_buf()],
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    engine
+        .set_folder_acl(
+            &root,
+            &docs.join("handbook"),
+            Some(&"public".parse().unwrap()),
+        )
+        .unwrap();
+    engine
+        .set_folder_acl(&root, &docs.join("hr"), Some(&"team:hr".parse().unwrap()))
+        .unwrap();
+    let alice = UserId::new("alice").unwrap();
+    engine.add_user(&root, &alice, "Alice", Role::User).unwrap();
+    let key = engine
+        .rotate_api_key(&root, &alice)
+        .unwrap()
+        .secret()
+        .to_owned();
+    let salaries = engine
+        .documents(&root, None)
+        .unwrap()
+        .into_iter()
+        .find(|d| d.path.ends_with("salaries.md"))
+        .unwrap()
+        .id
+        .0;
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let state = knowhub_server::ServerState::new(hub, None);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        rt.block_on(knowhub_server::serve_on(listener, state, async {
+            let _ = stopped.await;
+        }))
+        .unwrap();
+    });
+    (addr, key, salaries, stop, thread)
+}
+
+fn app(data: &Path) -> AppState {
+    let state = AppState::open(&AppConfig {
+        data_dir: data.to_path_buf(),
+        api_key: None,
+        account: None,
+        embedder: Some("off".into()),
+        sandbox_parsers: false,
+        prefer_keyring: false,
+    })
+    .unwrap();
+    // Extractive answers: no local model is loaded by the test.
+    let mut settings = state.settings();
+    settings.llm = LlmChoice::Off;
+    state.save_settings(settings).unwrap();
+    state
+}
+
+fn ask(state: &AppState, base: Base, question: &str) -> crate::dto::Answer {
+    let mut steps = 0;
+    state
+        .library(base)
+        .unwrap()
+        .ask(
+            question.into(),
+            None,
+            false,
+            &CancelFlag::new(),
+            &mut |_| steps += 1,
+        )
+        .unwrap()
+}
+
+#[test]
+fn a_joined_app_reads_the_team_under_the_users_permissions_and_survives_the_server_going_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, key, salaries, stop, server) =
+        team_server(&dir.path().join("server"), &dir.path().join("company"));
+    let app_dir = dir.path().join("app");
+    let state = app(&app_dir);
+    let server_url = format!("http://{addr}");
+
+    // Not joined: the team is not a base yet.
+    assert_eq!(state.team_status().state, "not_joined");
+    assert_eq!(state.library(Base::Team).err().unwrap().kind, "not_joined");
+
+    // A wrong key joins nothing and stores nothing.
+    let refused = state
+        .join_team(&server_url, "kh_not_a_key", None)
+        .unwrap_err();
+    assert_eq!(refused.kind, "unauthenticated", "{refused:?}");
+    assert!(!app_dir.join("team.key").exists() && state.settings().team.is_none());
+    // Plain http is for this computer only.
+    let remote = state
+        .join_team("http://kb.example.com", &key, None)
+        .unwrap_err();
+    assert_eq!(remote.kind, "invalid_input", "{remote:?}");
+
+    let joined = state.join_team(&server_url, &key, None).unwrap();
+    assert_eq!(
+        (
+            joined.state.as_str(),
+            joined.user.as_deref(),
+            joined.role.as_deref()
+        ),
+        ("ok", Some("alice"), Some("USER"))
+    );
+    assert_eq!(joined.key_store.as_deref(), Some("file"));
+    let settings_text = std::fs::read_to_string(app_dir.join("desktop-settings.json")).unwrap();
+    assert!(
+        !settings_text.contains(&key),
+        "the key is not in the settings"
+    );
+
+    // Sources: the handbook, never the salaries.
+    let team = state.library(Base::Team).unwrap();
+    let sources = team.sources(None).unwrap();
+    let paths: Vec<&str> = sources.documents.iter().map(|d| d.path.as_str()).collect();
+    assert!(paths.iter().any(|p| p.ends_with("leave.md")), "{paths:?}");
+    assert!(
+        !paths.iter().any(|p| p.ends_with("salaries.md")),
+        "{paths:?}"
+    );
+
+    // A cited answer from the team document, whose citation opens.
+    let answer = ask(&state, Base::Team, "How many days of annual leave?");
+    assert_eq!(answer.base, Base::Team);
+    assert!(answer.text.contains("25"), "{}", answer.text);
+    let cited = answer
+        .sources
+        .iter()
+        .find(|s| s.title.contains("Leave") || s.uri.contains("kb://doc/"))
+        .expect("a cited passage");
+    let document = cited.document_id.expect("the citation names its document");
+    let preview = team.open_document(document).unwrap();
+    assert!(preview.text.contains("25 days"), "{}", preview.text);
+    assert!(
+        preview
+            .passages
+            .iter()
+            .any(|p| Some(p.chunk_id) == cited.chunk_id),
+        "the cited passage is in the preview"
+    );
+    let file = team.local_file(document).unwrap();
+    assert!(std::fs::read_to_string(file).unwrap().contains("25 days"));
+    // The conversation and its trace live on the server.
+    let conversations = team.conversations().unwrap();
+    assert_eq!(conversations.len(), 1);
+    let turns = team.conversation(&conversations[0].id).unwrap();
+    assert_eq!(turns[0].trace_id, answer.trace_id);
+    assert_eq!(
+        team.trace(&answer.trace_id).unwrap().trace_id,
+        answer.trace_id
+    );
+    team.send_feedback(&answer.trace_id, true, "").unwrap();
+
+    // No path reaches the restricted document.
+    assert_eq!(
+        team.open_document(salaries).err().unwrap().kind,
+        "not_found"
+    );
+    assert_eq!(team.local_file(salaries).err().unwrap().kind, "not_found");
+    let asked = ask(&state, Base::Team, "salary bands annual review");
+    assert!(!asked.text.contains("confidential"), "{}", asked.text);
+    assert!(
+        asked
+            .sources
+            .iter()
+            .all(|s| s.document_id != Some(salaries))
+    );
+
+    // This computer's own knowledge base answers from its own files, not the team's.
+    let mine = dir.path().join("mine");
+    write(
+        &mine,
+        "notes.md",
+        "# Notes\n\nMy bicycle locker code is kept in the blue notebook.",
+    );
+    let signed = state.signed();
+    signed
+        .engine
+        .ingest(&signed.ctx, &[mine], &IngestOptions::default(), &mut |_| {})
+        .unwrap();
+    let local = ask(
+        &state,
+        Base::Local,
+        "Where is the bicycle locker code kept?",
+    );
+    assert_eq!(local.base, Base::Local);
+    assert!(local.text.contains("blue notebook"), "{}", local.text);
+    let local_team = ask(&state, Base::Team, "Where is the bicycle locker code kept?");
+    assert!(
+        !local_team.text.contains("blue notebook"),
+        "nothing local goes to the server"
+    );
+
+    // The server goes away: the team says so, the local knowledge base keeps answering.
+    stop.send(()).unwrap();
+    server.join().unwrap();
+    let status = state.team_status();
+    assert_eq!(status.state, "offline", "{status:?}");
+    assert_eq!(team.conversations().err().unwrap().kind, "offline");
+    assert!(
+        ask(&state, Base::Local, "bicycle locker code")
+            .text
+            .contains("blue notebook")
+    );
+
+    // A restart finds the team again (its key from where it was kept), and leaving forgets it.
+    drop(team);
+    drop(state);
+    let state = app(&app_dir);
+    let status = state.team_status();
+    assert!(status.joined && status.state == "offline", "{status:?}");
+    state.leave_team().unwrap();
+    assert!(!app_dir.join("team.key").exists());
+    assert_eq!(state.team_status().state, "not_joined");
+    assert!(app(&app_dir).settings().team.is_none());
+}
