@@ -1,0 +1,391 @@
+//! The desktop window joins a team knowledge base, end to end: a private PostgreSQL and a team
+//! server (`knowhub serve`'s router on loopback) with two users and a restricted folder; the
+//! window joins it as the USER alice from Settings → Team, sees only permitted sources, asks and
+//! gets a cited answer from a team document whose citation opens, cannot reach the restricted
+//! document by any path the window has (search, answers, sources, the open command itself);
+//! then the server stops, the banner says so, and a question to this computer's own knowledge
+//! base still answers.
+//!
+//! Skips with a message when the WebDriver tools, Xvfb or PostgreSQL are missing (under
+//! `CI=true` it may not skip; `scripts/test.sh` provides them).
+
+#![allow(clippy::unwrap_used, clippy::print_stderr, clippy::expect_used)]
+
+// Only some of the window helpers are used here.
+#[allow(dead_code)]
+mod window;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use fantoccini::Locator;
+use knowhub_engine::authz::{Role, UserId};
+use knowhub_engine::team::TeamConfig;
+use knowhub_engine::{
+    Engine, EngineConfig, Hub, IngestOptions, ModelConfig, ModelSet, ParserBackend, RealFs,
+    dev_context,
+};
+use window::{Driver, Ui, css};
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+struct TeamServer {
+    addr: SocketAddr,
+    alice_key: String,
+    salaries: i64,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TeamServer {
+    fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for TeamServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A team replica on `database`: the company's handbook for everyone, hr for team:hr; bob is
+/// in hr, alice is not.
+fn team_server(database: &str, data: &Path, docs: &Path) -> TeamServer {
+    write(
+        docs,
+        "handbook/leave.md",
+        "# Leave\n\nEvery employee has 25 days of annual leave a year.",
+    );
+    write(
+        docs,
+        "hr/salaries.md",
+        "# Salaries\n\nSalary bands for the annual review are confidential: zebracode 7731.",
+    );
+    let mut config = EngineConfig::new(data);
+    config.parser = ParserBackend::InProcess;
+    config.team = Some(TeamConfig {
+        database: database.to_owned(),
+        replica: "e2e".into(),
+        host: "e2e-host".into(),
+        secret_key_file: None,
+    });
+    let hub = Hub::open_with(config, Arc::new(RealFs), ModelSet::none()).unwrap();
+    let root = dev_context();
+    let engine = hub.engine(&root).unwrap();
+    engine
+        .ingest(
+            &root,
+            &[docs.to_path_buf()],
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    engine
+        .set_folder_acl(
+            &root,
+            &docs.join("handbook"),
+            Some(&"public".parse().unwrap()),
+        )
+        .unwrap();
+    engine
+        .set_folder_acl(&root, &docs.join("hr"), Some(&"team:hr".parse().unwrap()))
+        .unwrap();
+    let alice = UserId::new("alice").unwrap();
+    let bob = UserId::new("bob").unwrap();
+    engine.add_user(&root, &alice, "Alice", Role::User).unwrap();
+    engine.add_user(&root, &bob, "Bob", Role::User).unwrap();
+    engine
+        .add_membership(&root, &bob, &"team:hr".parse().unwrap())
+        .unwrap();
+    let alice_key = engine
+        .rotate_api_key(&root, &alice)
+        .unwrap()
+        .secret()
+        .to_owned();
+    let salaries = engine
+        .documents(&root, None)
+        .unwrap()
+        .into_iter()
+        .find(|d| d.path.ends_with("salaries.md"))
+        .unwrap()
+        .id
+        .0;
+    drop(engine);
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hub = Arc::new(hub);
+    let state = knowhub_server::ServerState::new(Arc::clone(&hub), None);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let _ = rt.block_on(knowhub_server::serve_on(listener, state, async {
+            let _ = stopped.await;
+        }));
+        // The hub's database connections close outside any runtime (the synchronous client
+        // runs its own).
+        drop(rt);
+        drop(hub);
+    });
+    TeamServer {
+        addr,
+        alice_key,
+        salaries,
+        stop: Some(stop),
+        thread: Some(thread),
+    }
+}
+
+/// The app's own knowledge base: one note of the user's, nothing of the company's.
+fn local_data(root: &Path) -> std::path::PathBuf {
+    let mine = root.join("mine");
+    write(
+        &mine,
+        "notes.md",
+        "# Notes\n\nMy bicycle locker code is kept in the blue notebook.",
+    );
+    let data = root.join("app-data");
+    let mut config = EngineConfig::new(&data);
+    config.models = ModelConfig::keyword_only();
+    let engine = Engine::open(config).unwrap();
+    engine
+        .ingest(
+            &dev_context(),
+            &[mine],
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    drop(engine);
+    // Extractive answers (deterministic; no model to download).
+    std::fs::write(
+        data.join("desktop-settings.json"),
+        r#"{"llm": {"kind": "off"}}"#,
+    )
+    .unwrap();
+    data
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_window_joins_a_team_server_as_a_user() {
+    // PostgreSQL's client and the server's runtime are synchronous here: set up off the
+    // test's runtime.
+    let setup = tokio::task::spawn_blocking(|| {
+        let pg = knowhub_pg::PgCluster::for_test()?;
+        let root = tempfile::tempdir().unwrap();
+        let root_path = root.path().canonicalize().unwrap();
+        let database = pg.create_database("e2e_team").unwrap();
+        let server = team_server(
+            &database,
+            &root_path.join("server"),
+            &root_path.join("company"),
+        );
+        let data = local_data(&root_path);
+        Some((pg, root, root_path, server, data))
+    })
+    .await
+    .unwrap();
+    let Some((pg, root, root_path, server, data)) = setup else {
+        return;
+    };
+    let web_data = root_path.join("xdg-data");
+    let env = [
+        ("KNOWHUB_EMBEDDER", "off"),
+        ("KNOWHUB_NO_KEYRING", "1"),
+        ("XDG_DATA_HOME", web_data.to_str().unwrap()),
+    ];
+    let driver = match Driver::start(&data, &env) {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("skipping the team end-to-end test: {why}");
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "under CI=true a test may not skip"
+            );
+            return;
+        }
+    };
+    let ui = driver.session().await;
+    let server = Arc::new(std::sync::Mutex::new(server));
+    scenario(&ui, &server, &data).await;
+    let _ = ui.c.clone().close().await;
+    drop(driver);
+    tokio::task::spawn_blocking(move || {
+        drop(server);
+        drop(pg);
+        drop(root);
+    })
+    .await
+    .unwrap();
+}
+
+/// Sends a command straight to the Rust side, as a script in the web view could: its result,
+/// or `err:<kind>`.
+async fn invoke(ui: &Ui, command: &str, args: serde_json::Value) -> String {
+    let out =
+        ui.c.execute_async(
+            "const done = arguments[arguments.length - 1];\
+             window.__TAURI_INTERNALS__.invoke(arguments[0], arguments[1]).then(\
+               (r) => done('ok:' + JSON.stringify(r)),\
+               (e) => done('err:' + (e && e.kind ? e.kind : JSON.stringify(e))));",
+            vec![command.into(), args],
+        )
+        .await
+        .unwrap();
+    out.as_str().unwrap_or_default().to_owned()
+}
+
+async fn doc_paths(ui: &Ui) -> Vec<String> {
+    let rows = ui.c.find_all(Locator::Css(&css("doc-row"))).await.unwrap();
+    let mut paths = Vec::new();
+    for r in rows {
+        paths.push(r.attr("data-path").await.unwrap().unwrap_or_default());
+    }
+    paths
+}
+
+async fn scenario(ui: &Ui, server: &Arc<std::sync::Mutex<TeamServer>>, data: &Path) {
+    let (addr, alice_key, salaries) = {
+        let s = server.lock().unwrap();
+        (s.addr, s.alice_key.clone(), s.salaries)
+    };
+    ui.wait(&css("whoami")).await;
+
+    // Join from Settings → Team with the key an administrator gave alice.
+    ui.click(&css("nav-settings")).await;
+    ui.click(&css("settings-tab-team")).await;
+    ui.type_into(&css("team-server"), &format!("http://{addr}"))
+        .await;
+    ui.type_into(&css("team-key"), &alice_key).await;
+    ui.click(&css("team-join-button")).await;
+    ui.wait(&format!("{}[data-state=\"ok\"]", css("team-joined")))
+        .await;
+    let who = ui.text(&css("team-who")).await;
+    assert!(who.contains("Alice"), "{who}");
+    ui.shot("team-joined.png").await;
+    let settings = std::fs::read_to_string(data.join("desktop-settings.json")).unwrap();
+    assert!(
+        !settings.contains(&alice_key),
+        "the key stays out of the settings"
+    );
+
+    // Joining made the team the base; its sources are what alice may read.
+    ui.wait(&format!("{}[aria-checked=\"true\"]", css("base-team")))
+        .await;
+    ui.click(&css("nav-sources")).await;
+    ui.wait(&css("doc-row")).await;
+    let paths = doc_paths(ui).await;
+    assert!(paths.iter().any(|p| p.ends_with("leave.md")), "{paths:?}");
+    assert!(
+        !paths.iter().any(|p| p.ends_with("salaries.md")),
+        "alice must not see hr: {paths:?}"
+    );
+    assert!(
+        !paths.iter().any(|p| p.ends_with("notes.md")),
+        "the team list is the server's: {paths:?}"
+    );
+
+    // A cited answer from the team's handbook; its citation opens the passage and the document.
+    ui.click(&css("nav-chat")).await;
+    let answer = ui.ask("How many days of annual leave do we get?").await;
+    assert_eq!(
+        answer.attr("data-stop-reason").await.unwrap().as_deref(),
+        Some("ok")
+    );
+    let text = ui.text(&css("answer-text")).await;
+    assert!(text.contains("25"), "{text}");
+    ui.click(&css("citation-marker")).await;
+    ui.wait(&css("source-panel")).await;
+    let passage = ui.shown_text(&css("source-passage")).await;
+    assert!(passage.contains("25 days"), "{passage}");
+    ui.click(&css("open-source")).await;
+    ui.wait(&css("doc-viewer")).await;
+    let highlight = ui.text(&css("doc-highlight")).await;
+    assert!(highlight.contains("25 days"), "{highlight}");
+    ui.shot("team-answer.png").await;
+    ui.c.active_element()
+        .await
+        .unwrap()
+        .send_keys("\u{e00c}")
+        .await
+        .unwrap();
+
+    // No path reaches hr: asking for it, or opening it by id through the command itself.
+    let refused = ui
+        .ask("What are the salary bands for the annual review?")
+        .await;
+    let refused_id = refused.attr("data-trace-id").await.unwrap();
+    let all =
+        ui.c.find_all(Locator::Css(&css("answer-text")))
+            .await
+            .unwrap();
+    let refused_text = all.last().unwrap().text().await.unwrap();
+    assert!(
+        !refused_text.contains("zebracode") && !refused_text.contains("confidential"),
+        "{refused_text}"
+    );
+    assert!(refused_id.is_some());
+    for command in ["open_document", "open_in_default_app"] {
+        let r = invoke(
+            ui,
+            command,
+            serde_json::json!({ "documentId": salaries, "base": "team" }),
+        )
+        .await;
+        assert_eq!(r, "err:not_found", "{command}");
+    }
+    let sources = invoke(
+        ui,
+        "sources",
+        serde_json::json!({ "filter": "salaries", "base": "team" }),
+    )
+    .await;
+    assert!(
+        !sources.contains("zebracode") && !sources.contains("salaries.md"),
+        "{sources}"
+    );
+
+    // The server goes away: the next team request fails, the banner says what happened, and
+    // this computer's knowledge base still answers.
+    let stopping = Arc::clone(server);
+    tokio::task::spawn_blocking(move || stopping.lock().unwrap().stop())
+        .await
+        .unwrap();
+    ui.type_into(&css("chat-input"), "Is the server there?")
+        .await;
+    ui.click(&css("chat-send")).await;
+    ui.wait(&format!("{}[data-state=\"offline\"]", css("team-banner")))
+        .await;
+    ui.shot("team-offline.png").await;
+    ui.click(&css("team-use-local")).await;
+    ui.wait(&format!("{}[aria-checked=\"true\"]", css("base-local")))
+        .await;
+    let local = ui.ask("Where is the bicycle locker code kept?").await;
+    assert_eq!(
+        local.attr("data-stop-reason").await.unwrap().as_deref(),
+        Some("ok")
+    );
+    let all =
+        ui.c.find_all(Locator::Css(&css("answer-text")))
+            .await
+            .unwrap();
+    let local_text = all.last().unwrap().text().await.unwrap();
+    assert!(local_text.contains("blue notebook"), "{local_text}");
+}
