@@ -11,8 +11,6 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stderr, clippy::expect_used)]
 
-// Only some of the window helpers are used here.
-#[allow(dead_code)]
 mod window;
 
 use std::net::SocketAddr;
