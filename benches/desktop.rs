@@ -3,7 +3,8 @@
 //! - cold start to a usable window (app launch → the signed-in user shown), 3 launches;
 //! - idle memory of the app's process tree (the Rust process and its WebKit processes);
 //! - memory and time while 1,000 dropped files are ingested;
-//! - frame responsiveness while an answer is generated (requestAnimationFrame gaps).
+//! - frame responsiveness while an answer is generated (requestAnimationFrame gaps);
+//! - joined to a team server on loopback: launch → first team answer, and idle memory.
 //!
 //! `cargo bench -p knowhub-desktop --bench desktop` (release build). The answer model is the
 //! configured default (the local Qwen 0.5B when installed, else extractive answers);
@@ -104,6 +105,69 @@ fn make_files(dir: &Path, n: usize) {
         );
         std::fs::write(dir.join(format!("note-{i:04}.md")), text).unwrap();
     }
+}
+
+/// A team server on loopback over the demo corpus (keyword search) answering with `llm`;
+/// returns its address, a USER's key, and how to stop it.
+fn team_server(
+    data: &Path,
+    llm: Option<std::sync::Arc<dyn knowhub_llm::Llm>>,
+) -> (
+    std::net::SocketAddr,
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
+    let demo = Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+    )
+    .join("assets/demo");
+    let mut config = EngineConfig::new(data);
+    config.models = ModelConfig::keyword_only();
+    let hub = knowhub_engine::Hub::open(config).unwrap();
+    let root = dev_context();
+    let engine = hub.engine(&root).unwrap();
+    engine
+        .ingest(
+            &root,
+            std::slice::from_ref(&demo),
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    engine
+        .set_folder_acl(&root, &demo, Some(&"public".parse().unwrap()))
+        .unwrap();
+    let user = knowhub_engine::authz::UserId::new("bench").unwrap();
+    engine
+        .add_user(&root, &user, "Bench", knowhub_engine::authz::Role::User)
+        .unwrap();
+    let key = engine
+        .rotate_api_key(&root, &user)
+        .unwrap()
+        .secret()
+        .to_owned();
+    drop(engine);
+    // The server's runtime lives on its own thread: the app under test gets the cores it asks for.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        tx.send(listener.local_addr().unwrap()).unwrap();
+        let state = knowhub_server::ServerState::new(hub, llm);
+        let _ = rt.block_on(knowhub_server::serve_on(listener, state, async {
+            let _ = stopped.await;
+        }));
+    });
+    (rx.recv().unwrap(), key, stop, thread)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -279,6 +343,75 @@ async fn main() {
     record("peak memory during that ingest", mib(peak));
     let _ = ui.c.clone().close().await;
     drop(driver);
+
+    // Joined to a team server on loopback (the demo corpus, served by `knowhub serve`'s
+    // router with the same answer model setting), the app's own knowledge base empty.
+    let server_llm = if llm == "off" {
+        None
+    } else {
+        knowhub_agent::providers::LlmChoice::Default
+            .load(&knowhub_engine::DeviceChoice::Cpu.device())
+            .ok()
+            .and_then(|loaded| loaded.llm)
+    };
+    let model = server_llm
+        .as_ref()
+        .map_or("extractive".to_owned(), |l| l.model_id().to_owned());
+    let (addr, key, stop, server) = team_server(&root_path.join("team"), server_llm);
+    let joined = root_path.join("joined");
+    std::fs::create_dir_all(&joined).unwrap();
+    std::fs::write(
+        joined.join("desktop-settings.json"),
+        serde_json::json!({
+            "llm": {"kind": "off"},
+            "team": {"server": format!("http://{addr}")},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(joined.join("team.key"), &key).unwrap();
+    let driver = Driver::start(
+        &joined,
+        &[("KNOWHUB_EMBEDDER", "off"), ("KNOWHUB_NO_KEYRING", "1")],
+    )
+    .unwrap();
+    let mut firsts = Vec::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let ui = driver.session().await;
+        signed_in(&ui).await;
+        ui.click(&css("base-team")).await;
+        ui.wait(&format!("{}[aria-checked=\"true\"]", css("base-team")))
+            .await;
+        let answer = ui
+            .ask("How many days of annual leave do new employees get?")
+            .await;
+        let stop_reason = answer
+            .attr("data-stop-reason")
+            .await
+            .unwrap()
+            .unwrap_or_default();
+        firsts.push(format!("{} ms ({stop_reason})", t.elapsed().as_millis()));
+        ui.c.clone().close().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    record(
+        &format!("joined: launch → first team answer (server on loopback, {model}; 3 launches)"),
+        firsts.join(" / "),
+    );
+    let ui = driver.session().await;
+    signed_in(&ui).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let pid = app_pid(&joined).expect("the joined app process");
+    record(
+        "joined: idle memory (app + WebKit processes)",
+        mib(tree_rss_kib(pid)),
+    );
+    record("  of which the app process", mib(rss_kib(pid)));
+    let _ = ui.c.clone().close().await;
+    drop(driver);
+    let _ = stop.send(());
+    let _ = server.join();
 
     println!("\n| desktop app (2 cores, Xvfb) | |\n|---|---|");
     for (k, v) in rows {
