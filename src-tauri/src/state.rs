@@ -266,10 +266,9 @@ impl AppState {
             server: server.trim().trim_end_matches('/').to_owned(),
             ca_file,
         };
-        let probe = TeamLink::new(setting.clone(), api_key.trim(), "file")?;
-        probe.client.me()?;
-        let store = team::store_key(&self.data_dir, api_key.trim(), self.prefer_keyring)?;
-        let link = TeamLink::new(setting.clone(), api_key.trim(), store)?;
+        let mut link = TeamLink::new(setting.clone(), api_key.trim(), "file")?;
+        link.client.me()?;
+        link.key_store = team::store_key(&self.data_dir, api_key.trim(), self.prefer_keyring)?;
         let mut settings = self.settings();
         settings.team = Some(setting);
         self.save_settings(settings)?;

@@ -10,12 +10,12 @@
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
 use std::time::Duration;
 
 use knowhub_agent::CancelFlag;
 use knowhub_client::{AskEvent, AskRequest, Client, ClientError, ClientOptions};
-use knowhub_engine::keyring::{OsKeyring, SecretVault};
+use knowhub_engine::keyring::{OsKeyring, SecretVault, bounded};
 use serde::{Deserialize, Serialize};
 
 use crate::dto::*;
@@ -143,23 +143,13 @@ fn keyring_marker(data_dir: &Path) -> PathBuf {
     data_dir.join("team.key.keyring")
 }
 
-fn keyring_entry(data_dir: &Path) -> OsKeyring {
-    let canonical = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_owned());
-    let hash = blake3::hash(canonical.to_string_lossy().as_bytes());
-    OsKeyring::named(format!("team-key:{}", &hash.to_hex()[..16]))
-}
-
-/// Runs a keyring call on a helper thread, giving up after [`KEYRING_TIMEOUT`].
-fn bounded<T: Send + 'static>(
-    vault: OsKeyring,
-    call: impl FnOnce(&OsKeyring) -> Result<T, String> + Send + 'static,
+/// Runs `call` on this data directory's team-key entry, at most [`KEYRING_TIMEOUT`].
+fn in_keyring<T: Send + 'static>(
+    data_dir: &Path,
+    call: impl FnOnce(&dyn SecretVault) -> Result<T, String> + Send + 'static,
 ) -> Result<T, String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(call(&vault));
-    });
-    rx.recv_timeout(KEYRING_TIMEOUT)
-        .unwrap_or_else(|_| Err("the keyring did not answer".into()))
+    let entry = Arc::new(OsKeyring::of_data_dir(data_dir, "team-key"));
+    bounded(entry, KEYRING_TIMEOUT, call)
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> CommandError {
@@ -176,7 +166,7 @@ pub(crate) fn store_key(
     forget_key(data_dir)?;
     if prefer_keyring {
         let secret = key.as_bytes().to_vec();
-        let kept = bounded(keyring_entry(data_dir), move |v| {
+        let kept = in_keyring(data_dir, move |v| {
             v.write(&secret)?;
             v.read()
         });
@@ -219,7 +209,7 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
 /// The stored key and where it is; `None` when none is stored.
 pub(crate) fn load_key(data_dir: &Path) -> CmdResult<Option<(String, &'static str)>> {
     if keyring_marker(data_dir).exists() {
-        let read = bounded(keyring_entry(data_dir), |v| v.read());
+        let read = in_keyring(data_dir, |v| v.read());
         return match read {
             Ok(Some(bytes)) => String::from_utf8(bytes)
                 .map(|k| Some((k, "keyring")))
@@ -248,7 +238,7 @@ pub(crate) fn load_key(data_dir: &Path) -> CmdResult<Option<(String, &'static st
 pub(crate) fn forget_key(data_dir: &Path) -> CmdResult<()> {
     let marker = keyring_marker(data_dir);
     if marker.exists() {
-        bounded(keyring_entry(data_dir), |v| v.remove())
+        in_keyring(data_dir, |v| v.remove())
             .map_err(|e| CommandError::new("io", format!("the OS keyring: {e}")))?;
         std::fs::remove_file(&marker).map_err(|e| io_error(&marker, e))?;
     }

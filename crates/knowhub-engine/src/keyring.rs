@@ -52,16 +52,17 @@ pub struct OsKeyring {
 impl OsKeyring {
     /// The entry for the data directory `data_dir`.
     pub fn for_data_dir(data_dir: &Path) -> OsKeyring {
+        OsKeyring::of_data_dir(data_dir, "resource-key")
+    }
+
+    /// The data directory's entry for `what` (`<what>:<hash of the directory>`), e.g. the
+    /// desktop's `team-key`.
+    pub fn of_data_dir(data_dir: &Path, what: &str) -> OsKeyring {
         let canonical = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_owned());
         let hash = blake3::hash(canonical.to_string_lossy().as_bytes());
         OsKeyring {
-            user: format!("resource-key:{}", &hash.to_hex()[..16]),
+            user: format!("{what}:{}", &hash.to_hex()[..16]),
         }
-    }
-
-    /// Another of KnowHub's entries, named `user` (e.g. the desktop's team key).
-    pub fn named(user: impl Into<String>) -> OsKeyring {
-        OsKeyring { user: user.into() }
     }
 
     fn entry(&self) -> Result<keyring::Entry, String> {
@@ -92,6 +93,21 @@ impl SecretVault for OsKeyring {
     fn describe(&self) -> String {
         format!("OS keyring entry {SERVICE}/{}", self.user)
     }
+}
+
+/// Runs `call` on `vault` on a helper thread, giving up after `timeout` (a keyring that waits
+/// for an unlock prompt nobody sees must not hang the caller; the thread is left to finish).
+pub fn bounded<T: Send + 'static>(
+    vault: Arc<dyn SecretVault>,
+    timeout: Duration,
+    call: impl FnOnce(&dyn SecretVault) -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(call(vault.as_ref()));
+    });
+    rx.recv_timeout(timeout)
+        .unwrap_or_else(|_| Err("the keyring did not answer".into()))
 }
 
 /// The key source of a data directory (see the module docs).
@@ -152,13 +168,7 @@ impl KeyringKeySource {
         &self,
         call: impl FnOnce(&dyn SecretVault) -> Result<T, String> + Send + 'static,
     ) -> Result<T, String> {
-        let vault = Arc::clone(&self.vault);
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(call(vault.as_ref()));
-        });
-        rx.recv_timeout(self.timeout)
-            .unwrap_or_else(|_| Err("the keyring did not answer".into()))
+        bounded(Arc::clone(&self.vault), self.timeout, call)
     }
 
     fn keyring_error(&self, message: String) -> SecretError {

@@ -47,6 +47,11 @@ pub struct IndexFollower<I: TextIndex> {
     log_id: String,
     /// The index was started afresh: a spreadsheet copy beside it is not trusted either.
     fresh: bool,
+    /// Whether the compaction horizon was compared since the follower started or last lost
+    /// the database. A replica that keeps following stays seconds behind the log's end, far
+    /// above a horizon that only entries older than the retention raise, so one comparison
+    /// per start (or outage) is enough.
+    horizon_checked: bool,
     /// `applied`, readable from other threads (e.g. a check waiting for the follower).
     position: Arc<AtomicI64>,
     /// The replica's copy of the spreadsheet tables, and the documents it holds tables of.
@@ -87,6 +92,7 @@ impl<I: TextIndex> IndexFollower<I> {
             applied: applied.unwrap_or(0),
             log_id,
             fresh: applied.is_none(),
+            horizon_checked: false,
             position: Arc::new(AtomicI64::new(applied.unwrap_or(0))),
             sheets: None,
         })
@@ -185,10 +191,13 @@ impl<I: TextIndex> IndexFollower<I> {
     /// compaction horizon (it was away while a removal's entry was dropped) rebuilds its index
     /// and tables from the whole log instead.
     pub fn catch_up(&mut self) -> Result<CatchUp> {
-        let rebuilt = self.applied > 0 && self.applied < self.docs.change_log_horizon()?;
+        let rebuilt = !self.horizon_checked
+            && self.applied > 0
+            && self.applied < self.docs.change_log_horizon()?;
         if rebuilt {
             self.rebuild()?;
         }
+        self.horizon_checked = true;
         let mut done = CatchUp {
             applied: self.applied,
             rebuilt,
@@ -303,6 +312,7 @@ impl<I: TextIndex> IndexFollower<I> {
     /// Wakes on the database's notification, and at least every `poll` in case one was missed
     /// (a notification is lost while the listening connection is broken).
     pub fn follow(&mut self, poll: Duration, mut stop: impl FnMut(&Self) -> bool) -> Result<()> {
+        self.horizon_checked = false;
         let mut listener: Option<postgres::Client> = None;
         loop {
             if listener.is_none() {
@@ -311,7 +321,10 @@ impl<I: TextIndex> IndexFollower<I> {
             match self.catch_up() {
                 Ok(_) => {}
                 // The database restarts or a connection broke: wait and try again.
-                Err(e) if e.is_retryable() => listener = None,
+                Err(e) if e.is_retryable() => {
+                    listener = None;
+                    self.horizon_checked = false;
+                }
                 Err(e) => return Err(e),
             }
             if stop(self) {
