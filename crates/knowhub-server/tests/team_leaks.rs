@@ -1294,56 +1294,62 @@ fn probe_engine(w: &World, t: &mut Tally, who: &Who) {
     }
 }
 
-/// The second database: its administrator sees only its documents, on both of its replicas;
-/// keys of one database are refused by the other.
-fn probe_accounts(w: &World, t: &mut Tally) {
-    let only_globex: BTreeSet<&str> = ["mkglobexmerger"].into_iter().collect();
-    let nothing = BTreeSet::new();
-    let gus = &w.keys["gus"];
-    let g = &w.globex;
+/// An account's administrator whose account holds one document (`marker` at `path`): every
+/// query finds only it, answers and knowledge items show nothing else, acme's item ids do not
+/// resolve, the listing is exactly it, and previews and passages by ids 1..=`ids` show nothing
+/// else, on both replicas of `c`.
+fn probe_own_document(
+    w: &World,
+    t: &mut Tally,
+    c: &Cluster,
+    name: &str,
+    marker: &'static str,
+    path: &Path,
+    ids: usize,
+) {
+    let only: BTreeSet<&str> = [marker].into_iter().collect();
+    let key = &w.keys[name];
     let mut queries: Vec<&str> = vec!["zephyr", "\"board minutes\"", "薪资 董事会 纪要"];
     queries.extend(all_markers());
     let mut found = false;
     for q in queries {
         for mode in ["keyword", "hybrid"] {
-            let r = g.key("POST", "/api/v1/search", gus, Some(search_body(q, mode)));
-            let what = format!("gus search {q:?} {mode} via {}", r.via);
-            if t.status(&what, &r, 200, &only_globex) {
-                found |= r.text.contains("mkglobexmerger");
+            let r = c.key("POST", "/api/v1/search", key, Some(search_body(q, mode)));
+            let what = format!("{name} search {q:?} {mode} via {}", r.via);
+            if t.status(&what, &r, 200, &only) {
+                found |= r.text.contains(marker);
             }
         }
     }
-    t.miss_unless("gus finds mkglobexmerger", found);
-    let r = g.key(
+    t.miss_unless(&format!("{name} finds {marker}"), found);
+    let r = c.key(
         "POST",
         "/api/v1/ask",
-        gus,
+        key,
         Some(json!({"question": "zephyr quarterly figures"})),
     );
-    t.status(&format!("gus ask via {}", r.via), &r, 200, &only_globex);
-    let r = g.key("GET", "/api/knowledge?limit=1000", gus, None);
+    t.status(&format!("{name} ask via {}", r.via), &r, 200, &only);
+    let r = c.key("GET", "/api/knowledge?limit=1000", key, None);
     t.status(
-        &format!("gus knowledge list via {}", r.via),
+        &format!("{name} knowledge list via {}", r.via),
         &r,
         200,
-        &only_globex,
+        &only,
     );
-    // acme's item ids do not resolve in globex.
     for id in w.item_ids.values() {
-        let r = g.key("GET", &format!("/api/knowledge/{id}"), gus, None);
+        let r = c.key("GET", &format!("/api/knowledge/{id}"), key, None);
         t.error(
-            &format!("gus GET acme item via {}", r.via),
+            &format!("{name} GET acme item via {}", r.via),
             &r,
             404,
             "NOT_FOUND",
-            &only_globex,
+            &only,
         );
     }
-    // The library: listing, previews and passages by id in the other database.
     for i in [A, B] {
-        let r = g.key_on(i, "GET", "/api/v1/documents", gus, None);
-        let what = format!("gus list via {}", r.via);
-        if t.status(&what, &r, 200, &only_globex) {
+        let r = c.key_on(i, "GET", "/api/v1/documents", key, None);
+        let what = format!("{name} list via {}", r.via);
+        if t.status(&what, &r, 200, &only) {
             let paths: Vec<String> = r.json()["documents"]
                 .as_array()
                 .into_iter()
@@ -1352,32 +1358,39 @@ fn probe_accounts(w: &World, t: &mut Tally) {
                 .collect();
             t.leak_unless(
                 &format!("{what}: {paths:?}"),
-                paths == [w.globex_kb.join("merger.md").display().to_string()],
+                paths == [path.display().to_string()],
             );
         }
-        for id in 1..=5 {
-            let r = g.key_on(
+        for id in 1..=ids {
+            let r = c.key_on(
                 i,
                 "GET",
                 &format!("/api/v1/documents/{id}/preview"),
-                gus,
+                key,
                 None,
             );
-            check_reply(
-                t,
-                &format!("gus open #{id} via {}", r.via),
-                &r,
-                &only_globex,
-            );
-            let r = g.key_on(i, "GET", &format!("/api/v1/passages/{id}"), gus, None);
-            check_reply(
-                t,
-                &format!("gus passage {id} via {}", r.via),
-                &r,
-                &only_globex,
-            );
+            check_reply(t, &format!("{name} open #{id} via {}", r.via), &r, &only);
+            let r = c.key_on(i, "GET", &format!("/api/v1/passages/{id}"), key, None);
+            check_reply(t, &format!("{name} passage {id} via {}", r.via), &r, &only);
         }
     }
+}
+
+/// The second database: its administrator sees only its documents, on both of its replicas;
+/// keys of one database are refused by the other.
+fn probe_accounts(w: &World, t: &mut Tally) {
+    let nothing = BTreeSet::new();
+    let gus = &w.keys["gus"];
+    let g = &w.globex;
+    probe_own_document(
+        w,
+        t,
+        g,
+        "gus",
+        "mkglobexmerger",
+        &w.globex_kb.join("merger.md"),
+        5,
+    );
 
     // Keys of one database are refused by the other's replicas, on both of them.
     for (name, key) in w
@@ -1474,83 +1487,17 @@ fn probe_shared_database(w: &World, t: &mut Tally) {
     let nothing = BTreeSet::new();
     let ivy = &w.keys["ivy"];
     let c = &w.acme;
-    let mut queries: Vec<&str> = vec!["zephyr", "\"board minutes\"", "薪资 董事会 纪要"];
-    queries.extend(all_markers());
-    let mut found = false;
-    for q in queries {
-        for mode in ["keyword", "hybrid"] {
-            let r = c.key("POST", "/api/v1/search", ivy, Some(search_body(q, mode)));
-            let what = format!("ivy search {q:?} {mode} via {}", r.via);
-            if t.status(&what, &r, 200, &only_initech) {
-                found |= r.text.contains("mkinitechdeal");
-            }
-        }
-    }
-    t.miss_unless("ivy finds mkinitechdeal", found);
-    let r = c.key(
-        "POST",
-        "/api/v1/ask",
-        ivy,
-        Some(json!({"question": "zephyr quarterly figures"})),
+    // Document and chunk ids start at 1 in every account: the same numbers name acme's
+    // documents in the default account.
+    probe_own_document(
+        w,
+        t,
+        c,
+        "ivy",
+        "mkinitechdeal",
+        &w.initech_kb.join("deal.md"),
+        ACME_FILES.len() + 1,
     );
-    t.status(&format!("ivy ask via {}", r.via), &r, 200, &only_initech);
-    let r = c.key("GET", "/api/knowledge?limit=1000", ivy, None);
-    t.status(
-        &format!("ivy knowledge via {}", r.via),
-        &r,
-        200,
-        &only_initech,
-    );
-    for id in w.item_ids.values() {
-        let r = c.key("GET", &format!("/api/knowledge/{id}"), ivy, None);
-        t.error(
-            &format!("ivy GET acme item via {}", r.via),
-            &r,
-            404,
-            "NOT_FOUND",
-            &nothing,
-        );
-    }
-    for i in [A, B] {
-        let r = c.key_on(i, "GET", "/api/v1/documents", ivy, None);
-        let what = format!("ivy list via {}", r.via);
-        if t.status(&what, &r, 200, &only_initech) {
-            let paths: Vec<String> = r.json()["documents"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|d| d["path"].as_str().map(str::to_owned))
-                .collect();
-            t.leak_unless(
-                &format!("{what}: {paths:?}"),
-                paths == [w.initech_kb.join("deal.md").display().to_string()],
-            );
-        }
-        // Document and chunk ids start at 1 in every account: the same numbers name acme's
-        // documents in the default account.
-        for id in 1..=ACME_FILES.len() + 1 {
-            let r = c.key_on(
-                i,
-                "GET",
-                &format!("/api/v1/documents/{id}/preview"),
-                ivy,
-                None,
-            );
-            check_reply(
-                t,
-                &format!("ivy open #{id} via {}", r.via),
-                &r,
-                &only_initech,
-            );
-            let r = c.key_on(i, "GET", &format!("/api/v1/passages/{id}"), ivy, None);
-            check_reply(
-                t,
-                &format!("ivy passage {id} via {}", r.via),
-                &r,
-                &only_initech,
-            );
-        }
-    }
     // acme's users search for it by its marker, on both replicas.
     for user in ["ada", "alice", "bob", "carol", "dave", "lena"] {
         let who = expected(w, user);
