@@ -1072,6 +1072,7 @@ impl Engine {
             text: &p.text,
             chunks: &p.chunks,
             tables: &p.doc.tables,
+            original: Some(&job.bytes),
         })?;
         self.index_document(id)?;
         let n = p.chunks.len();

@@ -836,17 +836,18 @@ impl Engine {
         }
     }
 
-    /// A readable document's original file, opened on this machine's disk, so that a front
-    /// end can hand over the bytes without reading them whole (the HTTP API streams them) and
-    /// every download is audited (`file`). `NotFound` when the document does not exist or
-    /// `ctx` may not read it, and a `NotFound` that says so when the file is gone from disk
-    /// (moved, deleted, or ingested on another machine): its stored text and passages stay
-    /// readable through [`Engine::open_document`].
+    /// A readable document's original file, so that a front end can hand over the bytes
+    /// without reading them whole (the HTTP API streams them) and every download is audited
+    /// (`file`). The store's copy of the version that was parsed comes first (a team database
+    /// keeps one, so every replica serves it), else the file on this machine's disk.
+    /// `NotFound` when the document does not exist or `ctx` may not read it, and a `NotFound`
+    /// that says so when there is neither (the file moved, was deleted, or was read on another
+    /// machine): its stored text and passages stay readable through [`Engine::open_document`].
     pub fn document_file(
         &self,
         ctx: &RequestContext,
         id: DocumentId,
-    ) -> Result<(knowhub_store::DocumentRecord, std::fs::File)> {
+    ) -> Result<(knowhub_store::DocumentRecord, knowhub_store::OriginalFile)> {
         let access = self.authorize(ctx)?;
         let document = match self.readable_document(&access, id) {
             Ok(d) => d,
@@ -862,36 +863,32 @@ impl Engine {
                 return Err(e);
             }
         };
-        let path = Path::new(&document.path);
-        // Only a regular file: opening a FIFO or a device would block or never end.
-        let opened = std::fs::metadata(path).and_then(|meta| {
-            if meta.is_file() {
-                std::fs::File::open(path)
-            } else {
-                Err(std::io::ErrorKind::NotFound.into())
-            }
-        });
-        let file = match opened {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                self.audit(
-                    &access,
-                    ("file", &document.path, "gone"),
-                    0,
-                    0,
-                    serde_json::Value::Null,
-                )?;
-                return Err(EngineError::NotFound(format!(
-                    "the original file of document {id} is no longer on this machine (its \
-                     text and passages are still readable)"
-                )));
-            }
-            Err(source) => {
-                return Err(EngineError::Io {
-                    path: document.path.clone(),
-                    source,
-                });
-            }
+        // Bound first: the store's guard must be released before the audit below takes it.
+        let kept = self.store().original_file(id)?;
+        let file = match kept {
+            Some(kept) => kept,
+            None => match open_regular_file(Path::new(&document.path)) {
+                Ok(file) => file,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    self.audit(
+                        &access,
+                        ("file", &document.path, "gone"),
+                        0,
+                        0,
+                        serde_json::Value::Null,
+                    )?;
+                    return Err(EngineError::NotFound(format!(
+                        "the original file of document {id} is no longer on this machine (its \
+                         text and passages are still readable)"
+                    )));
+                }
+                Err(source) => {
+                    return Err(EngineError::Io {
+                        path: document.path.clone(),
+                        source,
+                    });
+                }
+            },
         };
         self.audit(
             &access,
@@ -988,4 +985,18 @@ impl Engine {
             effective.to_string()
         })
     }
+}
+
+/// A file on this machine's disk as an [`OriginalFile`](knowhub_store::OriginalFile); only a
+/// regular file, since opening a FIFO or a device would block or never end.
+fn open_regular_file(path: &Path) -> std::io::Result<knowhub_store::OriginalFile> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::ErrorKind::NotFound.into());
+    }
+    let file = std::fs::File::open(path)?;
+    Ok(knowhub_store::OriginalFile {
+        len: meta.len(),
+        reader: Box::new(file),
+    })
 }

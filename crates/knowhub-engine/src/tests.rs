@@ -175,6 +175,7 @@ fn crash_between_store_and_index_is_repaired_on_open() {
                     text_hash: "h".into(),
                 }],
                 tables: &[],
+                original: None,
             })
             .unwrap();
         assert_eq!(engine.store().pending_index_documents().unwrap(), vec![id]);

@@ -229,6 +229,27 @@ fn what_one_replica_writes_governs_the_next_request_on_the_other() {
     drop(b);
     let b = replica(&url, "b2", &dirs.path().join("b"));
     assert_eq!(titles(&b, &root, "annual"), ["leave"]);
+
+    // The original file is served from the database by any replica, also where the disk A read
+    // it from is not there (another machine's): the bytes A parsed.
+    let leave = b
+        .search(&root, "annual", &SearchOptions::default())
+        .unwrap()[0]
+        .document_id;
+    std::fs::rename(&docs, dirs.path().join("elsewhere")).unwrap();
+    let (_, mut file) = b.document_file(&root, leave).unwrap();
+    let mut bytes = String::new();
+    std::io::Read::read_to_string(&mut file.reader, &mut bytes).unwrap();
+    assert_eq!(
+        bytes,
+        "Annual leave: every employee has 25 days of annual leave. 年假二十五天。"
+    );
+    a.add_user(&root, &UserId::new("bob").unwrap(), "Bob", Role::User)
+        .unwrap();
+    assert!(matches!(
+        c.document_file(&user("bob"), leave),
+        Err(knowhub_engine::EngineError::NotFound(_))
+    ));
 }
 
 fn semantic_titles(engine: &Engine, ctx: &RequestContext, query: &str) -> Vec<String> {

@@ -156,6 +156,7 @@ fn store(docs: &PgDocuments, source: SourceId, path: &str, title: &str, text: &s
         text,
         chunks: std::slice::from_ref(&chunk),
         tables: &[],
+        original: None,
     })
     .unwrap()
 }

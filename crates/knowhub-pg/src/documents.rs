@@ -15,8 +15,8 @@ use knowhub_authz::UserId;
 use knowhub_store::backend::DocumentStore;
 use knowhub_store::{
     AccessRow, ChunkId, ChunkMismatch, ChunkRecord, DocumentId, DocumentRecord, FailedDocument,
-    FolderId, IndexEntry, JournalEntry, MovedDocument, NewDocument, SourceId, SourceRecord,
-    StoreError, StoreStats,
+    FolderId, IndexEntry, JournalEntry, MovedDocument, NewDocument, OriginalFile, SourceId,
+    SourceRecord, StoreError, StoreStats,
 };
 use postgres::Row;
 use postgres::types::ToSql;
@@ -204,6 +204,7 @@ impl PgDocuments {
             )?;
         }
         crate::sheets::write_sheets(&mut tx, id, doc.tables)?;
+        crate::originals::keep(&mut tx, id, doc.content_hash, doc.original)?;
         log_change(&mut tx, id)?;
         tx.commit()?;
         Ok(DocumentId(id))
@@ -581,6 +582,10 @@ impl DocumentStore for PgStore {
         Ok(row.map(|r| r.get(0)))
     }
 
+    fn original_file(&self, id: DocumentId) -> StoreResult<Option<OriginalFile>> {
+        Ok(crate::originals::open(&self.db, id)?)
+    }
+
     fn chunks(&self, ids: &[ChunkId]) -> StoreResult<Vec<ChunkRecord>> {
         Ok(self.documents.chunks(ids)?)
     }
@@ -800,7 +805,12 @@ impl DocumentStore for PgStore {
                 ],
             )
             .map_err(pg)?;
-        Ok(DocumentId(row.get(0)))
+        let id: i64 = row.get(0);
+        // A file that no longer parses has no current content to serve.
+        client
+            .execute("DELETE FROM document_files WHERE document_id = $1", &[&id])
+            .map_err(pg)?;
+        Ok(DocumentId(id))
     }
 
     fn touch(&mut self, id: DocumentId, size: u64, mtime_ns: Option<i64>) -> StoreResult<()> {

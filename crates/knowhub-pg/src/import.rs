@@ -596,6 +596,7 @@ pub fn import_sqlite(
         return Err(PgError::ImportMismatch(Box::new(report)));
     }
     report.notes = notes(&src)?;
+    report.notes.extend(copy_originals(&mut tx, &src)?);
     if let Some(hash) = &options.root_key_hash {
         report.notes.push(store_root_key(&mut tx, hash)?);
     }
@@ -672,10 +673,11 @@ fn pg_count(tx: &mut Transaction<'_>, sql: &str) -> Result<u64> {
 /// nothing there may be merged or overwritten by accident.
 fn ensure_empty(tx: &mut Transaction<'_>) -> Result<()> {
     let mut held = Vec::new();
-    for table in TABLES
-        .iter()
-        .map(|t| t.name)
-        .chain(["chunk_vectors", "document_changes"])
+    for table in
+        TABLES
+            .iter()
+            .map(|t| t.name)
+            .chain(["chunk_vectors", "document_changes", "document_files"])
     {
         let n = pg_count(tx, &format!("SELECT count(*) FROM {table}"))?;
         if n > 0 {
@@ -1086,6 +1088,45 @@ fn notes(src: &Connection) -> Result<Vec<String>> {
         ));
     }
     Ok(notes)
+}
+
+/// Copies into the database the original file of every document whose file is still on this
+/// machine as it was parsed (same size and content hash), so that every replica can serve it;
+/// says how many were not.
+fn copy_originals(tx: &mut Transaction<'_>, src: &Connection) -> Result<Option<String>> {
+    let mut stmt = src.prepare(
+        "SELECT id, path, content_hash, size FROM documents WHERE content_hash IS NOT NULL",
+    )?;
+    let documents = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut missing = 0;
+    for (id, path, hash, size) in &documents {
+        let unchanged = std::fs::metadata(path)
+            .is_ok_and(|m| m.is_file() && i64::try_from(m.len()).is_ok_and(|n| n == *size));
+        let bytes = unchanged.then(|| std::fs::read(path).ok()).flatten();
+        match bytes {
+            Some(bytes) if blake3::hash(&bytes).to_hex().as_str() == hash => {
+                crate::originals::keep(tx, *id, hash, Some(&bytes))?;
+            }
+            _ => missing += 1,
+        }
+    }
+    Ok((missing > 0).then(|| {
+        format!(
+            "{missing} of {} document(s) are no longer on this machine as they were ingested: \
+             their original files were not copied, so only a replica that has them at the same \
+             path serves their downloads (their text and passages are in the database)",
+            documents.len()
+        )
+    }))
 }
 
 /// Stores the data directory's root key hash unless the team database has a root key; says

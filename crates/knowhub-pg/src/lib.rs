@@ -35,6 +35,7 @@ mod import;
 mod jobs;
 mod knowledge;
 pub mod migrations;
+mod originals;
 mod resources;
 mod sheets;
 mod store;

@@ -147,6 +147,20 @@ CREATE TABLE change_log_state (
 INSERT INTO change_log_state (id, horizon, log_id)
     VALUES (1, 0, md5(random()::text || clock_timestamp()::text));
 "#,
+            r#"
+CREATE TABLE document_files (
+    document_id   BIGINT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+    content_hash  TEXT NOT NULL,
+    size          BIGINT NOT NULL CHECK (size >= 0),
+    parts         INTEGER NOT NULL CHECK (parts >= 0)
+);
+CREATE TABLE document_file_parts (
+    document_id  BIGINT NOT NULL REFERENCES document_files(document_id) ON DELETE CASCADE,
+    part         INTEGER NOT NULL,
+    data         BYTEA NOT NULL,
+    PRIMARY KEY (document_id, part)
+);
+"#,
         ],
     },
     Domain {

@@ -39,6 +39,7 @@ fn store(docs: &PgDocuments, source: SourceId, path: &str, text: &str) {
         text,
         chunks: &[chunk],
         tables: &[],
+        original: None,
     })
     .unwrap();
 }

@@ -52,6 +52,7 @@ fn store(docs: &PgDocuments, source: SourceId, path: &str, texts: &[&str]) -> Do
         text: &text,
         chunks: &chunks,
         tables: &[],
+        original: None,
     })
     .unwrap()
 }
@@ -198,6 +199,7 @@ fn store_sheets(docs: &PgDocuments, source: SourceId, path: &str, tables: &[Tabl
         text: "item amount",
         chunks: &[chunk(0, "item amount")],
         tables,
+        original: None,
     })
     .unwrap()
 }
@@ -537,4 +539,102 @@ fn compaction_keeps_each_documents_newest_change_and_a_replica_behind_it_rebuild
     assert_eq!((caught.changes, caught.rebuilt), (0, false));
     // An up-to-date replica does not rebuild.
     assert!(!fresh.catch_up().unwrap().rebuilt);
+}
+
+fn stored_with_original(
+    store: &mut knowhub_pg::PgStore,
+    source: SourceId,
+    path: &str,
+    hash: &str,
+    original: Option<&[u8]>,
+) -> DocumentId {
+    use knowhub_store::backend::DocumentStore;
+    store
+        .replace_document(&NewDocument {
+            source,
+            folder: None,
+            path,
+            kind: "text",
+            content_hash: hash,
+            size: original.map_or(0, |o| o.len() as u64),
+            mtime_ns: None,
+            title: None,
+            status: DocumentStatus::Indexed,
+            note: None,
+            page_count: None,
+            encoding: None,
+            text: "body",
+            chunks: &[chunk(0, "body")],
+            tables: &[],
+            original,
+        })
+        .unwrap()
+}
+
+fn read_original(store: &knowhub_pg::PgStore, id: DocumentId) -> Option<Vec<u8>> {
+    use knowhub_store::backend::DocumentStore;
+    let mut file = store.original_file(id).unwrap()?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file.reader, &mut bytes).unwrap();
+    assert_eq!(file.len, bytes.len() as u64);
+    Some(bytes)
+}
+
+#[test]
+fn every_replica_serves_the_original_file_of_the_version_that_was_parsed() {
+    use knowhub_store::backend::DocumentStore;
+    let Some(pg) = cluster() else { return };
+    let db = Database::connect(&pg.create_database("originals").unwrap()).unwrap();
+    let mut a = knowhub_pg::PgStore::new(&db, "replica-a");
+    let b = knowhub_pg::PgStore::new(&db, "replica-b");
+    let source = a.files_source().unwrap();
+
+    // Larger than one stored part, with every byte value, so parts join in order.
+    let big: Vec<u8> = (0..(2 << 20) + 12_345)
+        .map(|i| (i * 7 % 251) as u8)
+        .collect();
+    let id = stored_with_original(&mut a, source, "/uploads/big.bin", "v1", Some(&big));
+    assert_eq!(read_original(&b, id).as_deref(), Some(&big[..]));
+
+    // A reader that opened the first version fails rather than mixing in the second.
+    let mut open = b.original_file(id).unwrap().unwrap();
+    let mut first = vec![0; 10];
+    std::io::Read::read_exact(&mut open.reader, &mut first).unwrap();
+    let id2 = stored_with_original(&mut a, source, "/uploads/big.bin", "v2", Some(b"second"));
+    assert_eq!(id2, id);
+    let mut rest = Vec::new();
+    let err = std::io::Read::read_to_end(&mut open.reader, &mut rest).unwrap_err();
+    assert!(err.to_string().contains("changed"), "{err}");
+    assert_eq!(read_original(&b, id).as_deref(), Some(&b"second"[..]));
+
+    // An empty file is a file; a version that no longer parses keeps the previous version and
+    // its copy; a version stored without its bytes has no copy, nor has a removed document.
+    let empty = stored_with_original(&mut a, source, "/uploads/empty.txt", "e", Some(b""));
+    assert_eq!(read_original(&b, empty).as_deref(), Some(&b""[..]));
+    a.record_failure(&knowhub_store::FailedDocument {
+        source,
+        folder: None,
+        path: "/uploads/empty.txt",
+        kind: Some("text"),
+        size: 3,
+        mtime_ns: None,
+        title: None,
+        status: DocumentStatus::Failed,
+        code: "parse",
+        error: "broken",
+    })
+    .unwrap();
+    assert_eq!(read_original(&b, empty).as_deref(), Some(&b""[..]));
+    stored_with_original(&mut a, source, "/uploads/big.bin", "v3", None);
+    assert_eq!(read_original(&b, id), None);
+    stored_with_original(&mut a, source, "/uploads/big.bin", "v4", Some(b"fourth"));
+    a.remove_document(id).unwrap();
+    a.remove_document(empty).unwrap();
+    assert_eq!(read_original(&b, id), None);
+    let mut client = db.client().unwrap();
+    let parts: i64 = client
+        .query_one("SELECT count(*) FROM document_file_parts", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(parts, 0, "no part outlives its document's copy");
 }

@@ -84,6 +84,7 @@ fn put_doc(
         text: &text,
         chunks: &chunks(texts),
         tables,
+        original: None,
     })
     .unwrap()
 }
@@ -760,6 +761,7 @@ fn a_local_store_is_copied_whole_and_reads_back_the_same() {
             text,
             chunks: &chunks(&[text]),
             tables: &[],
+            original: None,
         })
         .unwrap();
     assert!(new_doc.0 > filled.max_document, "{new_doc:?}");
@@ -1039,4 +1041,62 @@ fn a_large_store_is_copied_in_one_pass() {
         .find(|c| c.table == "chunk_vectors")
         .unwrap();
     assert_eq!(vectors.postgres, 100_000);
+}
+
+#[test]
+fn original_files_still_on_this_machine_as_ingested_are_copied() {
+    let Some(pg) = cluster() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut local = open_store(dir.path());
+    let source = local.files_source().unwrap();
+    let mut put = |name: &str, ingested: &str, on_disk: Option<&str>| {
+        let path = dir.path().join(name);
+        if let Some(now) = on_disk {
+            std::fs::write(&path, now).unwrap();
+        }
+        local
+            .replace_document(&NewDocument {
+                source,
+                folder: None,
+                path: path.to_str().unwrap(),
+                kind: "text",
+                content_hash: blake3::hash(ingested.as_bytes()).to_hex().as_str(),
+                size: ingested.len() as u64,
+                mtime_ns: None,
+                title: None,
+                status: DocumentStatus::Indexed,
+                note: None,
+                page_count: None,
+                encoding: None,
+                text: ingested,
+                chunks: &chunks(&[ingested]),
+                tables: &[],
+                original: None,
+            })
+            .unwrap()
+    };
+    let same = put("same.txt", "as it was", Some("as it was"));
+    let edited = put("edited.txt", "as it was", Some("as it is!"));
+    let gone = put("gone.txt", "as it was", None);
+
+    let db = Database::connect(&pg.create_database("import_originals").unwrap()).unwrap();
+    let report = import_sqlite(&db, &dir.path().join("store.sqlite"), &Default::default()).unwrap();
+    let team = PgStore::new(&db, "test-replica");
+    let mut kept = String::new();
+    std::io::Read::read_to_string(
+        &mut team.original_file(same).unwrap().unwrap().reader,
+        &mut kept,
+    )
+    .unwrap();
+    assert_eq!(kept, "as it was");
+    assert!(team.original_file(edited).unwrap().is_none());
+    assert!(team.original_file(gone).unwrap().is_none());
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.starts_with("2 of 3 document(s) are no longer on this machine")),
+        "{:?}",
+        report.notes
+    );
 }

@@ -494,7 +494,8 @@ pub(crate) async fn preview(
     .await
 }
 
-/// The original file, streamed from the server's disk as an attachment — 404 when the
+/// The original file (the server's copy of the version that was parsed, else the file on
+/// the answering replica's disk), streamed as an attachment — 404 when the
 /// document does not exist, the caller may not read it, or the file is no longer on the
 /// server (its preview still works).
 #[utoipa::path(get, path = "/api/v1/documents/{id}/file", tag = "library",
@@ -507,15 +508,11 @@ pub(crate) async fn preview(
     security(("api_key" = []), ("bearer" = [])))]
 pub(crate) async fn file(caller: Caller, ApiPath(id): ApiPath<i64>) -> Result<Response, ApiError> {
     let id = document_id(id)?;
-    let (doc, file, len) = blocking(move || {
-        let (doc, file) = caller.engine.document_file(&caller.ctx, id)?;
-        let len = file.metadata().map_err(|e| ApiError::internal(&e))?.len();
-        Ok((doc, file, len))
-    })
-    .await?;
+    let (doc, file) = blocking(move || Ok(caller.engine.document_file(&caller.ctx, id)?)).await?;
+    let len = file.len;
     let content_type = content_type(&doc);
     let disposition = content_disposition(&file_name(&doc.path));
-    let mut response = Body::from_stream(stream_file(file, len)).into_response();
+    let mut response = Body::from_stream(stream_file(file.reader, len)).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, content_type);
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
@@ -689,7 +686,7 @@ fn content_disposition(name: &str) -> HeaderValue {
 /// through a small channel: the file is never whole in memory, and a client that goes away
 /// stops the reading.
 fn stream_file(
-    file: std::fs::File,
+    file: Box<dyn Read + Send>,
     len: u64,
 ) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);

@@ -2,8 +2,9 @@
 //! `/audit`) against a real server on 127.0.0.1, driven with a real HTTP client, for an
 //! administrator and for users who may read different documents: each endpoint answers exactly
 //! what its caller may read, anything else is 404 with the standard error body (never 403),
-//! files stream their bytes with their type and name, a file gone from disk is a clear 404
-//! while its preview still works, bad parameters are 422 and a missing key 401.
+//! files stream their bytes with their type and name, a file gone from disk is a clear 404 (a team
+//! database serves the copy it kept) while its preview still works, bad parameters are 422 and
+//! a missing key 401.
 //!
 //! One scenario ([`scenario`]) over a server's base URL, run on a local data directory and on
 //! a team database (a private PostgreSQL; skipped where none is installed, as in
@@ -67,10 +68,13 @@ struct World {
     admin: Who,
     alice: Who,
     bob: Who,
+    /// A team database, which keeps every document's original file.
+    team: bool,
     _dir: tempfile::TempDir,
 }
 
 fn start(team: Option<String>) -> World {
+    let is_team = team.is_some();
     let dir = tempfile::tempdir().unwrap();
     let docs = dir.path().join("docs");
     for (path, marker) in FILES {
@@ -159,6 +163,7 @@ fn start(team: Option<String>) -> World {
             admin: false,
             docs: markers(EVERYONE),
         },
+        team: is_team,
         _dir: dir,
     }
 }
@@ -626,29 +631,39 @@ fn check_bad_requests(c: &Client, w: &World, doc: i64, chunk: i64) {
     }
 }
 
-/// A file gone from disk: its download is a 404 that says so, to those who may read it only;
-/// its record and preview still work.
+/// A file gone from disk. On a local data directory its download is a 404 that says so, to
+/// those who may read it only; a team database serves the copy of the version it parsed,
+/// whichever disk it was read from. Its record and preview work either way.
 fn check_removed_files(c: &Client, w: &World, docs: &[(&str, &str, i64)]) {
     let (rel, marker, id) = docs.iter().find(|d| d.1 == "mkhandbook").copied().unwrap();
     let hidden = docs.iter().find(|d| d.1 == "mkunshared").unwrap();
+    let parsed = std::fs::read(w.docs.join(rel)).unwrap();
     std::fs::remove_file(w.docs.join(rel)).unwrap();
     std::fs::remove_file(w.docs.join(hidden.0)).unwrap();
     for who in [&w.admin, &w.bob] {
         let path = format!("/api/v1/documents/{id}/file");
-        let message = c
-            .get(&path, Some(&who.key))
-            .assert_error(404, "NOT_FOUND", &path);
-        assert!(message.contains("no longer"), "{message}");
+        let reply = c.get(&path, Some(&who.key));
+        if w.team {
+            assert_eq!(reply.status, 200, "{path}: {}", reply.text());
+            assert_eq!(reply.bytes, parsed, "{path}");
+        } else {
+            let message = reply.assert_error(404, "NOT_FOUND", &path);
+            assert!(message.contains("no longer"), "{message}");
+        }
         let preview = c.ok(&format!("/api/v1/documents/{id}/preview"), who);
         assert!(preview["text"].as_str().unwrap().contains(marker));
         c.ok(&format!("/api/v1/documents/{id}"), who);
     }
-    // An unreadable document whose file is gone is still just "not found".
+    // An unreadable document is just "not found", whether or not its file is anywhere.
     let path = format!("/api/v1/documents/{}/file", hidden.2);
     let message = c
         .get(&path, Some(&w.bob.key))
         .assert_error(404, "NOT_FOUND", &path);
     assert!(!message.contains("no longer"), "{message}");
+    if w.team {
+        assert_eq!(c.get(&path, Some(&w.admin.key)).status, 200, "{path}");
+        return;
+    }
     let message = c
         .get(&path, Some(&w.admin.key))
         .assert_error(404, "NOT_FOUND", &path);

@@ -211,6 +211,7 @@ mod tests {
             text: "whole text",
             chunks: &[],
             tables: &[],
+            original: None,
         };
         let id = store.replace_document(&doc).expect("stored");
         let v1 = store.doc_version().expect("version");

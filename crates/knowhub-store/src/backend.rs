@@ -29,9 +29,9 @@ use crate::{
     DocumentRecord, FailedDocument, FeedbackRecord, FolderId, Group, GroupMemberRecord,
     GroupSpaceCreation, GroupSpaceRecord, IndexEntry, JobRecord, JobState, JournalEntry,
     KnowledgeFilter, KnowledgeRecord, KnowledgeVersion, MovedDocument, NewDocument, NewJob,
-    QueueCounts, ResourceFilter, ResourceRecord, Result, SessionRecord, SessionSummary,
-    SheetTableRecord, SourceId, SourceRecord, SqlSourceRecord, Store, StoreStats, StoredVector,
-    TraceRecord, TurnRecord, UnembeddedChunk, UserRecord,
+    OriginalFile, QueueCounts, ResourceFilter, ResourceRecord, Result, SessionRecord,
+    SessionSummary, SheetTableRecord, SourceId, SourceRecord, SqlSourceRecord, Store, StoreStats,
+    StoredVector, TraceRecord, TurnRecord, UnembeddedChunk, UserRecord,
 };
 
 /// Declares a domain trait and implements it for [`Store`] by delegation to the inherent
@@ -72,6 +72,7 @@ domain! {
         fn index_entries(&self, id: DocumentId) -> Result<Vec<IndexEntry>>;
         fn document_chunks(&self, id: DocumentId) -> Result<Vec<ChunkRecord>>;
         fn document_text(&self, id: DocumentId) -> Result<Option<String>>;
+        fn original_file(&self, id: DocumentId) -> Result<Option<OriginalFile>>;
         fn chunks(&self, ids: &[ChunkId]) -> Result<Vec<ChunkRecord>>;
         fn chunk_count(&self) -> Result<u64>;
         fn chunk_counts(&self) -> Result<BTreeMap<u64, u64>>;

@@ -525,6 +525,13 @@ impl Store {
             .optional()?)
     }
 
+    /// The original file a store kept for a document: never, here. A local store's files stay
+    /// on this machine, where the engine opens them by path; only the team store, whose
+    /// replicas do not share a disk, keeps copies.
+    pub fn original_file(&self, _id: DocumentId) -> Result<Option<OriginalFile>> {
+        Ok(None)
+    }
+
     /// Full chunk records with their document, in the order of `ids` (missing ids skipped).
     pub fn chunks(&self, ids: &[ChunkId]) -> Result<Vec<ChunkRecord>> {
         if ids.is_empty() {

@@ -162,6 +162,27 @@ pub struct NewDocument<'a> {
     pub text: &'a str,
     pub chunks: &'a [NewChunk],
     pub tables: &'a [knowhub_parse::Table],
+    /// The file's bytes as read, for a store that serves originals to machines other than
+    /// the one that read the file (the team store keeps them; the local store, whose files
+    /// stay on this machine, ignores them). `None` keeps no copy and drops an earlier one.
+    pub original: Option<&'a [u8]>,
+}
+
+/// A document's original file as a store kept it: the bytes of the version that was parsed.
+pub struct OriginalFile {
+    /// Its length in bytes.
+    pub len: u64,
+    /// Reads the bytes without holding them all in memory; fails with an I/O error when the
+    /// document is replaced or removed while it is being read.
+    pub reader: Box<dyn std::io::Read + Send>,
+}
+
+impl std::fmt::Debug for OriginalFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OriginalFile")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A file that could not be ingested.

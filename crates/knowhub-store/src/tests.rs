@@ -39,6 +39,7 @@ fn doc<'a>(
         text: "whole text",
         chunks,
         tables,
+        original: None,
     }
 }
 
