@@ -43,3 +43,11 @@ echo "== tauri-driver (WebDriver for the end-to-end tests)"
 ensure_tauri_driver
 echo "== cargo test (includes tests/e2e.rs: the desktop window end to end, and the bindings freshness check)"
 cargo test --workspace --locked
+echo "== the .deb package: built, installed with apt-get, both binaries run from PATH"
+# A release build of the app and the CLI (about 15 minutes cold), so only where asked: always
+# under CI=true, else with KNOWHUB_PACKAGE_CHECK=1.
+if [ "${CI:-}" = "true" ] || [ -n "${KNOWHUB_PACKAGE_CHECK:-}" ]; then
+  scripts/package.sh --check
+else
+  echo "skipped (set KNOWHUB_PACKAGE_CHECK=1, or CI=true, to build and install the package)"
+fi

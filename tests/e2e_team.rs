@@ -175,7 +175,7 @@ fn local_data(root: &Path) -> std::path::PathBuf {
     // Extractive answers (deterministic; no model to download).
     std::fs::write(
         data.join("desktop-settings.json"),
-        r#"{"llm": {"kind": "off"}}"#,
+        r#"{"llm": {"kind": "off"}, "welcomed": false}"#,
     )
     .unwrap();
     data
@@ -266,13 +266,23 @@ async fn scenario(ui: &Ui, server: &Arc<std::sync::Mutex<TeamServer>>, data: &Pa
     };
     ui.wait(&css("whoami")).await;
 
-    // Join from Settings → Team with the key an administrator gave alice.
-    ui.click(&css("nav-settings")).await;
-    ui.click(&css("settings-tab-team")).await;
+    // The first run asks how to start; alice joins with the key an administrator gave her.
+    ui.wait(&css("first-run")).await;
+    ui.shot("first-run.png").await;
+    ui.click(&css("first-run-team")).await;
     ui.type_into(&css("team-server"), &format!("http://{addr}"))
         .await;
     ui.type_into(&css("team-key"), &alice_key).await;
     ui.click(&css("team-join-button")).await;
+    ui.until(
+        "the first-run dialog to close once joined",
+        "return !document.querySelector('[data-testid=\"first-run\"]');",
+        vec![],
+    )
+    .await;
+    // Settings → Team says who the key signs in as.
+    ui.click(&css("nav-settings")).await;
+    ui.click(&css("settings-tab-team")).await;
     ui.wait(&format!("{}[data-state=\"ok\"]", css("team-joined")))
         .await;
     let who = ui.text(&css("team-who")).await;
@@ -287,6 +297,15 @@ async fn scenario(ui: &Ui, server: &Arc<std::sync::Mutex<TeamServer>>, data: &Pa
     // Joining made the team the base; its sources are what alice may read.
     ui.wait(&format!("{}[aria-checked=\"true\"]", css("base-team")))
         .await;
+    // The sidebar names the server's user, not this computer's.
+    // (Read as textContent: WebDriver reads this clipped element's text as empty.)
+    ui.until(
+        "the sidebar to name the team's alice",
+        "const w = document.querySelector('[data-testid=\"whoami\"][data-base=\"team\"]'); \
+         return !!w && w.textContent.includes('alice');",
+        vec![],
+    )
+    .await;
     ui.click(&css("nav-sources")).await;
     ui.wait(&css("doc-row")).await;
     let paths = doc_paths(ui).await;
@@ -309,8 +328,26 @@ async fn scenario(ui: &Ui, server: &Arc<std::sync::Mutex<TeamServer>>, data: &Pa
     );
     let text = ui.text(&css("answer-text")).await;
     assert!(text.contains("25"), "{text}");
+    // Each citation says where it came from.
+    let origins =
+        ui.c.find_all(Locator::Css(&css("source-origin")))
+            .await
+            .unwrap();
+    assert!(!origins.is_empty());
+    for origin in origins {
+        assert_eq!(
+            origin.attr("data-origin").await.unwrap().as_deref(),
+            Some("team")
+        );
+    }
     ui.click(&css("citation-marker")).await;
     ui.wait(&css("source-panel")).await;
+    ui.wait(&format!(
+        "{} {}[data-origin=\"team\"]",
+        css("source-panel"),
+        css("source-origin")
+    ))
+    .await;
     let passage = ui.shown_text(&css("source-passage")).await;
     assert!(passage.contains("25 days"), "{passage}");
     ui.click(&css("open-source")).await;
@@ -386,4 +423,18 @@ async fn scenario(ui: &Ui, server: &Arc<std::sync::Mutex<TeamServer>>, data: &Pa
             .unwrap();
     let local_text = all.last().unwrap().text().await.unwrap();
     assert!(local_text.contains("blue notebook"), "{local_text}");
+    let last_origin =
+        ui.c.find_all(Locator::Css(&css("source-origin")))
+            .await
+            .unwrap();
+    assert_eq!(
+        last_origin
+            .last()
+            .unwrap()
+            .attr("data-origin")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("local")
+    );
 }

@@ -85,6 +85,7 @@ fn app_info_of(state: &AppState, s: &Signed) -> CmdResult<AppInfo> {
         data_dir: state.data_dir.display().to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
         read_only: s.engine.is_read_only(),
+        first_run: !state.settings().welcomed,
         models: ModelInfo {
             embedder: s.engine.embedder_id().map(str::to_owned),
             reranker: s.engine.reranker_id().map(str::to_owned),
@@ -1192,6 +1193,19 @@ pub(crate) async fn join_team(
             .filter(|f| !f.is_empty())
             .map(PathBuf::from);
         state.join_team(&server, &api_key, ca_file)
+    })
+    .await
+}
+
+/// Records the first-run choice as made, so the window does not ask again (joining a team
+/// later stays in Settings → Team).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn finish_first_run(app: AppHandle) -> CmdResult<()> {
+    blocking(app, |state, _| {
+        let mut settings = state.settings();
+        settings.welcomed = true;
+        state.save_settings(settings)
     })
     .await
 }

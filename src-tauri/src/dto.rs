@@ -24,6 +24,8 @@ pub struct AppInfo {
     /// Another process (a `knowhub daemon`) holds the index: ingestion goes through it.
     pub read_only: bool,
     pub models: ModelInfo,
+    /// The window has not yet asked "this computer only, or join a team?".
+    pub first_run: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Type)]
@@ -171,6 +173,8 @@ pub struct Answer {
 #[derive(Debug, Clone, Serialize, Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Source {
+    /// Where it came from (team / this computer), and so where it opens.
+    pub base: Base,
     pub number: u32,
     pub evidence_id: String,
     /// `doc_chunk` or `sql_result`.

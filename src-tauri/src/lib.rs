@@ -76,6 +76,7 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::team_status,
             commands::join_team,
             commands::leave_team,
+            commands::finish_first_run,
         ])
         .events(collect_events![dto::IngestEvent])
 }
@@ -138,6 +139,12 @@ pub(crate) fn start_background(state: &AppState, app: &tauri::AppHandle) {
     });
 }
 
+/// `knowhub-desktop --version`: for packaging checks and bug reports; needs no display.
+#[allow(clippy::print_stdout)]
+fn print_version() {
+    println!("knowhub-desktop {}", env!("CARGO_PKG_VERSION"));
+}
+
 /// Entry point of the desktop app (and of its parser worker processes).
 pub fn run() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -151,6 +158,10 @@ pub fn run() -> anyhow::Result<()> {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0);
             knowhub_engine::run_worker(memory)?;
+            return Ok(());
+        }
+        Some("--version" | "-V") => {
+            print_version();
             return Ok(());
         }
         Some("--export-bindings") => {

@@ -54,6 +54,7 @@ pub(crate) fn answer_of(
         .map(|r| {
             let e = evidence(&r.evidence_id);
             Source {
+                base: Base::Local,
                 number: n32(r.number),
                 evidence_id: r.evidence_id.clone(),
                 kind: e.map(|e| e.kind.clone()).unwrap_or_default(),

@@ -21,6 +21,9 @@ pub(crate) struct Settings {
     pub api: ApiServerSetting,
     /// The team server the app joined (its key is kept apart, see `team.rs`).
     pub team: Option<crate::team::TeamSetting>,
+    /// The first-run choice (this computer only, or join a team) was made. A settings file
+    /// from before the choice existed counts as made: that user has used the app already.
+    pub welcomed: bool,
 }
 
 impl Default for Settings {
@@ -30,6 +33,7 @@ impl Default for Settings {
             search: SearchModels::default(),
             api: ApiServerSetting::default(),
             team: None,
+            welcomed: true,
         }
     }
 }
@@ -96,6 +100,7 @@ impl Settings {
 
     /// The saved settings; defaults when there are none or they cannot be read (with a
     /// warning in the log: a broken settings file must not keep the app from starting).
+    /// Without a settings file this is the first run, and the window asks how to start.
     pub(crate) fn load(data_dir: &Path) -> Settings {
         let path = Settings::path(data_dir);
         match std::fs::read_to_string(&path) {
@@ -103,6 +108,10 @@ impl Settings {
                 tracing::warn!("ignoring unreadable {}: {e}", path.display());
                 Settings::default()
             }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Settings {
+                welcomed: false,
+                ..Settings::default()
+            },
             Err(_) => Settings::default(),
         }
     }
@@ -126,7 +135,16 @@ mod tests {
     #[test]
     fn round_trips_and_survives_a_broken_file() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(Settings::load(dir.path()), Settings::default());
+        // No file: the first run, which asks how to start; otherwise the defaults.
+        let first = Settings::load(dir.path());
+        assert!(!first.welcomed);
+        assert_eq!(
+            first,
+            Settings {
+                welcomed: false,
+                ..Settings::default()
+            }
+        );
         let s = Settings {
             llm: LlmChoice::OpenAi {
                 base_url: "http://localhost:11434/v1".into(),
@@ -146,6 +164,7 @@ mod tests {
                 server: "https://kb.example.com".into(),
                 ca_file: Some("/etc/ca.pem".into()),
             }),
+            welcomed: true,
         };
         s.save(dir.path()).unwrap();
         let text = std::fs::read_to_string(Settings::path(dir.path())).unwrap();
@@ -158,6 +177,8 @@ mod tests {
         let old = Settings::load(dir.path());
         assert_eq!(old.search, SearchModels::default());
         assert_eq!(old.llm, LlmChoice::Off);
+        // …count as having made the first-run choice…
+        assert!(old.welcomed);
         // …and have the API off, on the default port.
         assert_eq!(old.api, ApiServerSetting::default());
         assert!(!old.api.enabled);

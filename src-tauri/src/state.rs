@@ -271,6 +271,7 @@ impl AppState {
         link.key_store = team::store_key(&self.data_dir, api_key.trim(), self.prefer_keyring)?;
         let mut settings = self.settings();
         settings.team = Some(setting);
+        settings.welcomed = true;
         self.save_settings(settings)?;
         *self.team.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(link));
         *self.team_error.lock().unwrap_or_else(|p| p.into_inner()) = None;

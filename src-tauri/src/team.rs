@@ -274,6 +274,7 @@ fn cited_ids(uri: &str) -> (Option<i64>, Option<i64>) {
 fn source_of(s: &knowhub_client::Source) -> Source {
     let (document_id, chunk_id) = cited_ids(&s.uri);
     Source {
+        base: Base::Team,
         number: n32(s.number),
         evidence_id: s.evidence_id.clone(),
         kind: if document_id.is_some() {

@@ -3,6 +3,7 @@ import { useTranslation } from "react-i18next";
 import { toAppError } from "./api";
 import { ChatPage } from "./chat/ChatPage";
 import { DropZone } from "./components/Drop";
+import { FirstRunDialog } from "./components/FirstRunDialog";
 import { IngestStatus } from "./components/IngestStatus";
 import { ModelsBanner } from "./components/ModelsBanner";
 import { TeamBanner } from "./components/TeamBanner";
@@ -44,6 +45,7 @@ function Shell() {
         </div>
       </main>
       <DropZone />
+      <FirstRunDialog />
     </div>
   );
 }

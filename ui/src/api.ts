@@ -217,6 +217,7 @@ export const api = {
   joinTeam: (server: string, apiKey: string, caFile: string | null) =>
     unwrap(commands.joinTeam(server, apiKey, caFile)),
   leaveTeam: () => unwrap(commands.leaveTeam()),
+  finishFirstRun: () => unwrap(commands.finishFirstRun()),
 };
 
 /** Background ingestion events (`IngestEvent`), pushed by the Rust side. */

@@ -136,6 +136,11 @@ export const commands = {
 	joinTeam: (server: string, apiKey: string, caFile: string | null) => typedError<TeamStatus_Serialize, CommandError>(__TAURI_INVOKE("join_team", { server, apiKey, caFile })),
 	/**  Leaves the team server (its address and key are forgotten on this computer). */
 	leaveTeam: () => typedError<null, CommandError>(__TAURI_INVOKE("leave_team")),
+	/**
+	 *  Records the first-run choice as made, so the window does not ask again (joining a team
+	 *  later stays in Settings → Team).
+	 */
+	finishFirstRun: () => typedError<null, CommandError>(__TAURI_INVOKE("finish_first_run")),
 };
 
 /** Events */
@@ -238,6 +243,8 @@ export type AppInfo_Deserialize = {
 	/**  Another process (a `knowhub daemon`) holds the index: ingestion goes through it. */
 	readOnly: boolean,
 	models: ModelInfo_Deserialize,
+	/**  The window has not yet asked "this computer only, or join a team?". */
+	firstRun: boolean,
 };
 
 /**  Who is signed in and what the app runs with. */
@@ -257,6 +264,8 @@ export type AppInfo_Serialize = {
 	/**  Another process (a `knowhub daemon`) holds the index: ingestion goes through it. */
 	readOnly: boolean,
 	models: ModelInfo_Serialize,
+	/**  The window has not yet asked "this computer only, or join a team?". */
+	firstRun: boolean,
 };
 
 /**
@@ -744,6 +753,8 @@ export type Source = Source_Serialize | Source_Deserialize;
 
 /**  A numbered citation: what the side panel shows. */
 export type Source_Deserialize = {
+	/**  Where it came from (team / this computer), and so where it opens. */
+	base: Base,
 	number: number,
 	evidenceId: string,
 	/**  `doc_chunk` or `sql_result`. */
@@ -762,6 +773,8 @@ export type Source_Deserialize = {
 
 /**  A numbered citation: what the side panel shows. */
 export type Source_Serialize = {
+	/**  Where it came from (team / this computer), and so where it opens. */
+	base: Base,
 	number: number,
 	evidenceId: string,
 	/**  `doc_chunk` or `sql_result`. */

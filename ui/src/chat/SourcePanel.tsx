@@ -3,8 +3,8 @@ import { useTranslation } from "react-i18next";
 import { api, type DocumentPreview, type Source } from "../api";
 import { CloseIcon } from "../components/Dialog";
 import { BackIcon, DocIcon, ExternalIcon } from "../components/icons";
+import { OriginBadge } from "../components/OriginBadge";
 import { useEscape } from "../lib/escape";
-import { useApp } from "../state/app";
 import { useToast } from "../state/toasts";
 import { DocViewer } from "./DocViewer";
 
@@ -17,7 +17,6 @@ interface Props {
 export function SourcePanel({ source, onClose }: Props) {
   const { t } = useTranslation();
   const { showError } = useToast();
-  const { base } = useApp();
   const [doc, setDoc] = useState<DocumentPreview | null>(null);
   const [viewing, setViewing] = useState(false);
   const [loading, setLoading] = useState(false);
@@ -40,7 +39,7 @@ export function SourcePanel({ source, onClose }: Props) {
     }
     setLoading(true);
     try {
-      const d = await api.openDocument(source.documentId, base);
+      const d = await api.openDocument(source.documentId, source.base);
       setDoc(d);
       setViewing(true);
     } catch (e) {
@@ -53,7 +52,7 @@ export function SourcePanel({ source, onClose }: Props) {
   const openExternal = async () => {
     if (source.documentId == null) return;
     try {
-      await api.openInDefaultApp(source.documentId, base);
+      await api.openInDefaultApp(source.documentId, source.base);
     } catch (e) {
       showError(e);
     }
@@ -77,6 +76,7 @@ export function SourcePanel({ source, onClose }: Props) {
           <span className="panel-kicker">
             <span className="cite static">{source.number}</span>
             {isSql ? t("source.kindSql") : t("source.kindDoc")}
+            <OriginBadge base={source.base} />
           </span>
         )}
         <button type="button" className="icon-button" onClick={onClose} aria-label={t("common.close")} title={t("common.close")}>

@@ -10,6 +10,7 @@ import { useApp } from "../state/app";
 import { useChatActions } from "../state/chat";
 import { useToast } from "../state/toasts";
 import { AnswerText } from "./AnswerText";
+import { OriginBadge } from "../components/OriginBadge";
 
 interface Props {
   turn: Turn;
@@ -143,6 +144,7 @@ function AnswerBlock({ answer, activeNumber, onCite, onTrace }: AnswerProps) {
                 <span className="chip-number">{s.number}</span>
                 <span className="chip-title">{s.title}</span>
                 {s.page != null && <span className="chip-page">{t("source.pageShort", { page: s.page })}</span>}
+                <OriginBadge base={s.base} />
               </button>
             </li>
           ))}

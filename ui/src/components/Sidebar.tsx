@@ -16,6 +16,7 @@ export function Sidebar() {
   const [deleting, setDeleting] = useState<{ id: string; title: string } | null>(null);
   const [switching, setSwitching] = useState(false);
   const { conversations, sessionId } = useChatMeta();
+  const onTeam = base === "team" && team?.joined && team.user ? team : null;
 
   const nav: { page: Page; label: string; icon: JSX.Element }[] = [
     { page: "chat", label: t("nav.chat"), icon: <ChatIcon /> },
@@ -119,13 +120,31 @@ export function Sidebar() {
         <span className="avatar" aria-hidden="true">
           <UserIcon />
         </span>
-        <div className="sidebar-user-text" data-testid="whoami" title={info ? `${info.displayName} (${info.user})` : ""}>
-          <span className="sidebar-user-name">{info?.displayName ?? ""}</span>
-          <span className="sidebar-user-id">{info?.user ?? ""}</span>
-        </div>
-        <button type="button" className="button small" data-testid="switch-user" onClick={() => setSwitching(true)}>
-          {t("auth.switchUser")}
-        </button>
+        {onTeam ? (
+          // Asking the team: the server's user, who its key signs in as (changed by joining
+          // again in Settings → Team, not by switching this computer's user).
+          <div
+            className="sidebar-user-text"
+            data-testid="whoami"
+            data-base="team"
+            title={`${onTeam.displayName ?? onTeam.user} (${onTeam.user}) — ${t("team.onTeam")} ${onTeam.server ?? ""}`}
+          >
+            <span className="sidebar-user-name">{onTeam.displayName ?? onTeam.user}</span>
+            <span className="sidebar-user-id">
+              {onTeam.user} · {t("team.originTeam")}
+            </span>
+          </div>
+        ) : (
+          <>
+            <div className="sidebar-user-text" data-testid="whoami" data-base="local" title={info ? `${info.displayName} (${info.user})` : ""}>
+              <span className="sidebar-user-name">{info?.displayName ?? ""}</span>
+              <span className="sidebar-user-id">{info?.user ?? ""}</span>
+            </div>
+            <button type="button" className="button small" data-testid="switch-user" onClick={() => setSwitching(true)}>
+              {t("auth.switchUser")}
+            </button>
+          </>
+        )}
       </div>
 
       {deleting && (

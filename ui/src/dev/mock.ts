@@ -184,6 +184,9 @@ const library: ModelRow[] = [
   { name: "qwen2.5-coder-0.5b-instruct", role: "llm", isDefault: false, description: "Answers", sizeBytes: 491_000_000, state: "missing", inUse: false },
 ];
 
+// The first-run choice: asked once per browser session of the mock.
+let welcomed = false;
+
 function appInfo(): AppInfo {
   return {
     user: me.id,
@@ -196,6 +199,7 @@ function appInfo(): AppInfo {
     dataDir: "/home/demo/.local/share/knowhub",
     version: "0.1.0",
     readOnly: false,
+    firstRun: !welcomed,
     models: {
       embedder: "bge-small-zh-v1.5",
       reranker: "bge-reranker-base",
@@ -218,6 +222,7 @@ function source(number: number, d: MockDoc, chunkId: number): Source {
   const start = Array.from(d.text).join("").indexOf(p.find);
   const line = d.text.slice(start).split("\n")[0];
   return {
+    base: "local",
     number,
     evidenceId: `ev-${chunkId}`,
     kind: "doc_chunk",
@@ -283,6 +288,7 @@ async function ask(args: Args): Promise<Answer> {
   } else if (sql) {
     sources = [
       {
+        base: "local",
         number: 1,
         evidenceId: "ev-sql-1",
         kind: "sql_result",
@@ -331,8 +337,10 @@ async function ask(args: Args): Promise<Answer> {
     conversations.set(sessionId, { id: sessionId, owner: me.id, title: question.slice(0, 40), updatedAtMs: Date.now(), answers: [] });
   }
   const traceId = `t-${Math.random().toString(36).slice(2, 12)}`;
+  const base = args.base === "team" ? "team" : "local";
+  sources = sources.map((s) => ({ ...s, base }));
   const answer: Answer = {
-    base: args.base === "team" ? "team" : "local",
+    base,
     sessionId,
     traceId,
     question,
@@ -678,8 +686,12 @@ async function handle(cmd: string, args: Args): Promise<unknown> {
         fail("invalid_input", `${server}: use https:// (http:// only for this computer)`);
       if (String(args.apiKey).trim() !== "kh_team") fail("unauthenticated", "the API key is not valid (UNAUTHENTICATED, HTTP 401)");
       team = { server };
+      welcomed = true;
       return teamView();
     }
+    case "finish_first_run":
+      welcomed = true;
+      return null;
     case "leave_team":
       team = null;
       return null;
