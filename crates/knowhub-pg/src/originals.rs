@@ -32,8 +32,8 @@ pub(crate) fn keep(
         return Ok(());
     };
     let size = i64::try_from(bytes.len()).map_err(|_| PgError::Invalid("file size".into()))?;
-    let parts = bytes.chunks(PART_BYTES).count();
-    let parts_count = i32::try_from(parts).map_err(|_| PgError::Invalid("file size".into()))?;
+    let parts_count = i32::try_from(bytes.len().div_ceil(PART_BYTES))
+        .map_err(|_| PgError::Invalid("file size".into()))?;
     tx.execute(
         "INSERT INTO document_files (document_id, content_hash, size, parts)
          VALUES ($1, $2, $3, $4)",
