@@ -23,10 +23,10 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== models (the default embedders and the two small answer models the tests use, SHA-256 verified)"
+echo "== models (the default embedders, the two small answer models and the OCR model the tests use, SHA-256 verified)"
 # Without them model tests skip with a message, except under CI=true, where a skip fails.
 if ! { cargo run --locked -q -p knowhub-cli -- models fetch &&
-  cargo run --locked -q -p knowhub-cli -- models fetch smollm2-135m-instruct qwen2.5-coder-0.5b-instruct; }; then
+  cargo run --locked -q -p knowhub-cli -- models fetch smollm2-135m-instruct qwen2.5-coder-0.5b-instruct pp-ocrv6-small; }; then
   [ "${CI:-}" = "true" ] && { echo "models could not be fetched (CI=true: tests may not skip)" >&2; exit 1; }
   echo "warning: models not fetched; model tests will skip"
 fi

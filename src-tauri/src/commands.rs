@@ -961,12 +961,15 @@ fn model_row(state: &AppState, dir: &Path, model: &knowhub_models::ModelEntry) -
             LlmChoice::Default => model.name == knowhub_agent::providers::DEFAULT_LOCAL_LLM,
             _ => false,
         },
+        // Ingestion does not read scans with it yet.
+        ModelRole::Ocr => false,
     };
     ModelRow {
         name: model.name.clone(),
         role: match model.role {
             ModelRole::Embedder => "embedder",
             ModelRole::Llm => "llm",
+            ModelRole::Ocr => "ocr",
         }
         .into(),
         is_default: model.default,

@@ -263,6 +263,7 @@ fn status(quick: bool, location: &Location, json: bool) -> Result<ExitCode> {
         let role = match m.role {
             knowhub_models::Role::Embedder => "embedder",
             knowhub_models::Role::Llm => "llm",
+            knowhub_models::Role::Ocr => "ocr",
         };
         let state = match m.state {
             State::Ok => "ok",

@@ -27,6 +27,8 @@ pub struct Manifest {
 pub enum Role {
     Embedder,
     Llm,
+    /// Text detection and recognition for scanned pages and images.
+    Ocr,
 }
 
 /// How a model's parts become its files.

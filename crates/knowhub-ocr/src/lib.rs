@@ -1,0 +1,206 @@
+//! Offline OCR of page images, Chinese and English: PP-OCR text detection and recognition
+//! models run by [`rten`] (pure Rust, no native runtime), with the parts the models leave to
+//! their caller done here: the detection map's post-processing into rotated line boxes
+//! ([`detect`]), cropping and de-skewing each line and CTC decoding ([`recognize`]), and
+//! reading order into paragraphs, columns and table rows ([`layout`]).
+//!
+//! ```no_run
+//! # fn main() -> Result<(), knowhub_ocr::OcrError> {
+//! let ocr = knowhub_ocr::Ocr::load(std::path::Path::new("models/pp-ocrv6-small"))?;
+//! let image = knowhub_ocr::decode_image(&std::fs::read("scan.png")?)?;
+//! let page = ocr.read_page(&image)?;
+//! for paragraph in &page.paragraphs {
+//!     println!("{}", paragraph.text);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod detect;
+pub mod layout;
+pub mod recognize;
+
+use std::path::Path;
+
+use image::RgbImage;
+
+pub use layout::{Paragraph, ParagraphKind};
+
+/// File names inside an OCR model directory (`knowhub models fetch pp-ocrv6-small`).
+pub const DETECTION_FILE: &str = "det.rten";
+pub const RECOGNITION_FILE: &str = "rec.rten";
+pub const DICTIONARY_FILE: &str = "dict.txt";
+
+/// Images larger than this (either side, in pixels) are refused rather than decoded: a
+/// decompression bomb must not take the parser's memory.
+pub const MAX_IMAGE_SIDE: u32 = 20_000;
+/// Total pixels of one decoded image at most (about 600 MB as RGB).
+pub const MAX_IMAGE_PIXELS: u64 = 200_000_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OcrError {
+    /// The model directory lacks a file or a file is not a model.
+    #[error("OCR model {path}: {reason}")]
+    Model { path: String, reason: String },
+    /// The dictionary does not fit the recognition model's classes.
+    #[error(
+        "the OCR dictionary has {dictionary} entries but the recognition model has {classes} classes \
+         (expected dictionary + 2)"
+    )]
+    Dictionary { dictionary: usize, classes: usize },
+    /// The image could not be decoded (corrupt, truncated, unsupported).
+    #[error("cannot read the image: {0}")]
+    Image(String),
+    /// The image is larger than the limits above.
+    #[error("the image is too large to read ({width} × {height} pixels)")]
+    TooLarge { width: u32, height: u32 },
+    /// A model run failed (an internal error, not the input's fault).
+    #[error("OCR model run failed: {0}")]
+    Run(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+pub type Result<T, E = OcrError> = std::result::Result<T, E>;
+
+/// One recognised line of text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    pub text: String,
+    /// Mean probability of the line's characters (0–1).
+    pub score: f32,
+    /// Axis-aligned box in the page image's pixels: left, top, right, bottom.
+    pub bbox: [f32; 4],
+}
+
+/// What OCR read on one page image.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    /// Lines in reading order, grouped into paragraphs, columns and table rows.
+    pub paragraphs: Vec<Paragraph>,
+    pub width: u32,
+    pub height: u32,
+}
+
+impl Page {
+    /// The page's text: paragraphs separated by blank lines.
+    pub fn text(&self) -> String {
+        self.paragraphs
+            .iter()
+            .map(|p| p.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    /// Mean line score over the page (1.0 for a page without text).
+    pub fn mean_score(&self) -> f32 {
+        let scores: Vec<f32> = self
+            .paragraphs
+            .iter()
+            .flat_map(|p| p.lines.iter().map(|l| l.score))
+            .collect();
+        if scores.is_empty() {
+            1.0
+        } else {
+            scores.iter().sum::<f32>() / scores.len() as f32
+        }
+    }
+}
+
+/// The detection and recognition models with their dictionary, loaded once and shared: a
+/// run takes `&self`.
+#[derive(Debug)]
+pub struct Ocr {
+    detector: rten::Model,
+    recognizer: rten::Model,
+    /// Class `i` (1-based; 0 is the CTC blank) is `dictionary[i - 1]`; the class after the
+    /// last entry is a space.
+    dictionary: Vec<String>,
+    pub detect_params: detect::Params,
+}
+
+impl Ocr {
+    /// Loads `det.rten`, `rec.rten` and `dict.txt` from `dir`.
+    pub fn load(dir: &Path) -> Result<Ocr> {
+        let model = |name: &str| {
+            let path = dir.join(name);
+            rten::Model::load_file(&path).map_err(|e| OcrError::Model {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })
+        };
+        let detector = model(DETECTION_FILE)?;
+        let recognizer = model(RECOGNITION_FILE)?;
+        let dict_path = dir.join(DICTIONARY_FILE);
+        let text = std::fs::read_to_string(&dict_path).map_err(|e| OcrError::Model {
+            path: dict_path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let dictionary: Vec<String> = text
+            .split('\n')
+            .map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned())
+            .collect();
+        // A trailing newline leaves one empty entry that is not a class.
+        let dictionary = match dictionary.last() {
+            Some(last) if last.is_empty() => dictionary[..dictionary.len() - 1].to_vec(),
+            _ => dictionary,
+        };
+        Ok(Ocr {
+            detector,
+            recognizer,
+            dictionary,
+            detect_params: detect::Params::default(),
+        })
+    }
+
+    /// Reads one page image: lines detected, recognised and put in reading order.
+    pub fn read_page(&self, image: &RgbImage) -> Result<Page> {
+        let boxes = detect::detect(&self.detector, image, &self.detect_params)?;
+        let mut lines = Vec::with_capacity(boxes.len());
+        for rect in &boxes {
+            let crop = recognize::crop_line(image, rect);
+            if let Some((text, score)) =
+                recognize::recognize(&self.recognizer, &crop, &self.dictionary)?
+            {
+                lines.push(Line {
+                    text,
+                    score,
+                    bbox: detect::bounds(rect),
+                });
+            }
+        }
+        Ok(Page {
+            paragraphs: layout::reading_order(lines),
+            width: image.width(),
+            height: image.height(),
+        })
+    }
+}
+
+/// Decodes a PNG, JPEG, TIFF (first page), WebP or BMP image to RGB, refusing images past
+/// [`MAX_IMAGE_SIDE`] / [`MAX_IMAGE_PIXELS`] before their pixels are allocated.
+pub fn decode_image(bytes: &[u8]) -> Result<RgbImage> {
+    let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| OcrError::Image(e.to_string()))?;
+    let (width, height) = reader
+        .into_dimensions()
+        .map_err(|e| OcrError::Image(e.to_string()))?;
+    if width > MAX_IMAGE_SIDE
+        || height > MAX_IMAGE_SIDE
+        || u64::from(width) * u64::from(height) > MAX_IMAGE_PIXELS
+    {
+        return Err(OcrError::TooLarge { width, height });
+    }
+    let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| OcrError::Image(e.to_string()))?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_IMAGE_SIDE);
+    limits.max_image_height = Some(MAX_IMAGE_SIDE);
+    reader.limits(limits);
+    let decoded = reader
+        .decode()
+        .map_err(|e| OcrError::Image(e.to_string()))?;
+    Ok(decoded.to_rgb8())
+}
