@@ -149,6 +149,7 @@ impl AppState {
             reranker: search.reranker.clone(),
             device: search.device(),
             require_embedder: false,
+            ocr: true,
         };
         if config.sandbox_parsers {
             let exe = std::env::current_exe()

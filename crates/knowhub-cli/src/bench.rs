@@ -770,6 +770,7 @@ fn hybrid_at(
             real: Arc::clone(e5),
         })),
         reranker: None,
+        ocr: None,
         notes: Vec::new(),
     };
     let engine = Engine::open_with(config, Arc::new(RealFs), models)?;

@@ -96,6 +96,7 @@ fn models(e5: &Arc<dyn Embedder>) -> ModelSet {
             real: Arc::clone(e5),
         })),
         reranker: None,
+        ocr: None,
         notes: Vec::new(),
     }
 }

@@ -156,6 +156,7 @@ impl ModelArgs {
             reranker: self.reranker.clone(),
             device: self.device.parse::<DeviceChoice>()?,
             require_embedder: false,
+            ocr: true,
         })
     }
 }

@@ -315,7 +315,8 @@ impl Engine {
                 let job_rx = job_rx.clone();
                 let work_tx = work_tx.clone();
                 let mut parser =
-                    Parser::new(self.config.parser.clone(), self.config.limits.clone());
+                    Parser::new(self.config.parser.clone(), self.config.limits.clone())
+                        .with_ocr(self.ocr_model.clone());
                 let chunking = self.chunking;
                 let counter = Arc::clone(&self.counter);
                 scope.spawn(move || {
@@ -1028,13 +1029,26 @@ impl Engine {
         let no_layer = p.doc.notices.contains(&ParseNotice::NoTextLayer);
         let (status, note) = if p.chunks.is_empty() {
             if no_layer {
-                (
-                    DocumentStatus::NoTextLayer,
-                    Some(
-                        "no text layer: the pages are scanned images (OCR is not available yet)"
-                            .to_string(),
-                    ),
-                )
+                let what = if job.kind == DocKind::Image {
+                    "no text: the file is a picture"
+                } else {
+                    "no text layer: the pages are scanned images"
+                };
+                let why = if self.ocr_model.is_none() {
+                    format!(
+                        "{what}, and the OCR model is not installed \
+                         (`knowhub models fetch {}`)",
+                        crate::OCR_MODEL
+                    )
+                } else if job.kind == DocKind::Image {
+                    format!("{what} in which OCR found no text")
+                } else {
+                    format!(
+                        "{what} that OCR could not read (no text found, or a JBIG2 or \
+                         JPEG 2000 scan, which it does not decode)"
+                    )
+                };
+                (DocumentStatus::NoTextLayer, Some(why))
             } else {
                 (
                     DocumentStatus::Empty,
@@ -1044,9 +1058,14 @@ impl Engine {
         } else if no_layer {
             let pages = p.doc.pages_without_text.len();
             let total = p.doc.page_count.unwrap_or(0);
+            let hint = if self.ocr_model.is_none() {
+                format!(" (`knowhub models fetch {}` reads scans)", crate::OCR_MODEL)
+            } else {
+                String::new()
+            };
             (
                 DocumentStatus::Indexed,
-                Some(format!("{pages} of {total} pages have no text layer")),
+                Some(format!("{pages} of {total} pages have no text layer{hint}")),
             )
         } else if p.doc.notices.contains(&ParseNotice::Truncated) {
             (

@@ -36,6 +36,7 @@ pub mod keyring;
 mod knowledge;
 mod memory;
 mod memory_model;
+mod ocr;
 mod permissions;
 mod queue;
 mod resources;
@@ -104,7 +105,9 @@ pub use rules::{IGNORE_FILE, RuleMatcher, SourceRules};
 pub use sandbox::{ParserBackend, SandboxError, SandboxLimits, run_worker};
 pub use search::{Fusion, Retrieval, RetrievalMode, RetrievalTrace, SearchHit, SearchOptions};
 pub use secrets::{FileKeySource, KeySource, MemoryKeySource, SecretError, SecretKey, SecureBody};
-pub use semantic::{DEFAULT_EMBEDDER, EmbedProgress, EmbedderSpec, ModelConfig, ModelSet};
+pub use semantic::{
+    DEFAULT_EMBEDDER, EmbedProgress, EmbedderSpec, ModelConfig, ModelSet, OCR_MODEL,
+};
 pub use session::Session;
 pub use watcher::{QueueProgress, WatchEvent, WatchOptions, WatchService};
 
@@ -239,6 +242,8 @@ pub struct Engine {
     /// Where the key for resources' secure bodies comes from (see `secrets.rs`).
     resource_keys: secrets::KeySlot,
     reranker: Option<Arc<dyn Reranker>>,
+    /// The OCR model's folder: parsers read images with it (`None`: images keep a notice).
+    ocr_model: Option<PathBuf>,
     model_notes: Vec<String>,
     /// Serialises ingest/remove/reindex so two writers never interleave index commits.
     write_lock: Mutex<()>,
@@ -394,6 +399,7 @@ impl Engine {
             knowledge: Default::default(),
             resource_keys: secrets::KeySlot::new(keyring_for_new_keys),
             reranker: models.reranker,
+            ocr_model: models.ocr,
             model_notes: models.notes,
             write_lock: Mutex::new(()),
             _follower: follower,

@@ -96,11 +96,25 @@ impl From<ParseError> for ParseErrorWire {
 }
 
 /// Sent as a JSON frame followed by a frame with the file's raw bytes.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Request {
     kind: DocKind,
     limits: Limits,
+    /// Set: read these pages with OCR instead of parsing.
+    #[serde(default)]
+    ocr: Option<OcrRequest>,
 }
+
+/// Pages of a picture or a scanned PDF to read with the OCR model in `model`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct OcrRequest {
+    model: PathBuf,
+    pages: Vec<u32>,
+}
+
+/// Time OCR may take per page, on top of the parse deadline: a page takes a few seconds on
+/// two cores; a long scan must finish, a stuck one must not hold its worker for ever.
+const OCR_SECONDS_PER_PAGE: u64 = 30;
 
 type Response = Result<ParsedDocument, SandboxError>;
 
@@ -137,11 +151,20 @@ fn read_frame(input: &mut impl Read) -> std::io::Result<Vec<u8>> {
     Ok(payload)
 }
 
-/// Parses one file in this thread, turning panics into errors.
-fn parse_here(bytes: &[u8], kind: DocKind, limits: &Limits) -> Response {
-    match std::panic::catch_unwind(|| knowhub_parse::parse(kind, bytes, limits)) {
-        Ok(Ok(doc)) => Ok(doc),
-        Ok(Err(e)) => Err(SandboxError::Parse(e.into())),
+/// Serves one request in this thread (parse, or OCR of some pages), turning panics into
+/// errors.
+fn parse_here(bytes: &[u8], request: &Request) -> Response {
+    let serve = || -> Response {
+        match &request.ocr {
+            None => knowhub_parse::parse(request.kind, bytes, &request.limits)
+                .map_err(|e| SandboxError::Parse(e.into())),
+            Some(ocr) => {
+                crate::ocr::read_pages(request.kind, bytes, &request.limits, &ocr.model, &ocr.pages)
+            }
+        }
+    };
+    match std::panic::catch_unwind(serve) {
+        Ok(response) => response,
         Err(panic) => Err(SandboxError::Crashed(panic_message(&panic))),
     }
 }
@@ -178,7 +201,7 @@ pub fn run_worker(memory_bytes: u64) -> std::io::Result<()> {
         };
         let bytes = read_frame(&mut input)?;
         let response: Response = match serde_json::from_slice::<Request>(&frame) {
-            Ok(req) => parse_here(&bytes, req.kind, &req.limits),
+            Ok(req) => parse_here(&bytes, &req),
             Err(e) => Err(SandboxError::Crashed(format!("bad request: {e}"))),
         };
         let payload = serde_json::to_vec(&response).map_err(std::io::Error::other)?;
@@ -191,6 +214,7 @@ pub fn run_worker(memory_bytes: u64) -> std::io::Result<()> {
 pub(crate) struct Parser {
     backend: ParserBackend,
     limits: SandboxLimits,
+    ocr: Option<PathBuf>,
     worker: Option<Worker>,
 }
 
@@ -213,35 +237,81 @@ impl Parser {
         Parser {
             backend,
             limits,
+            ocr: None,
             worker: None,
         }
     }
 
-    /// Parses a file's bytes as `kind` within the bounds.
+    /// Images are read with the OCR model in `dir` (else they keep a "no text" notice).
+    pub(crate) fn with_ocr(mut self, dir: Option<PathBuf>) -> Parser {
+        self.ocr = dir;
+        self
+    }
+
+    /// Parses a file's bytes as `kind` within the bounds; then, with an OCR model, reads the
+    /// pages that have no text (a picture, a scanned PDF's pages) in a second request whose
+    /// deadline grows with the page count.
     pub(crate) fn parse(&mut self, bytes: &Arc<Vec<u8>>, kind: DocKind) -> Response {
+        let request = Request {
+            kind,
+            limits: self.limits.parse.clone(),
+            ocr: None,
+        };
+        let mut doc = self.serve(bytes, request, self.limits.timeout)?;
+        let Some(model) = self.ocr.clone() else {
+            return Ok(doc);
+        };
+        if doc.pages_without_text.is_empty() || !matches!(kind, DocKind::Image | DocKind::Pdf) {
+            return Ok(doc);
+        }
+        let pages = doc.pages_without_text.clone();
+        let timeout = self.limits.timeout
+            + Duration::from_secs(OCR_SECONDS_PER_PAGE.saturating_mul(pages.len() as u64));
+        let request = Request {
+            kind,
+            limits: self.limits.parse.clone(),
+            ocr: Some(OcrRequest { model, pages }),
+        };
+        match self.serve(bytes, request, timeout) {
+            Ok(read) => crate::ocr::merge(&mut doc, read),
+            // A picture is nothing but its image: one that does not decode is a failed file.
+            Err(e) if kind == DocKind::Image => return Err(e),
+            // A PDF keeps its text and its notice about the pages OCR could not read.
+            Err(e) => tracing::warn!(
+                "OCR of {} page(s) failed: {e}",
+                doc.pages_without_text.len()
+            ),
+        }
+        Ok(doc)
+    }
+
+    fn serve(&mut self, bytes: &Arc<Vec<u8>>, request: Request, timeout: Duration) -> Response {
         match self.backend.clone() {
-            ParserBackend::InProcess => self.parse_in_thread(bytes, kind),
+            ParserBackend::InProcess => self.parse_in_thread(bytes, request, timeout),
             ParserBackend::Worker { program, args } => {
-                self.parse_in_worker(&program, &args, bytes, kind)
+                self.parse_in_worker(&program, &args, bytes, &request, timeout)
             }
         }
     }
 
-    fn parse_in_thread(&self, bytes: &Arc<Vec<u8>>, kind: DocKind) -> Response {
+    fn parse_in_thread(
+        &self,
+        bytes: &Arc<Vec<u8>>,
+        request: Request,
+        timeout: Duration,
+    ) -> Response {
         let (tx, rx) = bounded(1);
-        let (bytes, limits) = (Arc::clone(bytes), self.limits.parse.clone());
+        let bytes = Arc::clone(bytes);
         std::thread::Builder::new()
             .name("knowhub-parse".into())
             .stack_size(64 << 20)
             .spawn(move || {
-                let _ = tx.send(parse_here(&bytes, kind, &limits));
+                let _ = tx.send(parse_here(&bytes, &request));
             })
             .map_err(|e| SandboxError::Crashed(format!("cannot start parser thread: {e}")))?;
-        match rx.recv_timeout(self.limits.timeout) {
+        match rx.recv_timeout(timeout) {
             Ok(r) => r,
-            Err(RecvTimeoutError::Timeout) => {
-                Err(SandboxError::Timeout(self.limits.timeout.as_secs()))
-            }
+            Err(RecvTimeoutError::Timeout) => Err(SandboxError::Timeout(timeout.as_secs())),
             Err(RecvTimeoutError::Disconnected) => {
                 Err(SandboxError::Crashed("parser thread died".into()))
             }
@@ -253,14 +323,11 @@ impl Parser {
         program: &Path,
         args: &[String],
         bytes: &[u8],
-        kind: DocKind,
+        request: &Request,
+        timeout: Duration,
     ) -> Response {
-        let request = Request {
-            kind,
-            limits: self.limits.parse.clone(),
-        };
         let payload =
-            serde_json::to_vec(&request).map_err(|e| SandboxError::Crashed(e.to_string()))?;
+            serde_json::to_vec(request).map_err(|e| SandboxError::Crashed(e.to_string()))?;
         if self.worker.is_none() {
             self.worker = Some(self.spawn(program, args)?);
         }
@@ -287,7 +354,7 @@ impl Parser {
         let Some(worker) = self.worker.as_mut() else {
             return Err(SandboxError::Crashed("no worker".into()));
         };
-        match worker.responses.recv_timeout(self.limits.timeout) {
+        match worker.responses.recv_timeout(timeout) {
             Ok(Ok(frame)) => serde_json::from_slice::<Response>(&frame)
                 .map_err(|e| SandboxError::Crashed(format!("unreadable parser reply: {e}")))?,
             Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => {
@@ -300,7 +367,7 @@ impl Parser {
             }
             Err(RecvTimeoutError::Timeout) => {
                 self.worker = None; // Drop kills it.
-                Err(SandboxError::Timeout(self.limits.timeout.as_secs()))
+                Err(SandboxError::Timeout(timeout.as_secs()))
             }
         }
     }

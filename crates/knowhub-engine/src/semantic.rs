@@ -74,6 +74,8 @@ pub struct ModelConfig {
     /// Fail to open when the embedder cannot be loaded (otherwise the engine falls back to
     /// keyword search and says why in [`Engine::model_notes`]).
     pub require_embedder: bool,
+    /// Read images and scanned pages with the OCR model when it is installed.
+    pub ocr: bool,
 }
 
 impl Default for ModelConfig {
@@ -84,6 +86,7 @@ impl Default for ModelConfig {
             reranker: None,
             device: DeviceChoice::Cpu,
             require_embedder: false,
+            ocr: true,
         }
     }
 }
@@ -93,6 +96,7 @@ impl ModelConfig {
     pub fn keyword_only() -> Self {
         ModelConfig {
             embedder: EmbedderSpec::Off,
+            ocr: false,
             ..ModelConfig::default()
         }
     }
@@ -103,6 +107,8 @@ impl ModelConfig {
 pub struct ModelSet {
     pub embedder: Option<Arc<dyn Embedder>>,
     pub reranker: Option<Arc<dyn Reranker>>,
+    /// The folder of the OCR model (checked, not loaded: parser workers load it).
+    pub ocr: Option<PathBuf>,
     /// Why a configured model is not in use (shown by `status` and the search trace).
     pub notes: Vec<String>,
 }
@@ -112,6 +118,7 @@ impl std::fmt::Debug for ModelSet {
         f.debug_struct("ModelSet")
             .field("embedder", &self.embedder.as_ref().map(|e| e.model_id()))
             .field("reranker", &self.reranker.as_ref().map(|r| r.model_id()))
+            .field("ocr", &self.ocr)
             .field("notes", &self.notes)
             .finish()
     }
@@ -151,6 +158,15 @@ impl ModelSet {
                 .map_err(|e| model_error(dir, e))?;
             set.reranker = Some(Arc::new(r));
         }
+        if config.ocr {
+            match installed_model(config, OCR_MODEL) {
+                Ok(dir) => set.ocr = Some(dir),
+                Err(why) => set.notes.push(format!(
+                    "scanned pages and images are not read ({why}); \
+                     `knowhub models fetch {OCR_MODEL}` installs the OCR model"
+                )),
+            }
+        }
         Ok(set)
     }
 }
@@ -159,21 +175,28 @@ fn model_error(path: &Path, e: impl std::fmt::Display) -> EngineError {
     EngineError::Model(format!("{}: {e}", path.display()))
 }
 
+/// The manifest model that reads scanned pages and images.
+pub const OCR_MODEL: &str = "pp-ocrv6-small";
+
 fn load_named(
     config: &ModelConfig,
     name: &str,
     device: &knowhub_embed::Device,
 ) -> Result<Arc<dyn Embedder>> {
+    let folder = installed_model(config, name).map_err(EngineError::Model)?;
+    load_path(&folder, device)
+}
+
+/// The folder of manifest model `name`, checked (sizes) in the configured models directory.
+fn installed_model(config: &ModelConfig, name: &str) -> std::result::Result<PathBuf, String> {
     let dir = config
         .models_dir
         .clone()
         .or_else(knowhub_models::default_models_dir)
-        .ok_or_else(|| EngineError::Model("no models directory (set KNOWHUB_MODELS_DIR)".into()))?;
-    let manifest =
-        knowhub_models::Manifest::builtin().map_err(|e| EngineError::Model(e.to_string()))?;
-    let folder = knowhub_models::require(&manifest, &dir, name, knowhub_models::Depth::Quick)
-        .map_err(|e| EngineError::Model(format!("{e} (models directory {})", dir.display())))?;
-    load_path(&folder, device)
+        .ok_or_else(|| "no models directory (set KNOWHUB_MODELS_DIR)".to_string())?;
+    let manifest = knowhub_models::Manifest::builtin().map_err(|e| e.to_string())?;
+    knowhub_models::require(&manifest, &dir, name, knowhub_models::Depth::Quick)
+        .map_err(|e| format!("{e} (models directory {})", dir.display()))
 }
 
 /// An `E5S1` file, a folder holding one (`*.bin`), or an HF BERT folder.

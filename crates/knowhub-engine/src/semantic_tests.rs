@@ -336,6 +336,7 @@ fn a_reranker_reorders_the_fused_candidates() {
     let models = ModelSet {
         embedder: Some(e as Arc<dyn Embedder>),
         reranker: Some(Arc::new(ShortestFirst)),
+        ocr: None,
         notes: Vec::new(),
     };
     let engine = open(dir.path(), &fs, models);
@@ -400,6 +401,7 @@ fn semantic_mode_without_an_embedder_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let fs = corpus();
     let models = ModelSet {
+        ocr: None,
         notes: vec!["semantic search off: model not installed; run `knowhub models fetch`".into()],
         ..ModelSet::default()
     };

@@ -89,6 +89,7 @@ fn with_embedder() -> ModelSet {
     ModelSet {
         embedder: Some(Arc::new(WordHash)),
         reranker: None,
+        ocr: None,
         notes: Vec::new(),
     }
 }

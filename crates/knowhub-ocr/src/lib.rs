@@ -22,7 +22,7 @@ pub mod recognize;
 
 use std::path::Path;
 
-use image::RgbImage;
+pub use image::RgbImage;
 
 pub use layout::{Paragraph, ParagraphKind};
 
@@ -156,24 +156,54 @@ impl Ocr {
     /// Reads one page image: lines detected, recognised and put in reading order.
     pub fn read_page(&self, image: &RgbImage) -> Result<Page> {
         let boxes = detect::detect(&self.detector, image, &self.detect_params)?;
-        let mut lines = Vec::with_capacity(boxes.len());
-        for rect in &boxes {
-            let crop = recognize::crop_line(image, rect);
-            if let Some((text, score)) =
-                recognize::recognize(&self.recognizer, &crop, &self.dictionary)?
-            {
-                lines.push(Line {
+        let crops: Vec<RgbImage> = boxes
+            .iter()
+            .map(|r| recognize::crop_line(image, r))
+            .collect();
+        let read = recognize::recognize_all(&self.recognizer, &crops, &self.dictionary)?;
+        let lines = boxes
+            .iter()
+            .zip(read)
+            .filter_map(|(rect, read)| {
+                read.map(|(text, score)| Line {
                     text,
                     score,
                     bbox: detect::bounds(rect),
-                });
-            }
-        }
+                })
+            })
+            .collect();
         Ok(Page {
             paragraphs: layout::reading_order(lines),
             width: image.width(),
             height: image.height(),
         })
+    }
+}
+
+/// An image from 8-bit samples (`channels` 1: gray, 3: RGB), rows top to bottom; `None` when
+/// the data is shorter than the size says or the size is past the limits.
+pub fn image_from_samples(
+    width: u32,
+    height: u32,
+    channels: u8,
+    data: Vec<u8>,
+) -> Option<RgbImage> {
+    if width > MAX_IMAGE_SIDE
+        || height > MAX_IMAGE_SIDE
+        || u64::from(width) * u64::from(height) > MAX_IMAGE_PIXELS
+    {
+        return None;
+    }
+    let pixels = width as usize * height as usize;
+    match channels {
+        1 if data.len() >= pixels => {
+            image::GrayImage::from_raw(width, height, data[..pixels].to_vec())
+                .map(|g| image::DynamicImage::ImageLuma8(g).to_rgb8())
+        }
+        3 if data.len() >= 3 * pixels => {
+            RgbImage::from_raw(width, height, data[..3 * pixels].to_vec())
+        }
+        _ => None,
     }
 }
 

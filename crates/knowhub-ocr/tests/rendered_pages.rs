@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
-use image::{Rgb, RgbImage};
+use image::{ImageEncoder, Rgb, RgbImage};
 use knowhub_ocr::{Ocr, Page};
 
 const FONT: &str = "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc";
@@ -203,5 +203,3 @@ fn a_blank_page_has_no_text_and_a_corrupt_image_is_an_error() {
     let err = knowhub_ocr::decode_image(&png).expect_err("a truncated PNG is refused");
     assert!(matches!(err, knowhub_ocr::OcrError::Image(_)), "{err}");
 }
-
-use image::ImageEncoder;

@@ -17,6 +17,7 @@ pub fn supported_extensions() -> Vec<&'static str> {
         "pdf", "docx", "docm", "doc", "pptx", "pptm", "ppsx", "ppt", "pps", "xlsx", "xlsm", "xls",
         "xlsb", "ods", "eml", "mbox",
     ];
+    all.extend_from_slice(IMAGE_EXTENSIONS);
     all.extend_from_slice(MARKDOWN_EXTENSIONS);
     all.extend_from_slice(HTML_EXTENSIONS);
     all.extend_from_slice(TEXT_EXTENSIONS);
@@ -32,7 +33,8 @@ pub fn supported_extensions() -> Vec<&'static str> {
 /// use knowhub_parse::{detect, DocKind};
 /// assert_eq!(detect(Some("report.PDF"), b"%PDF-1.7\n"), Some(DocKind::Pdf));
 /// assert_eq!(detect(Some("notes.md"), b"# Title"), Some(DocKind::Markdown));
-/// assert_eq!(detect(Some("photo.jpg"), b"\xff\xd8\xff"), None);
+/// assert_eq!(detect(Some("photo.jpg"), b"\xff\xd8\xff"), Some(DocKind::Image));
+/// assert_eq!(detect(Some("song.mp3"), b"ID3\x04"), None);
 /// ```
 pub fn detect(file_name: Option<&str>, head: &[u8]) -> Option<DocKind> {
     let ext = file_name
@@ -43,6 +45,9 @@ pub fn detect(file_name: Option<&str>, head: &[u8]) -> Option<DocKind> {
     // Unambiguous signatures first.
     if head.len() >= 5 && memfind(&head[..head.len().min(1024)], b"%PDF-") {
         return Some(DocKind::Pdf);
+    }
+    if let Some(kind) = image_signature(head, ext) {
+        return Some(kind);
     }
     let is_zip = head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06");
     let is_ole = head.starts_with(&[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1]);
@@ -77,6 +82,21 @@ pub fn detect(file_name: Option<&str>, head: &[u8]) -> Option<DocKind> {
         return Some(DocKind::Text);
     }
     None
+}
+
+/// Picture formats OCR reads.
+const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "tif", "tiff", "webp", "bmp"];
+
+/// An image by its leading bytes (the extension alone is not trusted: a picture must decode).
+fn image_signature(head: &[u8], ext: &str) -> Option<DocKind> {
+    let image = head.starts_with(b"\x89PNG\r\n\x1a\n")
+        || head.starts_with(&[0xFF, 0xD8, 0xFF])
+        || head.starts_with(b"II*\0")
+        || head.starts_with(b"MM\0*")
+        || (head.len() >= 12 && head.starts_with(b"RIFF") && &head[8..12] == b"WEBP")
+        // "BM" also starts ordinary text: only with the extension.
+        || (ext == "bmp" && head.starts_with(b"BM"));
+    image.then_some(DocKind::Image)
 }
 
 fn memfind(haystack: &[u8], needle: &[u8]) -> bool {
@@ -132,6 +152,20 @@ mod tests {
             (Some("a.html"), b"<html>", Some(DocKind::Html)),
             (Some("a.markdown"), b"# x", Some(DocKind::Markdown)),
             (Some("README"), b"hello", Some(DocKind::Text)),
+            (
+                Some("scan.png"),
+                b"\x89PNG\r\n\x1a\n\0\0",
+                Some(DocKind::Image),
+            ),
+            (Some("photo.JPG"), b"\xFF\xD8\xFF\xE0", Some(DocKind::Image)),
+            (Some("fax.tif"), b"II*\0\x08\0", Some(DocKind::Image)),
+            (Some("page"), b"RIFF\0\0\0\0WEBPVP8 ", Some(DocKind::Image)),
+            (Some("fake.png"), b"not an image", None),
+            (
+                Some("cars.txt"),
+                b"BMW and Audi sales by month",
+                Some(DocKind::Text),
+            ),
             (Some("blob"), b"\x00\x01\x02", None),
             (Some("a.png"), b"\x89PNG", None),
         ];

@@ -9,7 +9,7 @@
 use mail_parser::mailbox::mbox::MessageIterator;
 use mail_parser::{Address, Message, MessageParser, MimeHeaders};
 
-use crate::{Block, BlockKind, Limits, ParseError, ParsedDocument, detect};
+use crate::{Block, BlockKind, DocKind, Limits, ParseError, ParsedDocument, detect};
 
 const FORMAT: &str = "EML";
 
@@ -107,6 +107,9 @@ fn parse_nested(bytes: &[u8], limits: &Limits, depth: u32) -> Result<ParsedDocum
         let contents = part.contents();
         let reason = match detect(Some(&name), &contents[..contents.len().min(4096)]) {
             None => Some("not a format KnowHub reads".to_string()),
+            Some(DocKind::Image) => {
+                Some("a picture: OCR does not read mail attachments".to_string())
+            }
             Some(kind) => match crate::parse(kind, contents, limits) {
                 Ok(doc) => {
                     blocks.push(heading.clone());

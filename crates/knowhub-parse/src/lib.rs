@@ -34,6 +34,7 @@ pub use limits::Limits;
 pub use model::{
     Block, BlockKind, Cell, Column, ColumnType, DocKind, ParseNotice, ParsedDocument, Table,
 };
+pub use pdf::{PageImage, Raster, page_images as pdf_page_images};
 pub use text::decode_text;
 
 /// Parses `bytes` as a document of `kind`.
@@ -59,6 +60,13 @@ pub fn parse(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<ParsedDocum
         DocKind::Markdown => markdown::parse(bytes, limits)?,
         DocKind::Html => html::parse(bytes, limits)?,
         DocKind::Text => text::parse(bytes, limits)?,
+        // One page whose text OCR reads (the engine's parser workers), else a notice.
+        DocKind::Image => ParsedDocument {
+            page_count: Some(1),
+            pages_without_text: vec![1],
+            notices: vec![ParseNotice::NoTextLayer],
+            ..ParsedDocument::default()
+        },
     };
     normalize(&mut doc, limits);
     Ok(doc)

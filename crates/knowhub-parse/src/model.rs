@@ -23,6 +23,8 @@ pub enum DocKind {
     Markdown,
     Html,
     Text,
+    /// A picture (PNG, JPEG, TIFF, WebP, BMP): its text comes from OCR, outside the parsers.
+    Image,
 }
 
 impl DocKind {
@@ -40,6 +42,7 @@ impl DocKind {
             DocKind::Markdown => "markdown",
             DocKind::Html => "html",
             DocKind::Text => "text",
+            DocKind::Image => "image",
         }
     }
 
@@ -57,6 +60,7 @@ impl DocKind {
             "markdown" => DocKind::Markdown,
             "html" => DocKind::Html,
             "text" => DocKind::Text,
+            "image" => DocKind::Image,
             _ => return None,
         })
     }
@@ -163,7 +167,8 @@ pub struct Table {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ParseNotice {
-    /// Some or all PDF pages have no text layer (scanned images); OCR is not done yet.
+    /// Some or all pages are images without a text layer (scans, pictures) that OCR did not
+    /// read.
     NoTextLayer,
     /// The file was larger than the limit and only a prefix was read.
     Truncated,

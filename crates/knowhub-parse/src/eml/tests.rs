@@ -123,7 +123,10 @@ Content-Transfer-Encoding: base64
             (BlockKind::Heading { level: 3 }, "Steps"),
             (BlockKind::Paragraph, "Restart the node."),
             (BlockKind::Heading { level: 2 }, "Attachment: photo.jpg"),
-            (BlockKind::Note, "(not a format KnowHub reads)"),
+            (
+                BlockKind::Note,
+                "(a picture: OCR does not read mail attachments)"
+            ),
         ]
     );
 }

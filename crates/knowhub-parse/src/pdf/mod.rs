@@ -11,8 +11,11 @@
 
 mod fixup;
 mod furniture;
+mod images;
 mod layout;
 mod repair;
+
+pub use images::{PageImage, Raster, page_images};
 
 use std::collections::{BTreeSet, HashMap};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -29,40 +32,7 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, Par
     if !head.windows(5).any(|w| w == b"%PDF-") {
         return Err(ParseError::invalid(FORMAT, "no %PDF- header"));
     }
-    let first = load(bytes);
-    // lopdf loads a file whose empty user password fails as an empty, unencrypted-looking
-    // document, and a repaired copy could then open as garbage: ask the security handler first.
-    if first.as_ref().is_ok_and(empty_password_rejected) {
-        return Err(ParseError::PasswordRequired);
-    }
-    let mut doc = match first {
-        Ok(doc) if doc.is_encrypted() || !doc.get_pages().is_empty() => doc,
-        first => {
-            // Broken xref tables are common; rebuild one by scanning, as viewers do.
-            let repaired = repair::repair(bytes).map(|b| load(&b));
-            match (repaired, first) {
-                (Some(Ok(doc)), _) if doc.is_encrypted() || !doc.get_pages().is_empty() => doc,
-                (_, Ok(doc)) => doc,
-                (_, Err(e)) => return Err(e),
-            }
-        }
-    };
-    if empty_password_rejected(&doc) {
-        return Err(ParseError::PasswordRequired);
-    }
-    if let Ok(Object::Dictionary(enc)) = doc.trailer.get(b"Encrypt").cloned() {
-        // lopdf only understands an indirect /Encrypt; move a direct one out and decrypt.
-        let id = doc.add_object(Object::Dictionary(enc));
-        doc.trailer.set("Encrypt", Object::Reference(id));
-        let opened = catch_unwind(AssertUnwindSafe(|| doc.decrypt("")));
-        if !matches!(opened, Ok(Ok(()))) {
-            return Err(ParseError::PasswordRequired);
-        }
-    }
-    if doc.is_encrypted() {
-        // lopdf already tried the empty user password; it only stays encrypted when that failed.
-        return Err(ParseError::PasswordRequired);
-    }
+    let mut doc = open(bytes)?;
     let pages = doc.get_pages();
     if pages.is_empty() {
         return Err(ParseError::invalid(FORMAT, "no pages found"));
@@ -137,6 +107,46 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, Par
         }
     }
     Ok(out)
+}
+
+/// Loads the document, repairing a broken cross-reference table and opening files encrypted
+/// with the empty password; a real password is an error.
+fn open(bytes: &[u8]) -> Result<Document, ParseError> {
+    let first = load(bytes);
+    // lopdf loads a file whose empty user password fails as an empty, unencrypted-looking
+    // document, and a repaired copy could then open as garbage: ask the security handler first.
+    if first.as_ref().is_ok_and(empty_password_rejected) {
+        return Err(ParseError::PasswordRequired);
+    }
+    let mut doc = match first {
+        Ok(doc) if doc.is_encrypted() || !doc.get_pages().is_empty() => doc,
+        first => {
+            // Broken xref tables are common; rebuild one by scanning, as viewers do.
+            let repaired = repair::repair(bytes).map(|b| load(&b));
+            match (repaired, first) {
+                (Some(Ok(doc)), _) if doc.is_encrypted() || !doc.get_pages().is_empty() => doc,
+                (_, Ok(doc)) => doc,
+                (_, Err(e)) => return Err(e),
+            }
+        }
+    };
+    if empty_password_rejected(&doc) {
+        return Err(ParseError::PasswordRequired);
+    }
+    if let Ok(Object::Dictionary(enc)) = doc.trailer.get(b"Encrypt").cloned() {
+        // lopdf only understands an indirect /Encrypt; move a direct one out and decrypt.
+        let id = doc.add_object(Object::Dictionary(enc));
+        doc.trailer.set("Encrypt", Object::Reference(id));
+        let opened = catch_unwind(AssertUnwindSafe(|| doc.decrypt("")));
+        if !matches!(opened, Ok(Ok(()))) {
+            return Err(ParseError::PasswordRequired);
+        }
+    }
+    if doc.is_encrypted() {
+        // lopdf already tried the empty user password; it only stays encrypted when that failed.
+        return Err(ParseError::PasswordRequired);
+    }
+    Ok(doc)
 }
 
 /// Runs pdf-extract over every page. A panic or error on one page loses only the rest of that

@@ -1,0 +1,111 @@
+//! OCR inside a parser worker: a picture, or the scans of a PDF's pages without a text layer,
+//! read with the OCR model (loaded once per worker process); each page's paragraphs become
+//! blocks on that page, so citations name it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use knowhub_ocr::{Ocr, OcrError, ParagraphKind, RgbImage};
+use knowhub_parse::{Block, BlockKind, DocKind, Limits, ParseNotice, ParsedDocument, Raster};
+
+use crate::sandbox::{ParseErrorWire, SandboxError};
+
+/// The model of the last folder asked for: one per worker process (a worker serves one engine).
+static LOADED: Mutex<Option<(PathBuf, Arc<Ocr>)>> = Mutex::new(None);
+
+fn model(dir: &Path) -> Result<Arc<Ocr>, OcrError> {
+    let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((at, ocr)) = loaded.as_ref()
+        && at == dir
+    {
+        return Ok(Arc::clone(ocr));
+    }
+    let ocr = Arc::new(Ocr::load(dir)?);
+    *loaded = Some((dir.to_path_buf(), Arc::clone(&ocr)));
+    Ok(ocr)
+}
+
+fn wire(code: &str, e: &OcrError) -> SandboxError {
+    SandboxError::Parse(ParseErrorWire {
+        code: code.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// Reads `pages` of the picture or PDF in `bytes`: a document with the text of the pages read
+/// and, in `pages_without_text`, those that were not (no decodable scan, or no text found).
+/// A picture that does not decode is an error.
+pub(crate) fn read_pages(
+    kind: DocKind,
+    bytes: &[u8],
+    limits: &Limits,
+    dir: &Path,
+    pages: &[u32],
+) -> Result<ParsedDocument, SandboxError> {
+    let images: Vec<(u32, RgbImage)> = match kind {
+        DocKind::Image => {
+            let image = knowhub_ocr::decode_image(bytes).map_err(|e| match e {
+                OcrError::TooLarge { .. } => wire("too_large", &e),
+                _ => wire("invalid", &e),
+            })?;
+            vec![(1, image)]
+        }
+        DocKind::Pdf => knowhub_parse::pdf_page_images(bytes, pages, limits)
+            .into_iter()
+            .filter_map(|p| raster(p.raster).map(|image| (p.page, image)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut doc = ParsedDocument {
+        pages_without_text: pages.to_vec(),
+        ..ParsedDocument::default()
+    };
+    if images.is_empty() {
+        return Ok(doc);
+    }
+    let ocr = model(dir).map_err(|e| wire("ocr", &e))?;
+    for (page, image) in images {
+        let read = ocr.read_page(&image).map_err(|e| wire("ocr", &e))?;
+        if read.paragraphs.is_empty() {
+            continue;
+        }
+        doc.pages_without_text.retain(|p| *p != page);
+        doc.blocks
+            .extend(read.paragraphs.into_iter().map(|p| Block {
+                kind: match p.kind {
+                    ParagraphKind::Text => BlockKind::Paragraph,
+                    ParagraphKind::TableRow => BlockKind::TableRow,
+                },
+                text: p.text,
+                page: Some(page),
+            }));
+    }
+    Ok(doc)
+}
+
+/// A PDF page's scan as RGB; `None` when it does not decode.
+fn raster(raster: Raster) -> Option<RgbImage> {
+    match raster {
+        Raster::Jpeg(bytes) => knowhub_ocr::decode_image(&bytes).ok(),
+        Raster::Pixels {
+            width,
+            height,
+            channels,
+            data,
+        } => knowhub_ocr::image_from_samples(width, height, channels, data),
+    }
+}
+
+/// Adds what OCR read (`read`, from [`read_pages`]) to the parsed document, in page order.
+pub(crate) fn merge(doc: &mut ParsedDocument, read: ParsedDocument) {
+    if read.blocks.is_empty() {
+        return;
+    }
+    doc.blocks.extend(read.blocks);
+    // Stable: each page's own blocks keep their order.
+    doc.blocks.sort_by_key(|b| b.page.unwrap_or(0));
+    doc.pages_without_text = read.pages_without_text;
+    if doc.pages_without_text.is_empty() {
+        doc.notices.retain(|n| *n != ParseNotice::NoTextLayer);
+    }
+}
