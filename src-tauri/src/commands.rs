@@ -961,8 +961,8 @@ fn model_row(state: &AppState, dir: &Path, model: &knowhub_models::ModelEntry) -
             LlmChoice::Default => model.name == knowhub_agent::providers::DEFAULT_LOCAL_LLM,
             _ => false,
         },
-        // Ingestion does not read scans with it yet.
-        ModelRole::Ocr => false,
+        // Ingestion reads pictures and scans with it once installed (from the next start).
+        ModelRole::Ocr => matches!(status.state, ModelState::Ok),
     };
     ModelRow {
         name: model.name.clone(),

@@ -271,7 +271,9 @@ parts = [{ package = "tiny-pkg", version = "1.0", member = "tiny_pkg/w.bin" }]
         let m = Manifest::builtin().expect("builtin manifest");
         let defaults: Vec<_> = m.defaults().iter().map(|e| e.name.as_str()).collect();
         assert_eq!(defaults, ["multilingual-e5-small", "all-MiniLM-L6-v2"]);
-        assert_eq!(m.models.len(), 5);
+        assert_eq!(m.models.len(), 6);
+        let ocr = m.get("pp-ocrv6-small").expect("ocr");
+        assert_eq!((ocr.role, ocr.default), (Role::Ocr, false));
         let mini = m.get("all-MiniLM-L6-v2").expect("minilm");
         assert_eq!(mini.combine, Combine::Folder);
         let dests: Vec<_> = mini.files.iter().map(|f| f.dest.as_str()).collect();
