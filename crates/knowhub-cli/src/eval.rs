@@ -204,6 +204,8 @@ fn robustness(folder: &Path, timeout_secs: u64, memory_mb: u64, json: bool) -> R
     }
     let data = tempfile::tempdir()?;
     let mut config = crate::engine_config(data.path().to_path_buf())?;
+    // Scanned pages and pictures go through OCR when its model is installed, as in ingestion.
+    config.models.ocr = true;
     config.limits.timeout = Duration::from_secs(timeout_secs);
     config.limits.memory_bytes = memory_mb << 20;
     let engine = Engine::open(config)?;
