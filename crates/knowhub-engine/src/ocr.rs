@@ -44,11 +44,17 @@ pub(crate) fn read_pages(
 ) -> Result<ParsedDocument, SandboxError> {
     let images: Vec<(u32, RgbImage)> = match kind {
         DocKind::Image => {
-            let image = knowhub_ocr::decode_image(bytes).map_err(|e| match e {
-                OcrError::TooLarge { .. } => wire("too_large", &e),
-                _ => wire("invalid", &e),
-            })?;
-            vec![(1, image)]
+            let wanted = pages.iter().copied().max().unwrap_or(1) as usize;
+            knowhub_ocr::decode_pages(bytes, wanted)
+                .map_err(|e| match e {
+                    OcrError::TooLarge { .. } => wire("too_large", &e),
+                    _ => wire("invalid", &e),
+                })?
+                .into_iter()
+                .zip(1u32..)
+                .filter(|(_, page)| pages.contains(page))
+                .map(|(image, page)| (page, image))
+                .collect()
         }
         DocKind::Pdf => knowhub_parse::pdf_page_images(bytes, pages, limits)
             .into_iter()

@@ -207,6 +207,81 @@ pub fn image_from_samples(
     }
 }
 
+/// Decodes every page of a picture: each image of a multi-page TIFF (a fax, a scanner's
+/// batch), up to `max_pages`; one page for the other formats ([`decode_image`]).
+pub fn decode_pages(bytes: &[u8], max_pages: usize) -> Result<Vec<RgbImage>> {
+    if !(bytes.starts_with(b"II*\0") || bytes.starts_with(b"MM\0*")) {
+        return Ok(vec![decode_image(bytes)?]);
+    }
+    let image_error = |e: tiff::TiffError| OcrError::Image(e.to_string());
+    let mut decoder =
+        tiff::decoder::Decoder::new(std::io::Cursor::new(bytes)).map_err(image_error)?;
+    let mut pages = Vec::new();
+    loop {
+        let (width, height) = decoder.dimensions().map_err(image_error)?;
+        if width > MAX_IMAGE_SIDE
+            || height > MAX_IMAGE_SIDE
+            || u64::from(width) * u64::from(height) > MAX_IMAGE_PIXELS
+        {
+            return Err(OcrError::TooLarge { width, height });
+        }
+        let color = decoder.colortype().map_err(image_error)?;
+        let data = decoder.read_image().map_err(image_error)?;
+        pages.push(tiff_page(width, height, color, data)?);
+        if pages.len() >= max_pages || !decoder.more_images() {
+            return Ok(pages);
+        }
+        decoder.next_image().map_err(image_error)?;
+    }
+}
+
+/// One decoded TIFF image as RGB (the decoder has already turned WhiteIsZero into black = 0).
+fn tiff_page(
+    width: u32,
+    height: u32,
+    color: tiff::ColorType,
+    data: tiff::decoder::DecodingResult,
+) -> Result<RgbImage> {
+    use tiff::ColorType;
+    use tiff::decoder::DecodingResult;
+    let (w, h) = (width as usize, height as usize);
+    let short = || OcrError::Image("the TIFF image has fewer samples than its size".into());
+    let (channels, samples): (u8, Vec<u8>) = match (color, data) {
+        (ColorType::Gray(1), DecodingResult::U8(packed)) => {
+            let row = w.div_ceil(8);
+            if packed.len() < row * h {
+                return Err(short());
+            }
+            let mut out = Vec::with_capacity(w * h);
+            for y in 0..h {
+                for x in 0..w {
+                    let bit = packed[y * row + x / 8] >> (7 - x % 8) & 1;
+                    out.push(if bit == 1 { 255 } else { 0 });
+                }
+            }
+            (1, out)
+        }
+        (ColorType::Gray(8), DecodingResult::U8(v)) => (1, v),
+        (ColorType::Gray(16), DecodingResult::U16(v)) => {
+            (1, v.iter().map(|s| (s >> 8) as u8).collect())
+        }
+        (ColorType::RGB(8), DecodingResult::U8(v)) => (3, v),
+        (ColorType::RGBA(8), DecodingResult::U8(v)) => (
+            3,
+            v.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect(),
+        ),
+        (ColorType::GrayA(8), DecodingResult::U8(v)) => {
+            (1, v.chunks_exact(2).map(|p| p[0]).collect())
+        }
+        (other, _) => {
+            return Err(OcrError::Image(format!(
+                "TIFF images of colour type {other:?} are not read"
+            )));
+        }
+    };
+    image_from_samples(width, height, channels, samples).ok_or_else(short)
+}
+
 /// Decodes a PNG, JPEG, TIFF (first page), WebP or BMP image to RGB, refusing images past
 /// [`MAX_IMAGE_SIDE`] / [`MAX_IMAGE_PIXELS`] before their pixels are allocated.
 pub fn decode_image(bytes: &[u8]) -> Result<RgbImage> {

@@ -203,3 +203,36 @@ fn a_blank_page_has_no_text_and_a_corrupt_image_is_an_error() {
     let err = knowhub_ocr::decode_image(&png).expect_err("a truncated PNG is refused");
     assert!(matches!(err, knowhub_ocr::OcrError::Image(_)), "{err}");
 }
+
+#[test]
+fn every_page_of_a_multi_page_tiff_is_read() {
+    let Some((ocr, font)) = setup() else {
+        return;
+    };
+    let pages = [&ENGLISH[..2], &CHINESE[..1]].map(|lines| render(&font, lines, 36.0));
+    let mut tiff = std::io::Cursor::new(Vec::new());
+    let mut encoder = tiff::encoder::TiffEncoder::new(&mut tiff).expect("tiff");
+    for page in &pages {
+        let gray = image::DynamicImage::ImageRgb8(page.clone()).to_luma8();
+        encoder
+            .write_image::<tiff::encoder::colortype::Gray8>(
+                gray.width(),
+                gray.height(),
+                gray.as_raw(),
+            )
+            .expect("page");
+    }
+    let bytes = tiff.into_inner();
+    let decoded = knowhub_ocr::decode_pages(&bytes, 10).expect("decodes");
+    assert_eq!(decoded.len(), 2);
+    assert_eq!(
+        knowhub_ocr::decode_pages(&bytes, 1).expect("decodes").len(),
+        1
+    );
+    let first = read(&ocr, &decoded[0]).text();
+    assert!(cer(&first, &ENGLISH[..2].join(" ")) <= 0.03, "{first}");
+    let second = read(&ocr, &decoded[1]).text();
+    assert!(cer(&second, CHINESE[0]) <= 0.05, "{second}");
+    let err = knowhub_ocr::decode_pages(&bytes[..bytes.len() / 2], 10).expect_err("truncated");
+    assert!(matches!(err, knowhub_ocr::OcrError::Image(_)), "{err}");
+}

@@ -60,16 +60,58 @@ pub fn parse(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<ParsedDocum
         DocKind::Markdown => markdown::parse(bytes, limits)?,
         DocKind::Html => html::parse(bytes, limits)?,
         DocKind::Text => text::parse(bytes, limits)?,
-        // One page whose text OCR reads (the engine's parser workers), else a notice.
-        DocKind::Image => ParsedDocument {
-            page_count: Some(1),
-            pages_without_text: vec![1],
-            notices: vec![ParseNotice::NoTextLayer],
-            ..ParsedDocument::default()
-        },
+        // Pages whose text OCR reads (the engine's parser workers), else a notice.
+        DocKind::Image => {
+            let pages = image_pages(bytes).min(limits.max_pages).max(1);
+            ParsedDocument {
+                page_count: Some(pages),
+                pages_without_text: (1..=pages).collect(),
+                notices: vec![ParseNotice::NoTextLayer],
+                ..ParsedDocument::default()
+            }
+        }
     };
     normalize(&mut doc, limits);
     Ok(doc)
+}
+
+/// Pages of a picture: the images of a multi-page TIFF (its chain of image directories, read
+/// without decoding pixels), else 1.
+fn image_pages(bytes: &[u8]) -> u32 {
+    let read_u16 = |at: usize, le: bool| -> Option<u16> {
+        let b: [u8; 2] = bytes.get(at..at + 2)?.try_into().ok()?;
+        Some(if le {
+            u16::from_le_bytes(b)
+        } else {
+            u16::from_be_bytes(b)
+        })
+    };
+    let read_u32 = |at: usize, le: bool| -> Option<u32> {
+        let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
+        Some(if le {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        })
+    };
+    let le = match bytes.get(..4) {
+        Some(b"II*\0") => true,
+        Some(b"MM\0*") => false,
+        _ => return 1,
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut offset = read_u32(4, le).unwrap_or(0) as usize;
+    let mut pages = 0u32;
+    // A cycle or an offset past the end ends the chain.
+    while offset != 0 && seen.insert(offset) && pages < 100_000 {
+        let Some(entries) = read_u16(offset, le) else {
+            break;
+        };
+        pages += 1;
+        let next = offset + 2 + 12 * usize::from(entries);
+        offset = read_u32(next, le).unwrap_or(0) as usize;
+    }
+    pages.max(1)
 }
 
 /// Final clean-up shared by every format: trims blocks, drops empty ones, strips control
@@ -178,5 +220,42 @@ mod tests {
             parse(DocKind::Text, b"hello", &limits),
             Err(ParseError::TooLarge { .. })
         ));
+    }
+}
+
+#[cfg(test)]
+mod image_tests {
+    use super::*;
+
+    /// A little-endian TIFF header and empty image directories at the given offsets, each
+    /// pointing at the next (`None`: the last).
+    fn tiff(directories: &[(usize, Option<usize>)]) -> Vec<u8> {
+        let mut bytes = b"II*\0".to_vec();
+        bytes.extend((directories[0].0 as u32).to_le_bytes());
+        for &(at, next) in directories {
+            bytes.resize(at, 0);
+            bytes.extend(0u16.to_le_bytes());
+            bytes.extend((next.unwrap_or(0) as u32).to_le_bytes());
+        }
+        bytes
+    }
+
+    #[test]
+    fn a_picture_has_a_page_per_tiff_image() {
+        for (name, bytes, pages) in [
+            ("PNG", b"\x89PNG\r\n\x1a\n".to_vec(), 1),
+            ("one image", tiff(&[(8, None)]), 1),
+            (
+                "three images",
+                tiff(&[(8, Some(20)), (20, Some(40)), (40, None)]),
+                3,
+            ),
+            ("a cycle ends", tiff(&[(8, Some(20)), (20, Some(8))]), 2),
+            ("past the end", tiff(&[(8, Some(4000))]), 1),
+        ] {
+            let doc = parse(DocKind::Image, &bytes, &Limits::default()).expect(name);
+            assert_eq!(doc.page_count, Some(pages), "{name}");
+            assert_eq!(doc.pages_without_text.len(), pages as usize, "{name}");
+        }
     }
 }
