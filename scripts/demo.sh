@@ -45,7 +45,8 @@ DATA_ARGS=()
 echo
 echo "== fetching the default models (verified by SHA-256; already installed ones are skipped)"
 "$KNOWHUB" models fetch
-"$KNOWHUB" models fetch qwen2.5-coder-0.5b-instruct
+# The answer model, and OCR for scanned PDFs and pictures (27 MB).
+"$KNOWHUB" models fetch qwen2.5-coder-0.5b-instruct pp-ocrv6-small
 echo
 echo "== ingesting the demo corpus (assets/demo)"
 "$KNOWHUB" "${DATA_ARGS[@]}" ingest assets/demo
