@@ -92,6 +92,16 @@ impl Page {
             .join("\n\n")
     }
 
+    /// Characters read, each weighted by its line's score: how much a reading says, and how
+    /// surely (to choose between readings of one page turned different ways).
+    pub fn confident_chars(&self) -> f32 {
+        self.paragraphs
+            .iter()
+            .flat_map(|p| p.lines.iter())
+            .map(|l| l.score * l.text.chars().count() as f32)
+            .sum()
+    }
+
     /// Mean line score over the page (1.0 for a page without text).
     pub fn mean_score(&self) -> f32 {
         let scores: Vec<f32> = self
@@ -106,6 +116,10 @@ impl Page {
         }
     }
 }
+
+/// Pages whose mean line score is below this are also read turned half a turn: upright
+/// print scores above 0.9, text read upside down well below.
+const RETRY_BELOW: f32 = 0.8;
 
 /// The detection and recognition models with their dictionary, loaded once and shared: a
 /// run takes `&self`.
@@ -153,9 +167,45 @@ impl Ocr {
         })
     }
 
-    /// Reads one page image: lines detected, recognised and put in reading order.
+    /// Reads one page image: lines detected, recognised and put in reading order. A page whose
+    /// lines run mostly up and down is a scan fed sideways: it is turned a quarter first. A page
+    /// read with low confidence is read again turned half a turn (fed upside down, or sideways
+    /// the other way), and the reading with the most confidently read characters is kept. The
+    /// boxes are in the pixels of the page as it was read.
     pub fn read_page(&self, image: &RgbImage) -> Result<Page> {
         let boxes = detect::detect(&self.detector, image, &self.detect_params)?;
+        let vertical = boxes
+            .iter()
+            .filter(|b| b.up_axis().x.abs() > b.up_axis().y.abs())
+            .count();
+        let turned;
+        let (image, page) = if boxes.len() >= 3 && vertical * 2 > boxes.len() {
+            turned = image::imageops::rotate90(image);
+            (&turned, self.read_lines(&turned, None)?)
+        } else {
+            (image, self.read_lines(image, Some(boxes))?)
+        };
+        if page.paragraphs.is_empty() || page.mean_score() >= RETRY_BELOW {
+            return Ok(page);
+        }
+        let other = self.read_lines(&image::imageops::rotate180(image), None)?;
+        Ok(if other.confident_chars() > page.confident_chars() {
+            other
+        } else {
+            page
+        })
+    }
+
+    /// Recognises the lines of `image` (detected here unless `boxes` are given).
+    fn read_lines(
+        &self,
+        image: &RgbImage,
+        boxes: Option<Vec<rten_imageproc::RotatedRect>>,
+    ) -> Result<Page> {
+        let boxes = match boxes {
+            Some(b) => b,
+            None => detect::detect(&self.detector, image, &self.detect_params)?,
+        };
         let crops: Vec<RgbImage> = boxes
             .iter()
             .map(|r| recognize::crop_line(image, r))

@@ -236,3 +236,22 @@ fn every_page_of_a_multi_page_tiff_is_read() {
     let err = knowhub_ocr::decode_pages(&bytes[..bytes.len() / 2], 10).expect_err("truncated");
     assert!(matches!(err, knowhub_ocr::OcrError::Image(_)), "{err}");
 }
+
+#[test]
+fn a_page_fed_upside_down_or_turned_is_still_read() {
+    let Some((ocr, font)) = setup() else {
+        return;
+    };
+    let page = render(&font, &ENGLISH, 36.0);
+    let want = ENGLISH.join(" ");
+    for (turn, image) in [
+        ("upside down", image::imageops::rotate180(&page)),
+        ("a quarter turn left", image::imageops::rotate270(&page)),
+        ("a quarter turn right", image::imageops::rotate90(&page)),
+    ] {
+        let read = read(&ocr, &image);
+        let rate = cer(&read.text(), &want);
+        eprintln!("{turn}: CER {:.1}% — {}", rate * 100.0, read.text());
+        assert!(rate <= 0.05, "{turn}: {rate:.3}: {}", read.text());
+    }
+}
