@@ -20,6 +20,9 @@ use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
 use image::{Rgb, RgbImage};
 use knowhub_ocr::Ocr;
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 const FONT: &str = "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc";
 /// A4 at 300 dpi.
 const PAGE: (u32, u32) = (2480, 3508);
@@ -116,64 +119,6 @@ fn render(font: &FontRef<'_>, lines: &[String]) -> RgbImage {
     page
 }
 
-/// Rotated by `degrees`, speckled, saved and read back as a JPEG of quality 75.
-fn scanned(page: &RgbImage, degrees: f32) -> RgbImage {
-    let (w, h) = page.dimensions();
-    let (sin, cos) = degrees.to_radians().sin_cos();
-    let (cx, cy) = (w as f32 / 2.0, h as f32 / 2.0);
-    let mut out = RgbImage::from_pixel(w, h, Rgb([255, 255, 255]));
-    let mut seed = 7u32;
-    for y in 0..h {
-        for x in 0..w {
-            let (dx, dy) = (x as f32 - cx, y as f32 - cy);
-            let (sx, sy) = (cx + dx * cos + dy * sin, cy - dx * sin + dy * cos);
-            let mut v = if sx >= 0.0 && sy >= 0.0 && (sx as u32) < w && (sy as u32) < h {
-                page.get_pixel(sx as u32, sy as u32)[0]
-            } else {
-                255
-            };
-            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            if (seed >> 16).is_multiple_of(500) {
-                v = v.saturating_sub(110);
-            }
-            out.put_pixel(x, y, Rgb([v; 3]));
-        }
-    }
-    let mut jpeg = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 75)
-        .encode_image(&out)
-        .unwrap();
-    knowhub_ocr::decode_image(&jpeg).unwrap()
-}
-
-/// Character error rate: edit distance over `want`'s length, after removing all whitespace
-/// (Chinese) or folding runs of it into one space (English).
-fn cer(got: &str, want: &str, cjk: bool) -> (usize, usize) {
-    let norm = |s: &str| -> Vec<char> {
-        if cjk {
-            s.chars().filter(|c| !c.is_whitespace()).collect()
-        } else {
-            s.split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-                .chars()
-                .collect()
-        }
-    };
-    let (a, b) = (norm(got), norm(want));
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    (row[b.len()], b.len())
-}
-
 fn tesseract(image: &RgbImage, cjk: bool) -> Option<String> {
     let dir = std::env::temp_dir().join(format!("kh-ocr-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).ok()?;
@@ -257,7 +202,10 @@ fn main() {
             let lines = &lines[..lines.len().min(max_lines)];
             let want = lines.join(if *cjk { "" } else { " " });
             let clean = render(&font, lines);
-            for (variant, image) in [("clean", clean.clone()), ("scan", scanned(&clean, 1.0))] {
+            for (variant, image) in [
+                ("clean", clean.clone()),
+                ("scan", support::scanned(&clean, 1.0, 500, 75)),
+            ] {
                 let mut runs: Vec<(&str, Option<(String, f64)>)> = Vec::new();
                 let t = Instant::now();
                 let got = ocr.read_page(&image).unwrap().text();
@@ -277,7 +225,7 @@ fn main() {
                     let Some((got, seconds)) = result else {
                         continue;
                     };
-                    let (errors, chars) = cer(&got, &want, *cjk);
+                    let (errors, chars) = support::char_errors(&got, &want, *cjk);
                     let key = (
                         engine.to_string(),
                         language.to_string(),

@@ -13,6 +13,8 @@ use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
 use image::{ImageEncoder, Rgb, RgbImage};
 use knowhub_ocr::{Ocr, Page};
 
+mod support;
+
 const FONT: &str = "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc";
 
 const ENGLISH: [&str; 4] = [
@@ -98,53 +100,10 @@ fn render(font_data: &[u8], lines: &[&str], size: f32) -> RgbImage {
     page
 }
 
-/// A scan-like copy: rotated by `degrees`, speckled, and saved as a JPEG of quality 70.
-fn scanned(page: &RgbImage, degrees: f32) -> RgbImage {
-    let (w, h) = (page.width(), page.height());
-    let (sin, cos) = degrees.to_radians().sin_cos();
-    let (cx, cy) = (w as f32 / 2.0, h as f32 / 2.0);
-    let mut out = RgbImage::from_pixel(w, h, Rgb([255, 255, 255]));
-    let mut seed = 12345u32;
-    for y in 0..h {
-        for x in 0..w {
-            let (dx, dy) = (x as f32 - cx, y as f32 - cy);
-            let (sx, sy) = (cx + dx * cos + dy * sin, cy - dx * sin + dy * cos);
-            let mut v = if sx >= 0.0 && sy >= 0.0 && (sx as u32) < w && (sy as u32) < h {
-                page.get_pixel(sx as u32, sy as u32)[0]
-            } else {
-                255
-            };
-            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            if (seed >> 16).is_multiple_of(400) {
-                v = v.saturating_sub(120);
-            }
-            out.put_pixel(x, y, Rgb([v, v, v]));
-        }
-    }
-    let mut jpeg = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 70)
-        .encode_image(&out)
-        .expect("jpeg");
-    knowhub_ocr::decode_image(&jpeg).expect("decode")
-}
-
-/// Edit distance between `got` and `want` over characters, divided by `want`'s length;
-/// runs of whitespace count as one space.
+/// Error rate of `got` against `want` (whitespace runs folded).
 fn cer(got: &str, want: &str) -> f64 {
-    let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    let (a, b): (Vec<char>, Vec<char>) =
-        (norm(got).chars().collect(), norm(want).chars().collect());
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()] as f64 / b.len().max(1) as f64
+    let (errors, chars) = support::char_errors(got, want, false);
+    errors as f64 / chars.max(1) as f64
 }
 
 fn read(ocr: &Ocr, page: &RgbImage) -> Page {
@@ -164,7 +123,10 @@ fn english_and_chinese_pages_are_read_in_order() {
         let want = lines.join(if language == "English" { " " } else { "" });
         for (setup, image) in [
             ("clean", clean.clone()),
-            ("skewed 2°, noisy JPEG", scanned(&clean, 2.0)),
+            (
+                "skewed 2°, noisy JPEG",
+                support::scanned(&clean, 2.0, 400, 70),
+            ),
         ] {
             let page = read(&ocr, &image);
             let got = page.text();
