@@ -15,7 +15,7 @@ pub fn supported_extensions() -> Vec<&'static str> {
     // instead of being passed over in silence.
     let mut all = vec![
         "pdf", "docx", "docm", "doc", "pptx", "pptm", "ppsx", "ppt", "pps", "xlsx", "xlsm", "xls",
-        "xlsb", "ods", "eml", "mbox",
+        "xlsb", "ods", "odp", "eml", "mbox",
     ];
     all.extend_from_slice(IMAGE_EXTENSIONS);
     all.extend_from_slice(MARKDOWN_EXTENSIONS);
@@ -60,6 +60,7 @@ pub fn detect(file_name: Option<&str>, head: &[u8]) -> Option<DocKind> {
         "xlsb" => return Some(DocKind::Xlsb),
         "xls" | "xla" => return Some(DocKind::Xls),
         "ods" => return Some(DocKind::Ods),
+        "odp" => return Some(DocKind::Odp),
         _ => {}
     }
     if matches!(ext, "eml" | "mbox") && !is_zip && !is_ole {

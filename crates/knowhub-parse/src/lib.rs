@@ -23,6 +23,7 @@ mod html;
 mod limits;
 mod markdown;
 mod model;
+mod odp;
 mod pdf;
 mod pptx;
 mod sheet;
@@ -53,6 +54,7 @@ pub fn parse(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<ParsedDocum
         DocKind::Pdf => pdf::parse(bytes, limits)?,
         DocKind::Docx => docx::parse(bytes, limits)?,
         DocKind::Pptx => pptx::parse(bytes, limits)?,
+        DocKind::Odp => odp::parse(bytes, limits)?,
         DocKind::Eml => eml::parse(bytes, limits)?,
         DocKind::Xlsx | DocKind::Xls | DocKind::Xlsb | DocKind::Ods => {
             sheet::parse(kind, bytes, limits)?

@@ -14,6 +14,8 @@ pub enum DocKind {
     Docx,
     /// PowerPoint: slides are pages.
     Pptx,
+    /// OpenDocument presentation: slides are pages.
+    Odp,
     /// An e-mail message (RFC 5322) with its readable attachments, or a mailbox of them.
     Eml,
     Xlsx,
@@ -34,6 +36,7 @@ impl DocKind {
             DocKind::Pdf => "pdf",
             DocKind::Docx => "docx",
             DocKind::Pptx => "pptx",
+            DocKind::Odp => "odp",
             DocKind::Eml => "eml",
             DocKind::Xlsx => "xlsx",
             DocKind::Xls => "xls",
@@ -52,6 +55,7 @@ impl DocKind {
             "pdf" => DocKind::Pdf,
             "docx" => DocKind::Docx,
             "pptx" => DocKind::Pptx,
+            "odp" => DocKind::Odp,
             "eml" => DocKind::Eml,
             "xlsx" => DocKind::Xlsx,
             "xls" => DocKind::Xls,
