@@ -15,7 +15,7 @@ pub fn supported_extensions() -> Vec<&'static str> {
     // instead of being passed over in silence.
     let mut all = vec![
         "pdf", "docx", "docm", "doc", "pptx", "pptm", "ppsx", "ppt", "pps", "xlsx", "xlsm", "xls",
-        "xlsb", "ods", "odp", "eml", "mbox",
+        "xlsb", "ods", "odp", "eml", "mbox", "msg",
     ];
     all.extend_from_slice(IMAGE_EXTENSIONS);
     all.extend_from_slice(MARKDOWN_EXTENSIONS);
@@ -62,6 +62,9 @@ pub fn detect(file_name: Option<&str>, head: &[u8]) -> Option<DocKind> {
         "ods" => return Some(DocKind::Ods),
         "odp" => return Some(DocKind::Odp),
         _ => {}
+    }
+    if ext == "msg" && is_ole {
+        return Some(DocKind::Msg);
     }
     if matches!(ext, "eml" | "mbox") && !is_zip && !is_ole {
         return Some(DocKind::Eml);

@@ -104,36 +104,44 @@ fn parse_nested(bytes: &[u8], limits: &Limits, depth: u32) -> Result<ParsedDocum
             }
             continue;
         }
-        let contents = part.contents();
-        let reason = match detect(Some(&name), &contents[..contents.len().min(4096)]) {
-            None => Some("not a format KnowHub reads".to_string()),
-            Some(DocKind::Image) => {
-                Some("a picture: OCR does not read mail attachments".to_string())
-            }
-            Some(kind) => match crate::parse(kind, contents, limits) {
-                Ok(doc) => {
-                    blocks.push(heading.clone());
-                    // Pages of an attachment are not pages of the mail.
-                    blocks.extend(doc.blocks.into_iter().map(|b| Block {
-                        page: None,
-                        ..demote(b)
-                    }));
-                    None
-                }
-                Err(e @ ParseError::LimitExceeded(_)) => return Err(e),
-                Err(e) => Some(e.to_string()),
-            },
-        };
-        if let Some(reason) = reason {
-            blocks.push(heading);
-            blocks.push(Block::new(BlockKind::Note, format!("({reason})")));
-        }
+        blocks.extend(attachment_blocks(&name, part.contents(), limits)?);
     }
     Ok(ParsedDocument {
         title,
         blocks,
         ..ParsedDocument::default()
     })
+}
+
+/// An attachment of a mail (`.eml` or `.msg`) under a heading that names it: its text when
+/// KnowHub reads its format (headings demoted, pages dropped: they are not the mail's), else
+/// a note with the reason.
+pub(crate) fn attachment_blocks(
+    name: &str,
+    contents: &[u8],
+    limits: &Limits,
+) -> Result<Vec<Block>, ParseError> {
+    let heading = Block::heading(2, format!("Attachment: {name}"));
+    let reason = match detect(Some(name), &contents[..contents.len().min(4096)]) {
+        None => "not a format KnowHub reads".to_string(),
+        Some(DocKind::Image) => "a picture: OCR does not read mail attachments".to_string(),
+        Some(kind) => match crate::parse(kind, contents, limits) {
+            Ok(doc) => {
+                let mut blocks = vec![heading];
+                blocks.extend(doc.blocks.into_iter().map(|b| Block {
+                    page: None,
+                    ..demote(b)
+                }));
+                return Ok(blocks);
+            }
+            Err(e @ ParseError::LimitExceeded(_)) => return Err(e),
+            Err(e) => e.to_string(),
+        },
+    };
+    Ok(vec![
+        heading,
+        Block::new(BlockKind::Note, format!("({reason})")),
+    ])
 }
 
 /// `From: …`, `To: …`, `Cc: …`, `Date: …` lines, for search and for the reader of a passage.

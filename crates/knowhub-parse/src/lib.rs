@@ -23,6 +23,7 @@ mod html;
 mod limits;
 mod markdown;
 mod model;
+mod msg;
 mod odp;
 mod pdf;
 mod pptx;
@@ -56,6 +57,7 @@ pub fn parse(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<ParsedDocum
         DocKind::Pptx => pptx::parse(bytes, limits)?,
         DocKind::Odp => odp::parse(bytes, limits)?,
         DocKind::Eml => eml::parse(bytes, limits)?,
+        DocKind::Msg => msg::parse(bytes, limits)?,
         DocKind::Xlsx | DocKind::Xls | DocKind::Xlsb | DocKind::Ods => {
             sheet::parse(kind, bytes, limits)?
         }

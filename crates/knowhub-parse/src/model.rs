@@ -18,6 +18,8 @@ pub enum DocKind {
     Odp,
     /// An e-mail message (RFC 5322) with its readable attachments, or a mailbox of them.
     Eml,
+    /// An Outlook message (`.msg`).
+    Msg,
     Xlsx,
     Xls,
     Xlsb,
@@ -38,6 +40,7 @@ impl DocKind {
             DocKind::Pptx => "pptx",
             DocKind::Odp => "odp",
             DocKind::Eml => "eml",
+            DocKind::Msg => "msg",
             DocKind::Xlsx => "xlsx",
             DocKind::Xls => "xls",
             DocKind::Xlsb => "xlsb",
@@ -57,6 +60,7 @@ impl DocKind {
             "pptx" => DocKind::Pptx,
             "odp" => DocKind::Odp,
             "eml" => DocKind::Eml,
+            "msg" => DocKind::Msg,
             "xlsx" => DocKind::Xlsx,
             "xls" => DocKind::Xls,
             "xlsb" => DocKind::Xlsb,
