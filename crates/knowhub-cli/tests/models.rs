@@ -38,7 +38,8 @@ fn status_lists_every_manifest_model_as_missing() {
             "all-MiniLM-L6-v2",
             "smollm2-135m-instruct",
             "qwen2.5-coder-0.5b-instruct",
-            "qwen2.5-coder-1.5b-instruct"
+            "qwen2.5-coder-1.5b-instruct",
+            "pp-ocrv6-small"
         ]
     );
     assert!(models.iter().all(|m| m["state"] == "missing"));
