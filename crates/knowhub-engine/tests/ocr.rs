@@ -42,6 +42,17 @@ fn folder() -> tempfile::TempDir {
     dir
 }
 
+fn ingest(engine: &Engine, folder: &Path) -> knowhub_engine::IngestReport {
+    engine
+        .ingest(
+            &dev_context(),
+            &[folder.to_path_buf()],
+            &Default::default(),
+            &mut |_| {},
+        )
+        .unwrap()
+}
+
 #[test]
 fn pictures_are_read_searched_and_cited_at_their_page() {
     let models = ModelSet::load(&ModelConfig {
@@ -63,14 +74,7 @@ fn pictures_are_read_searched_and_cited_at_their_page() {
     let docs = folder();
     let engine = engine(data.path(), models);
     let admin = dev_context();
-    let report = engine
-        .ingest(
-            &admin,
-            &[docs.path().to_path_buf()],
-            &Default::default(),
-            &mut |_| {},
-        )
-        .unwrap();
+    let report = ingest(&engine, docs.path());
     assert_eq!((report.added, report.failed), (2, 1), "{report:?}");
     let (path, reason) = &report.failures[0];
     assert!(path.ends_with("torn.png"), "{path}");
@@ -100,14 +104,7 @@ fn without_the_model_a_picture_is_kept_with_the_command_that_reads_it() {
     let docs = folder();
     let engine = engine(data.path(), ModelSet::none());
     let admin = dev_context();
-    let report = engine
-        .ingest(
-            &admin,
-            &[docs.path().to_path_buf()],
-            &Default::default(),
-            &mut |_| {},
-        )
-        .unwrap();
+    let report = ingest(&engine, docs.path());
     // Without OCR nothing decodes the pictures, so the torn one is not told apart.
     assert_eq!(report.no_text, 3, "{report:?}");
     for doc in engine.documents(&admin, None).unwrap() {
