@@ -99,6 +99,9 @@ pub struct EvidenceSource {
     pub chunk_id: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uri: Option<String>,
+    /// A crawled web page's address, where the citation links to.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub url: Option<String>,
     // SQL.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub db: Option<String>,
@@ -245,6 +248,9 @@ pub struct RenderedSource {
     pub page: Option<u32>,
     pub heading: Vec<String>,
     pub uri: String,
+    /// A crawled web page's address (the citation opens it).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub url: Option<String>,
     /// The passage or SQL result, for the side panel.
     pub text: String,
 }

@@ -12,6 +12,7 @@ mod bench;
 mod bench_device;
 mod bench_team;
 mod bench_watch;
+mod crawl;
 mod eval;
 mod eval_agent;
 mod eval_docs;
@@ -187,6 +188,9 @@ pub(crate) enum Command {
     /// Watch folders: every new, changed, renamed or deleted file is reflected in search within
     /// seconds. Runs in the foreground until Ctrl-C; folders are remembered.
     Watch(watch::WatchArgs),
+    /// Web and wiki sources: add a site (robots.txt, sitemaps, a schedule), list, run, remove.
+    #[command(subcommand)]
+    Crawl(crawl::CrawlCommand),
     /// Stop watching a folder (its documents stay; `knowhub remove` removes them).
     Unwatch { folder: PathBuf },
     /// Run the watcher and the ingestion queue in the background for every watched folder,
@@ -524,6 +528,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Watch(args) => {
             let s = open_session(place.clone(), &cli.models, &cli.identity)?;
             return watch::watch(&s.engine, &s.ctx, args, json, show_progress);
+        }
+        Command::Crawl(cmd) => {
+            let s = open_session(place.clone(), &cli.models, &cli.identity)?;
+            return crawl::run(&s.engine, &s.ctx, cmd, json);
         }
         Command::Daemon => {
             let s = open_session(place.clone(), &cli.models, &cli.identity)?;

@@ -81,6 +81,9 @@ pub struct SearchHit {
     pub heading_path: Vec<String>,
     pub snippet: String,
     pub text: String,
+    /// For a page of a web source, the address it was crawled from.
+    #[serde(default)]
+    pub url: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -28,6 +28,7 @@
 
 mod chat;
 mod check;
+mod crawl;
 mod fs;
 mod groups;
 mod hub;
@@ -59,6 +60,7 @@ use thiserror::Error;
 
 pub use chat::{QueryableData, QueryableTable};
 pub use check::CheckReport;
+pub use crawl::{CrawlRun, CrawlSettings, CrawlSummary, CrawlView, MIN_EVERY};
 pub use fs::{FakeFs, FileMeta, Fs, RealFs, skip_name};
 pub use groups::{
     GROUP_KINDS, GroupDeleted, GroupMemberSpec, GroupMemberView, GroupView, NewGroup,
@@ -68,6 +70,7 @@ pub use hub::{AccountInfo, Credentials, Hub, Mode, dev_context};
 pub use ingest::{FileOutcome, IngestEvent, IngestOptions, IngestReport, RemoveReport};
 pub use knowhub_authz as authz;
 pub use knowhub_authz::{AccountId, RequestContext, Role, UserId};
+pub use knowhub_crawl::{Outcome as PageOutcome, PageReport};
 pub use knowhub_embed::{DeviceChoice, Embedder, Reranker};
 pub use knowhub_index::DocFilter;
 pub use knowhub_store::StoreError;
@@ -256,6 +259,8 @@ pub struct Engine {
     team_index: Option<Arc<team::FollowedIndex>>,
     /// Team mode: dense retrieval in pgvector instead of the in-memory vectors.
     team_vectors: Option<team::DenseVectors>,
+    /// Crawl sources being run now (a second run of one is refused).
+    running_crawls: Mutex<std::collections::HashSet<i64>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -405,6 +410,7 @@ impl Engine {
             _follower: follower,
             team_index,
             team_vectors: None,
+            running_crawls: Mutex::default(),
         };
         if let (Some(t), Some(db)) = (&engine.config.team, &team_db) {
             engine.resource_keys.set(match &t.secret_key_file {

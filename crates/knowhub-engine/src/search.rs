@@ -134,6 +134,9 @@ pub struct SearchHit {
     /// Character range of the passage in the document's extracted text.
     pub char_start: usize,
     pub char_end: usize,
+    /// For a page of a web source: the address it was crawled from (citations link there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// What a retrieval did, for the copilot's trace and `knowhub search --trace`.
@@ -564,7 +567,13 @@ impl Engine {
                 text: rec.text,
                 char_start: rec.char_start,
                 char_end: rec.char_end,
+                url: None,
             });
+        }
+        let paths: Vec<String> = hits.iter().map(|h| h.path.clone()).collect();
+        let urls = self.page_urls(&paths)?;
+        for hit in &mut hits {
+            hit.url = urls.get(&hit.path).cloned();
         }
         trace.total_ms = ms(started);
         Ok(Retrieval { hits, trace })

@@ -104,6 +104,11 @@ pub enum WatchEvent {
     Progress(QueueProgress),
     /// The queue is empty (or paused) and everything due is done.
     Idle,
+    /// A scheduled crawl of a web source finished.
+    Crawled {
+        url: String,
+        summary: crate::CrawlSummary,
+    },
     /// Something went wrong that the service will retry on its own.
     Warning {
         message: String,
@@ -187,9 +192,19 @@ impl WatchService {
                     source: e,
                 })?
         };
+        let crawler = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("knowhub-crawl".into())
+                .spawn(move || crawl_loop(&shared))
+                .map_err(|e| EngineError::Io {
+                    path: "crawl thread".into(),
+                    source: e,
+                })?
+        };
         Ok(WatchService {
             shared,
-            threads: vec![watcher, worker],
+            threads: vec![watcher, worker, crawler],
         })
     }
 
@@ -514,6 +529,37 @@ fn worker_loop(shared: &Shared, wake: &Receiver<()>) {
             wait = wait.min(Duration::from_millis(due.saturating_sub(now).max(0) as u64));
         }
         let _ = wake.recv_timeout(wait.max(Duration::from_millis(20)));
+    }
+}
+
+/// How often the crawl thread looks for web sources whose schedule is due.
+const CRAWL_CHECK: Duration = Duration::from_secs(30);
+
+/// Runs scheduled crawls on their own thread, so that a long crawl never holds up the files
+/// users drop; each run's changes are queued and the worker woken.
+fn crawl_loop(shared: &Shared) {
+    while !shared.stopped() {
+        match shared.engine.run_due_crawls(Some(&shared.stop)) {
+            Ok(runs) => {
+                for (url, result) in runs {
+                    match result {
+                        Ok(summary) => shared.emit(WatchEvent::Crawled { url, summary }),
+                        Err(e) => shared.emit(WatchEvent::Warning {
+                            message: format!("crawl of {url}: {e}"),
+                        }),
+                    }
+                }
+                let _ = shared.wake.try_send(());
+            }
+            Err(e) => shared.emit(WatchEvent::Warning {
+                message: format!("web sources: {e}"),
+            }),
+        }
+        // Sleep in short steps so that stopping the service is prompt.
+        let started = Instant::now();
+        while started.elapsed() < CRAWL_CHECK && !shared.stopped() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 }
 

@@ -322,6 +322,35 @@ const TABLES: &[Table] = &[
         from: None,
     },
     Table {
+        domain: "crawls",
+        name: "crawls",
+        columns: &[
+            col("source_id", Int),
+            col("url", Text),
+            col("settings", Text),
+            col("last_run", Int),
+            col("last_report", Text),
+        ],
+        serial: None,
+        from: None,
+    },
+    Table {
+        domain: "crawls",
+        name: "crawl_pages",
+        columns: &[
+            col("source_id", Int),
+            col("url", Text),
+            col("path", Text),
+            col("etag", Text),
+            col("last_modified", Text),
+            col("content_hash", Text),
+            col("extension", Text),
+            col("fetched_at", Int),
+        ],
+        serial: None,
+        from: None,
+    },
+    Table {
         domain: "audit",
         name: "audit_log",
         columns: &[

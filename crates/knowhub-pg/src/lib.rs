@@ -27,6 +27,7 @@
 mod accounts;
 mod chat;
 mod cluster;
+mod crawls;
 mod documents;
 mod follow;
 mod groups;

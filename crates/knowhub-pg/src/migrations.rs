@@ -497,6 +497,32 @@ CREATE TABLE sheet_rows (
 );
 "#],
     },
+    Domain {
+        name: "crawls",
+        steps: &[r#"
+-- Web and wiki crawl sources: a folder source (pages are files on the job host) with its start
+-- address and settings, and per page the address it came from and its validators.
+CREATE TABLE crawls (
+    source_id   BIGINT PRIMARY KEY REFERENCES sources(id) ON DELETE CASCADE,
+    url         TEXT NOT NULL UNIQUE,
+    settings    TEXT NOT NULL,
+    last_run    BIGINT,
+    last_report TEXT
+);
+CREATE TABLE crawl_pages (
+    source_id     BIGINT NOT NULL REFERENCES crawls(source_id) ON DELETE CASCADE,
+    url           TEXT NOT NULL,
+    path          TEXT NOT NULL,
+    etag          TEXT,
+    last_modified TEXT,
+    content_hash  TEXT NOT NULL,
+    extension     TEXT NOT NULL,
+    fetched_at    BIGINT NOT NULL,
+    PRIMARY KEY (source_id, url)
+);
+CREATE INDEX crawl_pages_path ON crawl_pages (path);
+"#],
+    },
     // New domains go above this line, each at the end of the list.
 ];
 

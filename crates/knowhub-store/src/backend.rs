@@ -25,11 +25,11 @@ use std::collections::BTreeMap;
 use knowhub_authz::{AclTree, GroupId, GroupRole, KeyHash, Memberships, Role, ScopeSet, UserId};
 
 use crate::{
-    AccessRow, AuditEntry, AuditRecord, ChunkId, ChunkMismatch, ChunkRecord, DocumentId,
-    DocumentRecord, FailedDocument, FeedbackRecord, FolderId, Group, GroupMemberRecord,
-    GroupSpaceCreation, GroupSpaceRecord, IndexEntry, JobRecord, JobState, JournalEntry,
-    KnowledgeFilter, KnowledgeRecord, KnowledgeVersion, MovedDocument, NewDocument, NewJob,
-    OriginalFile, QueueCounts, ResourceFilter, ResourceRecord, Result, SessionRecord,
+    AccessRow, AuditEntry, AuditRecord, ChunkId, ChunkMismatch, ChunkRecord, CrawlPageRecord,
+    CrawlRecord, DocumentId, DocumentRecord, FailedDocument, FeedbackRecord, FolderId, Group,
+    GroupMemberRecord, GroupSpaceCreation, GroupSpaceRecord, IndexEntry, JobRecord, JobState,
+    JournalEntry, KnowledgeFilter, KnowledgeRecord, KnowledgeVersion, MovedDocument, NewDocument,
+    NewJob, OriginalFile, QueueCounts, ResourceFilter, ResourceRecord, Result, SessionRecord,
     SessionSummary, SheetTableRecord, SourceId, SourceRecord, SqlSourceRecord, Store, StoreStats,
     StoredVector, TraceRecord, TurnRecord, UnembeddedChunk, UserRecord,
 };
@@ -256,6 +256,20 @@ domain! {
     }
 }
 
+domain! {
+    /// Web and wiki crawl sources and the pages they keep.
+    pub trait CrawlStore {
+        fn crawls(&self) -> Result<Vec<CrawlRecord>>;
+        fn crawl_pages(&self, source: SourceId) -> Result<Vec<CrawlPageRecord>>;
+        fn page_urls(&self, paths: &[String]) -> Result<Vec<(String, String)>>;
+        mut:
+        fn add_crawl(&mut self, source: SourceId, url: &str, settings: &str) -> Result<bool>;
+        fn set_crawl_settings(&mut self, source: SourceId, settings: &str) -> Result<bool>;
+        fn finish_crawl(&mut self, source: SourceId, at: i64, report: &str, pages: &[CrawlPageRecord]) -> Result<()>;
+        fn remove_crawl(&mut self, source: SourceId) -> Result<bool>;
+    }
+}
+
 /// Every domain: what [`Engine`](../../knowhub_engine/struct.Engine.html) holds.
 pub trait Backend:
     DocumentStore
@@ -268,6 +282,7 @@ pub trait Backend:
     + KnowledgeStore
     + ResourceStore
     + GroupStore
+    + CrawlStore
     + Send
 {
     /// A short name for logs and `status` ("sqlite", "postgres").
@@ -284,7 +299,7 @@ impl Backend for Store {
 /// through a [`Backend`].
 pub mod prelude {
     pub use super::{
-        AuditStore, Backend, ChatStore, DocumentStore, GroupStore, IdentityStore, JobStore,
-        KnowledgeStore, ResourceStore, TableStore, VectorStore,
+        AuditStore, Backend, ChatStore, CrawlStore, DocumentStore, GroupStore, IdentityStore,
+        JobStore, KnowledgeStore, ResourceStore, TableStore, VectorStore,
     };
 }

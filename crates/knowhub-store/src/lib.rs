@@ -21,6 +21,7 @@
 mod access;
 pub mod backend;
 mod chat;
+mod crawls;
 mod filter;
 mod groups;
 mod identity;
@@ -43,6 +44,7 @@ pub use backend::prelude;
 pub use chat::{
     FeedbackRecord, SessionRecord, SessionSummary, SqlSourceRecord, TraceRecord, TurnRecord,
 };
+pub use crawls::{CrawlPageRecord, CrawlRecord};
 pub use groups::{GroupMemberRecord, GroupSpaceCreation, GroupSpaceRecord};
 pub use identity::{
     Group, UserRecord, acl_tree_from_rows, document_acl_path, memberships_from_rows,

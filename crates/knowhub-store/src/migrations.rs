@@ -386,6 +386,30 @@ CREATE TABLE group_members (
 CREATE INDEX group_members_user ON group_members(user_id);
 "#],
     ),
+    (
+        "crawls",
+        &[r#"
+CREATE TABLE crawls (
+    source_id   INTEGER PRIMARY KEY REFERENCES sources(id) ON DELETE CASCADE,
+    url         TEXT NOT NULL UNIQUE,
+    settings    TEXT NOT NULL,
+    last_run    INTEGER,
+    last_report TEXT
+);
+CREATE TABLE crawl_pages (
+    source_id     INTEGER NOT NULL REFERENCES crawls(source_id) ON DELETE CASCADE,
+    url           TEXT NOT NULL,
+    path          TEXT NOT NULL,
+    etag          TEXT,
+    last_modified TEXT,
+    content_hash  TEXT NOT NULL,
+    extension     TEXT NOT NULL,
+    fetched_at    INTEGER NOT NULL,
+    PRIMARY KEY (source_id, url)
+);
+CREATE INDEX crawl_pages_path ON crawl_pages(path);
+"#],
+    ),
 ];
 
 pub(crate) fn run(conn: &mut Connection) -> Result<(), StoreError> {

@@ -201,6 +201,7 @@ fn evidence(hit: &SearchHit, snapshot: &str, query: &str) -> EvidenceItem {
                 "kb://doc/{}#chunk={}",
                 hit.document_id.0, hit.chunk_id.0
             )),
+            url: hit.url.clone(),
             ..EvidenceSource::default()
         },
         authz: EvidenceAuthz {

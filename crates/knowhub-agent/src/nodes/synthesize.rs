@@ -647,6 +647,7 @@ fn finish(
             page: e.source.page,
             heading: e.source.heading.clone(),
             uri: e.source.uri.clone().unwrap_or_default(),
+            url: e.source.url.clone(),
             text: e.text.clone(),
         })
         .collect();

@@ -1,0 +1,351 @@
+//! `knowhub crawl …`: web and wiki sources — add a site, list, run now, change, remove.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use knowhub_engine::authz::{Scope, ScopeSet};
+use knowhub_engine::{
+    CrawlSettings, CrawlSummary, CrawlView, Engine, IngestEvent, PageOutcome, ProcessOptions,
+    RequestContext,
+};
+
+/// How a crawl runs (for `add` and `set`).
+#[derive(Debug, Args)]
+pub(crate) struct CrawlOptions {
+    /// Links followed from the start page (0 = the start page and its sitemap only).
+    #[arg(long)]
+    pub depth: Option<u32>,
+    /// Only addresses whose path (and query) match these globs, e.g. `/wiki/*` (repeatable).
+    #[arg(long)]
+    pub include: Vec<String>,
+    /// Leave out addresses whose path (and query) match these globs, e.g. `*action=edit*`.
+    #[arg(long)]
+    pub exclude: Vec<String>,
+    /// Run on a schedule: 30m, 6h, 1d (at least 5m). `never` stops the schedule.
+    #[arg(long, value_name = "INTERVAL")]
+    pub every: Option<String>,
+    /// At most this many pages are kept.
+    #[arg(long)]
+    pub max_pages: Option<usize>,
+    /// Skip pages larger than this many bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub max_page_size: Option<u64>,
+    /// Download at most this many bytes per run.
+    #[arg(long, value_name = "BYTES")]
+    pub max_total_size: Option<u64>,
+    /// Milliseconds between two requests to the site (robots.txt's Crawl-delay may ask more).
+    #[arg(long, value_name = "MS")]
+    pub delay_ms: Option<u64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CrawlCommand {
+    /// Add a site or wiki (administrators). Its pages are readable by administrators and you
+    /// until you name readers (here, or later with `knowhub acl set <folder>`).
+    Add {
+        url: String,
+        #[command(flatten)]
+        options: CrawlOptions,
+        /// Who may read its pages: user:<id>, team:<id>, project:<id>, group:<id>, public
+        /// (repeatable).
+        #[arg(long = "reader", value_name = "SCOPE")]
+        readers: Vec<String>,
+        /// Crawl it now and ingest its pages.
+        #[arg(long)]
+        run: bool,
+    },
+    /// The web sources, with their last run.
+    List,
+    /// Crawl now and ingest what changed (by id or address).
+    Run { source: String },
+    /// Change how a web source is crawled (options not given stay as they are).
+    Set {
+        source: String,
+        #[command(flatten)]
+        options: CrawlOptions,
+    },
+    /// Remove a web source and its documents.
+    Remove { source: String },
+}
+
+/// `30m`, `6h`, `1d`, `90s`, `2w`; `never`/`off` = no schedule.
+fn parse_every(text: &str) -> Result<Option<u64>> {
+    let text = text.trim().to_ascii_lowercase();
+    if matches!(text.as_str(), "never" | "off" | "none" | "") {
+        return Ok(None);
+    }
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .with_context(|| format!("\"{text}\" is not an interval like 30m, 6h or 1d"))?;
+    let seconds = match unit.trim() {
+        "s" | "sec" | "secs" => 1,
+        "m" | "min" | "mins" => 60,
+        "h" | "hour" | "hours" | "" => 3_600,
+        "d" | "day" | "days" => 86_400,
+        "w" | "week" | "weeks" => 7 * 86_400,
+        other => bail!("unknown unit \"{other}\" in \"{text}\": use s, m, h, d or w"),
+    };
+    Ok(Some(n.saturating_mul(seconds)))
+}
+
+fn apply(options: CrawlOptions, mut settings: CrawlSettings) -> Result<CrawlSettings> {
+    if let Some(d) = options.depth {
+        settings.depth = d;
+    }
+    if !options.include.is_empty() {
+        settings.include = options.include;
+    }
+    if !options.exclude.is_empty() {
+        settings.exclude = options.exclude;
+    }
+    if let Some(every) = options.every {
+        settings.every_secs = parse_every(&every)?;
+    }
+    if let Some(n) = options.max_pages {
+        settings.max_pages = n;
+    }
+    if let Some(n) = options.max_page_size {
+        settings.max_page_bytes = n;
+    }
+    if let Some(n) = options.max_total_size {
+        settings.max_total_bytes = n;
+    }
+    if let Some(n) = options.delay_ms {
+        settings.delay_ms = n;
+    }
+    Ok(settings)
+}
+
+fn find(engine: &Engine, ctx: &RequestContext, source: &str) -> Result<CrawlView> {
+    let crawls = engine.crawls(ctx)?;
+    let wanted = source.trim();
+    crawls
+        .iter()
+        .find(|c| {
+            c.id.to_string() == wanted
+                || c.url == wanted
+                || c.url.trim_end_matches('/') == wanted.trim_end_matches('/')
+        })
+        .cloned()
+        .with_context(|| format!("no web source {wanted} (see `knowhub crawl list`)"))
+}
+
+fn when(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| {
+            t.with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M")
+                .to_string()
+        })
+        .unwrap_or_else(|| "?".into())
+}
+
+fn every_text(secs: Option<u64>) -> String {
+    match secs {
+        None => "by hand".into(),
+        Some(s) if s % 86_400 == 0 => format!("every {}d", s / 86_400),
+        Some(s) if s % 3_600 == 0 => format!("every {}h", s / 3_600),
+        Some(s) => format!("every {}m", s / 60),
+    }
+}
+
+fn summary_line(s: &CrawlSummary) -> String {
+    if let Some(why) = &s.aborted {
+        return format!("not crawled: {why} (everything kept)");
+    }
+    let mut line = format!(
+        "{} page(s): {} new or changed, {} unchanged, {} removed, {} failed, {} skipped, {} duplicate(s)",
+        s.pages, s.fetched, s.unchanged, s.removed, s.failed, s.skipped, s.duplicates
+    );
+    if let Some(stop) = &s.stopped {
+        line.push_str(&format!("; stopped: {stop}"));
+    }
+    line
+}
+
+fn print_view(c: &CrawlView) {
+    println!("{:>4}  {}", c.id, c.url);
+    println!(
+        "      depth {}, {}, {} document(s), folder {}",
+        c.settings.depth,
+        every_text(c.settings.every_secs),
+        c.documents,
+        c.folder
+    );
+    match &c.last_run {
+        Some(s) => println!(
+            "      last run {}: {}",
+            when(s.finished_at),
+            summary_line(s)
+        ),
+        None => println!("      never run"),
+    }
+}
+
+fn run_now(engine: &Engine, ctx: &RequestContext, id: i64, json: bool) -> Result<ExitCode> {
+    let run = engine.run_crawl(ctx, id, None)?;
+    let mut ingested = None;
+    if run.summary.queued > 0 && !engine.is_read_only() {
+        let options = ProcessOptions {
+            settle: Duration::ZERO,
+            ..ProcessOptions::default()
+        };
+        let report = engine.drain_queue(&options, None, &mut |e: &IngestEvent| {
+            if !json && let IngestEvent::File { path, outcome, .. } = e {
+                let name = Path::new(path)
+                    .strip_prefix(&run.crawl.folder)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|_| path.clone());
+                eprintln!("  {:<9} {name}", outcome.label());
+            }
+        })?;
+        ingested = Some(report);
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "crawl": run.crawl,
+                "summary": run.summary,
+                "pages": run.pages,
+                "ingested": ingested,
+            }))?
+        );
+    } else {
+        for p in &run.pages {
+            let what = match &p.outcome {
+                PageOutcome::Fetched => "fetched".to_owned(),
+                PageOutcome::Unchanged => continue,
+                PageOutcome::Duplicate { of } => format!("duplicate of {of}"),
+                PageOutcome::Skipped { reason } => format!("skipped: {reason}"),
+                PageOutcome::Gone { status } => format!("gone (HTTP {status})"),
+                PageOutcome::Failed { reason } => format!("failed: {reason}"),
+            };
+            eprintln!("{}  {what}", p.url);
+        }
+        println!("{}: {}", run.crawl.url, summary_line(&run.summary));
+        match ingested {
+            Some(r) => println!("ingested {} file(s), {} failed", r.files, r.failed),
+            None if run.summary.queued > 0 => println!(
+                "{} file(s) queued: the running app or `knowhub daemon` ingests them",
+                run.summary.queued
+            ),
+            None => {}
+        }
+    }
+    Ok(if run.summary.aborted.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub(crate) fn run(
+    engine: &Engine,
+    ctx: &RequestContext,
+    cmd: CrawlCommand,
+    json: bool,
+) -> Result<ExitCode> {
+    match cmd {
+        CrawlCommand::Add {
+            url,
+            options,
+            readers,
+            run,
+        } => {
+            let settings = apply(options, CrawlSettings::default())?;
+            let readers: ScopeSet = readers
+                .iter()
+                .map(|s| s.parse::<Scope>())
+                .collect::<Result<_, _>>()?;
+            let view = engine.add_crawl(ctx, &url, settings)?;
+            if !readers.is_empty() {
+                engine.set_folder_acl(ctx, Path::new(&view.folder), Some(&readers))?;
+            }
+            if !json {
+                println!("added web source {} ({})", view.id, view.url);
+                println!(
+                    "  readable by {} (change with `knowhub acl set {}`)",
+                    if readers.is_empty() {
+                        "administrators and you".to_owned()
+                    } else {
+                        readers.to_string()
+                    },
+                    view.folder
+                );
+            }
+            if run {
+                return run_now(engine, ctx, view.id, json);
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&view)?);
+            }
+        }
+        CrawlCommand::List => {
+            let crawls = engine.crawls(ctx)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&crawls)?);
+            } else if crawls.is_empty() {
+                println!("no web sources (add one with `knowhub crawl add <url>`)");
+            } else {
+                crawls.iter().for_each(print_view);
+            }
+        }
+        CrawlCommand::Run { source } => {
+            let view = find(engine, ctx, &source)?;
+            return run_now(engine, ctx, view.id, json);
+        }
+        CrawlCommand::Set { source, options } => {
+            let view = find(engine, ctx, &source)?;
+            let settings = apply(options, view.settings.clone())?;
+            let view = engine.update_crawl(ctx, view.id, settings)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&view)?);
+            } else {
+                print_view(&view);
+            }
+        }
+        CrawlCommand::Remove { source } => {
+            let view = find(engine, ctx, &source)?;
+            let removed = engine.remove_crawl(ctx, view.id)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"removed": view.url, "documents": removed})
+                );
+            } else {
+                println!("removed {} and its {removed} document(s)", view.url);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals() {
+        let table = [
+            ("30m", Some(1_800)),
+            ("6h", Some(21_600)),
+            ("1d", Some(86_400)),
+            ("2 days", Some(172_800)),
+            ("12", Some(43_200)),
+            ("never", None),
+        ];
+        for (text, want) in table {
+            assert_eq!(parse_every(text).ok(), Some(want), "{text}");
+        }
+        assert!(parse_every("6x").is_err());
+        assert!(parse_every("soon").is_err());
+    }
+}
