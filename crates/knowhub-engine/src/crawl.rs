@@ -179,7 +179,19 @@ pub(crate) fn page_file(root: &Path, url: &str, extension: &str) -> PathBuf {
     {
         path.push(seg);
     }
-    let mut stem = safe_segment(last.rsplit_once('.').map_or(last.as_str(), |(s, _)| s));
+    // The name's own extension goes: the file gets the one of the type the server sent.
+    let name = percent_decode(&last);
+    let stem = match name.rsplit_once('.') {
+        Some((stem, ext))
+            if !stem.is_empty()
+                && (1..=5).contains(&ext.len())
+                && ext.chars().all(|c| c.is_ascii_alphanumeric()) =>
+        {
+            stem
+        }
+        _ => name.as_str(),
+    };
+    let mut stem = safe_name(stem);
     if stem.is_empty() {
         stem = "index".into();
     }
@@ -189,7 +201,11 @@ pub(crate) fn page_file(root: &Path, url: &str, extension: &str) -> PathBuf {
 
 /// A path segment, percent-decoded, without characters file systems refuse, at most 80 bytes.
 fn safe_segment(segment: &str) -> String {
-    let decoded = percent_decode(segment);
+    safe_name(&percent_decode(segment))
+}
+
+/// `decoded` without characters file systems refuse, at most 80 bytes, no leading dots.
+fn safe_name(decoded: &str) -> String {
     let mut out = String::new();
     for c in decoded.chars() {
         let c = if matches!(c, '/' | '\\' | ':' | '*' | '?' | '"' | '<' | '>' | '|')
