@@ -66,6 +66,7 @@ impl KnowledgeBase for Fake {
                 text: (*text).to_string(),
                 char_start: 0,
                 char_end: text.len(),
+                url: None,
             })
             .collect();
         Ok(Retrieval {

@@ -27,6 +27,7 @@ pub mod auth;
 mod conversations;
 pub mod copilot;
 mod count;
+mod crawls;
 pub mod error;
 pub mod groups;
 pub mod knowledge;
@@ -232,7 +233,7 @@ impl Modify for SecuritySchemes {
         (name = "copilot", description = "Document search and cited answers"),
         (name = "admin", description = "Accounts, users and keys (seed 003 §6.2)"),
         (name = "library", description = "Sources, documents, files, passages, status and audit"),
-        (name = "administration", description = "Folders and ACLs, watched folders, ingestion, memberships, SQL data sources"),
+        (name = "administration", description = "Folders and ACLs, watched folders, web sources, ingestion, memberships, SQL data sources"),
         (name = "conversations", description = "Conversations, traces and feedback"),
         (name = "meta", description = "Health"),
     )
@@ -252,6 +253,7 @@ pub fn router_and_openapi(state: ServerState) -> (axum::Router, utoipa::openapi:
         .merge(admin::router())
         .merge(library::router())
         .merge(administration::router())
+        .merge(crawls::router())
         .merge(conversations::router())
         .split_for_parts();
     let doc = Arc::new(api.clone());

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use knowhub_crawl::testing::{Route, TestSite};
 use knowhub_engine::authz::{Role, ScopeSet, UserId};
 use knowhub_engine::team::TeamConfig;
 use knowhub_engine::{EngineConfig, Hub, IngestOptions, ModelConfig, dev_context};
@@ -90,6 +91,7 @@ const HANDBOOK: &str = "zqhandbook";
 const SALARIES: &str = "zqsalaries";
 const DESIGN: &str = "zqdesign";
 const FRESH: &str = "zqfresh";
+const WIKI: &str = "zqwikipage";
 
 struct World {
     /// Where changes are made, and where they are checked (the same server locally).
@@ -356,6 +358,7 @@ fn scenario(w: &World) {
     ingestion(w);
     queue(w);
     sql_sources(w);
+    crawls(w);
     users_are_refused(w);
     bad_input(w);
     no_key(w);
@@ -548,6 +551,103 @@ fn watches(w: &World) {
     assert!(!watched(w, &w.admin).contains(&target));
     w.change(&w.admin, "DELETE", &path, None)
         .error(404, "NOT_FOUND", "unwatch twice");
+}
+
+/// A web source over HTTP: added with readers, run, its pages ingested, searched on the
+/// checking replica with their address, listed there, removed.
+fn crawls(w: &World) {
+    let site = TestSite::start().unwrap();
+    site.set(
+        "/",
+        Route::html(
+            "<html><head><title>Wiki</title></head><body><a href=\"/page\">page</a></body></html>",
+        ),
+    );
+    site.set(
+        "/page",
+        Route::html(&format!(
+            "<html><head><title>Wiki page</title></head><body><p>{WIKI}: the wiki says the canteen opens at eight.</p></body></html>"
+        )),
+    );
+    let add = json!({"url": site.url("/"), "settings": {"depth": 1, "delay_ms": 0}, "readers": ["user:alice"]});
+    w.change(&w.alice, "POST", "/api/v1/crawls", Some(add.clone()))
+        .error(403, "PERMISSION_DENIED", "a user adds a web source");
+    w.change(
+        &w.admin,
+        "POST",
+        "/api/v1/crawls",
+        Some(json!({"url": "ftp://example.com/"})),
+    )
+    .error(422, "VALIDATION_ERROR", "an ftp address");
+    let added = w
+        .change(&w.admin, "POST", "/api/v1/crawls", Some(add))
+        .ok(201, "add a web source");
+    let id = added["id"].as_i64().unwrap();
+    assert_eq!(added["settings"]["depth"], 1, "{added}");
+    let run = w
+        .change(&w.admin, "POST", &format!("/api/v1/crawls/{id}/run"), None)
+        .ok(200, "run it");
+    assert_eq!(run["summary"]["pages"], 2, "{run}");
+    assert!(
+        run["pages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["outcome"] == "fetched"),
+        "{run}"
+    );
+    // What the server's queue worker does with the queued pages, done at once.
+    w.change(
+        &w.admin,
+        "POST",
+        "/api/v1/ingest",
+        Some(json!({"paths": [added["folder"]]})),
+    )
+    .ok(200, "ingest the crawled pages");
+    w.eventually("the crawled page on the checking replica", || {
+        w.sees(&w.alice, WIKI)
+    });
+    assert!(!w.sees(&w.bob, WIKI), "bob is not a reader");
+    let hits = w
+        .check(
+            &w.alice,
+            "POST",
+            "/api/v1/search",
+            Some(json!({"query": WIKI, "mode": "keyword"})),
+        )
+        .ok(200, "search the wiki");
+    assert_eq!(hits["hits"][0]["url"], site.url("/page"), "{hits}");
+    let listed = w
+        .check(&w.admin, "GET", "/api/v1/crawls", None)
+        .ok(200, "list");
+    assert_eq!(listed["crawls"][0]["last_run"]["pages"], 2, "{listed}");
+    w.check(&w.alice, "GET", "/api/v1/crawls", None).error(
+        403,
+        "PERMISSION_DENIED",
+        "a user lists web sources",
+    );
+    let changed = w
+        .change(
+            &w.admin,
+            "PUT",
+            &format!("/api/v1/crawls/{id}"),
+            Some(json!({"every_secs": 21600})),
+        )
+        .ok(200, "schedule it");
+    assert_eq!(changed["settings"]["every_secs"], 21600, "{changed}");
+    assert_eq!(
+        changed["settings"]["depth"], 1,
+        "unchanged fields stay: {changed}"
+    );
+    let removed = w
+        .change(&w.admin, "DELETE", &format!("/api/v1/crawls/{id}"), None)
+        .ok(200, "remove it");
+    assert_eq!(removed["documents"], 2, "{removed}");
+    w.eventually("the crawled page gone on the checking replica", || {
+        !w.sees(&w.alice, WIKI)
+    });
+    w.change(&w.admin, "DELETE", &format!("/api/v1/crawls/{id}"), None)
+        .error(404, "NOT_FOUND", "remove twice");
 }
 
 fn ingestion(w: &World) {
