@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use knowhub_engine::authz::ScopeSet;
+use knowhub_engine::authz::{Scope, ScopeSet};
 use knowhub_engine::{
     DocumentId, FileOutcome, IngestOptions, Role, SourceRules, UploadKind, UploadTarget, UserId,
 };
@@ -508,6 +508,84 @@ pub(crate) async fn unwatch_folder(app: AppHandle, path: String) -> CmdResult<()
     as_user(app, move |s| {
         s.engine.unwatch_folder(&s.ctx, Path::new(&path))?;
         Ok(())
+    })
+    .await
+}
+
+/// The web and wiki sources (administrators).
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn web_sources(app: AppHandle) -> CmdResult<Vec<WebSourceRow>> {
+    as_user(app, move |s| {
+        Ok(s.engine.crawls(&s.ctx)?.into_iter().map(Into::into).collect())
+    })
+    .await
+}
+
+fn web_source_id(id: f64) -> CmdResult<i64> {
+    if id.fract() == 0.0 && id >= 1.0 && id < 9.0e15 {
+        Ok(id as i64)
+    } else {
+        Err(CommandError::invalid(format!("{id} is not a web source id")))
+    }
+}
+
+/// Adds a site or wiki (administrators): readable by administrators and the caller until
+/// `readers` (scopes such as `team:eng`) or the folder's ACL say otherwise. Run it with
+/// `run_web_source`.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn add_web_source(
+    app: AppHandle,
+    url: String,
+    depth: u32,
+    every_hours: Option<u32>,
+    readers: Vec<String>,
+) -> CmdResult<WebSourceRow> {
+    as_user(app, move |s| {
+        let readers: ScopeSet = readers
+            .iter()
+            .map(|r| r.parse::<Scope>())
+            .collect::<Result<_, _>>()
+            .map_err(|e| CommandError::invalid(e.to_string()))?;
+        let settings = knowhub_engine::CrawlSettings {
+            depth,
+            every_secs: every_hours.filter(|h| *h > 0).map(|h| u64::from(h) * 3600),
+            ..Default::default()
+        };
+        let view = s.engine.add_crawl(&s.ctx, &url, settings)?;
+        if !readers.is_empty() {
+            s.engine
+                .set_folder_acl(&s.ctx, Path::new(&view.folder), Some(&readers))?;
+        }
+        Ok(view.into())
+    })
+    .await
+}
+
+/// Crawls a web source now (administrators) and hands its changed pages to the background
+/// ingestion; returns it with this run's summary.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn run_web_source(app: AppHandle, id: f64) -> CmdResult<WebSourceRow> {
+    blocking(app, move |state, app| {
+        let id = web_source_id(id)?;
+        let s = state.signed();
+        let run = s.engine.run_crawl(&s.ctx, id, None)?;
+        crate::start_background(state, app);
+        state.wake_watcher();
+        Ok(run.crawl.into())
+    })
+    .await
+}
+
+/// Removes a web source and its documents (administrators); returns how many were removed.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn remove_web_source(app: AppHandle, id: f64) -> CmdResult<u32> {
+    as_user(app, move |s| {
+        let id = web_source_id(id)?;
+        Ok(n32(s.engine.remove_crawl(&s.ctx, id)?))
     })
     .await
 }

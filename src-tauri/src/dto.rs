@@ -529,6 +529,65 @@ pub struct SqlSourceRow {
     pub tenant_column: Option<String>,
 }
 
+/// A web or wiki source (administrators).
+#[derive(Debug, Clone, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct WebSourceRow {
+    pub id: f64,
+    pub url: String,
+    /// The folder its pages are kept in (its ACL says who reads them).
+    pub folder: String,
+    pub depth: u32,
+    /// Hours between scheduled runs; `None` = by hand.
+    pub every_hours: Option<u32>,
+    pub documents: u32,
+    pub last_run: Option<WebRunRow>,
+}
+
+/// What a web source's last run did.
+#[derive(Debug, Clone, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct WebRunRow {
+    pub finished_at_ms: f64,
+    pub pages: u32,
+    pub fetched: u32,
+    pub unchanged: u32,
+    pub removed: u32,
+    pub failed: u32,
+    pub skipped: u32,
+    /// Why the site could not be read (nothing was changed).
+    pub aborted: Option<String>,
+    /// Why the run ended early (a budget).
+    pub stopped: Option<String>,
+    /// `address: reason` of pages that failed or were skipped.
+    pub problems: Vec<String>,
+}
+
+impl From<knowhub_engine::CrawlView> for WebSourceRow {
+    fn from(c: knowhub_engine::CrawlView) -> Self {
+        WebSourceRow {
+            id: c.id as f64,
+            url: c.url,
+            folder: c.folder,
+            depth: c.settings.depth,
+            every_hours: c.settings.every_secs.map(|s| n32(s / 3600)),
+            documents: n32(c.documents),
+            last_run: c.last_run.map(|r| WebRunRow {
+                finished_at_ms: r.finished_at as f64,
+                pages: n32(r.pages),
+                fetched: n32(r.fetched),
+                unchanged: n32(r.unchanged),
+                removed: n32(r.removed),
+                failed: n32(r.failed),
+                skipped: n32(r.skipped),
+                aborted: r.aborted,
+                stopped: r.stopped,
+                problems: r.problems,
+            }),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Type)]
 #[serde(rename_all = "camelCase")]
 pub struct SheetTableRow {

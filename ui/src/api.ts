@@ -46,6 +46,7 @@ export type NewKey = Ok<typeof commands.addUser>;
 export type DataSourcesView = Ok<typeof commands.dataSources>;
 export type SqlSourceRow = DataSourcesView["sources"][number];
 export type SheetTableRow = DataSourcesView["tables"][number];
+export type WebSourceRow = Ok<typeof commands.webSources>[number];
 export type ApiServerView = Ok<typeof commands.apiServerStatus>;
 export type TeamStatus = Ok<typeof commands.teamStatus>;
 /** Which knowledge base a request goes to: this computer's or the joined team server's. */
@@ -184,6 +185,12 @@ export const api = {
   watchFolder: (path: string) => unwrap(commands.watchFolder(path)),
   unwatchFolder: (path: string) => unwrap(commands.unwatchFolder(path)),
   setIngestionPaused: (paused: boolean) => unwrap(commands.setIngestionPaused(paused)),
+  webSources: () => unwrap(commands.webSources()),
+  addWebSource: (url: string, depth: number, everyHours: number | null, readers: string[]) =>
+    unwrap(commands.addWebSource(url, depth, everyHours, readers)),
+  /** Crawls now; resolves when the site has been read (its pages are then ingested in the background). */
+  runWebSource: (id: number) => unwrap(commands.runWebSource(id)),
+  removeWebSource: (id: number) => unwrap(commands.removeWebSource(id)),
   retryFailed: () => unwrap(commands.retryFailed()),
 
   folderTree: () => unwrap(commands.folderTree()),

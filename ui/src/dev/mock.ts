@@ -20,6 +20,7 @@ import type {
   Source,
   TraceView,
   UserRow,
+  WebSourceRow,
 } from "../api";
 
 type Args = Record<string, unknown>;
@@ -155,6 +156,7 @@ const acl = new Map<string, string>([
   ["HR", "team:hr"],
 ]);
 let watched = [ROOT];
+const webSources: WebSourceRow[] = [];
 let paused = false;
 const conversations = new Map<string, { id: string; owner: string; title: string; updatedAtMs: number; answers: Answer[] }>();
 const traces = new Map<string, TraceView>();
@@ -549,6 +551,39 @@ async function handle(cmd: string, args: Args): Promise<unknown> {
     case "unwatch_folder":
       watched = watched.filter((w) => w !== args.path);
       return null;
+    case "web_sources":
+      if (!isAdmin()) fail("forbidden", "only an administrator can see web sources");
+      return webSources;
+    case "add_web_source": {
+      const url = String(args.url).trim();
+      if (!/^https?:\/\/[^/]+/.test(url)) fail("invalid", `"${url}" is not an http or https address`);
+      if (webSources.some((w) => w.url === url)) fail("conflict", `${url} is crawled already`);
+      const row: WebSourceRow = {
+        id: webSources.length + 1,
+        url,
+        folder: `/home/demo/.local/share/knowhub/web/site-${webSources.length + 1}`,
+        depth: Number(args.depth),
+        everyHours: (args.everyHours as number | null) ?? null,
+        documents: 0,
+        lastRun: null,
+      };
+      webSources.push(row);
+      return row;
+    }
+    case "run_web_source": {
+      const row = webSources.find((w) => w.id === args.id);
+      if (!row) fail("not_found", `no web source ${String(args.id)}`);
+      await sleep(600);
+      row.documents = 12;
+      row.lastRun = { finishedAtMs: Date.now(), pages: 12, fetched: 12, unchanged: 0, removed: 0, failed: 0, skipped: 1, aborted: null, stopped: null, problems: [`${row.url}private/: robots.txt disallows it`] };
+      return row;
+    }
+    case "remove_web_source": {
+      const i = webSources.findIndex((w) => w.id === args.id);
+      if (i < 0) fail("not_found", `no web source ${String(args.id)}`);
+      const [gone] = webSources.splice(i, 1);
+      return gone.documents;
+    }
     case "set_ingestion_paused":
       paused = Boolean(args.paused);
       ingestEvent({ type: "progress", queued: 1, running: 0, failed: 1, done: 3, paused, current: null, etaSecs: null });

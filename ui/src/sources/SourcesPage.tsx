@@ -8,6 +8,7 @@ import { ExternalIcon, FolderIcon, PlusIcon } from "../components/icons";
 import { baseName, formatDateTime, formatNumber } from "../lib/format";
 import { useApp, useIngestEvents, useIngestProgress } from "../state/app";
 import { useToast } from "../state/toasts";
+import { WebSources } from "./WebSources";
 
 const STATUS_TONES: Record<string, string> = {
   indexed: "ok",
@@ -194,6 +195,8 @@ export function SourcesPage() {
           </ul>
         )}
       </section>
+
+      {isAdmin && <WebSources onChanged={load} />}
 
       <section className="section">
         <div className="section-header">
