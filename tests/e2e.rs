@@ -17,6 +17,7 @@ mod window;
 use std::path::{Path, PathBuf};
 
 use fantoccini::Locator;
+use knowhub_crawl::testing::{Route, TestSite};
 use knowhub_engine::{Engine, EngineConfig, IngestOptions, ModelConfig, dev_context};
 use window::{Driver, Ui, css};
 
@@ -298,6 +299,37 @@ async fn scenario(ui: &Ui, demo: &Path) {
         vec![],
     )
     .await;
+
+    // 6b. A web site (served on loopback) added on the Sources page is crawled, and its pages
+    // are read in the background.
+    let site = TestSite::start().unwrap();
+    site.set(
+        "/",
+        Route::html("<html><head><title>Intranet</title></head><body><a href=\"/canteen\">Canteen</a></body></html>"),
+    );
+    site.set(
+        "/canteen",
+        Route::html("<html><head><title>Canteen hours</title></head><body><p>The canteen opens at 07:45.</p></body></html>"),
+    );
+    ui.click(&css("nav-sources")).await;
+    ui.click(&css("add-web-source")).await;
+    ui.type_into(&css("web-source-url"), &site.url("/")).await;
+    ui.click(&css("web-source-submit")).await;
+    ui.until(
+        "the site's first crawl to be reported",
+        "const s = document.querySelector('[data-testid=\"web-source-status\"]');\
+         return !!s && s.getAttribute('data-pages') === '2';",
+        vec![],
+    )
+    .await;
+    ui.until(
+        "the crawled page among the documents",
+        "return [...document.querySelectorAll('[data-testid=\"doc-row\"]')]\
+           .some((r) => (r.getAttribute('data-path') || '').includes('/web/') && r.getAttribute('data-status') === 'indexed');",
+        vec![],
+    )
+    .await;
+    ui.shot("web-sources.png").await;
 
     // 7. Signed in as bob, the restricted folder's documents are gone, the rest is there.
     ui.click(&css("switch-user")).await;

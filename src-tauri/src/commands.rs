@@ -517,7 +517,11 @@ pub(crate) async fn unwatch_folder(app: AppHandle, path: String) -> CmdResult<()
 #[specta::specta]
 pub(crate) async fn web_sources(app: AppHandle) -> CmdResult<Vec<WebSourceRow>> {
     as_user(app, move |s| {
-        Ok(s.engine.crawls(&s.ctx)?.into_iter().map(Into::into).collect())
+        Ok(s.engine
+            .crawls(&s.ctx)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
     })
     .await
 }
@@ -526,7 +530,9 @@ fn web_source_id(id: f64) -> CmdResult<i64> {
     if id.fract() == 0.0 && id >= 1.0 && id < 9.0e15 {
         Ok(id as i64)
     } else {
-        Err(CommandError::invalid(format!("{id} is not a web source id")))
+        Err(CommandError::invalid(format!(
+            "{id} is not a web source id"
+        )))
     }
 }
 

@@ -36,7 +36,7 @@ pub(crate) struct CrawlOptions {
     /// Download at most this many bytes per run.
     #[arg(long, value_name = "BYTES")]
     pub max_total_size: Option<u64>,
-    /// Milliseconds between two requests to the site (robots.txt's Crawl-delay may ask more).
+    /// Pause between two requests to the site, in ms (robots.txt's Crawl-delay may ask more).
     #[arg(long, value_name = "MS")]
     pub delay_ms: Option<u64>,
 }

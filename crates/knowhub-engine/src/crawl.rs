@@ -59,6 +59,8 @@ impl Default for CrawlSettings {
 pub const MIN_EVERY: Duration = Duration::from_secs(5 * 60);
 /// Requests wait at most this long for an answer.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a run by hand waits for a scheduled run of the same source to finish.
+const WAIT_FOR_RUNNING: Duration = Duration::from_secs(15 * 60);
 /// Page problems kept in a run's summary.
 const KEEP_PROBLEMS: usize = 50;
 
@@ -368,7 +370,17 @@ impl Engine {
         let access = self.authorize(ctx)?;
         self.require_admin(&access, "run a web source")?;
         let record = self.crawl_record(id)?;
-        let run = self.run_crawl_record(&record, cancel);
+        // A scheduled run of the same source may be under way: wait for it, then run again
+        // (cheap: unchanged pages cost a 304).
+        let started = std::time::Instant::now();
+        let run = loop {
+            match self.run_crawl_record(&record, cancel) {
+                Err(EngineError::Conflict(_)) if started.elapsed() < WAIT_FOR_RUNNING => {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                other => break other,
+            }
+        };
         self.audit_write(&access, "crawl.run", &record.url, run.is_ok())?;
         run
     }
@@ -383,9 +395,13 @@ impl Engine {
         let mut out = Vec::new();
         for record in self.store().crawls()? {
             let due = next_run(&record).is_some_and(|next| next <= now);
-            if due {
-                let result = self.run_crawl_record(&record, cancel).map(|r| r.summary);
-                out.push((record.url.clone(), result));
+            if !due {
+                continue;
+            }
+            match self.run_crawl_record(&record, cancel) {
+                // Run by hand right now (that run is this one), or another replica's source.
+                Err(EngineError::Conflict(_) | EngineError::NotFound(_)) => {}
+                result => out.push((record.url.clone(), result.map(|r| r.summary))),
             }
         }
         Ok(out)
@@ -449,9 +465,19 @@ impl Engine {
         let settings: CrawlSettings = serde_json::from_str(&record.settings).unwrap_or_default();
         let start = knowhub_crawl::parse_start(&record.url).map_err(invalid)?;
         let spec = settings.spec(start);
+        let root = PathBuf::from(&record.root_path);
+        if !root.parent().is_some_and(Path::exists) {
+            // Team mode: the source's folder is on the replica that added it.
+            return Err(EngineError::NotFound(format!(
+                "the folder of {} ({}) is not on this server: run it where it was added",
+                record.url, record.root_path
+            )));
+        }
         let stored = self.store().crawl_pages(record.source)?;
+        // A page whose file went missing is asked for in full (a 304 would leave it missing).
         let previous: HashMap<String, KnownPage> = stored
             .iter()
+            .filter(|p| Path::new(&p.path).is_file())
             .map(|p| {
                 (
                     p.url.clone(),
@@ -466,7 +492,6 @@ impl Engine {
                 )
             })
             .collect();
-        let root = PathBuf::from(&record.root_path);
         std::fs::create_dir_all(&root).map_err(|e| EngineError::Io {
             path: record.root_path.clone(),
             source: e,

@@ -200,6 +200,20 @@ fn a_site_is_crawled_searched_cited_kept_current_and_removed() {
     assert_eq!(listed[0].documents, 3);
     assert_eq!(listed[0].last_run.as_ref().map(|s| s.removed), Some(1));
 
+    // A page's file deleted by hand is downloaded again, not trusted to a 304.
+    let guide = std::fs::read_dir(&added.folder)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "txt"))
+        .unwrap();
+    std::fs::remove_file(&guide).unwrap();
+    let repaired = engine.run_crawl(&admin, added.id, None).unwrap();
+    assert_eq!(repaired.summary.fetched, 1, "{:?}", repaired.summary);
+    assert!(guide.is_file());
+    drain(&engine);
+    assert_eq!(hits(&engine, &admin, "lighthouse checklist").len(), 1);
+
     // The site is down: nothing is concluded, nothing is lost.
     site.set("/robots.txt", Route::status(503));
     let down = engine.run_crawl(&admin, added.id, None).unwrap();

@@ -37,7 +37,7 @@ pub(crate) struct SettingsBody {
     max_pages: Option<usize>,
     max_page_bytes: Option<u64>,
     max_total_bytes: Option<u64>,
-    /// Milliseconds between two requests to the site.
+    /// Pause between two requests to the site, in ms.
     delay_ms: Option<u64>,
 }
 

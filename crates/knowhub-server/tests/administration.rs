@@ -1072,6 +1072,11 @@ fn no_key(w: &World) {
 
 /// Every administration route, as the OpenAPI document should list it.
 const ROUTES: &[&str] = &[
+    "GET /api/v1/crawls",
+    "POST /api/v1/crawls",
+    "PUT /api/v1/crawls/{id}",
+    "DELETE /api/v1/crawls/{id}",
+    "POST /api/v1/crawls/{id}/run",
     "GET /api/v1/folders",
     "PUT /api/v1/acl",
     "GET /api/v1/acl/readers",

@@ -57,7 +57,7 @@ export function WebSources({ onChanged }: { onChanged: () => void }) {
                 <a className="mono path" href={row.url} target="_blank" rel="noreferrer" title={row.folder}>
                   {row.url}
                 </a>
-                <span className="muted small" data-testid="web-source-status">
+                <span className="muted small" data-testid="web-source-status" data-pages={row.lastRun?.pages ?? ""}>
                   {row.lastRun
                     ? row.lastRun.aborted
                       ? t("web.aborted", { reason: row.lastRun.aborted })
