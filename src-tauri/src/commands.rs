@@ -526,16 +526,6 @@ pub(crate) async fn web_sources(app: AppHandle) -> CmdResult<Vec<WebSourceRow>> 
     .await
 }
 
-fn web_source_id(id: f64) -> CmdResult<i64> {
-    if id.fract() == 0.0 && id >= 1.0 && id < 9.0e15 {
-        Ok(id as i64)
-    } else {
-        Err(CommandError::invalid(format!(
-            "{id} is not a web source id"
-        )))
-    }
-}
-
 /// Adds a site or wiki (administrators): readable by administrators and the caller until
 /// `readers` (scopes such as `team:eng`) or the folder's ACL say otherwise. Run it with
 /// `run_web_source`.
@@ -573,11 +563,10 @@ pub(crate) async fn add_web_source(
 /// ingestion; returns it with this run's summary.
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn run_web_source(app: AppHandle, id: f64) -> CmdResult<WebSourceRow> {
+pub(crate) async fn run_web_source(app: AppHandle, id: u32) -> CmdResult<WebSourceRow> {
     blocking(app, move |state, app| {
-        let id = web_source_id(id)?;
         let s = state.signed();
-        let run = s.engine.run_crawl(&s.ctx, id, None)?;
+        let run = s.engine.run_crawl(&s.ctx, i64::from(id), None)?;
         crate::start_background(state, app);
         state.wake_watcher();
         Ok(run.crawl.into())
@@ -588,10 +577,9 @@ pub(crate) async fn run_web_source(app: AppHandle, id: f64) -> CmdResult<WebSour
 /// Removes a web source and its documents (administrators); returns how many were removed.
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn remove_web_source(app: AppHandle, id: f64) -> CmdResult<u32> {
+pub(crate) async fn remove_web_source(app: AppHandle, id: u32) -> CmdResult<u32> {
     as_user(app, move |s| {
-        let id = web_source_id(id)?;
-        Ok(n32(s.engine.remove_crawl(&s.ctx, id)?))
+        Ok(n32(s.engine.remove_crawl(&s.ctx, i64::from(id))?))
     })
     .await
 }

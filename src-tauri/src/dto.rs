@@ -533,7 +533,7 @@ pub struct SqlSourceRow {
 #[derive(Debug, Clone, Serialize, Type)]
 #[serde(rename_all = "camelCase")]
 pub struct WebSourceRow {
-    pub id: f64,
+    pub id: u32,
     pub url: String,
     /// The folder its pages are kept in (its ACL says who reads them).
     pub folder: String,
@@ -566,7 +566,7 @@ pub struct WebRunRow {
 impl From<knowhub_engine::CrawlView> for WebSourceRow {
     fn from(c: knowhub_engine::CrawlView) -> Self {
         WebSourceRow {
-            id: c.id as f64,
+            id: n32(c.id),
             url: c.url,
             folder: c.folder,
             depth: c.settings.depth,

@@ -113,6 +113,21 @@ export const commands = {
 	/**  Registers a SQLite database for the copilot (administrators). */
 	addDataSource: (name: string, path: string, scopes: string[], tenantColumn: string | null) => typedError<null, CommandError>(__TAURI_INVOKE("add_data_source", { name, path, scopes, tenantColumn })),
 	removeDataSource: (name: string) => typedError<null, CommandError>(__TAURI_INVOKE("remove_data_source", { name })),
+	/**  The web and wiki sources (administrators). */
+	webSources: () => typedError<WebSourceRow_Serialize[], CommandError>(__TAURI_INVOKE("web_sources")),
+	/**
+	 *  Adds a site or wiki (administrators): readable by administrators and the caller until
+	 *  `readers` (scopes such as `team:eng`) or the folder's ACL say otherwise. Run it with
+	 *  `run_web_source`.
+	 */
+	addWebSource: (url: string, depth: number, everyHours: number | null, readers: string[]) => typedError<WebSourceRow_Serialize, CommandError>(__TAURI_INVOKE("add_web_source", { url, depth, everyHours, readers })),
+	/**
+	 *  Crawls a web source now (administrators) and hands its changed pages to the background
+	 *  ingestion; returns it with this run's summary.
+	 */
+	runWebSource: (id: number) => typedError<WebSourceRow_Serialize, CommandError>(__TAURI_INVOKE("run_web_source", { id })),
+	/**  Removes a web source and its documents (administrators); returns how many were removed. */
+	removeWebSource: (id: number) => typedError<number, CommandError>(__TAURI_INVOKE("remove_web_source", { id })),
 	/**
 	 *  Whether the app serves the HTTP API, and where (any signed-in user may see it: each
 	 *  request to the API still signs in with its own key).
@@ -973,6 +988,72 @@ export type Visibility =
 { kind: "public" } | 
 /**  These scopes (`team:hr`, `project:apollo`, `user:bob`, …). */
 { kind: "scopes"; scopes: string[] };
+
+/**  What a web source's last run did. */
+export type WebRunRow = WebRunRow_Serialize | WebRunRow_Deserialize;
+
+/**  What a web source's last run did. */
+export type WebRunRow_Deserialize = {
+	finishedAtMs: number | null,
+	pages: number,
+	fetched: number,
+	unchanged: number,
+	removed: number,
+	failed: number,
+	skipped: number,
+	/**  Why the site could not be read (nothing was changed). */
+	aborted?: string | null,
+	/**  Why the run ended early (a budget). */
+	stopped?: string | null,
+	/**  `address: reason` of pages that failed or were skipped. */
+	problems: string[],
+};
+
+/**  What a web source's last run did. */
+export type WebRunRow_Serialize = {
+	finishedAtMs: number | null,
+	pages: number,
+	fetched: number,
+	unchanged: number,
+	removed: number,
+	failed: number,
+	skipped: number,
+	/**  Why the site could not be read (nothing was changed). */
+	aborted: string | null,
+	/**  Why the run ended early (a budget). */
+	stopped: string | null,
+	/**  `address: reason` of pages that failed or were skipped. */
+	problems: string[],
+};
+
+/**  A web or wiki source (administrators). */
+export type WebSourceRow = WebSourceRow_Serialize | WebSourceRow_Deserialize;
+
+/**  A web or wiki source (administrators). */
+export type WebSourceRow_Deserialize = {
+	id: number,
+	url: string,
+	/**  The folder its pages are kept in (its ACL says who reads them). */
+	folder: string,
+	depth: number,
+	/**  Hours between scheduled runs; `None` = by hand. */
+	everyHours?: number | null,
+	documents: number,
+	lastRun?: WebRunRow_Deserialize | null,
+};
+
+/**  A web or wiki source (administrators). */
+export type WebSourceRow_Serialize = {
+	id: number,
+	url: string,
+	/**  The folder its pages are kept in (its ACL says who reads them). */
+	folder: string,
+	depth: number,
+	/**  Hours between scheduled runs; `None` = by hand. */
+	everyHours: number | null,
+	documents: number,
+	lastRun: WebRunRow_Serialize | null,
+};
 
 /* Tauri Specta runtime */
 async function typedError<T, E>(result: Promise<T>): Promise<{ status: "ok"; data: T } | { status: "error"; error: E }> {

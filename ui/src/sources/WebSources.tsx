@@ -223,7 +223,7 @@ function AddWebSource({ onClose, onAdded }: { onClose: () => void; onAdded: (row
             data-testid="web-source-readers"
             value={readers}
             spellCheck={false}
-            placeholder="team:eng, public"
+            placeholder={t("web.readersPlaceholder")}
             onChange={(e) => setReaders(e.target.value)}
           />
           <span className="muted small">{t("web.readersHint")}</span>
