@@ -312,6 +312,13 @@ async fn scenario(ui: &Ui, demo: &Path) {
         Route::html("<html><head><title>Canteen hours</title></head><body><p>The canteen opens at 07:45.</p></body></html>"),
     );
     ui.click(&css("nav-sources")).await;
+    // The notices of the steps above sit over the page's right side until they fade.
+    ui.until(
+        "the notices to fade",
+        "return document.querySelectorAll('.toasts > *').length === 0;",
+        vec![],
+    )
+    .await;
     ui.click(&css("add-web-source")).await;
     ui.type_into(&css("web-source-url"), &site.url("/")).await;
     ui.click(&css("web-source-submit")).await;
