@@ -1075,6 +1075,11 @@ impl Engine {
         } else {
             (DocumentStatus::Indexed, None)
         };
+        let note = match (note, crate::ocr::uncertain_note(&p.doc.uncertain_pages)) {
+            (Some(n), Some(u)) if status == DocumentStatus::Indexed => Some(format!("{n}; {u}")),
+            (None, Some(u)) if status == DocumentStatus::Indexed => Some(u),
+            (note, _) => note,
+        };
         let id = self.store().replace_document(&NewDocument {
             source: job.plan.source,
             folder: job.plan.folder,

@@ -96,6 +96,8 @@ fn pictures_are_read_searched_and_cited_at_their_page() {
         .find(|d| d.path.ends_with("memo.png"))
         .unwrap();
     assert_eq!(memo.status, "indexed", "{memo:?}");
+    // A clean scan is not marked as read unsurely.
+    assert_eq!(memo.error, None, "{memo:?}");
 }
 
 #[test]

@@ -194,6 +194,10 @@ pub struct ParsedDocument {
     pub page_count: Option<u32>,
     /// Pages (1-based) that had no text layer.
     pub pages_without_text: Vec<u32>,
+    /// Pages (1-based) whose text OCR read unsurely (a low mean line score): quotes from them
+    /// may hold misread characters.
+    #[serde(default)]
+    pub uncertain_pages: Vec<u32>,
     /// The character encoding detected for text formats (e.g. "GBK", "UTF-16LE").
     pub encoding: Option<String>,
     pub notices: Vec<ParseNotice>,
