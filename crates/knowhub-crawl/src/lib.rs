@@ -185,6 +185,8 @@ pub struct CrawlReport {
     pub kept: Vec<KeptPage>,
     /// Why the crawl ended before its frontier was empty (budget, cancel).
     pub stopped: Option<String>,
+    /// Cancelled: addresses not reached were not looked at (the caller keeps what it had).
+    pub cancelled: bool,
     /// Set when nothing can be concluded about missing pages (robots.txt or the start page
     /// unreachable): the caller must keep everything it had.
     pub aborted: Option<String>,
@@ -416,6 +418,7 @@ pub fn crawl(
     while let Some((url, depth)) = frontier.pop_front() {
         if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
             report.stopped = Some("cancelled".into());
+            report.cancelled = true;
             break;
         }
         if report.kept.len() >= spec.budget.max_pages {

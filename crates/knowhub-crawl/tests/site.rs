@@ -395,3 +395,20 @@ fn a_start_page_that_cannot_be_reached_aborts() {
     .expect("crawl");
     assert!(report.aborted.is_some());
 }
+
+#[test]
+fn a_cancelled_crawl_says_so() {
+    let site = site();
+    let cancel = std::sync::atomic::AtomicBool::new(true);
+    let report = crawl(
+        &spec(&site),
+        &HashMap::new(),
+        &fetcher(),
+        &mut Memory::default(),
+        Some(&cancel),
+    )
+    .expect("crawl");
+    assert!(report.cancelled);
+    assert!(report.kept.is_empty());
+    assert_eq!(report.stopped.as_deref(), Some("cancelled"));
+}

@@ -536,6 +536,17 @@ impl Engine {
         let pages: Vec<CrawlPageRecord> = if report.aborted.is_some() {
             stored.clone()
         } else {
+            // A cancelled run did not look at every page: those it did not reach stay.
+            let reached: HashSet<&str> = report
+                .pages
+                .iter()
+                .map(|p| p.url.as_str())
+                .chain(report.kept.iter().map(|k| k.url.as_str()))
+                .collect();
+            let unreached = stored
+                .iter()
+                .filter(|p| report.cancelled && !reached.contains(p.url.as_str()))
+                .cloned();
             let fetched_now = summary.finished_at;
             let before: HashMap<&str, &CrawlPageRecord> =
                 stored.iter().map(|p| (p.url.as_str(), p)).collect();
@@ -557,6 +568,7 @@ impl Engine {
                             .map_or(fetched_now, |b| b.fetched_at),
                     })
                 })
+                .chain(unreached)
                 .collect()
         };
         let keep: HashSet<&str> = pages.iter().map(|p| p.path.as_str()).collect();

@@ -111,6 +111,17 @@ fn a_site_is_crawled_searched_cited_kept_current_and_removed() {
     assert_eq!(run.summary.queued, 4);
     drain(&engine);
 
+    // A cancelled run concludes nothing about the pages it did not reach.
+    let stop = std::sync::atomic::AtomicBool::new(true);
+    let cancelled = engine.run_crawl(&admin, added.id, Some(&stop)).unwrap();
+    assert_eq!(
+        (cancelled.summary.pages, cancelled.summary.removed),
+        (4, 0),
+        "{:?}",
+        cancelled.summary
+    );
+    assert_eq!(cancelled.summary.queued, 0);
+
     let found = hits(&engine, &admin, "quartermaster travel requests");
     let top = found.first().expect("the handbook is found");
     assert_eq!(top.title, "Employee handbook");

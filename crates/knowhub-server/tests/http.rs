@@ -315,6 +315,11 @@ fn health_needs_no_key_and_openapi_lists_every_route() {
         "GET /api/v1/sql-sources",
         "POST /api/v1/sql-sources",
         "DELETE /api/v1/sql-sources/{name}",
+        "GET /api/v1/crawls",
+        "POST /api/v1/crawls",
+        "PUT /api/v1/crawls/{id}",
+        "DELETE /api/v1/crawls/{id}",
+        "POST /api/v1/crawls/{id}/run",
         // conversations
         "GET /api/v1/conversations",
         "GET /api/v1/conversations/{id}",
