@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use knowhub_engine::authz::{Scope, ScopeSet};
+use knowhub_engine::authz::ScopeSet;
 use knowhub_engine::{
     DocumentId, FileOutcome, IngestOptions, Role, SourceRules, UploadKind, UploadTarget, UserId,
 };
@@ -539,11 +539,11 @@ pub(crate) async fn add_web_source(
     readers: Vec<String>,
 ) -> CmdResult<WebSourceRow> {
     as_user(app, move |s| {
-        let readers: ScopeSet = readers
-            .iter()
-            .map(|r| r.parse::<Scope>())
-            .collect::<Result<_, _>>()
-            .map_err(|e| CommandError::invalid(e.to_string()))?;
+        let readers = if readers.iter().all(|r| r.trim().is_empty()) {
+            ScopeSet::new()
+        } else {
+            scopes_of(&readers)?
+        };
         let settings = knowhub_engine::CrawlSettings {
             depth,
             every_secs: every_hours.filter(|h| *h > 0).map(|h| u64::from(h) * 3600),

@@ -480,10 +480,7 @@ pub fn crawl(
                 keep_previous(&mut report, reason);
                 continue;
             }
-            Ok(Landing::Outcome(outcome @ Outcome::Failed { .. })) => {
-                let Outcome::Failed { reason } = outcome else {
-                    continue;
-                };
+            Ok(Landing::Outcome(Outcome::Failed { reason })) => {
                 keep_previous(&mut report, reason);
                 continue;
             }

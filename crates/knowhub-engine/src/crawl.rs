@@ -19,6 +19,7 @@ use knowhub_crawl::{
 use knowhub_store::{CrawlPageRecord, CrawlRecord, SourceId};
 use serde::{Deserialize, Serialize};
 
+use crate::queue::now_ms;
 use crate::{Engine, EngineError, Result};
 
 /// How a crawl runs.
@@ -35,7 +36,7 @@ pub struct CrawlSettings {
     pub max_pages: usize,
     pub max_page_bytes: u64,
     pub max_total_bytes: u64,
-    /// The least time between two requests to the site, in milliseconds.
+    /// The least time between two requests to the site (`delay_ms`: in ms).
     pub delay_ms: u64,
 }
 
@@ -156,13 +157,6 @@ fn invalid(e: knowhub_crawl::CrawlError) -> EngineError {
     EngineError::InvalidInput(e.to_string())
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 /// The file a page is kept in under `root`: the address's path, made safe for every file
 /// system, with a short hash of the whole address (so `?page=2`, case variants and cut
 /// names never collide) and the extension of its type.
@@ -227,22 +221,9 @@ fn safe_name(decoded: &str) -> String {
 }
 
 fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(hex) = s.get(i + 1..i + 3)
-            && let Ok(b) = u8::from_str_radix(hex, 16)
-        {
-            out.push(b);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// Eight hex digits of the address's BLAKE3 hash.
@@ -336,7 +317,14 @@ impl Engine {
     pub fn crawls(&self, ctx: &RequestContext) -> Result<Vec<CrawlView>> {
         let access = self.authorize(ctx)?;
         self.require_admin(&access, "see web sources")?;
-        self.store().crawls()?.into_iter().map(view).collect()
+        Ok(self.store().crawls()?.into_iter().map(view).collect())
+    }
+
+    /// One crawl source (administrators).
+    pub fn crawl(&self, ctx: &RequestContext, id: i64) -> Result<CrawlView> {
+        let access = self.authorize(ctx)?;
+        self.require_admin(&access, "see web sources")?;
+        self.crawl_record(id).map(view)
     }
 
     /// Changes a crawl's settings; the next run uses them.
@@ -436,7 +424,7 @@ impl Engine {
     }
 
     fn crawl_view(&self, source: SourceId) -> Result<CrawlView> {
-        self.crawl_record(source.0).and_then(view)
+        self.crawl_record(source.0).map(view)
     }
 
     /// Marks a crawl as running; the guard unmarks it. A second run at the same time is refused.
@@ -514,21 +502,36 @@ impl Engine {
             ..CrawlSummary::default()
         };
         for page in &report.pages {
-            match &page.outcome {
-                Outcome::Fetched => summary.fetched += 1,
-                Outcome::Unchanged => summary.unchanged += 1,
-                Outcome::Duplicate { .. } => summary.duplicates += 1,
-                Outcome::Gone { .. } => summary.gone += 1,
-                Outcome::Skipped { reason } | Outcome::Failed { reason } => {
-                    if matches!(page.outcome, Outcome::Failed { .. }) {
-                        summary.failed += 1;
-                    } else {
-                        summary.skipped += 1;
-                    }
-                    if summary.problems.len() < KEEP_PROBLEMS {
-                        summary.problems.push(format!("{}: {reason}", page.url));
-                    }
+            let problem = match &page.outcome {
+                Outcome::Fetched => {
+                    summary.fetched += 1;
+                    None
                 }
+                Outcome::Unchanged => {
+                    summary.unchanged += 1;
+                    None
+                }
+                Outcome::Duplicate { .. } => {
+                    summary.duplicates += 1;
+                    None
+                }
+                Outcome::Gone { .. } => {
+                    summary.gone += 1;
+                    None
+                }
+                Outcome::Skipped { reason } => {
+                    summary.skipped += 1;
+                    Some(reason)
+                }
+                Outcome::Failed { reason } => {
+                    summary.failed += 1;
+                    Some(reason)
+                }
+            };
+            if let Some(reason) = problem
+                && summary.problems.len() < KEEP_PROBLEMS
+            {
+                summary.problems.push(format!("{}: {reason}", page.url));
             }
         }
 
@@ -618,9 +621,9 @@ fn next_run(record: &CrawlRecord) -> Option<i64> {
     Some(record.last_run.map_or(0, |last| last + every))
 }
 
-fn view(record: CrawlRecord) -> Result<CrawlView> {
+fn view(record: CrawlRecord) -> CrawlView {
     let settings: CrawlSettings = serde_json::from_str(&record.settings).unwrap_or_default();
-    Ok(CrawlView {
+    CrawlView {
         id: record.source.0,
         next_run: next_run(&record),
         url: record.url,
@@ -632,7 +635,7 @@ fn view(record: CrawlRecord) -> Result<CrawlView> {
             .last_report
             .as_deref()
             .and_then(|r| serde_json::from_str(r).ok()),
-    })
+    }
 }
 
 #[cfg(test)]

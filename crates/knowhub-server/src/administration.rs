@@ -129,7 +129,7 @@ pub(crate) enum ScopesInput {
 
 impl ScopesInput {
     /// The scope set; `allow_empty`: whether naming no scope is meaningful here.
-    fn parse(&self, allow_empty: bool) -> Result<ScopeSet, ApiError> {
+    pub(crate) fn parse(&self, allow_empty: bool) -> Result<ScopeSet, ApiError> {
         let parts: Vec<&str> = match self {
             ScopesInput::Text(t) => t.split(',').collect(),
             ScopesInput::List(l) => l.iter().flat_map(|s| s.split(',')).collect(),

@@ -5,13 +5,14 @@
 
 use axum::Json;
 use axum::http::StatusCode;
-use knowhub_engine::authz::{Scope, ScopeSet};
+use knowhub_engine::authz::ScopeSet;
 use knowhub_engine::{CrawlSettings, CrawlSummary, CrawlView, PageOutcome};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::administration::ScopesInput;
 use crate::auth::{ApiJson, ApiPath, Caller};
 use crate::error::{ApiError, ErrorBody};
 use crate::{ServerState, blocking};
@@ -185,7 +186,7 @@ pub(crate) struct AddCrawl {
     settings: Option<SettingsBody>,
     /// Who may read its pages (`team:eng`, …); default: administrators and the caller.
     #[serde(default)]
-    readers: Vec<String>,
+    readers: Option<ScopesInput>,
 }
 
 /// Add a web source (administrators). It is not crawled until its schedule or a run.
@@ -197,12 +198,10 @@ pub(crate) async fn add_crawl(
     caller: Caller,
     ApiJson(b): ApiJson<AddCrawl>,
 ) -> Result<(StatusCode, Json<CrawlBody>), ApiError> {
-    let readers: ScopeSet = b
-        .readers
-        .iter()
-        .map(|s| s.parse::<Scope>())
-        .collect::<Result<_, _>>()
-        .map_err(|e| ApiError::invalid(format!("bad reader: {e}")))?;
+    let readers = match &b.readers {
+        Some(r) => r.parse(true)?,
+        None => ScopeSet::new(),
+    };
     blocking(move || {
         let (engine, ctx) = (&caller.engine, &caller.ctx);
         let settings = b
@@ -231,11 +230,7 @@ pub(crate) async fn update_crawl(
 ) -> Result<Json<CrawlBody>, ApiError> {
     blocking(move || {
         let (engine, ctx) = (&caller.engine, &caller.ctx);
-        let current = engine
-            .crawls(ctx)?
-            .into_iter()
-            .find(|c| c.id == id)
-            .ok_or_else(|| knowhub_engine::EngineError::NotFound(format!("no web source {id}")))?;
+        let current = engine.crawl(ctx, id)?;
         let view = engine.update_crawl(ctx, id, b.apply(current.settings))?;
         Ok(Json(view.into()))
     })
