@@ -34,7 +34,8 @@ pub use detect::{detect, supported_extensions};
 pub use error::ParseError;
 pub use limits::Limits;
 pub use model::{
-    Block, BlockKind, Cell, Column, ColumnType, DocKind, ParseNotice, ParsedDocument, Table,
+    Attachment, Block, BlockKind, Cell, Column, ColumnType, DocKind, ParseNotice, ParsedDocument,
+    Table,
 };
 pub use pdf::{PageImage, Raster, page_images as pdf_page_images};
 pub use text::decode_text;
@@ -45,6 +46,50 @@ pub use text::decode_text;
 /// memory bounds are the caller's job (the engine runs parsers in a worker process); the
 /// structural bounds in `limits` (decompressed size, pages, cells) are enforced here.
 pub fn parse(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, ParseError> {
+    parse_with(kind, bytes, limits, Attachments::Inline)
+}
+
+/// Like [`parse`], except that a mail's (`.eml`, `.mbox`, `.msg`) attachments in a format
+/// KnowHub reads are handed back in [`ParsedDocument::attachments`], for the caller to read as
+/// documents of their own (OCR for pictures, pages kept, tables for the SQL tool), instead of
+/// being read into the mail's text. The mail names them in an `Attachments:` paragraph.
+///
+/// ```
+/// use knowhub_parse::{parse_attachments_apart, DocKind, Limits};
+///
+/// let mail = b"From: ops@example.com\r\nSubject: Notes\r\n\
+/// Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\
+/// Content-Type: text/plain\r\n\r\nSee the notes.\r\n--b\r\n\
+/// Content-Type: text/markdown\r\nContent-Disposition: attachment; filename=notes.md\r\n\r\n\
+/// # Notes\r\n--b--\r\n";
+/// let doc = parse_attachments_apart(DocKind::Eml, mail, &Limits::default())?;
+/// assert_eq!(doc.attachments[0].name, "notes.md");
+/// assert!(doc.plain_text().contains("Attachments: notes.md"));
+/// # Ok::<(), knowhub_parse::ParseError>(())
+/// ```
+pub fn parse_attachments_apart(
+    kind: DocKind,
+    bytes: &[u8],
+    limits: &Limits,
+) -> Result<ParsedDocument, ParseError> {
+    parse_with(kind, bytes, limits, Attachments::Apart)
+}
+
+/// What a mail parser does with the attachments it can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attachments {
+    /// Read into the mail's text, each under a heading that names it.
+    Inline,
+    /// Handed back in [`ParsedDocument::attachments`].
+    Apart,
+}
+
+fn parse_with(
+    kind: DocKind,
+    bytes: &[u8],
+    limits: &Limits,
+    attachments: Attachments,
+) -> Result<ParsedDocument, ParseError> {
     if bytes.len() as u64 > limits.max_file_bytes {
         return Err(ParseError::TooLarge {
             size: bytes.len() as u64,
@@ -56,8 +101,8 @@ pub fn parse(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<ParsedDocum
         DocKind::Docx => docx::parse(bytes, limits)?,
         DocKind::Pptx => pptx::parse(bytes, limits)?,
         DocKind::Odp => odp::parse(bytes, limits)?,
-        DocKind::Eml => eml::parse(bytes, limits)?,
-        DocKind::Msg => msg::parse(bytes, limits)?,
+        DocKind::Eml => eml::parse(bytes, limits, attachments)?,
+        DocKind::Msg => msg::parse(bytes, limits, attachments)?,
         DocKind::Xlsx | DocKind::Xls | DocKind::Xlsb | DocKind::Ods => {
             sheet::parse(kind, bytes, limits)?
         }

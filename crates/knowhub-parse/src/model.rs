@@ -201,6 +201,36 @@ pub struct ParsedDocument {
     /// The character encoding detected for text formats (e.g. "GBK", "UTF-16LE").
     pub encoding: Option<String>,
     pub notices: Vec<ParseNotice>,
+    /// A mail's attachments, when parsed with [`crate::parse_attachments_apart`]: each is for
+    /// the caller to read as a document of its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
+}
+
+/// A file attached to a mail, handed back to be read as a document of its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// Where it sits in the mail, as a relative path: its file name made safe and unique within
+    /// the mail (`report.pdf`, `report (2).pdf`), under `message N/` in a mailbox.
+    pub name: String,
+    /// Base64 in JSON: attachments cross the parser worker's process boundary.
+    #[serde(with = "base64_bytes")]
+    pub bytes: Vec<u8>,
+}
+
+mod base64_bytes {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
 }
 
 impl ParsedDocument {

@@ -8,7 +8,8 @@
 
 use std::io::{Cursor, Read};
 
-use crate::{Block, Limits, ParseError, ParsedDocument};
+use crate::eml::Collector;
+use crate::{Attachments, Block, Limits, ParseError, ParsedDocument};
 
 const FORMAT: &str = "MSG";
 
@@ -17,7 +18,11 @@ const MAX_ATTACHMENTS: usize = 256;
 
 type Cfb<'a> = cfb::CompoundFile<Cursor<&'a [u8]>>;
 
-pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, ParseError> {
+pub(crate) fn parse(
+    bytes: &[u8],
+    limits: &Limits,
+    mode: Attachments,
+) -> Result<ParsedDocument, ParseError> {
     let mut file = cfb::CompoundFile::open(Cursor::new(bytes))
         .map_err(|e| ParseError::invalid(FORMAT, format!("not a compound file ({e})")))?;
     let mut budget = limits.max_decompressed_bytes;
@@ -78,6 +83,8 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, Par
         .map(|e| e.name().to_owned())
         .take(MAX_ATTACHMENTS)
         .collect();
+    let mut collector = Collector::new(mode);
+    let mut listed = Vec::new();
     for storage in attachments {
         let dir = format!("/{storage}");
         let name = match text_property(&mut file, &dir, 0x3707, &mut budget)? {
@@ -86,11 +93,23 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, Par
                 .filter(|n| !n.trim().is_empty())
                 .unwrap_or_else(|| "attachment".to_owned()),
         };
+        let name = name.trim();
         match bytes_property(&mut file, &dir, 0x3701, &mut budget)? {
-            Some(data) => blocks.extend(crate::eml::attachment_blocks(name.trim(), &data, limits)?),
+            Some(data) => crate::eml::attachment(
+                name,
+                &data,
+                limits,
+                &mut collector,
+                &mut listed,
+                &mut blocks,
+            )?,
             // An embedded Outlook item or an OLE object: named, not read.
+            None if mode == Attachments::Apart => listed.push(format!(
+                "{} (an embedded item: not read)",
+                crate::eml::safe_name(name)
+            )),
             None => {
-                blocks.push(Block::heading(2, format!("Attachment: {}", name.trim())));
+                blocks.push(Block::heading(2, format!("Attachment: {name}")));
                 blocks.push(Block::new(
                     crate::BlockKind::Note,
                     "(an embedded item: not read)",
@@ -98,9 +117,16 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ParsedDocument, Par
             }
         }
     }
+    if !listed.is_empty() {
+        blocks.push(Block::paragraph(format!(
+            "Attachments: {}",
+            listed.join(", ")
+        )));
+    }
     Ok(ParsedDocument {
         title,
         blocks,
+        attachments: collector.files,
         ..ParsedDocument::default()
     })
 }
@@ -248,7 +274,7 @@ mod tests {
                 b"\xFF\xD8\xFF\xE0".to_vec(),
             ),
         ]);
-        let doc = parse(&bytes, &Limits::default()).expect("parses");
+        let doc = parse(&bytes, &Limits::default(), Attachments::Inline).expect("parses");
         assert_eq!(doc.title.as_deref(), Some("Travel policy 2026"));
         let got: Vec<(BlockKind, &str)> = doc
             .blocks
@@ -275,6 +301,20 @@ mod tests {
                 ),
             ]
         );
+        let apart = parse(&bytes, &Limits::default(), Attachments::Apart).expect("parses");
+        let names: Vec<&str> = apart.attachments.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["rates.md", "photo.jpg"]);
+        assert_eq!(
+            apart.attachments[0].bytes,
+            b"# Rates\n\nHotel: 120 EUR a night."
+        );
+        assert!(
+            apart
+                .plain_text()
+                .ends_with("Attachments: rates.md, photo.jpg"),
+            "{}",
+            apart.plain_text()
+        );
     }
 
     #[test]
@@ -286,7 +326,7 @@ mod tests {
                 b"<html><body><p>Office closed on Friday.</p></body></html>".to_vec(),
             ),
         ]);
-        let doc = parse(&html, &Limits::default()).expect("parses");
+        let doc = parse(&html, &Limits::default(), Attachments::Inline).expect("parses");
         assert!(
             doc.plain_text().contains("Office closed on Friday."),
             "{doc:?}"
@@ -299,7 +339,7 @@ mod tests {
                 msg(&[("/Other", b"x".to_vec())]),
             ),
         ] {
-            let err = parse(&bytes, &Limits::default()).expect_err(name);
+            let err = parse(&bytes, &Limits::default(), Attachments::Inline).expect_err(name);
             assert!(matches!(err, ParseError::Invalid { .. }), "{name}: {err}");
         }
         let tight = Limits {
@@ -307,7 +347,7 @@ mod tests {
             ..Limits::default()
         };
         assert!(matches!(
-            parse(&html, &tight),
+            parse(&html, &tight, Attachments::Inline),
             Err(ParseError::LimitExceeded(_))
         ));
     }

@@ -199,3 +199,171 @@ Subject: Lunch
         Some(DocKind::Eml)
     );
 }
+
+fn apart(text: &str) -> ParsedDocument {
+    crate::parse_attachments_apart(
+        DocKind::Eml,
+        text.replace('\n', "\r\n").as_bytes(),
+        &Limits::default(),
+    )
+    .expect("parses")
+}
+
+#[test]
+fn attachments_apart_are_handed_back_under_safe_unique_names_and_listed() {
+    // Two attachments called "steps.md" (the second with a path in its name), a picture, an
+    // executable and a logo the HTML body shows by its Content-ID.
+    let doc = apart(
+        "From: ops@example.com
+Subject: Runbook
+Content-Type: multipart/mixed; boundary=\"m\"
+
+--m
+Content-Type: text/plain
+
+See the attached steps.
+--m
+Content-Type: text/markdown; name=\"steps.md\"
+Content-Disposition: attachment; filename=\"steps.md\"
+Content-Transfer-Encoding: base64
+
+IyBTdGVwcwoKUmVzdGFydCB0aGUgbm9kZS4=
+--m
+Content-Type: text/markdown
+Content-Disposition: attachment; filename=\"../old/steps.md\"
+
+# Old steps
+--m
+Content-Type: image/jpeg; name=\"whiteboard.jpg\"
+Content-Disposition: attachment; filename=\"whiteboard.jpg\"
+Content-Transfer-Encoding: base64
+
+/9j/4A==
+--m
+Content-Type: application/x-msdownload; name=\"setup.exe\"
+Content-Disposition: attachment; filename=\"setup.exe\"
+Content-Transfer-Encoding: base64
+
+TVqQAAMAAAAEAAAA
+--m
+Content-Type: image/png; name=\"logo.png\"
+Content-ID: <logo@example.com>
+Content-Transfer-Encoding: base64
+
+iVBORw0KGgo=
+--m--
+",
+    );
+    let names: Vec<&str> = doc.attachments.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["steps.md", "_old_steps.md", "whiteboard.jpg"]);
+    assert_eq!(doc.attachments[0].bytes, b"# Steps\n\nRestart the node.");
+    assert_eq!(doc.attachments[2].bytes, b"\xFF\xD8\xFF\xE0");
+    assert_eq!(
+        blocks(&doc),
+        vec![
+            (BlockKind::Heading { level: 1 }, "Runbook"),
+            (BlockKind::Paragraph, "From: ops@example.com"),
+            (BlockKind::Paragraph, "See the attached steps."),
+            (
+                BlockKind::Paragraph,
+                "Attachments: steps.md, _old_steps.md, whiteboard.jpg, \
+                 setup.exe (not a format KnowHub reads)"
+            ),
+        ]
+    );
+    // The bytes cross the worker boundary as JSON.
+    let wire = serde_json::to_string(&doc).expect("serializes");
+    let back: ParsedDocument = serde_json::from_str(&wire).expect("deserializes");
+    assert_eq!(back, doc);
+}
+
+#[test]
+fn a_forwarded_message_apart_is_a_mail_of_its_own() {
+    let doc = apart(
+        "From: alice@example.com
+Subject: Fwd: budget
+Content-Type: multipart/mixed; boundary=\"outer\"
+
+--outer
+Content-Type: text/plain
+
+Forwarding this.
+--outer
+Content-Type: message/rfc822
+
+From: finance@example.com
+Subject: Budget 2027
+Content-Type: text/plain
+
+The travel budget is CNY 5,000 per quarter.
+--outer--
+",
+    );
+    assert_eq!(doc.attachments.len(), 1);
+    assert_eq!(doc.attachments[0].name, "Budget 2027.eml");
+    let inner = crate::parse(DocKind::Eml, &doc.attachments[0].bytes, &Limits::default())
+        .expect("the forwarded message parses");
+    assert_eq!(inner.title.as_deref(), Some("Budget 2027"));
+    assert!(!doc.plain_text().contains("CNY 5,000"));
+}
+
+#[test]
+fn attachments_apart_in_a_mailbox_sit_under_their_message() {
+    let mbox = "From a@example.com Mon Nov  2 10:00:00 2026
+From: a@example.com
+Subject: One
+Content-Type: multipart/mixed; boundary=\"b\"
+
+--b
+Content-Type: text/plain
+
+First.
+--b
+Content-Type: text/plain; name=\"notes.txt\"
+Content-Disposition: attachment; filename=\"notes.txt\"
+
+first notes
+--b--
+
+From b@example.com Tue Nov  3 11:00:00 2026
+From: b@example.com
+Subject: Two
+Content-Type: multipart/mixed; boundary=\"b\"
+
+--b
+Content-Type: text/plain
+
+Second.
+--b
+Content-Type: text/plain; name=\"notes.txt\"
+Content-Disposition: attachment; filename=\"notes.txt\"
+
+second notes
+--b--
+";
+    let doc =
+        crate::parse_attachments_apart(DocKind::Eml, mbox.as_bytes(), &Limits::default()).unwrap();
+    let names: Vec<&str> = doc.attachments.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["message 1/notes.txt", "message 2/notes.txt"]);
+}
+
+#[test]
+fn attachment_names_are_one_safe_path_component() {
+    for (raw, safe) in [
+        ("report.pdf", "report.pdf"),
+        ("..", "attachment"),
+        ("../../etc/passwd", "_.._etc_passwd"),
+        ("C:\\temp\\a.docx", "C__temp_a.docx"),
+        (".hidden.txt", "hidden.txt"),
+        ("  ", "attachment"),
+        ("年度报告.xlsx", "年度报告.xlsx"),
+    ] {
+        assert_eq!(safe_name(raw), safe, "{raw:?}");
+    }
+    let long = format!("{}.pdf", "x".repeat(300));
+    let cut = safe_name(&long);
+    assert_eq!(cut.chars().count(), MAX_NAME_CHARS);
+    assert!(cut.ends_with(".pdf"));
+    assert_eq!(numbered("report.pdf", 2), "report (2).pdf");
+    assert_eq!(numbered("README", 3), "README (3)");
+}
