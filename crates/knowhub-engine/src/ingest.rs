@@ -894,6 +894,7 @@ impl Engine {
                     Early::Skipped(reason) => (FileOutcome::Skipped { reason }, None),
                     Early::Failed { code, reason, kind } => {
                         let id = self.store().record_failure(&FailedDocument {
+                            parent: None,
                             source: plan.source,
                             folder: plan.folder,
                             path: &path,
@@ -939,6 +940,7 @@ impl Engine {
                         };
                         let reason = err.to_string();
                         let id = self.store().record_failure(&FailedDocument {
+                            parent: None,
                             source: job.plan.source,
                             folder: job.plan.folder,
                             path: &path,
@@ -1081,6 +1083,7 @@ impl Engine {
             (note, _) => note,
         };
         let id = self.store().replace_document(&NewDocument {
+            parent: None,
             source: job.plan.source,
             folder: job.plan.folder,
             path,

@@ -150,6 +150,7 @@ fn crash_between_store_and_index_is_repaired_on_open() {
         engine
             .store()
             .replace_document(&knowhub_store::NewDocument {
+                parent: None,
                 source,
                 folder: None,
                 path: "/kb/a.txt",

@@ -141,6 +141,7 @@ fn store(docs: &PgDocuments, source: SourceId, path: &str, title: &str, text: &s
         text_hash: String::new(),
     };
     docs.replace_document(&NewDocument {
+        parent: None,
         source,
         folder: None,
         path,

@@ -59,7 +59,7 @@ pub struct PgDocuments {
 
 const DOC_SELECT: &str = "SELECT id, source_id, folder_id, path, kind, content_hash, size,
     mtime_ns, title, status, error_code, error, page_count, encoding, chunk_count, index_state,
-    created_at, updated_at, owner FROM documents";
+    created_at, updated_at, owner, parent_id FROM documents";
 
 const CHUNK_SELECT: &str = "SELECT c.id, c.document_id, d.path, d.title, d.kind, c.ordinal,
     c.text, c.heading_path, c.page_start, c.page_end, c.char_start, c.char_end, c.token_count,
@@ -153,17 +153,20 @@ impl PgDocuments {
             &doc.encoding,
             &chunk_count,
         ];
+        let parent = doc.parent.map(|p| p.0);
         let mut all: Vec<&(dyn ToSql + Sync)> = params.to_vec();
         all.push(&now);
+        all.push(&parent);
         let id: i64 = tx
             .query_one(
                 "INSERT INTO documents (source_id, folder_id, path, kind, content_hash, size,
                      mtime_ns, title, status, error_code, error, page_count, encoding,
-                     chunk_count, index_state, created_at, updated_at)
+                     chunk_count, index_state, created_at, updated_at, parent_id)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10, $11, $12, $13, 'clean',
-                     $14, $14)
+                     $14, $14, $15)
                  ON CONFLICT (path) DO UPDATE SET
                      source_id = excluded.source_id, folder_id = excluded.folder_id,
+                     parent_id = excluded.parent_id,
                      kind = excluded.kind, content_hash = excluded.content_hash,
                      size = excluded.size, mtime_ns = excluded.mtime_ns, title = excluded.title,
                      status = excluded.status, error_code = NULL, error = excluded.error,
@@ -210,13 +213,12 @@ impl PgDocuments {
         Ok(DocumentId(id))
     }
 
-    /// Removes a document and everything derived from it, and logs the change.
+    /// Removes a document, its attachments (and theirs), and everything derived from them,
+    /// and logs the change of each.
     pub fn remove_document(&self, id: DocumentId) -> Result<()> {
         let mut client = self.db.client()?;
         let mut tx = client.transaction()?;
-        if tx.execute("DELETE FROM documents WHERE id = $1", &[&id.0])? > 0 {
-            log_change(&mut tx, id.0)?;
-        }
+        remove_family(&mut tx, id)?;
         tx.commit()?;
         Ok(())
     }
@@ -399,6 +401,34 @@ pub struct Compaction {
 /// Key of the advisory lock one compaction holds ("compact").
 const COMPACTION_LOCK: i64 = 0x0063_6f6d_7061_6374;
 
+/// Removes a document and its attachments (the rows go by foreign key) with their vectors
+/// (which have no foreign key: they are bulk-loaded with COPY), logging each.
+fn remove_family(tx: &mut postgres::Transaction<'_>, id: DocumentId) -> Result<()> {
+    let family: Vec<i64> = tx
+        .query(
+            "WITH RECURSIVE family(id) AS (
+                 SELECT id FROM documents WHERE id = $1
+                 UNION SELECT d.id FROM documents d JOIN family f ON d.parent_id = f.id)
+             SELECT id FROM family",
+            &[&id.0],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if family.is_empty() {
+        return Ok(());
+    }
+    tx.execute(
+        "DELETE FROM chunk_vectors WHERE doc_id = ANY($1)",
+        &[&family],
+    )?;
+    tx.execute("DELETE FROM documents WHERE id = $1", &[&id.0])?;
+    for member in family {
+        log_change(tx, member)?;
+    }
+    Ok(())
+}
+
 pub(crate) fn log_change(tx: &mut postgres::Transaction<'_>, document_id: i64) -> Result<()> {
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CHANGE_LOG_LOCK])?;
     tx.execute(
@@ -460,6 +490,7 @@ fn document_record(r: &Row) -> Result<DocumentRecord> {
         created_at_ms: r.get(16),
         updated_at_ms: r.get(17),
         owner: r.get(18),
+        parent: r.get::<_, Option<i64>>(19).map(DocumentId),
     })
 }
 
@@ -696,7 +727,7 @@ impl DocumentStore for PgStore {
         let mut client = self.db.client()?;
         let rows = client
             .query(
-                "SELECT id, source_id, path, owner FROM documents ORDER BY id",
+                "SELECT id, source_id, path, owner, parent_id FROM documents ORDER BY id",
                 &[],
             )
             .map_err(pg)?;
@@ -707,6 +738,7 @@ impl DocumentStore for PgStore {
                 source: SourceId(r.get(1)),
                 path: r.get(2),
                 owner: r.get(3),
+                parent: r.get::<_, Option<i64>>(4).map(DocumentId),
             })
             .collect())
     }
@@ -782,8 +814,9 @@ impl DocumentStore for PgStore {
             .query_one(
                 "INSERT INTO documents (source_id, folder_id, path, kind, content_hash, size,
                      mtime_ns, title, status, error_code, error, chunk_count, index_state,
-                     created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, NULL, $5, $6, $7, $8, $9, $10, 0, 'clean', $11, $11)
+                     created_at, updated_at, parent_id)
+                 VALUES ($1, $2, $3, $4, NULL, $5, $6, $7, $8, $9, $10, 0, 'clean', $11, $11,
+                     $12)
                  ON CONFLICT (path) DO UPDATE SET
                      kind = excluded.kind, content_hash = NULL, size = excluded.size,
                      mtime_ns = excluded.mtime_ns, status = excluded.status,
@@ -802,6 +835,7 @@ impl DocumentStore for PgStore {
                     &f.code,
                     &f.error,
                     &now,
+                    &f.parent.map(|p| p.0),
                 ],
             )
             .map_err(pg)?;
@@ -865,22 +899,9 @@ impl DocumentStore for PgStore {
         Ok(())
     }
 
-    /// Removes the document with its chunks, text and vectors (vectors have no foreign key:
-    /// they are bulk-loaded with COPY), and logs the change.
+    /// See [`PgDocuments::remove_document`].
     fn remove_document(&mut self, id: DocumentId) -> StoreResult<()> {
-        let mut client = self.db.client()?;
-        let mut tx = client.transaction().map_err(pg)?;
-        tx.execute("DELETE FROM chunk_vectors WHERE doc_id = $1", &[&id.0])
-            .map_err(pg)?;
-        if tx
-            .execute("DELETE FROM documents WHERE id = $1", &[&id.0])
-            .map_err(pg)?
-            > 0
-        {
-            log_change(&mut tx, id.0)?;
-        }
-        tx.commit().map_err(pg)?;
-        Ok(())
+        Ok(self.documents.remove_document(id)?)
     }
 
     /// See [`DocumentStore::pending_index_documents`].

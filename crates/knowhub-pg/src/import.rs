@@ -200,6 +200,7 @@ const TABLES: &[Table] = &[
             col("owner", Text),
             col("created_at", Int),
             col("updated_at", Int),
+            col("parent_id", Int),
         ],
         serial: Some("id"),
         from: None,
@@ -1124,7 +1125,8 @@ fn notes(src: &Connection) -> Result<Vec<String>> {
 /// says how many were not.
 fn copy_originals(tx: &mut Transaction<'_>, src: &Connection) -> Result<Option<String>> {
     let mut stmt = src.prepare(
-        "SELECT id, path, content_hash, size FROM documents WHERE content_hash IS NOT NULL",
+        "SELECT id, path, content_hash, size FROM documents
+         WHERE content_hash IS NOT NULL AND parent_id IS NULL",
     )?;
     let documents = stmt
         .query_map([], |r| {
@@ -1147,6 +1149,22 @@ fn copy_originals(tx: &mut Transaction<'_>, src: &Connection) -> Result<Option<S
             }
             _ => missing += 1,
         }
+    }
+    // An attachment has no file of its own: the local store kept its bytes.
+    let mut attached = src.prepare(
+        "SELECT a.document_id, d.content_hash, a.data FROM attachment_files a
+         JOIN documents d ON d.id = a.document_id WHERE d.content_hash IS NOT NULL",
+    )?;
+    let rows = attached.query_map([], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, Vec<u8>>(2)?,
+        ))
+    })?;
+    for row in rows {
+        let (id, hash, bytes) = row?;
+        crate::originals::keep(tx, id, &hash, Some(&bytes))?;
     }
     Ok((missing > 0).then(|| {
         format!(

@@ -523,6 +523,14 @@ CREATE TABLE crawl_pages (
 CREATE INDEX crawl_pages_path ON crawl_pages (path);
 "#],
     },
+    Domain {
+        name: "attachments",
+        steps: &[r#"
+-- A mail's attachments are documents of their own under the mail's path; they go with it.
+ALTER TABLE documents ADD COLUMN parent_id BIGINT REFERENCES documents(id) ON DELETE CASCADE;
+CREATE INDEX documents_parent ON documents (parent_id) WHERE parent_id IS NOT NULL;
+"#],
+    },
     // New domains go above this line, each at the end of the list.
 ];
 

@@ -24,6 +24,7 @@ fn store(docs: &PgDocuments, source: SourceId, path: &str, text: &str) {
         text_hash: "h".into(),
     };
     docs.replace_document(&NewDocument {
+        parent: None,
         source,
         folder: None,
         path,

@@ -37,6 +37,7 @@ fn store(docs: &PgDocuments, source: SourceId, path: &str, texts: &[&str]) -> Do
         .collect();
     let text = texts.join("\n");
     docs.replace_document(&NewDocument {
+        parent: None,
         source,
         folder: None,
         path,
@@ -162,6 +163,54 @@ fn documents_keep_their_id_and_every_change_is_logged() {
     );
 }
 
+#[test]
+fn a_mails_attachments_are_kept_and_go_with_it_logged_for_the_replicas() {
+    let Some(pg) = cluster() else { return };
+    let db = Database::connect(&pg.create_database("attachments").unwrap()).unwrap();
+    let docs = PgDocuments::new(&db);
+    let source = docs.folder_source("/srv/mail", "Mail").unwrap();
+    let mail = store(&docs, source, "/srv/mail/m.eml", &["Subject: rates"]);
+    let chunks = [chunk(0, "Hotel: 120 EUR a night.")];
+    let attached = |parent, path, bytes: &'static [u8]| {
+        docs.replace_document(&NewDocument {
+            parent: Some(parent),
+            source,
+            folder: None,
+            path,
+            kind: "markdown",
+            content_hash: "ha",
+            size: bytes.len() as u64,
+            mtime_ns: None,
+            title: Some("Rates"),
+            status: DocumentStatus::Indexed,
+            note: None,
+            page_count: None,
+            encoding: None,
+            text: "Hotel: 120 EUR a night.",
+            chunks: &chunks,
+            tables: &[],
+            original: Some(bytes),
+        })
+        .unwrap()
+    };
+    let child = attached(mail, "/srv/mail/m.eml/rates.md", b"# Rates");
+    let grandchild = attached(child, "/srv/mail/m.eml/rates.md/x.md", b"x");
+    assert_eq!(docs.document(child).unwrap().unwrap().parent, Some(mail));
+    let before = docs.last_change().unwrap();
+
+    docs.remove_document(mail).unwrap();
+    for id in [mail, child, grandchild] {
+        assert!(docs.document(id).unwrap().is_none(), "{id:?} removed");
+    }
+    let logged: BTreeSet<i64> = docs
+        .changes_after(before, 100)
+        .unwrap()
+        .iter()
+        .map(|c| c.document_id.0)
+        .collect();
+    assert_eq!(logged, BTreeSet::from([mail.0, child.0, grandchild.0]));
+}
+
 fn sheet(name: &str, rows: &[(&str, i64)]) -> Table {
     Table {
         name: name.into(),
@@ -184,6 +233,7 @@ fn sheet(name: &str, rows: &[(&str, i64)]) -> Table {
 
 fn store_sheets(docs: &PgDocuments, source: SourceId, path: &str, tables: &[Table]) -> DocumentId {
     docs.replace_document(&NewDocument {
+        parent: None,
         source,
         folder: None,
         path,
@@ -551,6 +601,7 @@ fn stored_with_original(
     use knowhub_store::backend::DocumentStore;
     store
         .replace_document(&NewDocument {
+            parent: None,
             source,
             folder: None,
             path,
@@ -612,6 +663,7 @@ fn every_replica_serves_the_original_file_of_the_version_that_was_parsed() {
     let empty = stored_with_original(&mut a, source, "/uploads/empty.txt", "e", Some(b""));
     assert_eq!(read_original(&b, empty).as_deref(), Some(&b""[..]));
     a.record_failure(&knowhub_store::FailedDocument {
+        parent: None,
         source,
         folder: None,
         path: "/uploads/empty.txt",

@@ -69,6 +69,7 @@ fn put_doc(
 ) -> DocumentId {
     let text = texts.join("\n");
     s.replace_document(&NewDocument {
+        parent: None,
         source,
         folder,
         path,
@@ -181,6 +182,7 @@ fn fill(s: &mut Store) -> Filled {
     let d2 = put_doc(s, source, None, "/data/docs/two.md", &["two", "two b"], &[]);
     let d3 = put_doc(s, files, None, "/uploads/three.md", &["three"], &[]);
     s.record_failure(&FailedDocument {
+        parent: None,
         source,
         folder: None,
         path: "/data/docs/broken.pdf",
@@ -746,6 +748,7 @@ fn a_local_store_is_copied_whole_and_reads_back_the_same() {
     let text = "after the import";
     let new_doc = team
         .replace_document(&NewDocument {
+            parent: None,
             source,
             folder: None,
             path: "/uploads/new.md",
@@ -1056,6 +1059,7 @@ fn original_files_still_on_this_machine_as_ingested_are_copied() {
         }
         local
             .replace_document(&NewDocument {
+                parent: None,
                 source,
                 folder: None,
                 path: path.to_str().unwrap(),

@@ -21,6 +21,8 @@ pub struct AccessRow {
     pub source: SourceId,
     pub path: String,
     pub owner: Option<String>,
+    /// The mail this document is an attachment of: it is readable exactly when the mail is.
+    pub parent: Option<DocumentId>,
 }
 
 /// One audit record to append.
@@ -68,13 +70,14 @@ impl Store {
     pub fn access_rows(&self) -> Result<Vec<AccessRow>> {
         let mut stmt = self
             .conn
-            .prepare("SELECT id, source_id, path, owner FROM documents ORDER BY id")?;
+            .prepare("SELECT id, source_id, path, owner, parent_id FROM documents ORDER BY id")?;
         let rows = stmt.query_map([], |r| {
             Ok(AccessRow {
                 id: DocumentId(r.get(0)?),
                 source: SourceId(r.get(1)?),
                 path: r.get(2)?,
                 owner: r.get(3)?,
+                parent: r.get::<_, Option<i64>>(4)?.map(DocumentId),
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -196,6 +199,7 @@ mod tests {
         let source = store.files_source().expect("source");
         let v0 = store.doc_version().expect("version");
         let doc = NewDocument {
+            parent: None,
             source,
             folder: None,
             path: "/a/x.txt",

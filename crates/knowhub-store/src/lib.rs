@@ -286,10 +286,12 @@ impl Store {
         tx.execute(
             "INSERT INTO documents (source_id, folder_id, path, kind, content_hash, size, mtime_ns,
                  title, status, error_code, error, page_count, encoding, chunk_count, index_state,
-                 created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?12, ?13, 'pending', ?14, ?14)
+                 created_at, updated_at, parent_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?12, ?13, 'pending', ?14, ?14,
+                 ?15)
              ON CONFLICT (path) DO UPDATE SET
                  source_id = excluded.source_id, folder_id = excluded.folder_id, kind = excluded.kind,
+                 parent_id = excluded.parent_id,
                  content_hash = excluded.content_hash, size = excluded.size,
                  mtime_ns = excluded.mtime_ns, title = excluded.title, status = excluded.status,
                  error_code = NULL, error = excluded.error, page_count = excluded.page_count,
@@ -310,6 +312,7 @@ impl Store {
                 doc.encoding,
                 doc.chunks.len() as i64,
                 now,
+                doc.parent.map(|p| p.0),
             ],
         )?;
         let id: i64 = tx.query_row(
@@ -350,6 +353,17 @@ impl Store {
         for (n, table) in doc.tables.iter().enumerate() {
             sheets::create_document_table(&tx, id, n, table)?;
         }
+        match (doc.parent, doc.original) {
+            (Some(_), Some(bytes)) => tx.execute(
+                "INSERT INTO attachment_files (document_id, data) VALUES (?1, ?2)
+                 ON CONFLICT (document_id) DO UPDATE SET data = excluded.data",
+                params![id, bytes],
+            )?,
+            _ => tx.execute(
+                "DELETE FROM attachment_files WHERE document_id = ?1",
+                params![id],
+            )?,
+        };
         tx.commit()?;
         Ok(DocumentId(id))
     }
@@ -374,8 +388,9 @@ impl Store {
                 self.conn.execute(
                     "INSERT INTO documents (source_id, folder_id, path, kind, content_hash, size,
                          mtime_ns, title, status, error_code, error, chunk_count, index_state,
-                         created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, ?10, 0, 'clean', ?11, ?11)
+                         created_at, updated_at, parent_id)
+                     VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, ?10, 0, 'clean', ?11, ?11,
+                         ?12)
                      ON CONFLICT (path) DO UPDATE SET
                          kind = excluded.kind, content_hash = NULL, size = excluded.size,
                          mtime_ns = excluded.mtime_ns, status = excluded.status,
@@ -393,6 +408,7 @@ impl Store {
                         f.code,
                         f.error,
                         now,
+                        f.parent.map(|p| p.0),
                     ],
                 )?;
                 let id = self.conn.query_row(
@@ -414,15 +430,27 @@ impl Store {
         Ok(())
     }
 
-    /// Removes a document and everything derived from it; its index entries are tombstoned
-    /// in the same transaction so the indexes drop them even across a crash.
+    /// Removes a document, its attachments (and theirs), and everything derived from them;
+    /// their index entries are tombstoned in the same transaction so the indexes drop them
+    /// even across a crash.
     pub fn remove_document(&mut self, id: DocumentId) -> Result<()> {
         let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT OR IGNORE INTO index_tombstones (document_id) VALUES (?1)",
-            params![id.0],
-        )?;
-        sheets::drop_document_tables(&tx, id.0)?;
+        let family: Vec<i64> = {
+            let mut stmt = tx.prepare(
+                "WITH RECURSIVE family(id) AS (
+                     SELECT ?1 UNION SELECT d.id FROM documents d JOIN family f ON d.parent_id = f.id)
+                 SELECT id FROM family",
+            )?;
+            let rows = stmt.query_map(params![id.0], |r| r.get(0))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        for member in family {
+            tx.execute(
+                "INSERT OR IGNORE INTO index_tombstones (document_id) VALUES (?1)",
+                params![member],
+            )?;
+            sheets::drop_document_tables(&tx, member)?;
+        }
         tx.execute("DELETE FROM documents WHERE id = ?1", params![id.0])?;
         tx.commit()?;
         Ok(())
@@ -527,11 +555,22 @@ impl Store {
             .optional()?)
     }
 
-    /// The original file a store kept for a document: never, here. A local store's files stay
-    /// on this machine, where the engine opens them by path; only the team store, whose
-    /// replicas do not share a disk, keeps copies.
-    pub fn original_file(&self, _id: DocumentId) -> Result<Option<OriginalFile>> {
-        Ok(None)
+    /// The original file a store kept for a document: only an attachment's, which has no
+    /// file of its own. A local store's files stay on this machine, where the engine opens
+    /// them by path.
+    pub fn original_file(&self, id: DocumentId) -> Result<Option<OriginalFile>> {
+        let data: Option<Vec<u8>> = self
+            .conn
+            .query_row(
+                "SELECT data FROM attachment_files WHERE document_id = ?1",
+                params![id.0],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(data.map(|data| OriginalFile {
+            len: data.len() as u64,
+            reader: Box::new(std::io::Cursor::new(data)),
+        }))
     }
 
     /// Full chunk records with their document, in the order of `ids` (missing ids skipped).
@@ -721,7 +760,7 @@ impl Store {
 pub(crate) const DOC_SELECT: &str =
     "SELECT id, source_id, folder_id, path, kind, content_hash, size, mtime_ns,
     title, status, error_code, error, page_count, encoding, chunk_count, index_state, created_at,
-    updated_at, owner FROM documents";
+    updated_at, owner, parent_id FROM documents";
 
 pub(crate) fn heading_from_json(s: &str) -> Vec<String> {
     serde_json::from_str(s).unwrap_or_default()

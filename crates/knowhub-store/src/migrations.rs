@@ -410,6 +410,17 @@ CREATE TABLE crawl_pages (
 CREATE INDEX crawl_pages_path ON crawl_pages(path);
 "#],
     ),
+    (
+        "attachments",
+        &[r#"
+ALTER TABLE documents ADD COLUMN parent_id INTEGER REFERENCES documents(id) ON DELETE CASCADE;
+CREATE INDEX documents_parent ON documents(parent_id) WHERE parent_id IS NOT NULL;
+CREATE TABLE attachment_files (
+    document_id INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+    data        BLOB NOT NULL
+);
+"#],
+    ),
 ];
 
 pub(crate) fn run(conn: &mut Connection) -> Result<(), StoreError> {

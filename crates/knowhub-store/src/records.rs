@@ -99,6 +99,9 @@ pub struct DocumentRecord {
     /// The user who added the document (`None` for documents stored before ownership existed:
     /// only administrators may change those).
     pub owner: Option<String>,
+    /// The mail this document is an attachment of: it has no file of its own, follows the
+    /// mail's permissions, and goes when the mail goes.
+    pub parent: Option<DocumentId>,
 }
 
 impl DocumentRecord {
@@ -123,6 +126,7 @@ impl DocumentRecord {
             created_at_ms: r.get(16)?,
             updated_at_ms: r.get(17)?,
             owner: r.get(18)?,
+            parent: r.get::<_, Option<i64>>(19)?.map(DocumentId),
         })
     }
 }
@@ -145,6 +149,8 @@ pub struct NewChunk {
 /// A parsed document to store.
 #[derive(Debug)]
 pub struct NewDocument<'a> {
+    /// The mail whose attachment this is (see [`DocumentRecord::parent`]).
+    pub parent: Option<DocumentId>,
     pub source: SourceId,
     pub folder: Option<FolderId>,
     pub path: &'a str,
@@ -164,7 +170,8 @@ pub struct NewDocument<'a> {
     pub tables: &'a [knowhub_parse::Table],
     /// The file's bytes as read, for a store that serves originals to machines other than
     /// the one that read the file (the team store keeps them; the local store, whose files
-    /// stay on this machine, ignores them). `None` keeps no copy and drops an earlier one.
+    /// stay on this machine, keeps only attachments', which have no file of their own).
+    /// `None` keeps no copy and drops an earlier one.
     pub original: Option<&'a [u8]>,
 }
 
@@ -188,6 +195,8 @@ impl std::fmt::Debug for OriginalFile {
 /// A file that could not be ingested.
 #[derive(Debug)]
 pub struct FailedDocument<'a> {
+    /// The mail whose attachment this is.
+    pub parent: Option<DocumentId>,
     pub source: SourceId,
     pub folder: Option<FolderId>,
     pub path: &'a str,

@@ -24,6 +24,7 @@ fn doc<'a>(
     tables: &'a [Table],
 ) -> NewDocument<'a> {
     NewDocument {
+        parent: None,
         source,
         folder: None,
         path,
@@ -90,6 +91,7 @@ fn failure_keeps_previous_content() {
         .unwrap();
     store
         .record_failure(&FailedDocument {
+            parent: None,
             source: src,
             folder: None,
             path: "/a.pdf",
@@ -152,6 +154,53 @@ fn remove_tombstones_and_drops_tables() {
         "table dropped"
     );
     assert_eq!(store.chunk_count().unwrap(), 0);
+}
+
+#[test]
+fn attachments_keep_their_bytes_and_go_with_their_mail() {
+    let mut store = Store::open_in_memory().unwrap();
+    let src = store.files_source().unwrap();
+    let chunks = [chunk(0, "Subject: rates")];
+    let mail = store
+        .replace_document(&doc(src, "/m.eml", "hm", &chunks, &[]))
+        .unwrap();
+    assert!(
+        store.original_file(mail).unwrap().is_none(),
+        "a file on disk"
+    );
+    let attached = NewDocument {
+        parent: Some(mail),
+        original: Some(b"# Rates"),
+        ..doc(src, "/m.eml/rates.md", "hr", &chunks, &[])
+    };
+    let child = store.replace_document(&attached).unwrap();
+    let grandchild = store
+        .replace_document(&NewDocument {
+            parent: Some(child),
+            original: Some(b"inner"),
+            ..doc(src, "/m.eml/rates.md/inner.txt", "hi", &chunks, &[])
+        })
+        .unwrap();
+    let record = store.document(child).unwrap().unwrap();
+    assert_eq!(record.parent, Some(mail));
+    let mut kept = Vec::new();
+    let original = store.original_file(child).unwrap().expect("kept");
+    std::io::Read::read_to_end(&mut { original.reader }, &mut kept).unwrap();
+    assert_eq!(kept, b"# Rates");
+    let rows = store.access_rows().unwrap();
+    assert_eq!(
+        rows.iter().map(|r| (r.id, r.parent)).collect::<Vec<_>>(),
+        [(mail, None), (child, Some(mail)), (grandchild, Some(child))]
+    );
+
+    store.remove_document(mail).unwrap();
+    for id in [mail, child, grandchild] {
+        assert!(store.document(id).unwrap().is_none());
+    }
+    let mut gone = store.tombstones().unwrap();
+    gone.sort();
+    assert_eq!(gone, [mail, child, grandchild]);
+    assert!(store.original_file(child).unwrap().is_none());
 }
 
 #[test]
