@@ -343,9 +343,27 @@ impl Library for LocalLibrary<'_> {
 
     fn local_file(&self, id: i64) -> CmdResult<PathBuf> {
         let s = &self.signed;
-        Ok(PathBuf::from(
-            s.engine.document(&s.ctx, DocumentId(id))?.path,
-        ))
+        let document = s.engine.document(&s.ctx, DocumentId(id))?;
+        if document.parent.is_none() {
+            return Ok(PathBuf::from(document.path));
+        }
+        // A mail's attachment has no file of its own: the bytes the store kept are written out.
+        let (_, mut original) = s.engine.document_file(&s.ctx, DocumentId(id))?;
+        let dir = self.state.data_dir.join("attachments").join(id.to_string());
+        std::fs::create_dir_all(&dir).map_err(|e| crate::team::io_error(&dir, e))?;
+        let partial = dir.join(".partial");
+        let mut file =
+            std::fs::File::create(&partial).map_err(|e| crate::team::io_error(&partial, e))?;
+        std::io::copy(&mut original.reader, &mut file)
+            .map_err(|e| crate::team::io_error(&partial, e))?;
+        drop(file);
+        let name = std::path::Path::new(&document.path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| format!("attachment-{id}"));
+        let path = dir.join(name);
+        std::fs::rename(&partial, &path).map_err(|e| crate::team::io_error(&path, e))?;
+        Ok(path)
     }
 
     fn sources(&self, filter: Option<&str>) -> CmdResult<SourcesView> {

@@ -152,7 +152,7 @@ fn in_keyring<T: Send + 'static>(
     bounded(entry, KEYRING_TIMEOUT, call)
 }
 
-fn io_error(path: &Path, e: std::io::Error) -> CommandError {
+pub(crate) fn io_error(path: &Path, e: std::io::Error) -> CommandError {
     CommandError::new("io", format!("{}: {e}", path.display()))
 }
 

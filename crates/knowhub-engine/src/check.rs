@@ -144,7 +144,12 @@ impl Engine {
             report.files_on_disk += on_disk.len();
             let stored: Vec<&crate::DocumentRecord> = docs
                 .iter()
-                .filter(|d| Path::new(&d.path).starts_with(root_path) && d.source == src.id)
+                // Attachments have no file of their own.
+                .filter(|d| {
+                    d.parent.is_none()
+                        && Path::new(&d.path).starts_with(root_path)
+                        && d.source == src.id
+                })
                 .collect();
             let stored_paths: HashSet<&str> = stored.iter().map(|d| d.path.as_str()).collect();
             let missing: Vec<&String> = on_disk

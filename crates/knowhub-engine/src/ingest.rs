@@ -214,6 +214,102 @@ struct Prepared {
     doc: ParsedDocument,
     text: String,
     chunks: Vec<NewChunk>,
+    /// A mail's attachments, parsed like files of their own.
+    attachments: Vec<PreparedAttachment>,
+}
+
+/// An attachment of a mail, parsed (or not) like a file, stored as a document under the
+/// mail's path (`<mail>/<name>`).
+struct PreparedAttachment {
+    /// Its relative path inside the mail (`report.pdf`, `message 3/report.pdf`).
+    name: String,
+    kind: DocKind,
+    bytes: Vec<u8>,
+    hash: String,
+    result: std::result::Result<Prepared, SandboxError>,
+}
+
+/// Attachments inside attachments (a forwarded mail's) are read this deep.
+const MAX_ATTACHMENT_DEPTH: u32 = 3;
+
+/// Where a parsed document (a file, or an attachment of a stored mail) is stored.
+struct Target<'a> {
+    parent: Option<DocumentId>,
+    source: SourceId,
+    folder: Option<FolderId>,
+    path: &'a str,
+    kind: DocKind,
+    hash: &'a str,
+    size: u64,
+    mtime_ns: Option<i64>,
+    bytes: &'a [u8],
+    /// Whether an earlier version had content (the outcome says "updated").
+    existed: bool,
+}
+
+/// What the writer did with one work item.
+struct Written {
+    path: String,
+    outcome: FileOutcome,
+    bytes: u64,
+    /// Documents whose index entries were staged (the file's and its attachments').
+    indexed: Vec<DocumentId>,
+    /// Attachments no longer in their mail, removed (their tombstones are cleared after the
+    /// next commit).
+    removed: Vec<DocumentId>,
+}
+
+/// Parses and chunks one file's bytes (a mail's attachments too, each like a file of its own).
+fn prepare(
+    parser: &mut Parser,
+    bytes: &Arc<Vec<u8>>,
+    kind: DocKind,
+    chunking: &knowhub_chunk::ChunkConfig,
+    counter: &dyn knowhub_chunk::TokenCounter,
+    depth: u32,
+) -> std::result::Result<Prepared, SandboxError> {
+    let mut doc = parser.parse(bytes, kind)?;
+    let attached = std::mem::take(&mut doc.attachments);
+    let text = doc.plain_text();
+    let chunks = chunk_document(&doc, chunking, counter)
+        .into_iter()
+        .map(|c| NewChunk {
+            text_hash: short_hash(c.text.as_bytes()),
+            ordinal: c.ordinal,
+            text: c.text,
+            heading_path: c.heading_path,
+            page_start: c.page_start,
+            page_end: c.page_end,
+            char_start: c.char_start,
+            char_end: c.char_end,
+            token_count: c.token_count,
+        })
+        .collect();
+    let mut attachments = Vec::new();
+    if depth < MAX_ATTACHMENT_DEPTH {
+        for a in attached {
+            let file_name = a.name.rsplit('/').next().unwrap_or(&a.name);
+            // The parser hands back only formats it reads; checked again all the same.
+            let Some(kind) = detect(Some(file_name), &a.bytes[..a.bytes.len().min(4096)]) else {
+                continue;
+            };
+            let bytes = Arc::new(a.bytes);
+            let result = prepare(parser, &bytes, kind, chunking, counter, depth + 1);
+            attachments.push(PreparedAttachment {
+                name: a.name,
+                kind,
+                hash: blake3::hash(&bytes).to_hex().to_string(),
+                bytes: Arc::unwrap_or_clone(bytes),
+                result,
+            });
+        }
+    }
+    Ok(Prepared {
+        doc,
+        text,
+        chunks,
+        attachments,
+    })
 }
 
 /// (input, reason) for inputs that could not be read at all.
@@ -303,6 +399,7 @@ impl Engine {
         let (job_tx, job_rx) = bounded::<ParseJob>(workers * 2);
         let (work_tx, work_rx) = bounded::<Work>(workers * 4);
         let mut pending_commit: Vec<DocumentId> = Vec::new();
+        let mut removed_attachments: Vec<DocumentId> = Vec::new();
         let mut chunks_since_commit = 0usize;
         let mut last_commit = Instant::now();
 
@@ -322,24 +419,14 @@ impl Engine {
                 scope.spawn(move || {
                     for job in job_rx {
                         let t = Instant::now();
-                        let result = parser.parse(&job.bytes, job.kind).map(|doc| {
-                            let text = doc.plain_text();
-                            let chunks = chunk_document(&doc, &chunking, counter.as_ref())
-                                .into_iter()
-                                .map(|c| NewChunk {
-                                    text_hash: short_hash(c.text.as_bytes()),
-                                    ordinal: c.ordinal,
-                                    text: c.text,
-                                    heading_path: c.heading_path,
-                                    page_start: c.page_start,
-                                    page_end: c.page_end,
-                                    char_start: c.char_start,
-                                    char_end: c.char_end,
-                                    token_count: c.token_count,
-                                })
-                                .collect();
-                            Prepared { doc, text, chunks }
-                        });
+                        let result = prepare(
+                            &mut parser,
+                            &job.bytes,
+                            job.kind,
+                            &chunking,
+                            counter.as_ref(),
+                            0,
+                        );
                         if work_tx
                             .send(Work::Parsed {
                                 job,
@@ -358,7 +445,14 @@ impl Engine {
 
             // Writer: this thread.
             for work in work_rx {
-                let (path, outcome, bytes, written) = self.write_stage(work, &run_id, owner)?;
+                let Written {
+                    path,
+                    outcome,
+                    bytes,
+                    indexed,
+                    removed,
+                } = self.write_stage(work, &run_id, owner)?;
+                removed_attachments.extend(removed);
                 report.files += 1;
                 report.bytes += bytes;
                 match &outcome {
@@ -383,9 +477,7 @@ impl Engine {
                     FileOutcome::Moved { .. } => report.moved += 1,
                     FileOutcome::Busy { .. } => report.busy += 1,
                 }
-                if let Some(id) = written {
-                    pending_commit.push(id);
-                }
+                pending_commit.extend(indexed);
                 progress(&IngestEvent::File {
                     path,
                     outcome,
@@ -410,8 +502,7 @@ impl Engine {
         // The tombstones make the index follow even if we crash before the commit below.
         let vanished = self.vanished_documents(access, inputs, options, &kept)?;
         for (id, path) in &vanished {
-            self.store().remove_document(*id)?;
-            self.drop_from_indexes(*id)?;
+            removed_attachments.extend(self.remove_with_attachments(*id, path)?);
             self.journal(&run_id, path, Some(*id), &FileOutcome::Removed, None)?;
             report.files += 1;
             report.removed += 1;
@@ -421,9 +512,10 @@ impl Engine {
                 bytes: 0,
             });
         }
-        if !pending_commit.is_empty() || !vanished.is_empty() {
+        if !pending_commit.is_empty() || !vanished.is_empty() || !removed_attachments.is_empty() {
             self.commit_index(&mut pending_commit)?;
-            let ids: Vec<DocumentId> = vanished.iter().map(|(id, _)| *id).collect();
+            let mut ids: Vec<DocumentId> = vanished.iter().map(|(id, _)| *id).collect();
+            ids.append(&mut removed_attachments);
             self.store().clear_tombstones(&ids)?;
             progress(&IngestEvent::Committed {
                 documents: report.added + report.updated,
@@ -616,8 +708,12 @@ impl Engine {
                 .store()
                 .documents(Some(&prefix.display().to_string()))?;
             for doc in docs {
-                // Planned files stay (moves were already matched to their new path).
-                if kept.contains(&doc.path) || !self.may_write(access, doc.owner.as_deref()) {
+                // Planned files stay (moves were already matched to their new path);
+                // attachments have no file of their own and go with their mail.
+                if kept.contains(&doc.path)
+                    || doc.parent.is_some()
+                    || !self.may_write(access, doc.owner.as_deref())
+                {
                     continue;
                 }
                 let leaves = gone(&doc.path)
@@ -872,23 +968,18 @@ impl Engine {
         })
     }
 
-    /// Writer stage: stores one result and queues its index update.
-    fn write_stage(
-        &self,
-        work: Work,
-        run_id: &str,
-        owner: &UserId,
-    ) -> Result<(String, FileOutcome, u64, Option<DocumentId>)> {
+    /// Writer stage: stores one result (a mail with its attachments) and queues its index
+    /// update.
+    fn write_stage(&self, work: Work, run_id: &str, owner: &UserId) -> Result<Written> {
         match work {
             Work::Done { plan, outcome } => {
                 let path = plan.path.display().to_string();
-                let mut written = None;
+                let mut indexed = Vec::new();
                 let (outcome, doc) = match outcome {
                     Early::Unchanged(id) => (FileOutcome::Unchanged, Some(id)),
                     Early::Busy(reason) => (FileOutcome::Busy { reason }, None),
                     Early::Moved(old) => {
-                        self.move_stored(&plan, &old)?;
-                        written = Some(old.id);
+                        indexed = self.move_stored(&plan, &old)?;
                         (FileOutcome::Moved { from: old.path }, Some(old.id))
                     }
                     Early::Skipped(reason) => (FileOutcome::Skipped { reason }, None),
@@ -916,7 +1007,13 @@ impl Engine {
                 ) {
                     self.journal(run_id, &path, doc, &outcome, None)?;
                 }
-                Ok((path, outcome, 0, written))
+                Ok(Written {
+                    path,
+                    outcome,
+                    bytes: 0,
+                    indexed,
+                    removed: Vec::new(),
+                })
             }
             Work::Parsed {
                 job,
@@ -924,49 +1021,159 @@ impl Engine {
                 elapsed,
             } => {
                 let path = job.plan.path.display().to_string();
-                let bytes = job.bytes.len() as u64;
-                let (outcome, id, written) = match result {
-                    Ok(prepared) => {
-                        let stored = self.store_parsed(&job, &path, prepared)?;
-                        self.store().claim_document(stored.1, owner)?;
-                        stored
-                    }
-                    Err(err) => {
-                        let status = match &err {
-                            SandboxError::Parse(p) if p.code == "password_required" => {
-                                DocumentStatus::PasswordRequired
-                            }
-                            _ => DocumentStatus::Failed,
-                        };
-                        let reason = err.to_string();
-                        let id = self.store().record_failure(&FailedDocument {
-                            parent: None,
-                            source: job.plan.source,
-                            folder: job.plan.folder,
-                            path: &path,
-                            kind: Some(job.kind.as_str()),
-                            size: job.plan.size,
-                            mtime_ns: job.plan.mtime_ns,
-                            title: None,
-                            status,
-                            code: err.code(),
-                            error: &reason,
-                        })?;
-                        self.store().claim_document(id, owner)?;
-                        (
-                            FileOutcome::Failed {
-                                code: err.code().to_string(),
-                                reason,
-                            },
-                            id,
-                            false,
-                        )
-                    }
+                let target = Target {
+                    parent: None,
+                    source: job.plan.source,
+                    folder: job.plan.folder,
+                    path: &path,
+                    kind: job.kind,
+                    hash: &job.hash,
+                    size: job.plan.size,
+                    mtime_ns: job.plan.mtime_ns,
+                    bytes: &job.bytes,
+                    existed: job.existed,
                 };
+                let mut written = Written {
+                    path: path.clone(),
+                    outcome: FileOutcome::Unchanged,
+                    bytes: job.bytes.len() as u64,
+                    indexed: Vec::new(),
+                    removed: Vec::new(),
+                };
+                let (outcome, id) = self.store_result(&target, result, owner, &mut written)?;
                 self.journal(run_id, &path, Some(id), &outcome, Some(elapsed))?;
-                Ok((path, outcome, bytes, written.then_some(id)))
+                written.outcome = outcome;
+                Ok(written)
             }
         }
+    }
+
+    /// Stores a parse result at `target`: the document with its attachments, or the failure
+    /// (which keeps an earlier version and its attachments).
+    fn store_result(
+        &self,
+        target: &Target<'_>,
+        result: std::result::Result<Prepared, SandboxError>,
+        owner: &UserId,
+        written: &mut Written,
+    ) -> Result<(FileOutcome, DocumentId)> {
+        match result {
+            Ok(mut prepared) => {
+                let attachments = std::mem::take(&mut prepared.attachments);
+                let (outcome, id) = self.store_parsed(target, prepared)?;
+                self.store().claim_document(id, owner)?;
+                written.indexed.push(id);
+                self.store_attachments(id, target, attachments, owner, written)?;
+                Ok((outcome, id))
+            }
+            Err(err) => {
+                let status = match &err {
+                    SandboxError::Parse(p) if p.code == "password_required" => {
+                        DocumentStatus::PasswordRequired
+                    }
+                    _ => DocumentStatus::Failed,
+                };
+                let reason = err.to_string();
+                let id = self.store().record_failure(&FailedDocument {
+                    parent: target.parent,
+                    source: target.source,
+                    folder: target.folder,
+                    path: target.path,
+                    kind: Some(target.kind.as_str()),
+                    size: target.size,
+                    mtime_ns: target.mtime_ns,
+                    title: None,
+                    status,
+                    code: err.code(),
+                    error: &reason,
+                })?;
+                self.store().claim_document(id, owner)?;
+                let outcome = FileOutcome::Failed {
+                    code: err.code().to_string(),
+                    reason,
+                };
+                Ok((outcome, id))
+            }
+        }
+    }
+
+    /// Stores a mail's attachments as documents under its path (`<mail>/<name>`) and removes
+    /// those it no longer has. An attachment whose content did not change is left as it is.
+    fn store_attachments(
+        &self,
+        mail: DocumentId,
+        at: &Target<'_>,
+        attachments: Vec<PreparedAttachment>,
+        owner: &UserId,
+        written: &mut Written,
+    ) -> Result<()> {
+        let stored = self.attachments_of(mail, at.path)?;
+        let mut kept = std::collections::HashSet::new();
+        for a in attachments {
+            let rel: PathBuf = a.name.split('/').collect();
+            let path = Path::new(at.path).join(rel).display().to_string();
+            kept.insert(path.clone());
+            let earlier = stored
+                .iter()
+                .find(|d| d.path == path && d.parent == Some(mail));
+            if earlier.is_some_and(|d| {
+                d.content_hash.as_deref() == Some(a.hash.as_str()) && d.error_code.is_none()
+            }) {
+                continue;
+            }
+            let target = Target {
+                parent: Some(mail),
+                source: at.source,
+                folder: at.folder,
+                path: &path,
+                kind: a.kind,
+                hash: &a.hash,
+                size: a.bytes.len() as u64,
+                mtime_ns: at.mtime_ns,
+                bytes: &a.bytes,
+                existed: earlier.is_some_and(|d| d.chunk_count > 0),
+            };
+            self.store_result(&target, a.result, owner, written)?;
+        }
+        for gone in stored
+            .iter()
+            .filter(|d| d.parent == Some(mail) && !kept.contains(&d.path))
+        {
+            written
+                .removed
+                .extend(self.remove_with_attachments(gone.id, &gone.path)?);
+        }
+        Ok(())
+    }
+
+    /// The attachments of the stored mail `id` at `path`, theirs included.
+    pub(crate) fn attachments_of(
+        &self,
+        id: DocumentId,
+        path: &str,
+    ) -> Result<Vec<knowhub_store::DocumentRecord>> {
+        Ok(self
+            .store()
+            .documents(Some(path))?
+            .into_iter()
+            .filter(|d| d.id != id && d.parent.is_some())
+            .collect())
+    }
+
+    /// Removes a document with its attachments from the store and the index writer; returns
+    /// every id removed (their tombstones are cleared once the index commits).
+    pub(crate) fn remove_with_attachments(
+        &self,
+        id: DocumentId,
+        path: &str,
+    ) -> Result<Vec<DocumentId>> {
+        let mut ids = vec![id];
+        ids.extend(self.attachments_of(id, path)?.into_iter().map(|d| d.id));
+        self.store().remove_document(id)?;
+        for id in &ids {
+            self.drop_from_indexes(*id)?;
+        }
+        Ok(ids)
     }
 
     /// A stored document with this content whose file is gone and that `access` may change:
@@ -980,6 +1187,7 @@ impl Engine {
         let candidates = self.store().documents_by_hash(hash).ok()?;
         candidates.into_iter().find(|d| {
             d.error_code.is_none()
+                && d.parent.is_none()
                 && !taken.contains(&d.id)
                 && self.may_write(access, d.owner.as_deref())
                 && matches!(
@@ -989,9 +1197,14 @@ impl Engine {
         })
     }
 
-    /// Points a stored document at its new path; its index entries follow (the title may
-    /// come from the file name).
-    fn move_stored(&self, plan: &Planned, old: &knowhub_store::DocumentRecord) -> Result<()> {
+    /// Points a stored document (and its attachments) at its new path; its index entries follow
+    /// (the title may come from the file name). Returns the documents moved.
+    fn move_stored(
+        &self,
+        plan: &Planned,
+        old: &knowhub_store::DocumentRecord,
+    ) -> Result<Vec<DocumentId>> {
+        let attachments = self.attachments_of(old.id, &old.path)?;
         let old_stem = Path::new(&old.path)
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned());
@@ -1012,26 +1225,37 @@ impl Engine {
             size: plan.size,
             mtime_ns: plan.mtime_ns,
         })?;
-        self.index_document(old.id)
+        self.index_document(old.id)?;
+        let mut moved = vec![old.id];
+        for a in attachments {
+            let inside = a.path.strip_prefix(old.path.as_str()).unwrap_or_default();
+            let new_path = format!("{path}{inside}");
+            self.store().move_document(&MovedDocument {
+                id: a.id,
+                path: &new_path,
+                source: plan.source,
+                folder: plan.folder,
+                title: None,
+                size: a.size,
+                mtime_ns: a.mtime_ns,
+            })?;
+            self.index_document(a.id)?;
+            moved.push(a.id);
+        }
+        Ok(moved)
     }
 
     /// Stores a parsed document and stages its index update. Returns whether the index changed.
-    fn store_parsed(
-        &self,
-        job: &ParseJob,
-        path: &str,
-        p: Prepared,
-    ) -> Result<(FileOutcome, DocumentId, bool)> {
+    fn store_parsed(&self, target: &Target<'_>, p: Prepared) -> Result<(FileOutcome, DocumentId)> {
         let title = p.doc.title.clone().or_else(|| {
-            job.plan
-                .path
+            Path::new(target.path)
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
         });
         let no_layer = p.doc.notices.contains(&ParseNotice::NoTextLayer);
         let (status, note) = if p.chunks.is_empty() {
             if no_layer {
-                let what = if job.kind == DocKind::Image {
+                let what = if target.kind == DocKind::Image {
                     "no text: the file is a picture"
                 } else {
                     "no text layer: the pages are scanned images"
@@ -1042,7 +1266,7 @@ impl Engine {
                          (`knowhub models fetch {}`)",
                         crate::OCR_MODEL
                     )
-                } else if job.kind == DocKind::Image {
+                } else if target.kind == DocKind::Image {
                     format!("{what} in which OCR found no text")
                 } else {
                     format!(
@@ -1083,14 +1307,14 @@ impl Engine {
             (note, _) => note,
         };
         let id = self.store().replace_document(&NewDocument {
-            parent: None,
-            source: job.plan.source,
-            folder: job.plan.folder,
-            path,
-            kind: job.kind.as_str(),
-            content_hash: &job.hash,
-            size: job.plan.size,
-            mtime_ns: job.plan.mtime_ns,
+            parent: target.parent,
+            source: target.source,
+            folder: target.folder,
+            path: target.path,
+            kind: target.kind.as_str(),
+            content_hash: target.hash,
+            size: target.size,
+            mtime_ns: target.mtime_ns,
             title: title.as_deref(),
             status,
             note: note.as_deref(),
@@ -1099,18 +1323,18 @@ impl Engine {
             text: &p.text,
             chunks: &p.chunks,
             tables: &p.doc.tables,
-            original: Some(&job.bytes),
+            original: Some(target.bytes),
         })?;
         self.index_document(id)?;
         let n = p.chunks.len();
         let outcome = match status {
-            DocumentStatus::Indexed if job.existed => FileOutcome::Updated { chunks: n },
+            DocumentStatus::Indexed if target.existed => FileOutcome::Updated { chunks: n },
             DocumentStatus::Indexed => FileOutcome::Added { chunks: n },
             _ => FileOutcome::NoText {
                 reason: note.unwrap_or_default(),
             },
         };
-        Ok((outcome, id, true))
+        Ok((outcome, id))
     }
 
     fn journal(
@@ -1166,6 +1390,12 @@ impl Engine {
                     p.display()
                 )));
             }
+            if docs.iter().all(|d| d.parent.is_some()) {
+                return Err(EngineError::InvalidInput(format!(
+                    "{} is an attachment: it goes with its mail (remove the mail instead)",
+                    p.display()
+                )));
+            }
             if let Some(d) = docs
                 .iter()
                 .find(|d| !self.may_write(&access, d.owner.as_deref()))
@@ -1182,14 +1412,18 @@ impl Engine {
                     d.path
                 )));
             }
-            ids.extend(docs.into_iter().map(|d| d.id));
+            ids.extend(
+                docs.into_iter()
+                    .filter(|d| d.parent.is_none())
+                    .map(|d| (d.id, d.path)),
+            );
         }
-        for id in &ids {
-            self.store().remove_document(*id)?;
-            self.drop_from_indexes(*id)?;
+        let mut removed = Vec::new();
+        for (id, path) in &ids {
+            removed.extend(self.remove_with_attachments(*id, path)?);
         }
         self.index.commit()?;
-        self.store().clear_tombstones(&ids)?;
+        self.store().clear_tombstones(&removed)?;
         let target: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         self.audit(
             &access,
@@ -1216,6 +1450,8 @@ impl Engine {
             .store()
             .documents(None)?
             .into_iter()
+            // Attachments are parsed again with their mail.
+            .filter(|d| d.parent.is_none())
             .map(|d| PathBuf::from(d.path))
             .collect();
         let existing: Vec<PathBuf> = paths

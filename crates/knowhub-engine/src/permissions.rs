@@ -670,7 +670,13 @@ fn readable_documents(
         );
     }
     let mut allowed = HashSet::new();
+    let mut attachments = Vec::new();
     for row in store.access_rows()? {
+        // An attachment is readable exactly when its mail is (decided below).
+        if row.parent.is_some() {
+            attachments.push(row);
+            continue;
+        }
         // Whoever added a document can always read it (its scopes include `user:<owner>`).
         if row.owner.as_deref() == Some(me.as_str()) {
             allowed.insert(row.id.0 as u64);
@@ -683,6 +689,16 @@ fn readable_documents(
         // A path the policy refuses (cannot happen for stored paths) is unreadable.
         if let Ok(scopes) = tree.effective_scopes(&rel)
             && visible.allows(account, &scopes)
+        {
+            allowed.insert(row.id.0 as u64);
+        }
+    }
+    // A mail comes before its attachments (a shorter path), an attachment before its own.
+    attachments.sort_by_key(|row| row.path.len());
+    for row in attachments {
+        if row
+            .parent
+            .is_some_and(|mail| allowed.contains(&(mail.0 as u64)))
         {
             allowed.insert(row.id.0 as u64);
         }
@@ -953,6 +969,11 @@ impl Engine {
                 "only an administrator or the user who added this document can change who sees it"
                     .into(),
             ));
+        }
+        if doc.parent.is_some() {
+            return Err(EngineError::InvalidInput(format!(
+                "{label} is an attachment: it follows its mail's permissions (set them on the mail)"
+            )));
         }
         let root = self
             .store()

@@ -278,6 +278,8 @@ impl Engine {
             .store()
             .documents(Some(root))?
             .into_iter()
+            // Attachments have no file of their own: they follow their mail.
+            .filter(|d| d.parent.is_none())
             .map(|d| (d.path, (d.size, d.mtime_ns, d.error_code.is_some())))
             .collect();
         let mut seen: HashSet<String> = HashSet::new();

@@ -152,11 +152,12 @@ fn read_frame(input: &mut impl Read) -> std::io::Result<Vec<u8>> {
 }
 
 /// Serves one request in this thread (parse, or OCR of some pages), turning panics into
-/// errors.
+/// errors. A mail's attachments come back apart: the engine stores them as documents of their
+/// own.
 fn parse_here(bytes: &[u8], request: &Request) -> Response {
     let serve = || -> Response {
         match &request.ocr {
-            None => knowhub_parse::parse(request.kind, bytes, &request.limits)
+            None => knowhub_parse::parse_attachments_apart(request.kind, bytes, &request.limits)
                 .map_err(|e| SandboxError::Parse(e.into())),
             Some(ocr) => {
                 crate::ocr::read_pages(request.kind, bytes, &request.limits, &ocr.model, &ocr.pages)

@@ -101,6 +101,56 @@ fn pictures_are_read_searched_and_cited_at_their_page() {
 }
 
 #[test]
+fn a_picture_attached_to_a_mail_is_read_as_a_document_of_its_own() {
+    use base64::Engine as _;
+    let models = ModelSet::load(&ModelConfig {
+        models_dir: Some(models_dir()),
+        embedder: EmbedderSpec::Off,
+        ..ModelConfig::default()
+    })
+    .unwrap();
+    if models.ocr.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the OCR model is missing under CI=true: {:?}",
+            models.notes
+        );
+        eprintln!("skipped: {:?}", models.notes);
+        return;
+    }
+    let picture = base64::engine::general_purpose::STANDARD.encode(MEMO);
+    let lines: Vec<&str> = picture
+        .as_bytes()
+        .chunks(76)
+        .map(|l| std::str::from_utf8(l).unwrap())
+        .collect();
+    let mail = format!(
+        "From: hr@example.com\r\nSubject: Signed memo\r\n\
+         Content-Type: multipart/mixed; boundary=\"m\"\r\n\r\n\
+         --m\r\nContent-Type: text/plain\r\n\r\nThe signed memo is attached.\r\n\
+         --m\r\nContent-Type: image/png; name=\"memo.png\"\r\n\
+         Content-Disposition: attachment; filename=\"memo.png\"\r\n\
+         Content-Transfer-Encoding: base64\r\n\r\n{}\r\n--m--\r\n",
+        lines.join("\r\n")
+    );
+    let docs = tempfile::tempdir().unwrap();
+    std::fs::write(docs.path().join("memo.eml"), mail).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let engine = engine(data.path(), models);
+    let report = ingest(&engine, docs.path());
+    assert_eq!((report.added, report.failed), (1, 0), "{report:?}");
+    let hits = engine
+        .search(&dev_context(), "差旅报销", &SearchOptions::default())
+        .unwrap();
+    let hit = hits.first().expect("the attached picture's text is found");
+    assert!(hit.path.ends_with("memo.eml/memo.png"), "{}", hit.path);
+    assert_eq!(
+        (hit.kind.as_deref(), hit.page_start),
+        (Some("image"), Some(1))
+    );
+}
+
+#[test]
 fn without_the_model_a_picture_is_kept_with_the_command_that_reads_it() {
     let data = tempfile::tempdir().unwrap();
     let docs = folder();
