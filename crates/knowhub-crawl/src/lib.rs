@@ -43,7 +43,7 @@ use url::Url;
 
 pub use error::{CrawlError, Result};
 pub use fetch::{FetchError, Fetcher, HttpFetcher, Response, Validators};
-pub use page::{Directives, PageLinks, read_html};
+pub use page::{Directives, PageLinks, heading_anchors, read_html};
 pub use scope::{Scope, normalize, parse_start};
 pub use url::Url as PageUrl;
 

@@ -1,7 +1,7 @@
 //! What a crawler needs from an HTML page: its links, its canonical address and its robots
 //! directives. The text itself is read later by the ingestion pipeline's HTML parser.
 
-use scraper::{Html, Selector};
+use scraper::{ElementRef, Html, Selector};
 use url::Url;
 
 use crate::scope::normalize;
@@ -139,9 +139,82 @@ pub fn read_html(bytes: &[u8], base: &Url) -> PageLinks {
     }
 }
 
+/// The headings of an HTML page that a link can point at, in document order, as (heading
+/// text with its white space collapsed, fragment id): a heading's own `id`, else that of a
+/// link target inside it (`<a id>`, `<a name>`), else that of the `section`, `article` or
+/// `div` it opens. Citations of a passage under such a heading link to `url#id`.
+pub fn heading_anchors(bytes: &[u8]) -> Vec<(String, String)> {
+    let text = String::from_utf8_lossy(bytes);
+    let html = Html::parse_document(&text);
+    let targets = selector("a[id], a[name]");
+    let mut anchors = Vec::new();
+    for heading in html.select(&selector("h1, h2, h3, h4, h5, h6")) {
+        let own = heading.value().attr("id");
+        let inner = || {
+            heading
+                .select(&targets)
+                .next()
+                .and_then(|a| a.value().attr("id").or_else(|| a.value().attr("name")))
+        };
+        let opened = || {
+            let parent = heading.parent().and_then(ElementRef::wrap)?;
+            let opens = parent
+                .children()
+                .filter_map(ElementRef::wrap)
+                .next()
+                .is_some_and(|first| first.id() == heading.id());
+            let name = parent.value().name();
+            (opens && matches!(name, "section" | "article" | "div"))
+                .then(|| parent.value().attr("id"))
+                .flatten()
+        };
+        let Some(id) = own
+            .or_else(inner)
+            .or_else(opened)
+            .map(str::trim)
+            .filter(|id| !id.is_empty())
+        else {
+            continue;
+        };
+        let title = heading
+            .text()
+            .collect::<String>()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if !title.is_empty() {
+            anchors.push((title, id.to_string()));
+        }
+    }
+    anchors
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn headings_are_linked_by_their_own_id_an_inner_target_or_the_section_they_open() {
+        let page = r#"<html><body>
+            <h1 id="top">Employee   handbook</h1>
+            <h2><a name="travel"></a>Travel</h2>
+            <section id="leave"><h2>Annual leave</h2><p>20 days.</p></section>
+            <section id="misc"><p>Intro</p><h2>Not opened by this heading</h2></section>
+            <h3>No anchor</h3>
+            <h3 id="  ">Blank id</h3>
+            <h2 id="zh">差旅 报销</h2>
+        </body></html>"#;
+        assert_eq!(
+            heading_anchors(page.as_bytes()),
+            [
+                ("Employee handbook".to_string(), "top".to_string()),
+                ("Travel".to_string(), "travel".to_string()),
+                ("Annual leave".to_string(), "leave".to_string()),
+                ("差旅 报销".to_string(), "zh".to_string()),
+            ]
+        );
+        assert!(heading_anchors(b"not html at all").is_empty());
+    }
 
     #[test]
     fn links_resolve_against_the_page_and_its_base() {

@@ -15,8 +15,9 @@ use std::time::Duration;
 use knowhub_authz::RequestContext;
 use knowhub_crawl::{
     Budget, CrawlSpec, FetchedPage, HttpFetcher, KnownPage, Outcome, PageReport, Sink, Validators,
+    heading_anchors,
 };
-use knowhub_store::{CrawlPageRecord, CrawlRecord, SourceId};
+use knowhub_store::{CrawlPageRecord, CrawlRecord, PageAddress, SourceId};
 use serde::{Deserialize, Serialize};
 
 use crate::queue::now_ms;
@@ -558,6 +559,15 @@ impl Engine {
                 .iter()
                 .filter_map(|k| {
                     let path = sink.files.get(&k.url)?;
+                    // Read from the kept file, so pages kept before anchors were recorded get
+                    // theirs on the next run as well.
+                    let anchors = if k.known.extension == "html" {
+                        std::fs::read(path)
+                            .map(|body| heading_anchors(&body))
+                            .unwrap_or_default()
+                    } else {
+                        Vec::new()
+                    };
                     Some(CrawlPageRecord {
                         url: k.url.clone(),
                         path: path.display().to_string(),
@@ -569,6 +579,7 @@ impl Engine {
                             .get(k.url.as_str())
                             .filter(|b| b.content_hash == k.known.content_hash)
                             .map_or(fetched_now, |b| b.fetched_at),
+                        anchors,
                     })
                 })
                 .chain(unreached)
@@ -595,8 +606,89 @@ impl Engine {
     }
 
     /// The address each of `paths` was crawled from, for the documents that were crawled.
-    pub(crate) fn page_urls(&self, paths: &[String]) -> Result<HashMap<String, String>> {
-        Ok(self.store().page_urls(paths)?.into_iter().collect())
+    /// The address each of `paths` was crawled from, with its headings' anchors.
+    pub(crate) fn page_urls(&self, paths: &[String]) -> Result<HashMap<String, PageAddress>> {
+        Ok(self
+            .store()
+            .page_urls(paths)?
+            .into_iter()
+            .map(|a| (a.path.clone(), a))
+            .collect())
+    }
+}
+
+/// The address a citation of a passage under `headings` (outermost first) links to: the
+/// page's, with the fragment of the innermost heading the page names unambiguously.
+pub(crate) fn cited_url(page: &PageAddress, headings: &[String]) -> String {
+    let collapse = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    for heading in headings.iter().rev() {
+        let heading = collapse(heading);
+        let mut ids = page
+            .anchors
+            .iter()
+            .filter(|(h, _)| *h == heading)
+            .map(|(_, id)| id.as_str());
+        let Some(id) = ids.next() else {
+            continue;
+        };
+        // The same heading twice with different anchors: which one is meant is unknown.
+        if ids.any(|other| other != id) {
+            continue;
+        }
+        let mut url = page.url.split('#').next().unwrap_or_default().to_string();
+        url.push('#');
+        url.extend(percent_encoding::utf8_percent_encode(id, FRAGMENT));
+        return url;
+    }
+    page.url.clone()
+}
+
+/// What a URL fragment may not hold as it is (the WHATWG URL standard's fragment set).
+const FRAGMENT: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'<')
+    .add(b'>')
+    .add(b'`');
+
+#[cfg(test)]
+mod cited_url_tests {
+    use super::*;
+
+    #[test]
+    fn the_innermost_heading_the_page_names_once_gives_the_fragment() {
+        let page = PageAddress {
+            path: "/w/a.html".into(),
+            url: "https://example.com/handbook".into(),
+            anchors: vec![
+                ("Handbook".into(), "top".into()),
+                ("Travel rules".into(), "travel".into()),
+                ("Examples".into(), "ex-1".into()),
+                ("Examples".into(), "ex-2".into()),
+                ("差旅 报销".into(), "差旅".into()),
+            ],
+        };
+        let cite = |h: &[&str]| {
+            let h: Vec<String> = h.iter().map(|s| s.to_string()).collect();
+            cited_url(&page, &h)
+        };
+        assert_eq!(
+            cite(&["Handbook", "Travel  rules"]),
+            "https://example.com/handbook#travel"
+        );
+        assert_eq!(
+            cite(&["Handbook", "Travel rules", "Examples"]),
+            "https://example.com/handbook#travel"
+        );
+        assert_eq!(
+            cite(&["Handbook", "Unknown"]),
+            "https://example.com/handbook#top"
+        );
+        assert_eq!(cite(&[]), "https://example.com/handbook");
+        assert_eq!(
+            cite(&["差旅 报销"]),
+            "https://example.com/handbook#%E5%B7%AE%E6%97%85"
+        );
     }
 }
 

@@ -573,7 +573,9 @@ impl Engine {
         let paths: Vec<String> = hits.iter().map(|h| h.path.clone()).collect();
         let urls = self.page_urls(&paths)?;
         for hit in &mut hits {
-            hit.url = urls.get(&hit.path).cloned();
+            hit.url = urls
+                .get(&hit.path)
+                .map(|page| crate::crawl::cited_url(page, &hit.heading_path));
         }
         trace.total_ms = ms(started);
         Ok(Retrieval { hits, trace })

@@ -4,7 +4,9 @@
 //! replica can name a page's address in a citation.
 
 use knowhub_store::backend::CrawlStore;
-use knowhub_store::{CrawlPageRecord, CrawlRecord, Result, SourceId};
+use knowhub_store::{
+    CrawlPageRecord, CrawlRecord, PageAddress, Result, SourceId, anchors_from_json, anchors_to_json,
+};
 use postgres::Row;
 
 use crate::store::{PgStore, pg};
@@ -39,7 +41,8 @@ impl CrawlStore for PgStore {
         let mut client = self.db.client()?;
         let rows = client
             .query(
-                "SELECT url, path, etag, last_modified, content_hash, extension, fetched_at
+                "SELECT url, path, etag, last_modified, content_hash, extension, fetched_at,
+                     anchors
                  FROM crawl_pages WHERE source_id = $1 ORDER BY url COLLATE \"C\"",
                 &[&source.0],
             )
@@ -54,22 +57,31 @@ impl CrawlStore for PgStore {
                 content_hash: r.get(4),
                 extension: r.get(5),
                 fetched_at: r.get(6),
+                anchors: anchors_from_json(r.get(7)),
             })
             .collect())
     }
 
-    fn page_urls(&self, paths: &[String]) -> Result<Vec<(String, String)>> {
+    fn page_urls(&self, paths: &[String]) -> Result<Vec<PageAddress>> {
         if paths.is_empty() {
             return Ok(Vec::new());
         }
         let mut client = self.db.client()?;
         let rows = client
             .query(
-                "SELECT DISTINCT ON (path) path, url FROM crawl_pages WHERE path = ANY($1)",
+                "SELECT DISTINCT ON (path) path, url, anchors FROM crawl_pages
+                 WHERE path = ANY($1)",
                 &[&paths],
             )
             .map_err(pg)?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        Ok(rows
+            .iter()
+            .map(|r| PageAddress {
+                path: r.get(0),
+                url: r.get(1),
+                anchors: anchors_from_json(r.get(2)),
+            })
+            .collect())
     }
 
     fn add_crawl(&mut self, source: SourceId, url: &str, settings: &str) -> Result<bool> {
@@ -114,8 +126,8 @@ impl CrawlStore for PgStore {
         let insert = tx
             .prepare(
                 "INSERT INTO crawl_pages (source_id, url, path, etag, last_modified,
-                     content_hash, extension, fetched_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                     content_hash, extension, fetched_at, anchors)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             )
             .map_err(pg)?;
         for p in pages {
@@ -130,6 +142,7 @@ impl CrawlStore for PgStore {
                     &p.content_hash,
                     &p.extension,
                     &p.fetched_at,
+                    &anchors_to_json(&p.anchors),
                 ],
             )
             .map_err(pg)?;

@@ -347,6 +347,7 @@ const TABLES: &[Table] = &[
             col("content_hash", Text),
             col("extension", Text),
             col("fetched_at", Int),
+            col("anchors", Text),
         ],
         serial: None,
         from: None,

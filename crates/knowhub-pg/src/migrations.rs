@@ -499,7 +499,8 @@ CREATE TABLE sheet_rows (
     },
     Domain {
         name: "crawls",
-        steps: &[r#"
+        steps: &[
+            r#"
 -- Web and wiki crawl sources: a folder source (pages are files on the job host) with its start
 -- address and settings, and per page the address it came from and its validators.
 CREATE TABLE crawls (
@@ -521,7 +522,12 @@ CREATE TABLE crawl_pages (
     PRIMARY KEY (source_id, url)
 );
 CREATE INDEX crawl_pages_path ON crawl_pages (path);
-"#],
+"#,
+            r#"
+-- The headings of a kept page that can be linked to, as JSON [[heading, fragment id], …].
+ALTER TABLE crawl_pages ADD COLUMN anchors TEXT NOT NULL DEFAULT '[]';
+"#,
+        ],
     },
     Domain {
         name: "attachments",

@@ -29,9 +29,9 @@ use crate::{
     CrawlRecord, DocumentId, DocumentRecord, FailedDocument, FeedbackRecord, FolderId, Group,
     GroupMemberRecord, GroupSpaceCreation, GroupSpaceRecord, IndexEntry, JobRecord, JobState,
     JournalEntry, KnowledgeFilter, KnowledgeRecord, KnowledgeVersion, MovedDocument, NewDocument,
-    NewJob, OriginalFile, QueueCounts, ResourceFilter, ResourceRecord, Result, SessionRecord,
-    SessionSummary, SheetTableRecord, SourceId, SourceRecord, SqlSourceRecord, Store, StoreStats,
-    StoredVector, TraceRecord, TurnRecord, UnembeddedChunk, UserRecord,
+    NewJob, OriginalFile, PageAddress, QueueCounts, ResourceFilter, ResourceRecord, Result,
+    SessionRecord, SessionSummary, SheetTableRecord, SourceId, SourceRecord, SqlSourceRecord,
+    Store, StoreStats, StoredVector, TraceRecord, TurnRecord, UnembeddedChunk, UserRecord,
 };
 
 /// Declares a domain trait and implements it for [`Store`] by delegation to the inherent
@@ -261,7 +261,7 @@ domain! {
     pub trait CrawlStore {
         fn crawls(&self) -> Result<Vec<CrawlRecord>>;
         fn crawl_pages(&self, source: SourceId) -> Result<Vec<CrawlPageRecord>>;
-        fn page_urls(&self, paths: &[String]) -> Result<Vec<(String, String)>>;
+        fn page_urls(&self, paths: &[String]) -> Result<Vec<PageAddress>>;
         mut:
         fn add_crawl(&mut self, source: SourceId, url: &str, settings: &str) -> Result<bool>;
         fn set_crawl_settings(&mut self, source: SourceId, settings: &str) -> Result<bool>;

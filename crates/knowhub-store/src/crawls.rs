@@ -34,6 +34,28 @@ pub struct CrawlPageRecord {
     pub content_hash: String,
     pub extension: String,
     pub fetched_at: i64,
+    /// The page's headings that can be linked to: (heading text, fragment id).
+    pub anchors: Vec<(String, String)>,
+}
+
+/// Where a kept page came from, for citations that link to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageAddress {
+    /// The file it is kept in (a document path).
+    pub path: String,
+    pub url: String,
+    /// See [`CrawlPageRecord::anchors`].
+    pub anchors: Vec<(String, String)>,
+}
+
+/// Anchors as stored (JSON); unreadable ones are none (they only refine a citation's link).
+pub fn anchors_from_json(text: &str) -> Vec<(String, String)> {
+    serde_json::from_str(text).unwrap_or_default()
+}
+
+/// Anchors as stored.
+pub fn anchors_to_json(anchors: &[(String, String)]) -> String {
+    serde_json::to_string(anchors).unwrap_or_else(|_| "[]".to_string())
 }
 
 const CRAWL_SELECT: &str = "SELECT c.source_id, s.root_path, c.url, s.owner, c.settings,
@@ -64,7 +86,7 @@ impl Store {
     /// The pages a crawl keeps.
     pub fn crawl_pages(&self, source: SourceId) -> Result<Vec<CrawlPageRecord>> {
         let mut stmt = self.conn.prepare(
-            "SELECT url, path, etag, last_modified, content_hash, extension, fetched_at
+            "SELECT url, path, etag, last_modified, content_hash, extension, fetched_at, anchors
              FROM crawl_pages WHERE source_id = ?1 ORDER BY url",
         )?;
         let rows = stmt.query_map(params![source.0], |r| {
@@ -76,21 +98,27 @@ impl Store {
                 content_hash: r.get(4)?,
                 extension: r.get(5)?,
                 fetched_at: r.get(6)?,
+                anchors: anchors_from_json(&r.get::<_, String>(7)?),
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// The address each of `paths` was crawled from, for those that were: `(path, url)`.
-    pub fn page_urls(&self, paths: &[String]) -> Result<Vec<(String, String)>> {
+    /// The address each of `paths` was crawled from, with its headings' anchors, for those
+    /// that were.
+    pub fn page_urls(&self, paths: &[String]) -> Result<Vec<PageAddress>> {
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT url FROM crawl_pages WHERE path = ?1 LIMIT 1")?;
+            .prepare_cached("SELECT url, anchors FROM crawl_pages WHERE path = ?1 LIMIT 1")?;
         let mut out = Vec::new();
         for path in paths {
             let mut rows = stmt.query(params![path])?;
             if let Some(row) = rows.next()? {
-                out.push((path.clone(), row.get(0)?));
+                out.push(PageAddress {
+                    path: path.clone(),
+                    url: row.get(0)?,
+                    anchors: anchors_from_json(&row.get::<_, String>(1)?),
+                });
             }
         }
         Ok(out)
@@ -136,8 +164,8 @@ impl Store {
         {
             let mut insert = tx.prepare(
                 "INSERT INTO crawl_pages (source_id, url, path, etag, last_modified,
-                     content_hash, extension, fetched_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                     content_hash, extension, fetched_at, anchors)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
             for p in pages {
                 insert.execute(params![
@@ -148,7 +176,8 @@ impl Store {
                     p.last_modified,
                     p.content_hash,
                     p.extension,
-                    p.fetched_at
+                    p.fetched_at,
+                    anchors_to_json(&p.anchors)
                 ])?;
             }
         }
@@ -190,6 +219,7 @@ mod tests {
             content_hash: "h".into(),
             extension: "html".into(),
             fetched_at: 5,
+            anchors: vec![("Travel".into(), "travel".into())],
         }
     }
 
@@ -221,10 +251,11 @@ mod tests {
         assert_eq!(store.crawl_pages(source)?.len(), 2);
         assert_eq!(
             store.page_urls(&["/data/web/1/b.html".into(), "/elsewhere".into()])?,
-            [(
-                "/data/web/1/b.html".to_string(),
-                "https://example.com/b".to_string()
-            )]
+            [PageAddress {
+                path: "/data/web/1/b.html".to_string(),
+                url: "https://example.com/b".to_string(),
+                anchors: vec![("Travel".into(), "travel".into())],
+            }]
         );
 
         store.finish_crawl(

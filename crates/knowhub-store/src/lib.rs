@@ -44,7 +44,7 @@ pub use backend::prelude;
 pub use chat::{
     FeedbackRecord, SessionRecord, SessionSummary, SqlSourceRecord, TraceRecord, TurnRecord,
 };
-pub use crawls::{CrawlPageRecord, CrawlRecord};
+pub use crawls::{CrawlPageRecord, CrawlRecord, PageAddress, anchors_from_json, anchors_to_json};
 pub use groups::{GroupMemberRecord, GroupSpaceCreation, GroupSpaceRecord};
 pub use identity::{
     Group, UserRecord, acl_tree_from_rows, document_acl_path, memberships_from_rows,

@@ -388,7 +388,8 @@ CREATE INDEX group_members_user ON group_members(user_id);
     ),
     (
         "crawls",
-        &[r#"
+        &[
+            r#"
 CREATE TABLE crawls (
     source_id   INTEGER PRIMARY KEY REFERENCES sources(id) ON DELETE CASCADE,
     url         TEXT NOT NULL UNIQUE,
@@ -408,7 +409,11 @@ CREATE TABLE crawl_pages (
     PRIMARY KEY (source_id, url)
 );
 CREATE INDEX crawl_pages_path ON crawl_pages(path);
-"#],
+"#,
+            r#"
+ALTER TABLE crawl_pages ADD COLUMN anchors TEXT NOT NULL DEFAULT '[]';
+"#,
+        ],
     ),
     (
         "attachments",
