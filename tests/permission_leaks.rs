@@ -34,7 +34,49 @@ const ACME_FILES: &[(&str, &str)] = &[
     ("/acme/kb/projects/apollo/plan.md", "mkapollo"),
     ("/acme/kb/agents/helper-notes.md", "mkhelper"),
     ("/acme/kb/drafts/unshared.md", "mkdraft"),
+    // Mails, and their attachments: documents of their own under the mail's path.
+    ("/acme/kb/public/news.eml", "mknews"),
+    ("/acme/kb/public/news.eml/digest.md", "mkdigest"),
+    ("/acme/kb/hr/board/open/notes.eml", "mkopennotes"),
+    (
+        "/acme/kb/hr/board/open/notes.eml/checklist.md",
+        "mkchecklist",
+    ),
+    // Admins only, until its own ACL names alice (see `DOCUMENT_ACLS`).
+    ("/acme/kb/drafts/offer.eml", "mkoffer"),
+    ("/acme/kb/drafts/offer.eml/letter.md", "mkletter"),
 ];
+
+/// Documents' own ACLs; an attachment follows its mail's.
+const DOCUMENT_ACLS: &[(&str, &str)] = &[("/acme/kb/drafts/offer.eml", "user:alice")];
+
+/// The mail an entry of `ACME_FILES` is an attachment of, if it is one.
+fn mail_of(path: &str) -> Option<&str> {
+    path.find(".eml/").map(|i| &path[..i + 4])
+}
+
+/// A mail holding `marker`, with the entries under its path as attachments.
+fn mail(path: &str, marker: &str) -> String {
+    let attachments: String = ACME_FILES
+        .iter()
+        .filter(|(p, _)| mail_of(p) == Some(path))
+        .map(|(p, m)| {
+            let name = Path::new(p).file_name().unwrap().to_string_lossy();
+            format!(
+                "--b\r\nContent-Type: text/markdown; charset=utf-8; name=\"{name}\"\r\n\
+                 Content-Disposition: attachment; filename=\"{name}\"\r\n\r\n{}\r\n",
+                body(m, p)
+            )
+        })
+        .collect();
+    let subject = Path::new(path).file_stem().unwrap().to_string_lossy();
+    format!(
+        "From: ops@acme.test\r\nSubject: {subject}\r\n\
+         Content-Type: multipart/mixed; boundary=\"b\"\r\n\r\n\
+         --b\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{}\r\n{attachments}--b--\r\n",
+        body(marker, path)
+    )
+}
 const GLOBEX_FILES: &[(&str, &str)] = &[("/globex/kb/merger.md", "mkglobexmerger")];
 
 /// Folder ACLs of the acme source (relative to /acme/kb).
@@ -112,7 +154,14 @@ fn world() -> World {
     let dir = tempfile::tempdir().unwrap();
     let fs = FakeFs::new();
     for (path, marker) in ACME_FILES.iter().chain(GLOBEX_FILES) {
-        fs.write(*path, body(marker, path));
+        if mail_of(path).is_some() {
+            continue;
+        }
+        if path.ends_with(".eml") {
+            fs.write(*path, mail(path, marker));
+        } else {
+            fs.write(*path, body(marker, path));
+        }
     }
     let hub = Hub::open_with(
         EngineConfig::new(dir.path()),
@@ -162,7 +211,8 @@ fn world() -> World {
             &mut |_| {},
         )
         .unwrap();
-    assert_eq!(report.added, ACME_FILES.len(), "{report:?}");
+    let files = ACME_FILES.iter().filter(|(p, _)| mail_of(p).is_none());
+    assert_eq!(report.added, files.count(), "{report:?}");
     for (folder, scopes) in ACME_ACLS {
         acme.set_folder_acl(
             &ada,
@@ -170,6 +220,10 @@ fn world() -> World {
             Some(&set(scopes)),
         )
         .unwrap();
+    }
+    for (document, scopes) in DOCUMENT_ACLS {
+        acme.set_document_acl(&ada, Path::new(document), Some(&set(scopes)))
+            .unwrap();
     }
     let gus = sign_in(&hub, globex_admin.secret()).unwrap();
     let globex = hub.engine(&gus).unwrap();
@@ -195,13 +249,18 @@ fn world() -> World {
 
 /// The oracle: which markers a principal may read, written out by hand.
 fn expected(user: &str, agent: Option<&str>) -> BTreeSet<&'static str> {
-    let public = ["mkhandbook", "mkinjection"];
+    let public = ["mkhandbook", "mkinjection", "mknews", "mkdigest"];
     let mut out: BTreeSet<&'static str> = public.into_iter().collect();
+    let hr_open = ["mkagenda", "mkopennotes", "mkchecklist"];
     match user {
         "ada" => return ACME_FILES.iter().map(|(_, m)| *m).collect(),
-        "alice" => out.extend(["mkdesign", "mkalicekeys"]),
-        "bob" => out.extend(["mksalaries", "mkagenda"]),
-        "carol" => out.extend(["mkapollo", "mkminutes", "mksalaries", "mkagenda"]),
+        "alice" => out.extend(["mkdesign", "mkalicekeys", "mkoffer", "mkletter"]),
+        "bob" => out.extend(["mksalaries"].into_iter().chain(hr_open)),
+        "carol" => out.extend(
+            ["mkapollo", "mkminutes", "mksalaries"]
+                .into_iter()
+                .chain(hr_open),
+        ),
         "dave" => {}
         _ => unreachable!(),
     }

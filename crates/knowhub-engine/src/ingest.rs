@@ -1390,12 +1390,6 @@ impl Engine {
                     p.display()
                 )));
             }
-            if docs.iter().all(|d| d.parent.is_some()) {
-                return Err(EngineError::InvalidInput(format!(
-                    "{} is an attachment: it goes with its mail (remove the mail instead)",
-                    p.display()
-                )));
-            }
             if let Some(d) = docs
                 .iter()
                 .find(|d| !self.may_write(&access, d.owner.as_deref()))
@@ -1410,6 +1404,12 @@ impl Engine {
                 return Err(EngineError::Forbidden(format!(
                     "{} was added by another user: only they or an administrator can remove it",
                     d.path
+                )));
+            }
+            if docs.iter().all(|d| d.parent.is_some()) {
+                return Err(EngineError::InvalidInput(format!(
+                    "{} is an attachment: it goes with its mail (remove the mail instead)",
+                    p.display()
                 )));
             }
             ids.extend(

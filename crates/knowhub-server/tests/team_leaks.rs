@@ -63,6 +63,12 @@ const ACME_FILES: &[(&str, &str)] = &[
     ("agents/helper-notes.md", "mkhelper"),
     ("drafts/unshared.md", "mkdraft"),
     ("launch/kickoff.md", "mklaunch"),
+    // Mails, and their attachments: documents of their own under the mail's path, readable
+    // exactly when the mail is.
+    ("public/news.eml", "mknews"),
+    ("public/news.eml/digest.md", "mkdigest"),
+    ("eng/keys/rotation.eml", "mkrotation"),
+    ("eng/keys/rotation.eml/schedule.md", "mkschedule"),
 ];
 /// The second database's (the second account's) documents.
 const GLOBEX_FILES: &[(&str, &str)] = &[("merger.md", "mkglobexmerger")];
@@ -98,7 +104,7 @@ const ITEMS: &[(&str, &str, &str)] = &[
     ("alice", "kqlaunchnote", "group:grp_launch"),
 ];
 
-const PUBLIC_DOCS: &[&str] = &["mkhandbook", "mkinjection"];
+const PUBLIC_DOCS: &[&str] = &["mkhandbook", "mkinjection", "mknews", "mkdigest"];
 
 fn body(marker: &str, path: &str) -> String {
     let title = Path::new(path).file_stem().unwrap().to_string_lossy();
@@ -538,7 +544,7 @@ fn expected(w: &World, user: &str) -> Who {
     match user {
         "ada" => base.promoted(),
         "alice" => base
-            .with_docs(&["mkdesign", "mkalicekeys"])
+            .with_docs(&["mkdesign", "mkalicekeys", "mkrotation", "mkschedule"])
             .with_items(&["kqalicenote"])
             .joined_group(),
         "bob" => base
@@ -574,10 +580,46 @@ struct World {
 
 fn write_files(root: &Path, files: &[(&str, &str)]) {
     for (rel, marker) in files {
+        if mail_of(rel).is_some() {
+            continue;
+        }
         let path = root.join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, body(marker, rel)).unwrap();
+        let text = if rel.ends_with(".eml") {
+            mail(files, rel, marker)
+        } else {
+            body(marker, rel)
+        };
+        std::fs::write(&path, text).unwrap();
     }
+}
+
+/// The mail an entry of a file list is an attachment of, if it is one.
+fn mail_of(path: &str) -> Option<&str> {
+    path.find(".eml/").map(|i| &path[..i + 4])
+}
+
+/// A mail holding `marker`, with the entries of `files` under its path as attachments.
+fn mail(files: &[(&str, &str)], path: &str, marker: &str) -> String {
+    let attachments: String = files
+        .iter()
+        .filter(|(p, _)| mail_of(p) == Some(path))
+        .map(|(p, m)| {
+            let name = Path::new(p).file_name().unwrap().to_string_lossy();
+            format!(
+                "--b\r\nContent-Type: text/markdown; charset=utf-8; name=\"{name}\"\r\n\
+                 Content-Disposition: attachment; filename=\"{name}\"\r\n\r\n{}\r\n",
+                body(m, p)
+            )
+        })
+        .collect();
+    let subject = Path::new(path).file_stem().unwrap().to_string_lossy();
+    format!(
+        "From: ops@acme.test\r\nSubject: {subject}\r\n\
+         Content-Type: multipart/mixed; boundary=\"b\"\r\n\r\n\
+         --b\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{}\r\n{attachments}--b--\r\n",
+        body(marker, path)
+    )
 }
 
 /// Waits until `cond` holds, at most `limit`; returns how long it took.
@@ -689,7 +731,8 @@ fn world(pg: PgCluster) -> World {
             &mut |_| {},
         )
         .unwrap();
-    assert_eq!(report.added, ACME_FILES.len(), "{report:?}");
+    let files = ACME_FILES.iter().filter(|(p, _)| mail_of(p).is_none());
+    assert_eq!(report.added, files.count(), "{report:?}");
     let ingested = Instant::now();
     let all_acme: BTreeSet<&str> = ACME_FILES.iter().map(|(_, m)| *m).collect();
     // B first: it learns of the documents only through the database's change log.
