@@ -776,6 +776,13 @@ pub(crate) fn on_event(bar: &ProgressBar, event: &IngestEvent) {
             bar.set_message("embedding chunks for semantic search");
         }
         IngestEvent::Committed { .. } => {}
+        IngestEvent::Reading { path, done, pages } => {
+            let name = std::path::Path::new(path)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            bar.set_message(format!("{name}: OCR, page {done} of {pages}"));
+        }
     }
 }
 

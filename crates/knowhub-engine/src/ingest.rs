@@ -64,6 +64,13 @@ pub enum IngestEvent {
         done: usize,
         total: usize,
     },
+    /// OCR of a file's scanned pages (or pictures): `done` of `pages` read so far. Comes
+    /// before the file's `File` event; a long scan sends one every few pages.
+    Reading {
+        path: String,
+        done: u32,
+        pages: u32,
+    },
 }
 
 /// What happened to one file.
@@ -184,7 +191,24 @@ struct ParseJob {
     existed: bool,
 }
 
-/// Anything → writer.
+/// Anything → writer: work to store, or progress to pass on.
+enum ToWriter {
+    Work(Work),
+    /// Progress of a file's OCR.
+    Reading {
+        path: String,
+        done: u32,
+        pages: u32,
+    },
+}
+
+impl From<Work> for ToWriter {
+    fn from(work: Work) -> ToWriter {
+        ToWriter::Work(work)
+    }
+}
+
+/// A file's result, for the writer.
 enum Work {
     Done {
         plan: Planned,
@@ -267,8 +291,9 @@ fn prepare(
     chunking: &knowhub_chunk::ChunkConfig,
     counter: &dyn knowhub_chunk::TokenCounter,
     depth: u32,
+    progress: &mut dyn FnMut(u32, u32),
 ) -> std::result::Result<Prepared, SandboxError> {
-    let mut doc = parser.parse(bytes, kind)?;
+    let mut doc = parser.parse_reporting(bytes, kind, progress)?;
     let attached = std::mem::take(&mut doc.attachments);
     let text = doc.plain_text();
     let chunks = chunk_document(&doc, chunking, counter)
@@ -294,7 +319,7 @@ fn prepare(
                 continue;
             };
             let bytes = Arc::new(a.bytes);
-            let result = prepare(parser, &bytes, kind, chunking, counter, depth + 1);
+            let result = prepare(parser, &bytes, kind, chunking, counter, depth + 1, progress);
             attachments.push(PreparedAttachment {
                 name: a.name,
                 kind,
@@ -397,7 +422,7 @@ impl Engine {
 
         let workers = self.config.parse_workers.max(1);
         let (job_tx, job_rx) = bounded::<ParseJob>(workers * 2);
-        let (work_tx, work_rx) = bounded::<Work>(workers * 4);
+        let (work_tx, work_rx) = bounded::<ToWriter>(workers * 4);
         let mut pending_commit: Vec<DocumentId> = Vec::new();
         let mut removed_attachments: Vec<DocumentId> = Vec::new();
         let mut chunks_since_commit = 0usize;
@@ -419,6 +444,14 @@ impl Engine {
                 scope.spawn(move || {
                     for job in job_rx {
                         let t = Instant::now();
+                        let path = job.plan.path.display().to_string();
+                        let mut reading = |done, pages| {
+                            // Only a scan worth waiting for is reported page by page.
+                            if pages > 1 {
+                                let path = path.clone();
+                                let _ = work_tx.send(ToWriter::Reading { path, done, pages });
+                            }
+                        };
                         let result = prepare(
                             &mut parser,
                             &job.bytes,
@@ -426,13 +459,14 @@ impl Engine {
                             &chunking,
                             counter.as_ref(),
                             0,
+                            &mut reading,
                         );
                         if work_tx
-                            .send(Work::Parsed {
+                            .send(ToWriter::Work(Work::Parsed {
                                 job,
                                 result,
                                 elapsed: t.elapsed(),
-                            })
+                            }))
                             .is_err()
                         {
                             return;
@@ -445,6 +479,13 @@ impl Engine {
 
             // Writer: this thread.
             for work in work_rx {
+                let work = match work {
+                    ToWriter::Work(work) => work,
+                    ToWriter::Reading { path, done, pages } => {
+                        progress(&IngestEvent::Reading { path, done, pages });
+                        continue;
+                    }
+                };
                 let Written {
                     path,
                     outcome,
@@ -797,7 +838,7 @@ impl Engine {
         plan: Vec<Planned>,
         options: &IngestOptions,
         jobs: Sender<ParseJob>,
-        done: Sender<Work>,
+        done: Sender<ToWriter>,
     ) {
         // Move origins already matched in this run (the writer applies them later).
         let mut moved = std::collections::HashSet::new();
@@ -817,7 +858,7 @@ impl Engine {
                         reason: e.to_string(),
                         kind: None,
                     };
-                    if done.send(Work::Done { plan, outcome }).is_err() {
+                    if done.send(Work::Done { plan, outcome }.into()).is_err() {
                         return;
                     }
                     continue;
@@ -830,7 +871,7 @@ impl Engine {
                 let outcome = Early::Skipped(
                     "added by another user: only they or an administrator can update it".into(),
                 );
-                if done.send(Work::Done { plan, outcome }).is_err() {
+                if done.send(Work::Done { plan, outcome }.into()).is_err() {
                     return;
                 }
                 continue;
@@ -845,10 +886,13 @@ impl Engine {
             {
                 let id = doc.id;
                 if done
-                    .send(Work::Done {
-                        plan,
-                        outcome: Early::Unchanged(id),
-                    })
+                    .send(
+                        Work::Done {
+                            plan,
+                            outcome: Early::Unchanged(id),
+                        }
+                        .into(),
+                    )
                     .is_err()
                 {
                     return;
@@ -858,7 +902,7 @@ impl Engine {
             let work = self.read_one(access, plan, existing.as_ref(), options, &mut moved);
             let sent = match work {
                 Ok(job) => jobs.send(job).is_ok(),
-                Err(work) => done.send(work).is_ok(),
+                Err(work) => done.send(work.into()).is_ok(),
             };
             if !sent {
                 return;

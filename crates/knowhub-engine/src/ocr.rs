@@ -127,16 +127,19 @@ fn raster(raster: Raster) -> Option<RgbImage> {
     }
 }
 
-/// Adds what OCR read (`read`, from [`read_pages`]) to the parsed document, in page order.
-pub(crate) fn merge(doc: &mut ParsedDocument, read: ParsedDocument) {
+/// Adds what OCR read of the pages `asked` (`read`, from [`read_pages`]) to the parsed
+/// document, in page order.
+pub(crate) fn merge(doc: &mut ParsedDocument, read: ParsedDocument, asked: &[u32]) {
     if read.blocks.is_empty() {
         return;
     }
     doc.blocks.extend(read.blocks);
     // Stable: each page's own blocks keep their order.
     doc.blocks.sort_by_key(|b| b.page.unwrap_or(0));
-    doc.pages_without_text = read.pages_without_text;
-    doc.uncertain_pages = read.uncertain_pages;
+    doc.pages_without_text
+        .retain(|p| !asked.contains(p) || read.pages_without_text.contains(p));
+    doc.uncertain_pages.extend(read.uncertain_pages);
+    doc.uncertain_pages.sort_unstable();
     if doc.pages_without_text.is_empty() {
         doc.notices.retain(|n| *n != ParseNotice::NoTextLayer);
     }
@@ -145,6 +148,38 @@ pub(crate) fn merge(doc: &mut ParsedDocument, read: ParsedDocument) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batches_merge_in_page_order_and_only_clear_the_pages_they_read() {
+        let mut doc = ParsedDocument {
+            blocks: vec![Block::paragraph("typed page 2").on_page(2)],
+            pages_without_text: vec![1, 3, 4],
+            notices: vec![ParseNotice::NoTextLayer],
+            ..ParsedDocument::default()
+        };
+        let read = |pages: &[(u32, &str)], blank: &[u32], unsure: &[u32]| ParsedDocument {
+            blocks: pages
+                .iter()
+                .map(|(p, t)| Block::paragraph(*t).on_page(*p))
+                .collect(),
+            pages_without_text: blank.to_vec(),
+            uncertain_pages: unsure.to_vec(),
+            ..ParsedDocument::default()
+        };
+        // Pages 3 and 4 first (page 4 blank), then page 1, read unsurely.
+        merge(&mut doc, read(&[(3, "scan 3")], &[4], &[]), &[3, 4]);
+        assert_eq!(doc.pages_without_text, [1, 4]);
+        merge(&mut doc, read(&[(1, "scan 1")], &[], &[1]), &[1]);
+        let order: Vec<&str> = doc.blocks.iter().map(|b| b.text.as_str()).collect();
+        assert_eq!(order, ["scan 1", "typed page 2", "scan 3"]);
+        assert_eq!(doc.pages_without_text, [4]);
+        assert_eq!(doc.uncertain_pages, [1]);
+        assert_eq!(
+            doc.notices,
+            [ParseNotice::NoTextLayer],
+            "page 4 is still unread"
+        );
+    }
 
     #[test]
     fn uncertain_pages_are_named() {

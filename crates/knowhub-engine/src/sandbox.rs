@@ -116,6 +116,10 @@ struct OcrRequest {
 /// two cores; a long scan must finish, a stuck one must not hold its worker for ever.
 const OCR_SECONDS_PER_PAGE: u64 = 30;
 
+/// Pages read by OCR per worker request: progress is told between requests, and a request
+/// that fails (a page that hangs the reader) costs only its own pages.
+pub(crate) const OCR_BATCH: usize = 8;
+
 type Response = Result<ParsedDocument, SandboxError>;
 
 /// Frames start with a marker so stray bytes a library prints to stdout are skipped, not
@@ -249,10 +253,22 @@ impl Parser {
         self
     }
 
-    /// Parses a file's bytes as `kind` within the bounds; then, with an OCR model, reads the
-    /// pages that have no text (a picture, a scanned PDF's pages) in a second request whose
-    /// deadline grows with the page count.
+    /// Parses a file's bytes as `kind` within the bounds (see [`Parser::parse_reporting`]).
+    #[cfg(test)]
     pub(crate) fn parse(&mut self, bytes: &Arc<Vec<u8>>, kind: DocKind) -> Response {
+        self.parse_reporting(bytes, kind, &mut |_, _| {})
+    }
+
+    /// Parses a file's bytes as `kind` within the bounds; then, with an OCR model, reads the
+    /// pages that have no text (a picture, a scanned PDF's pages) in further requests of
+    /// [`OCR_BATCH`] pages, each with a deadline for its pages, telling `progress` (pages
+    /// read, pages to read) after each. A batch that fails costs its pages only.
+    pub(crate) fn parse_reporting(
+        &mut self,
+        bytes: &Arc<Vec<u8>>,
+        kind: DocKind,
+        progress: &mut dyn FnMut(u32, u32),
+    ) -> Response {
         let request = Request {
             kind,
             limits: self.limits.parse.clone(),
@@ -265,23 +281,30 @@ impl Parser {
         if doc.pages_without_text.is_empty() || !matches!(kind, DocKind::Image | DocKind::Pdf) {
             return Ok(doc);
         }
-        let pages = doc.pages_without_text.clone();
-        let timeout = self.limits.timeout
-            + Duration::from_secs(OCR_SECONDS_PER_PAGE.saturating_mul(pages.len() as u64));
-        let request = Request {
-            kind,
-            limits: self.limits.parse.clone(),
-            ocr: Some(OcrRequest { model, pages }),
-        };
-        match self.serve(bytes, request, timeout) {
-            Ok(read) => crate::ocr::merge(&mut doc, read),
-            // A picture is nothing but its image: one that does not decode is a failed file.
-            Err(e) if kind == DocKind::Image => return Err(e),
-            // A PDF keeps its text and its notice about the pages OCR could not read.
-            Err(e) => tracing::warn!(
-                "OCR of {} page(s) failed: {e}",
-                doc.pages_without_text.len()
-            ),
+        let scanned = doc.pages_without_text.clone();
+        let total = u32::try_from(scanned.len()).unwrap_or(u32::MAX);
+        let mut done = 0u32;
+        progress(done, total);
+        for batch in scanned.chunks(OCR_BATCH) {
+            let timeout = self.limits.timeout
+                + Duration::from_secs(OCR_SECONDS_PER_PAGE.saturating_mul(batch.len() as u64));
+            let request = Request {
+                kind,
+                limits: self.limits.parse.clone(),
+                ocr: Some(OcrRequest {
+                    model: model.clone(),
+                    pages: batch.to_vec(),
+                }),
+            };
+            match self.serve(bytes, request, timeout) {
+                Ok(read) => crate::ocr::merge(&mut doc, read, batch),
+                // A picture is nothing but its image: one that does not decode is a failed file.
+                Err(e) if kind == DocKind::Image => return Err(e),
+                // A PDF keeps its text and its notice about the pages OCR could not read.
+                Err(e) => tracing::warn!("OCR of pages {batch:?} failed: {e}"),
+            }
+            done = done.saturating_add(u32::try_from(batch.len()).unwrap_or(u32::MAX));
+            progress(done, total);
         }
         Ok(doc)
     }

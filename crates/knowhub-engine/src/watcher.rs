@@ -495,6 +495,17 @@ fn worker_loop(shared: &Shared, wake: &Receiver<()>) {
                 done: *done,
                 total: *total,
             }),
+            // A long scan: the file being read says how far OCR got.
+            IngestEvent::Reading {
+                path,
+                done: read,
+                pages,
+            } => emit_progress(
+                shared,
+                done,
+                busy + started.elapsed(),
+                Some(format!("{path} (OCR: {read} of {pages} pages)")),
+            ),
             _ => {}
         });
         shared.cancel.store(false, Ordering::Relaxed);

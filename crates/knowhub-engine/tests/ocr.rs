@@ -74,8 +74,32 @@ fn pictures_are_read_searched_and_cited_at_their_page() {
     let docs = folder();
     let engine = engine(data.path(), models);
     let admin = dev_context();
-    let report = ingest(&engine, docs.path());
+    let mut reading = Vec::new();
+    let report = engine
+        .ingest(
+            &admin,
+            &[docs.path().to_path_buf()],
+            &Default::default(),
+            &mut |e| {
+                if let knowhub_engine::IngestEvent::Reading { path, done, pages } = e {
+                    reading.push((path.clone(), *done, *pages));
+                }
+            },
+        )
+        .unwrap();
     assert_eq!((report.added, report.failed), (2, 1), "{report:?}");
+    // The two-page scan says how far OCR got; a picture of one page does not.
+    let policy: Vec<(u32, u32)> = reading
+        .iter()
+        .filter(|(path, ..)| path.ends_with("policy.pdf"))
+        .map(|(_, done, pages)| (*done, *pages))
+        .collect();
+    assert_eq!(policy, [(0, 2), (2, 2)], "{reading:?}");
+    assert!(
+        reading
+            .iter()
+            .all(|(path, ..)| path.ends_with("policy.pdf"))
+    );
     let (path, reason) = &report.failures[0];
     assert!(path.ends_with("torn.png"), "{path}");
     assert!(reason.contains("cannot read the image"), "{reason}");
