@@ -44,6 +44,10 @@ pub(crate) fn run(
             paths.store.display()
         );
     }
+    // A store last opened by an older version lacks the newest columns the copy reads.
+    paths
+        .upgrade_store()
+        .context("cannot bring the local knowledge base up to date")?;
     let options = ImportOptions {
         root_key_hash: root_key_hash(&dir)?,
     };

@@ -179,6 +179,13 @@ impl DataPaths {
             account,
         }
     }
+
+    /// Brings the account's local store up to this version's schema (what opening an engine
+    /// does first), for tools that read it directly, such as `knowhub migrate`.
+    pub fn upgrade_store(&self) -> Result<()> {
+        Store::open(&self.store, &self.tables)?;
+        Ok(())
+    }
 }
 
 /// How to open an engine.
