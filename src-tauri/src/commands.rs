@@ -157,9 +157,12 @@ pub(crate) async fn sign_in(app: AppHandle, api_key: String) -> CmdResult<AppInf
 
 /// Asks the copilot of `base`; events (workflow steps, answer tokens) stream through
 /// `on_event`. `request_id` names the question for [`cancel_ask`]. `brief`: just the words of
-/// the evidence that answer, cited ("15 days [1]"), instead of cited sentences.
+/// the evidence that answer, cited ("15 days [1]"), instead of cited sentences. `with_team`
+/// (with `base` local): this computer's copilot searches the joined team's base too, and each
+/// citation says which base it opens in.
 #[tauri::command]
 #[specta::specta]
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn ask(
     app: AppHandle,
     question: String,
@@ -167,6 +170,7 @@ pub(crate) async fn ask(
     request_id: String,
     brief: bool,
     base: Base,
+    with_team: bool,
     on_event: Channel<ChatEvent>,
 ) -> CmdResult<Answer> {
     blocking(app, move |state, _| {
@@ -175,7 +179,7 @@ pub(crate) async fn ask(
             return Err(CommandError::invalid("type a question first"));
         }
         let cancel = state.begin_ask(&request_id);
-        let result = state.library(base).and_then(|library| {
+        let result = state.question_library(base, with_team).and_then(|library| {
             library.ask(question, session_id, brief, &cancel, &mut |event| {
                 // A closed window just stops listening; the answer is still stored.
                 let _ = on_event.send(event);

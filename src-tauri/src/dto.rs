@@ -167,6 +167,9 @@ pub struct Answer {
     pub model: Option<String>,
     /// The user's latest verdict on it, if any.
     pub helpful: Option<bool>,
+    /// Something the user should know about how it was answered (the team base could not be
+    /// searched for a question over both bases).
+    pub notice: Option<String>,
 }
 
 /// A numbered citation: what the side panel shows.

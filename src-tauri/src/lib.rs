@@ -6,6 +6,7 @@
 //! [`specta_builder`] (`knowhub-desktop --export-bindings`, checked fresh by a test).
 
 mod api_server;
+mod both;
 mod commands;
 pub mod dto;
 mod error;

@@ -5,7 +5,9 @@
 
 use std::path::PathBuf;
 
-use knowhub_agent::{Agent, AgentEvent, AgentOptions, AgentState, AskRequest, CancelFlag};
+use knowhub_agent::{
+    Agent, AgentEvent, AgentOptions, AgentState, AskRequest, CancelFlag, EngineKnowledge,
+};
 use knowhub_engine::{DocRef, DocumentId};
 
 use crate::dto::*;
@@ -38,6 +40,8 @@ pub(crate) trait Library {
 pub(crate) struct LocalLibrary<'a> {
     pub state: &'a AppState,
     pub signed: Signed,
+    /// Set: questions search the team base too (see [`crate::both`]).
+    pub team: Option<std::sync::Arc<crate::team::TeamLink>>,
 }
 
 pub(crate) fn answer_of(
@@ -54,7 +58,12 @@ pub(crate) fn answer_of(
         .map(|r| {
             let e = evidence(&r.evidence_id);
             Source {
-                base: Base::Local,
+                // A question over both bases cites the team's passages too.
+                base: if r.evidence_id.starts_with(crate::both::TEAM_EVIDENCE) {
+                    Base::Team
+                } else {
+                    Base::Local
+                },
                 number: n32(r.number),
                 evidence_id: r.evidence_id.clone(),
                 kind: e.map(|e| e.kind.clone()).unwrap_or_default(),
@@ -82,6 +91,7 @@ pub(crate) fn answer_of(
         written_by: state.draft.written_by.clone(),
         model: state.llm.clone(),
         helpful,
+        notice: None,
     }
 }
 
@@ -144,7 +154,7 @@ impl Library for LocalLibrary<'_> {
             project: None,
             cancel: cancel.clone(),
         };
-        let outcome = agent.ask(&s.ctx, &request, &mut |e| {
+        let mut events = |e: &AgentEvent| {
             on_event(match e {
                 AgentEvent::Step {
                     node,
@@ -158,14 +168,35 @@ impl Library for LocalLibrary<'_> {
                 AgentEvent::Token(t) => ChatEvent::Token { text: t.clone() },
                 AgentEvent::Replace(t) => ChatEvent::Replace { text: t.clone() },
             });
-        })?;
+        };
+        // Each question its own trace: the signed-in context lives as long as the sign-in.
+        let ctx = knowhub_engine::RequestContext {
+            trace_id: knowhub_engine::new_trace_id(),
+            ..s.ctx.clone()
+        };
+        let (outcome, notice) = match &self.team {
+            None => (agent.ask(&ctx, &request, &mut events)?, None),
+            Some(team) => {
+                let kb = crate::both::BothKnowledge::new(
+                    EngineKnowledge::new(s.engine.session(&ctx)?),
+                    team.clone(),
+                );
+                let outcome = agent.ask_in(&kb, &ctx.trace_id, &request, &mut events)?;
+                let notice = kb.team_error().map(|e| {
+                    format!("the team knowledge base could not be searched ({e}): this answer uses this computer's documents only")
+                });
+                (outcome, notice)
+            }
+        };
         // A new answer has no verdict yet.
-        Ok(answer_of(
+        let mut answer = answer_of(
             &outcome.state,
             outcome.session_id.clone(),
             outcome.total_ms,
             None,
-        ))
+        );
+        answer.notice = notice;
+        Ok(answer)
     }
 
     fn conversations(&self) -> CmdResult<Vec<Conversation>> {
@@ -220,6 +251,7 @@ impl Library for LocalLibrary<'_> {
                         written_by: String::new(),
                         model: None,
                         helpful: None,
+                        notice: None,
                     },
                 }
             })

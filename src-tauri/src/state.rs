@@ -210,23 +210,43 @@ impl AppState {
             Base::Local => Ok(Box::new(LocalLibrary {
                 state: self,
                 signed: self.signed(),
+                team: None,
             })),
-            Base::Team => {
-                let link = self.team_link().ok_or_else(|| {
-                    self.team_error
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .clone()
-                        .unwrap_or_else(|| {
-                            CommandError::new("not_joined", "this app has not joined a team server")
-                        })
-                })?;
-                Ok(Box::new(TeamLibrary {
-                    link,
-                    downloads: self.data_dir.join("team-downloads"),
-                }))
-            }
+            Base::Team => Ok(Box::new(TeamLibrary {
+                link: self.joined_team()?,
+                downloads: self.data_dir.join("team-downloads"),
+            })),
         }
+    }
+
+    /// Where a question is answered: in `base`, or with `with_team` by this computer's
+    /// copilot over this computer's documents and the team's.
+    pub(crate) fn question_library(
+        &self,
+        base: Base,
+        with_team: bool,
+    ) -> CmdResult<Box<dyn Library + '_>> {
+        if !with_team || base == Base::Team {
+            return self.library(base);
+        }
+        Ok(Box::new(LocalLibrary {
+            state: self,
+            signed: self.signed(),
+            team: Some(self.joined_team()?),
+        }))
+    }
+
+    /// The joined team server, or why there is none.
+    fn joined_team(&self) -> CmdResult<Arc<TeamLink>> {
+        self.team_link().ok_or_else(|| {
+            self.team_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+                .unwrap_or_else(|| {
+                    CommandError::new("not_joined", "this app has not joined a team server")
+                })
+        })
     }
 
     fn team_link(&self) -> Option<Arc<TeamLink>> {

@@ -422,6 +422,7 @@ impl Library for TeamLibrary {
             written_by: answer.written_by,
             model: answer.model,
             helpful: None,
+            notice: None,
         })
     }
 
@@ -457,6 +458,7 @@ impl Library for TeamLibrary {
                 written_by: t.written_by.unwrap_or_default(),
                 model: t.model,
                 helpful: t.helpful,
+                notice: None,
             })
             .collect())
     }

@@ -128,9 +128,18 @@ fn app(data: &Path) -> AppState {
 }
 
 fn ask(state: &AppState, base: Base, question: &str) -> crate::dto::Answer {
+    ask_in(state, base, false, question)
+}
+
+/// A question to this computer's copilot over both bases.
+fn ask_both(state: &AppState, question: &str) -> crate::dto::Answer {
+    ask_in(state, Base::Local, true, question)
+}
+
+fn ask_in(state: &AppState, base: Base, with_team: bool, question: &str) -> crate::dto::Answer {
     let mut steps = 0;
     state
-        .library(base)
+        .question_library(base, with_team)
         .unwrap()
         .ask(
             question.into(),
@@ -265,6 +274,56 @@ fn a_joined_app_reads_the_team_under_the_users_permissions_and_survives_the_serv
         "nothing local goes to the server"
     );
 
+    // Both at once: this computer's copilot searches its own documents and, with alice's key,
+    // the team's; each citation opens in the base it came from, and the conversation stays here.
+    let from_team = ask_both(&state, "How many days of annual leave?");
+    assert_eq!(from_team.base, Base::Local);
+    assert!(from_team.text.contains("25"), "{}", from_team.text);
+    assert_eq!(from_team.notice, None);
+    let team_source = from_team
+        .sources
+        .iter()
+        .find(|s| s.base == Base::Team)
+        .expect("a citation of the team's handbook");
+    let opened = team
+        .open_document(team_source.document_id.unwrap())
+        .unwrap();
+    assert!(opened.text.contains("25 days"), "{}", opened.text);
+    let from_here = ask_both(&state, "Where is the bicycle locker code kept?");
+    assert!(
+        from_here.text.contains("blue notebook"),
+        "{}",
+        from_here.text
+    );
+    assert!(
+        from_here
+            .sources
+            .iter()
+            .any(|s| s.base == Base::Local && s.document_id.is_some())
+    );
+    let withheld = ask_both(&state, "salary bands annual review");
+    assert!(!withheld.text.contains("confidential"), "{}", withheld.text);
+    assert!(
+        withheld
+            .sources
+            .iter()
+            .all(|s| !(s.base == Base::Team && s.document_id == Some(salaries)))
+    );
+    let local_base = state.library(Base::Local).unwrap();
+    let replayed = local_base
+        .conversation(from_team.session_id.as_deref().unwrap())
+        .unwrap();
+    assert_eq!(
+        replayed[0]
+            .sources
+            .iter()
+            .map(|s| s.base)
+            .collect::<Vec<_>>(),
+        from_team.sources.iter().map(|s| s.base).collect::<Vec<_>>(),
+        "a stored answer's citations still open where they came from"
+    );
+    drop(local_base);
+
     // The server goes away: the team says so, the local knowledge base keeps answering.
     stop.send(()).unwrap();
     server.join().unwrap();
@@ -275,6 +334,17 @@ fn a_joined_app_reads_the_team_under_the_users_permissions_and_survives_the_serv
         ask(&state, Base::Local, "bicycle locker code")
             .text
             .contains("blue notebook")
+    );
+    // …and a question over both bases says the team's half is missing.
+    let alone = ask_both(&state, "bicycle locker code");
+    assert!(alone.text.contains("blue notebook"), "{}", alone.text);
+    assert!(
+        alone
+            .notice
+            .as_deref()
+            .is_some_and(|n| n.contains("team knowledge base could not be searched")),
+        "{:?}",
+        alone.notice
     );
 
     // A restart finds the team again (its key from where it was kept), and leaving forgets it.

@@ -51,7 +51,7 @@ export type ApiServerView = Ok<typeof commands.apiServerStatus>;
 export type TeamStatus = Ok<typeof commands.teamStatus>;
 /** Which knowledge base a request goes to: this computer's or the joined team server's. */
 export type Base = Parameters<typeof commands.conversations>[0];
-export type ChatEvent = Parameters<typeof commands.ask>[5] extends Channel<infer E> ? E : never;
+export type ChatEvent = Parameters<typeof commands.ask>[6] extends Channel<infer E> ? E : never;
 export type IngestEvent = Parameters<Parameters<typeof events.ingestEvent.listen>[0]>[0]["payload"];
 export type CommandError = Extract<Awaited<ReturnType<typeof commands.appInfo>>, { status: "error" }>["error"];
 
@@ -132,18 +132,20 @@ export const api = {
   signIn: (apiKey: string) => unwrap(commands.signIn(apiKey)),
 
   /** Asks a question; `onEvent` receives workflow steps and answer tokens as they happen.
-   * `brief`: just the words of the sources that answer, cited, instead of cited sentences. */
+   * `brief`: just the words of the sources that answer, cited, instead of cited sentences.
+   * `withTeam` (base `local`): this computer's copilot searches the joined team's base too. */
   ask: (
     question: string,
     sessionId: string | null,
     requestId: string,
     brief: boolean,
     base: Base,
+    withTeam: boolean,
     onEvent: (event: ChatEvent) => void,
   ): Promise<Answer> => {
     const channel = new Channel<ChatEvent>();
     channel.onmessage = onEvent;
-    return unwrap(commands.ask(question, sessionId, requestId, brief, base, channel));
+    return unwrap(commands.ask(question, sessionId, requestId, brief, base, withTeam, channel));
   },
   /** `false`: the question had already finished. Never throws. */
   cancelAsk: async (requestId: string): Promise<boolean> => {

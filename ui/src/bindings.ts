@@ -14,9 +14,11 @@ export const commands = {
 	/**
 	 *  Asks the copilot of `base`; events (workflow steps, answer tokens) stream through
 	 *  `on_event`. `request_id` names the question for [`cancel_ask`]. `brief`: just the words of
-	 *  the evidence that answer, cited ("15 days [1]"), instead of cited sentences.
+	 *  the evidence that answer, cited ("15 days [1]"), instead of cited sentences. `with_team`
+	 *  (with `base` local): this computer's copilot searches the joined team's base too, and each
+	 *  citation says which base it opens in.
 	 */
-	ask: (question: string, sessionId: string | null, requestId: string, brief: boolean, base: Base, onEvent: Channel<ChatEvent>) => typedError<Answer_Serialize, CommandError>(__TAURI_INVOKE("ask", { question, sessionId, requestId, brief, base, onEvent })),
+	ask: (question: string, sessionId: string | null, requestId: string, brief: boolean, base: Base, withTeam: boolean, onEvent: Channel<ChatEvent>) => typedError<Answer_Serialize, CommandError>(__TAURI_INVOKE("ask", { question, sessionId, requestId, brief, base, withTeam, onEvent })),
 	/**  Stops a question in flight (nothing of it is stored). `false`: it had already finished. */
 	cancelAsk: (requestId: string) => __TAURI_INVOKE<boolean>("cancel_ask", { requestId }),
 	/**  The signed-in user's conversations in `base`, newest first. */
@@ -185,6 +187,11 @@ export type Answer_Deserialize = {
 	model?: string | null,
 	/**  The user's latest verdict on it, if any. */
 	helpful?: boolean | null,
+	/**
+	 *  Something the user should know about how it was answered (the team base could not be
+	 *  searched for a question over both bases).
+	 */
+	notice?: string | null,
 };
 
 /**  A finished answer with its sources. */
@@ -205,6 +212,11 @@ export type Answer_Serialize = {
 	model: string | null,
 	/**  The user's latest verdict on it, if any. */
 	helpful: boolean | null,
+	/**
+	 *  Something the user should know about how it was answered (the team base could not be
+	 *  searched for a question over both bases).
+	 */
+	notice: string | null,
 };
 
 /**  The HTTP API the app can serve (Settings → API): the saved setting and what runs. */

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useLayoutEffect, useRef, useState, type Keyboar
 import { useTranslation } from "react-i18next";
 import { api, type Source } from "../api";
 import { SendIcon, StopIcon } from "../components/icons";
+import { useApp } from "../state/app";
 import { useChatActions, useChatMeta, useChatState } from "../state/chat";
 import { useToast } from "../state/toasts";
 import { SourcePanel } from "./SourcePanel";
@@ -123,7 +124,8 @@ interface ComposerProps {
 function Composer({ value, onChange, onSubmit }: ComposerProps) {
   const { t } = useTranslation();
   const meta = useChatMeta();
-  const { stop, setBrief } = useChatActions();
+  const { stop, setBrief, setWithTeam } = useChatActions();
+  const { base, team } = useApp();
   const area = useRef<HTMLTextAreaElement>(null);
   const asking = meta.asking != null;
 
@@ -205,6 +207,20 @@ function Composer({ value, onChange, onSubmit }: ComposerProps) {
           />
           {t("chat.brief")}
         </label>
+        {base === "local" && team?.joined && (
+          <>
+            {" · "}
+            <label className="brief-toggle" title={t("chat.withTeamHint")}>
+              <input
+                type="checkbox"
+                data-testid="chat-with-team"
+                checked={meta.withTeam}
+                onChange={(e) => setWithTeam(e.target.checked)}
+              />
+              {t("chat.withTeam")}
+            </label>
+          </>
+        )}
         {" · "}
         {t("chat.hint")}
         {meta.sessionId && !asking && (

@@ -126,6 +126,11 @@ function AnswerBlock({ answer, activeNumber, onCite, onTrace }: AnswerProps) {
       data-stop-reason={answer.stopReason}
     >
       {answer.stopReason !== "ok" && <StopReasonBadge reason={answer.stopReason} />}
+      {answer.notice && (
+        <p className="answer-notice" role="status" data-testid="answer-notice">
+          {answer.notice}
+        </p>
+      )}
       <div className="answer-text" data-testid="answer-text">
         <AnswerText text={answer.text} sources={answer.sources} activeNumber={activeNumber} onCite={onCite} />
       </div>

@@ -354,6 +354,7 @@ async function ask(args: Args): Promise<Answer> {
     writtenBy: "llm",
     model: "qwen2.5-1.5b-instruct-q4",
     helpful: null,
+    notice: null,
   };
   const conv = conversations.get(sessionId);
   if (conv) {

@@ -161,6 +161,8 @@ interface ChatActions {
   send: (question: string) => void;
   /** Brief answers from now on: just the words of the sources that answer, cited. */
   setBrief: (brief: boolean) => void;
+  /** Questions on this computer search the joined team's base too, from now on. */
+  setWithTeam: (withTeam: boolean) => void;
   stop: () => void;
   newConversation: () => void;
   openConversation: (id: string) => void;
@@ -177,15 +179,26 @@ export interface ChatMeta {
   loadingConversation: boolean;
   /** Whether questions ask for brief answers (remembered on this computer). */
   brief: boolean;
+  /** Whether questions on this computer also search the joined team (remembered). */
+  withTeam: boolean;
 }
 
 const BRIEF_KEY = "knowhub.briefAnswers";
+const WITH_TEAM_KEY = "knowhub.withTeam";
 
-function savedBrief(): boolean {
+function saved(key: string): boolean {
   try {
-    return localStorage.getItem(BRIEF_KEY) === "1";
+    return localStorage.getItem(key) === "1";
   } catch {
     return false;
+  }
+}
+
+function remember(key: string, on: boolean) {
+  try {
+    localStorage.setItem(key, on ? "1" : "0");
+  } catch {
+    // A private window without storage: the choice lasts until the window closes.
   }
 }
 
@@ -196,23 +209,28 @@ const MetaContext = createContext<ChatMeta | null>(null);
 const ActionsContext = createContext<ChatActions | null>(null);
 
 export function ChatProvider({ children }: { children: ReactNode }) {
-  const { epoch, info, base, refreshTeam } = useApp();
+  const { epoch, info, base, team, refreshTeam } = useApp();
   const baseRef = useRef(base);
   baseRef.current = base;
   const { showError } = useToast();
   const [state, dispatch] = useReducer(reducer, initial);
   const stateRef = useRef(state);
   stateRef.current = state;
-  const [brief, setBriefState] = useState(savedBrief);
+  const [brief, setBriefState] = useState(() => saved(BRIEF_KEY));
   const briefRef = useRef(brief);
   briefRef.current = brief;
   const setBrief = useCallback((on: boolean) => {
     setBriefState(on);
-    try {
-      localStorage.setItem(BRIEF_KEY, on ? "1" : "0");
-    } catch {
-      // A private window without storage: the choice lasts until the window closes.
-    }
+    remember(BRIEF_KEY, on);
+  }, []);
+  const [chosenWithTeam, setWithTeamState] = useState(() => saved(WITH_TEAM_KEY));
+  // Only while a team is joined and the questions go to this computer's copilot.
+  const withTeam = chosenWithTeam && base === "local" && !!team?.joined;
+  const withTeamRef = useRef(withTeam);
+  withTeamRef.current = withTeam;
+  const setWithTeam = useCallback((on: boolean) => {
+    setWithTeamState(on);
+    remember(WITH_TEAM_KEY, on);
   }, []);
 
   // Streamed tokens are buffered and applied once per frame: no re-render per token.
@@ -277,7 +295,7 @@ export function ChatProvider({ children }: { children: ReactNode }) {
         }
       };
       api
-        .ask(question, sessionId, requestId, briefRef.current, baseRef.current, onEvent)
+        .ask(question, sessionId, requestId, briefRef.current, baseRef.current, withTeamRef.current, onEvent)
         .then((answer) => {
           flush();
           drafts.current.delete(requestId);
@@ -343,13 +361,23 @@ export function ChatProvider({ children }: { children: ReactNode }) {
   );
 
   const actions = useMemo<ChatActions>(
-    () => ({ send, setBrief, stop, newConversation, openConversation, deleteConversation, refreshConversations, setHelpful }),
-    [send, setBrief, stop, newConversation, openConversation, deleteConversation, refreshConversations, setHelpful],
+    () => ({
+      send,
+      setBrief,
+      setWithTeam,
+      stop,
+      newConversation,
+      openConversation,
+      deleteConversation,
+      refreshConversations,
+      setHelpful,
+    }),
+    [send, setBrief, setWithTeam, stop, newConversation, openConversation, deleteConversation, refreshConversations, setHelpful],
   );
   const { sessionId, conversations, asking, loadingConversation } = state;
   const meta = useMemo<ChatMeta>(
-    () => ({ sessionId, conversations, asking, loadingConversation, brief }),
-    [sessionId, conversations, asking, loadingConversation, brief],
+    () => ({ sessionId, conversations, asking, loadingConversation, brief, withTeam }),
+    [sessionId, conversations, asking, loadingConversation, brief, withTeam],
   );
   return (
     <ActionsContext.Provider value={actions}>
