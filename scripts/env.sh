@@ -49,7 +49,7 @@ ensure_rust() {
     [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
   fi
   if ! command -v cargo >/dev/null 2>&1; then
-    echo "Rust is not installed: install it from https://rustup.rs (Rust 1.89 or newer), then re-run." >&2
+    echo "Rust is not installed: install it from https://rustup.rs (Rust 1.92 or newer), then re-run." >&2
     exit 1
   fi
 }

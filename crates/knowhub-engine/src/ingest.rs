@@ -1314,8 +1314,8 @@ impl Engine {
                     format!("{what} in which OCR found no text")
                 } else {
                     format!(
-                        "{what} that OCR could not read (no text found, or a JBIG2 or \
-                         JPEG 2000 scan, which it does not decode)"
+                        "{what} that OCR could not read (no text found, or a scan in an \
+                         encoding it does not decode, such as indexed colours)"
                     )
                 };
                 (DocumentStatus::NoTextLayer, Some(why))

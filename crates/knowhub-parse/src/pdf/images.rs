@@ -1,7 +1,7 @@
 //! The scanned image of each page that has no text layer, for OCR: the page's largest image
 //! (a scanner writes the page as one picture), decoded here when its encoding is a plain
-//! bitmap or CCITT fax, or handed over as JPEG bytes. JBIG2 and JPEG 2000 scans are not
-//! decoded (no maintained pure-Rust decoder); their pages keep their "no text layer" notice.
+//! bitmap, CCITT fax, JBIG2 (`hayro-jbig2`) or JPEG 2000 (`hayro-jpeg2000`), or handed over
+//! as JPEG bytes. Other encodings keep their page's "no text layer" notice.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -52,7 +52,11 @@ pub fn page_images(bytes: &[u8], pages: &[u32], limits: &Limits) -> Vec<PageImag
         let raster = catch_unwind(AssertUnwindSafe(|| largest_image(&doc, id)))
             .ok()
             .flatten()
-            .and_then(|stream| decode(&stream));
+            .and_then(|stream| {
+                catch_unwind(AssertUnwindSafe(|| decode(&doc, &stream)))
+                    .ok()
+                    .flatten()
+            });
         if let Some(raster) = raster {
             let size = match &raster {
                 Raster::Pixels { data, .. } | Raster::Jpeg(data) => data.len() as u64,
@@ -145,7 +149,7 @@ fn name(dict: &Dictionary, key: &[u8]) -> Option<String> {
 }
 
 /// The image's pixels, or its JPEG bytes; `None` for encodings not read here.
-fn decode(stream: &Stream) -> Option<Raster> {
+fn decode(doc: &Document, stream: &Stream) -> Option<Raster> {
     let dict = &stream.dict;
     let width = u32::try_from(dict.get(b"Width").ok()?.as_i64().ok()?).ok()?;
     let height = u32::try_from(dict.get(b"Height").ok()?.as_i64().ok()?).ok()?;
@@ -163,6 +167,8 @@ fn decode(stream: &Stream) -> Option<Raster> {
             Some(Raster::Jpeg(stream.content.clone()))
         }
         Some("CCITTFaxDecode" | "CCF") if filters.len() == 1 => ccitt(stream, width, height),
+        Some("JBIG2Decode") if filters.len() == 1 => jbig2(doc, stream),
+        Some("JPXDecode") if filters.len() == 1 => jpx(&stream.content),
         Some("JBIG2Decode" | "JPXDecode") => None,
         _ => {
             let data = if filters.is_empty() {
@@ -219,6 +225,137 @@ fn samples(dict: &Dictionary, width: u32, height: u32, data: &[u8]) -> Option<Ra
         4 => {
             let mut out = Vec::with_capacity(3 * pixels);
             for px in data[..4 * pixels].chunks_exact(4) {
+                let k = 255 - u16::from(px[3]);
+                for c in &px[..3] {
+                    out.push(((255 - u16::from(*c)) * k / 255) as u8);
+                }
+            }
+            Some(Raster::Pixels {
+                width,
+                height,
+                channels: 3,
+                data: out,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// A JBIG2 scan (the usual compression of office copiers' PDFs), with the segments it shares
+/// with other images (`/DecodeParms /JBIG2Globals`).
+fn jbig2(doc: &Document, stream: &Stream) -> Option<Raster> {
+    let settings = hayro_jbig2::DecodeSettings::default();
+    let globals = match jbig2_globals(doc, &stream.dict) {
+        Some(data) => Some(hayro_jbig2::Globals::new(&data, &settings).ok()?),
+        None => None,
+    };
+    let page =
+        hayro_jbig2::Page::new_embedded(&stream.content, globals.as_ref(), &settings).ok()?;
+    let (width, height) = (page.width(), page.height());
+    if width == 0 || height == 0 || i64::from(width) * i64::from(height) > MAX_PIXELS {
+        return None;
+    }
+    // JBIG2's 1 is black; in a PDF, /Decode [1 0] swaps the two as for any bilevel image.
+    let (black, white) = if decode_inverted(&stream.dict) {
+        (255, 0)
+    } else {
+        (0, 255)
+    };
+    let mut rows = Rows {
+        width: width as usize,
+        black,
+        white,
+        row: Vec::with_capacity(width as usize),
+        data: Vec::with_capacity(width as usize * height as usize),
+    };
+    page.decode(&mut rows).ok()?;
+    if !rows.row.is_empty() {
+        hayro_jbig2::Decoder::next_line(&mut rows);
+    }
+    rows.data.resize(width as usize * height as usize, white);
+    Some(gray(width, height, rows.data))
+}
+
+/// The `/JBIG2Globals` stream's bytes, if the image names one.
+fn jbig2_globals(doc: &Document, dict: &Dictionary) -> Option<Vec<u8>> {
+    let (_, params) = doc.dereference(dict.get(b"DecodeParms").ok()?).ok()?;
+    let params = match params {
+        Object::Array(a) => doc.dereference(a.first()?).ok()?.1,
+        other => other,
+    };
+    let (_, globals) = doc
+        .dereference(params.as_dict().ok()?.get(b"JBIG2Globals").ok()?)
+        .ok()?;
+    let globals = globals.as_stream().ok()?;
+    if globals.dict.has(b"Filter") {
+        globals.decompressed_content().ok()
+    } else {
+        Some(globals.content.clone())
+    }
+}
+
+/// A JBIG2 page decoded row by row into gray samples.
+struct Rows {
+    width: usize,
+    black: u8,
+    white: u8,
+    row: Vec<u8>,
+    data: Vec<u8>,
+}
+
+impl hayro_jbig2::Decoder for Rows {
+    fn push_pixel(&mut self, black: bool) {
+        if self.row.len() < self.width {
+            self.row.push(if black { self.black } else { self.white });
+        }
+    }
+
+    fn push_pixel_chunk(&mut self, black: bool, chunk_count: u32) {
+        let value = if black { self.black } else { self.white };
+        let room = self.width - self.row.len().min(self.width);
+        let n = (chunk_count as usize).saturating_mul(8).min(room);
+        self.row.extend(std::iter::repeat_n(value, n));
+    }
+
+    fn next_line(&mut self) {
+        self.row.resize(self.width, self.white);
+        self.data.append(&mut self.row);
+    }
+}
+
+/// A JPEG 2000 scan: gray or RGB (CMYK converted, an alpha channel dropped).
+fn jpx(data: &[u8]) -> Option<Raster> {
+    let image =
+        hayro_jpeg2000::Image::new(data, &hayro_jpeg2000::DecodeSettings::default()).ok()?;
+    let (width, height) = (image.width(), image.height());
+    if width == 0 || height == 0 || i64::from(width) * i64::from(height) > MAX_PIXELS {
+        return None;
+    }
+    let colors = usize::from(image.color_space().num_channels());
+    let stride = colors + usize::from(image.has_alpha());
+    let mut context = hayro_jpeg2000::DecoderContext::default();
+    let samples = image.decode(&mut context).ok()?.data_u8();
+    let pixels = width as usize * height as usize;
+    if samples.len() < pixels * stride {
+        return None;
+    }
+    let pixel = |i: usize| &samples[i * stride..i * stride + colors];
+    match colors {
+        1 => Some(gray(
+            width,
+            height,
+            (0..pixels).map(|i| pixel(i)[0]).collect(),
+        )),
+        3 => Some(Raster::Pixels {
+            width,
+            height,
+            channels: 3,
+            data: (0..pixels).flat_map(|i| pixel(i).to_vec()).collect(),
+        }),
+        4 => {
+            let mut out = Vec::with_capacity(3 * pixels);
+            for i in 0..pixels {
+                let px = pixel(i);
                 let k = 255 - u16::from(px[3]);
                 for c in &px[..3] {
                     out.push(((255 - u16::from(*c)) * k / 255) as u8);
@@ -367,7 +504,8 @@ mod tests {
         ]);
         let images = page_images(&bytes, &[1, 2, 3, 4, 5, 6, 9], &Limits::default());
         let pages: Vec<u32> = images.iter().map(|i| i.page).collect();
-        // JBIG2 (4) is not decoded; a 60 × 20 logo (5) is no page; there is no page 9.
+        // A broken JBIG2 stream (4) is skipped; a 60 × 20 logo (5) is no page; there is no
+        // page 9.
         assert_eq!(pages, vec![1, 2, 3, 6]);
         let Raster::Pixels {
             width,
@@ -393,5 +531,115 @@ mod tests {
             Raster::Pixels { channels: 3, .. }
         ));
         assert!(page_images(b"%PDF-1.4 garbage", &[1], &Limits::default()).is_empty());
+    }
+
+    /// A JBIG2 segment (embedded organization): header, then `data`.
+    fn segment(number: u32, kind: u8, data: &[u8]) -> Vec<u8> {
+        let mut out = number.to_be_bytes().to_vec();
+        out.push(kind); // page association in one byte
+        out.push(0); // no referred-to segments
+        out.push(1); // page 1
+        out.extend(u32::try_from(data.len()).unwrap().to_be_bytes());
+        out.extend(data);
+        out
+    }
+
+    /// A JBIG2 page of `width` × `height` whose left `dark` columns are black: a page
+    /// information segment and an immediate lossless generic region coded with MMR (CCITT
+    /// Group 4, made by the `fax` crate's encoder).
+    fn jbig2_page(width: u32, height: u32, dark: u32) -> Vec<u8> {
+        let mut info = Vec::new();
+        for v in [width, height, 300, 300] {
+            info.extend(v.to_be_bytes());
+        }
+        info.extend([0u8, 0, 0]); // flags, no striping
+        let mut encoder = fax::encoder::Encoder::new(fax::VecWriter::new());
+        for _ in 0..height {
+            let line = (0..width).map(|x| {
+                if x < dark {
+                    fax::Color::Black
+                } else {
+                    fax::Color::White
+                }
+            });
+            encoder.encode_line(line, width).unwrap();
+        }
+        let coded = encoder.finish().unwrap().finish();
+        let mut region = Vec::new();
+        for v in [width, height, 0, 0] {
+            region.extend(v.to_be_bytes());
+        }
+        region.push(0); // OR
+        region.push(1); // MMR
+        region.extend(coded);
+        let mut out = segment(0, 48, &info);
+        out.extend(segment(1, 39, &region));
+        out.extend(segment(2, 49, &[]));
+        out
+    }
+
+    #[test]
+    fn jbig2_and_jpeg_2000_scans_are_decoded() {
+        let gray1 = || dictionary! { "ColorSpace" => "DeviceGray", "BitsPerComponent" => 1 };
+        let mut jbig2 = gray1();
+        jbig2.set("Filter", "JBIG2Decode");
+        let mut inverted = jbig2.clone();
+        inverted.set("Decode", vec![1.into(), 0.into()]);
+        let mut jpx = dictionary! {};
+        jpx.set("Filter", "JPXDecode");
+        let jp2 = include_bytes!("../../../../tests/fixtures/pdf/half-dark.jp2").to_vec();
+        let j2k = include_bytes!("../../../../tests/fixtures/pdf/half-dark-rgb.j2k").to_vec();
+        // A page whose JBIG2 header claims 100,000 × 100,000 pixels: refused, not allocated.
+        let mut huge = Vec::new();
+        for v in [100_000u32, 100_000, 300, 300] {
+            huge.extend(v.to_be_bytes());
+        }
+        huge.extend([0u8, 0, 0]);
+        let bytes = pdf(vec![
+            (240, 220, jbig2.clone(), jbig2_page(240, 220, 100)),
+            (240, 220, inverted, jbig2_page(240, 220, 100)),
+            (320, 240, jpx.clone(), jp2),
+            (256, 208, jpx.clone(), j2k),
+            (300, 300, jbig2, segment(0, 48, &huge)),
+            (300, 300, jpx, b"\x00\x00\x00\x0CjP  truncated".to_vec()),
+        ]);
+        let images = page_images(&bytes, &[1, 2, 3, 4, 5, 6], &Limits::default());
+        let pages: Vec<u32> = images.iter().map(|i| i.page).collect();
+        assert_eq!(
+            pages,
+            vec![1, 2, 3, 4],
+            "the huge and the truncated ones are skipped"
+        );
+        let sample = |i: usize, x: usize| match &images[i].raster {
+            Raster::Pixels {
+                width,
+                channels,
+                data,
+                ..
+            } => {
+                assert!(x < *width as usize);
+                (*channels, data[x * usize::from(*channels)])
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(sample(0, 0), (1, 0), "JBIG2: black on the left");
+        assert_eq!(sample(0, 239), (1, 255), "white on the right");
+        assert_eq!(sample(1, 0), (1, 255), "/Decode [1 0] inverts");
+        let Raster::Pixels {
+            width,
+            height,
+            data,
+            ..
+        } = &images[0].raster
+        else {
+            panic!();
+        };
+        assert_eq!((*width, *height, data.len()), (240, 220, 240 * 220));
+        assert_eq!(data[219 * 240 + 99], 0, "the last row is decoded too");
+        assert_eq!(data[219 * 240 + 100], 255);
+        assert_eq!(sample(2, 0), (1, 0), "JPEG 2000 gray: dark left");
+        assert_eq!(sample(2, 319), (1, 255));
+        assert_eq!(sample(3, 0), (3, 0), "JPEG 2000 RGB: dark left");
+        assert_eq!(sample(3, 255), (3, 255));
     }
 }
