@@ -689,7 +689,7 @@ fn read_sitemaps(crawler: &mut Crawler<'_>) -> Vec<Url> {
         if response.status != 200 {
             continue;
         }
-        let map = sitemap::parse(&response.body);
+        let map = sitemap::read(&response.body);
         queue.extend(map.sitemaps.iter().filter_map(|s| url.join(s).ok()));
         pages.extend(
             map.pages

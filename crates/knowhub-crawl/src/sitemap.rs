@@ -1,4 +1,7 @@
-//! Sitemaps (sitemaps.org): a list of page addresses, or an index of further sitemaps.
+//! Sitemaps (sitemaps.org): a list of page addresses, or an index of further sitemaps, as
+//! XML or gzipped XML (`sitemap.xml.gz`).
+
+use std::io::Read;
 
 use quick_xml::Reader;
 use quick_xml::events::Event;
@@ -10,6 +13,23 @@ pub(crate) struct Sitemap {
     pub pages: Vec<String>,
     /// `<sitemapindex><sitemap><loc>`: more sitemaps.
     pub sitemaps: Vec<String>,
+}
+
+/// The largest uncompressed sitemap read (the protocol's limit is 50 MB).
+const MAX_UNCOMPRESSED: u64 = 50 * 1024 * 1024;
+
+/// Reads a sitemap file, gunzipping it first when it is gzipped (at most
+/// [`MAX_UNCOMPRESSED`] bytes of it: a gzip bomb is cut off there, not expanded).
+pub(crate) fn read(bytes: &[u8]) -> Sitemap {
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return parse(bytes);
+    }
+    let mut xml = Vec::new();
+    // A corrupt stream keeps what was inflated before the error.
+    let _ = flate2::read::GzDecoder::new(bytes)
+        .take(MAX_UNCOMPRESSED)
+        .read_to_end(&mut xml);
+    parse(&xml)
 }
 
 /// Reads a sitemap; malformed XML yields what was read before the error.
@@ -94,6 +114,29 @@ mod tests {
         let read = parse(index);
         assert_eq!(read.sitemaps, ["https://example.com/s1.xml"]);
         assert!(read.pages.is_empty());
+    }
+
+    #[test]
+    fn a_gzipped_sitemap_is_read_and_a_bomb_is_cut_off() {
+        use std::io::Write;
+        let gzip = |data: &[u8]| {
+            let mut encoder =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            encoder.write_all(data).expect("gzip");
+            encoder.finish().expect("gzip")
+        };
+        let set = b"<urlset><url><loc>https://example.com/a</loc></url></urlset>";
+        assert_eq!(read(&gzip(set)).pages, ["https://example.com/a"]);
+        assert_eq!(
+            read(set).pages,
+            ["https://example.com/a"],
+            "plain XML as before"
+        );
+        // 200 MB of zeros inflate to at most the limit, and are no sitemap.
+        let bomb = gzip(&vec![0u8; 200 * 1024 * 1024]);
+        assert!(bomb.len() < 1024 * 1024);
+        assert_eq!(read(&bomb), Sitemap::default());
+        assert_eq!(read(&[0x1f, 0x8b, 0, 1, 2]), Sitemap::default());
     }
 
     #[test]
