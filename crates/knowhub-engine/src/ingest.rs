@@ -543,7 +543,7 @@ impl Engine {
         // The tombstones make the index follow even if we crash before the commit below.
         let vanished = self.vanished_documents(access, inputs, options, &kept)?;
         for (id, path) in &vanished {
-            removed_attachments.extend(self.remove_with_attachments(*id, path)?);
+            removed_attachments.extend(self.remove_with_attachments(*id)?);
             self.journal(&run_id, path, Some(*id), &FileOutcome::Removed, None)?;
             report.files += 1;
             report.removed += 1;
@@ -1151,7 +1151,7 @@ impl Engine {
         owner: &UserId,
         written: &mut Written,
     ) -> Result<()> {
-        let stored = self.attachments_of(mail, at.path)?;
+        let stored = self.store().attachments(mail)?;
         let mut kept = std::collections::HashSet::new();
         for a in attachments {
             let rel: PathBuf = a.name.split('/').collect();
@@ -1185,34 +1185,16 @@ impl Engine {
         {
             written
                 .removed
-                .extend(self.remove_with_attachments(gone.id, &gone.path)?);
+                .extend(self.remove_with_attachments(gone.id)?);
         }
         Ok(())
     }
 
-    /// The attachments of the stored mail `id` at `path`, theirs included.
-    pub(crate) fn attachments_of(
-        &self,
-        id: DocumentId,
-        path: &str,
-    ) -> Result<Vec<knowhub_store::DocumentRecord>> {
-        Ok(self
-            .store()
-            .documents(Some(path))?
-            .into_iter()
-            .filter(|d| d.id != id && d.parent.is_some())
-            .collect())
-    }
-
     /// Removes a document with its attachments from the store and the index writer; returns
     /// every id removed (their tombstones are cleared once the index commits).
-    pub(crate) fn remove_with_attachments(
-        &self,
-        id: DocumentId,
-        path: &str,
-    ) -> Result<Vec<DocumentId>> {
+    pub(crate) fn remove_with_attachments(&self, id: DocumentId) -> Result<Vec<DocumentId>> {
         let mut ids = vec![id];
-        ids.extend(self.attachments_of(id, path)?.into_iter().map(|d| d.id));
+        ids.extend(self.store().attachments(id)?.into_iter().map(|d| d.id));
         self.store().remove_document(id)?;
         for id in &ids {
             self.drop_from_indexes(*id)?;
@@ -1248,7 +1230,7 @@ impl Engine {
         plan: &Planned,
         old: &knowhub_store::DocumentRecord,
     ) -> Result<Vec<DocumentId>> {
-        let attachments = self.attachments_of(old.id, &old.path)?;
+        let attachments = self.store().attachments(old.id)?;
         let old_stem = Path::new(&old.path)
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned());
@@ -1459,12 +1441,12 @@ impl Engine {
             ids.extend(
                 docs.into_iter()
                     .filter(|d| d.parent.is_none())
-                    .map(|d| (d.id, d.path)),
+                    .map(|d| d.id),
             );
         }
         let mut removed = Vec::new();
-        for (id, path) in &ids {
-            removed.extend(self.remove_with_attachments(*id, path)?);
+        for id in &ids {
+            removed.extend(self.remove_with_attachments(*id)?);
         }
         self.index.commit()?;
         self.store().clear_tombstones(&removed)?;

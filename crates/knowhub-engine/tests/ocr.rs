@@ -28,6 +28,27 @@ fn models_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models"))
 }
 
+/// The models with OCR; `None` (after saying so) where the OCR model is missing, which fails
+/// under `CI=true`.
+fn with_ocr() -> Option<ModelSet> {
+    let models = ModelSet::load(&ModelConfig {
+        models_dir: Some(models_dir()),
+        embedder: EmbedderSpec::Off,
+        ..ModelConfig::default()
+    })
+    .unwrap();
+    if models.ocr.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the OCR model is missing under CI=true: {:?}",
+            models.notes
+        );
+        eprintln!("skipped: {:?}", models.notes);
+        return None;
+    }
+    Some(models)
+}
+
 fn engine(data: &Path, models: ModelSet) -> Engine {
     let mut config = EngineConfig::new(data);
     config.parser = ParserBackend::InProcess;
@@ -55,21 +76,7 @@ fn ingest(engine: &Engine, folder: &Path) -> knowhub_engine::IngestReport {
 
 #[test]
 fn pictures_are_read_searched_and_cited_at_their_page() {
-    let models = ModelSet::load(&ModelConfig {
-        models_dir: Some(models_dir()),
-        embedder: EmbedderSpec::Off,
-        ..ModelConfig::default()
-    })
-    .unwrap();
-    if models.ocr.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "the OCR model is missing under CI=true: {:?}",
-            models.notes
-        );
-        eprintln!("skipped: {:?}", models.notes);
-        return;
-    }
+    let Some(models) = with_ocr() else { return };
     let data = tempfile::tempdir().unwrap();
     let docs = folder();
     let engine = engine(data.path(), models);
@@ -127,21 +134,7 @@ fn pictures_are_read_searched_and_cited_at_their_page() {
 #[test]
 fn a_picture_attached_to_a_mail_is_read_as_a_document_of_its_own() {
     use base64::Engine as _;
-    let models = ModelSet::load(&ModelConfig {
-        models_dir: Some(models_dir()),
-        embedder: EmbedderSpec::Off,
-        ..ModelConfig::default()
-    })
-    .unwrap();
-    if models.ocr.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "the OCR model is missing under CI=true: {:?}",
-            models.notes
-        );
-        eprintln!("skipped: {:?}", models.notes);
-        return;
-    }
+    let Some(models) = with_ocr() else { return };
     let picture = base64::engine::general_purpose::STANDARD.encode(MEMO);
     let lines: Vec<&str> = picture
         .as_bytes()

@@ -572,6 +572,22 @@ impl DocumentStore for PgStore {
         Ok(documents_of(&rows)?)
     }
 
+    fn attachments(&self, mail: DocumentId) -> StoreResult<Vec<DocumentRecord>> {
+        let mut client = self.db.client()?;
+        let rows = client
+            .query(
+                &format!(
+                    "WITH RECURSIVE family(id) AS (
+                         SELECT id FROM documents WHERE parent_id = $1
+                         UNION SELECT d.id FROM documents d JOIN family f ON d.parent_id = f.id)
+                     {DOC_SELECT} WHERE id IN (SELECT id FROM family) ORDER BY path COLLATE \"C\""
+                ),
+                &[&mail.0],
+            )
+            .map_err(pg)?;
+        Ok(documents_of(&rows)?)
+    }
+
     /// Each replica's full-text index follows the change log ([`crate::IndexFollower`]), so
     /// the database keeps no per-index markers: nothing is pending here.
     fn pending_index_documents(&self) -> StoreResult<Vec<DocumentId>> {

@@ -196,6 +196,13 @@ fn a_mails_attachments_are_kept_and_go_with_it_logged_for_the_replicas() {
     let child = attached(mail, "/srv/mail/m.eml/rates.md", b"# Rates");
     let grandchild = attached(child, "/srv/mail/m.eml/rates.md/x.md", b"x");
     assert_eq!(docs.document(child).unwrap().unwrap().parent, Some(mail));
+    let store = knowhub_pg::PgStore::new(&db, "test");
+    let family: Vec<DocumentId> = knowhub_store::backend::DocumentStore::attachments(&store, mail)
+        .unwrap()
+        .iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(family, [child, grandchild], "theirs included");
     let before = docs.last_change().unwrap();
 
     docs.remove_document(mail).unwrap();

@@ -66,6 +66,7 @@ domain! {
         fn document(&self, id: DocumentId) -> Result<Option<DocumentRecord>>;
         fn documents(&self, prefix: Option<&str>) -> Result<Vec<DocumentRecord>>;
         fn documents_by_hash(&self, hash: &str) -> Result<Vec<DocumentRecord>>;
+        fn attachments(&self, mail: DocumentId) -> Result<Vec<DocumentRecord>>;
         fn pending_index_documents(&self) -> Result<Vec<DocumentId>>;
         fn tombstones(&self) -> Result<Vec<DocumentId>>;
         fn documents_with_chunks(&self) -> Result<Vec<DocumentId>>;

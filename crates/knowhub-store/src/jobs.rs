@@ -392,6 +392,20 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// The attachments of document `mail`, theirs included, by path (found through the
+    /// `parent_id` index).
+    pub fn attachments(&self, mail: DocumentId) -> Result<Vec<crate::DocumentRecord>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "WITH RECURSIVE family(id) AS (
+                 SELECT id FROM documents WHERE parent_id = ?1
+                 UNION SELECT d.id FROM documents d JOIN family f ON d.parent_id = f.id)
+             {} WHERE id IN (SELECT id FROM family) ORDER BY path",
+            crate::DOC_SELECT
+        ))?;
+        let rows = stmt.query_map(params![mail.0], crate::DocumentRecord::from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Moves a document to a new path, keeping its id, chunks, vectors and history; its index
     /// entries are marked pending (the title may change with the name).
     pub fn move_document(&mut self, m: &MovedDocument<'_>) -> Result<()> {

@@ -183,6 +183,14 @@ fn attachments_keep_their_bytes_and_go_with_their_mail() {
         .unwrap();
     let record = store.document(child).unwrap().unwrap();
     assert_eq!(record.parent, Some(mail));
+    let family: Vec<DocumentId> = store
+        .attachments(mail)
+        .unwrap()
+        .iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(family, [child, grandchild], "theirs included");
+    assert!(store.attachments(grandchild).unwrap().is_empty());
     let mut kept = Vec::new();
     let original = store.original_file(child).unwrap().expect("kept");
     std::io::Read::read_to_end(&mut { original.reader }, &mut kept).unwrap();

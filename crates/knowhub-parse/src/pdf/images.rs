@@ -222,21 +222,15 @@ fn samples(dict: &Dictionary, width: u32, height: u32, data: &[u8]) -> Option<Ra
             channels: 3,
             data: data[..3 * pixels].to_vec(),
         }),
-        4 => {
-            let mut out = Vec::with_capacity(3 * pixels);
-            for px in data[..4 * pixels].chunks_exact(4) {
-                let k = 255 - u16::from(px[3]);
-                for c in &px[..3] {
-                    out.push(((255 - u16::from(*c)) * k / 255) as u8);
-                }
-            }
-            Some(Raster::Pixels {
-                width,
-                height,
-                channels: 3,
-                data: out,
-            })
-        }
+        4 => Some(Raster::Pixels {
+            width,
+            height,
+            channels: 3,
+            data: data[..4 * pixels]
+                .chunks_exact(4)
+                .flat_map(cmyk_to_rgb)
+                .collect(),
+        }),
         _ => None,
     }
 }
@@ -352,24 +346,20 @@ fn jpx(data: &[u8]) -> Option<Raster> {
             channels: 3,
             data: (0..pixels).flat_map(|i| pixel(i).to_vec()).collect(),
         }),
-        4 => {
-            let mut out = Vec::with_capacity(3 * pixels);
-            for i in 0..pixels {
-                let px = pixel(i);
-                let k = 255 - u16::from(px[3]);
-                for c in &px[..3] {
-                    out.push(((255 - u16::from(*c)) * k / 255) as u8);
-                }
-            }
-            Some(Raster::Pixels {
-                width,
-                height,
-                channels: 3,
-                data: out,
-            })
-        }
+        4 => Some(Raster::Pixels {
+            width,
+            height,
+            channels: 3,
+            data: (0..pixels).flat_map(|i| cmyk_to_rgb(pixel(i))).collect(),
+        }),
         _ => None,
     }
+}
+
+/// One CMYK pixel (8-bit samples) as RGB.
+fn cmyk_to_rgb(px: &[u8]) -> [u8; 3] {
+    let k = 255 - u16::from(px[3]);
+    [0, 1, 2].map(|i| ((255 - u16::from(px[i])) * k / 255) as u8)
 }
 
 /// Whether /Decode is [1 0]: sample 0 is white instead of black.
