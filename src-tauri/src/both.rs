@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use knowhub_agent::{Caller, EngineKnowledge, KnowledgeBase};
 use knowhub_client::{SearchMode, SearchRequest};
 use knowhub_engine::{
-    ChunkId, DocumentId, EngineError, QueryableData, Retrieval, RetrievalMode, SearchHit,
-    SearchOptions, SessionRecord, SessionSummary, TraceRecord, TurnRecord,
+    ChunkId, DocumentId, DocumentMeta, EngineError, QueryableData, Retrieval, RetrievalMode,
+    SearchHit, SearchOptions, SessionRecord, SessionSummary, TraceRecord, TurnRecord,
 };
 
 use crate::team::TeamLink;
@@ -59,6 +59,9 @@ impl<'e> BothKnowledge<'e> {
                 RetrievalMode::Keyword => SearchMode::Keyword,
                 RetrievalMode::Semantic => SearchMode::Semantic,
             },
+            from: options.meta.from.clone(),
+            since: options.meta.since.map(|d| d.to_string()),
+            until: options.meta.until.map(|d| d.to_string()),
         };
         match self.team.client.search(&request) {
             Ok(hits) => hits.into_iter().map(team_hit).collect(),
@@ -92,6 +95,11 @@ fn team_hit(hit: knowhub_client::SearchHit) -> SearchHit {
         char_end: hit.text.chars().count(),
         text: hit.text,
         url: hit.url,
+        meta: DocumentMeta {
+            authors: hit.meta.authors,
+            recipients: hit.meta.recipients,
+            date: hit.meta.date,
+        },
     }
 }
 
@@ -207,6 +215,7 @@ mod tests {
             char_start: 0,
             char_end: 0,
             url: None,
+            meta: DocumentMeta::default(),
         }
     }
 

@@ -194,6 +194,10 @@ pub struct Source {
     pub chunk_id: Option<i64>,
     /// The SQL that produced a result.
     pub sql: Option<String>,
+    /// Who sent (wrote) the cited document, where its format says: a mail's From.
+    pub authors: Vec<String>,
+    /// When it was sent (written), RFC 3339 with its own offset.
+    pub date: Option<String>,
 }
 
 /// Something the copilot remembers about the signed-in user (or a task it learned).
@@ -457,6 +461,9 @@ pub enum IngestEvent {
         done: u32,
         paused: bool,
         current: Option<String>,
+        /// Pages of `current` (a scan) that OCR has read, of `pages`.
+        pages_read: Option<u32>,
+        pages: Option<u32>,
         eta_secs: Option<u32>,
     },
     /// One file finished: `added`, `updated`, `unchanged`, `no_text`, `failed`, `removed`, …

@@ -127,6 +127,8 @@ pub(crate) fn start_background(state: &AppState, app: &tauri::AppHandle) {
                     done: dto::n32(p.done),
                     paused: p.paused,
                     current: p.current,
+                    pages_read: p.reading.map(|r| r.done),
+                    pages: p.reading.map(|r| r.pages),
                     eta_secs: p.eta_secs.map(dto::n32),
                 },
                 W::File { path, outcome } => commands::file_event(path, &outcome),

@@ -75,6 +75,8 @@ pub(crate) fn answer_of(
                 document_id: e.and_then(|e| e.source.doc_id),
                 chunk_id: e.and_then(|e| e.source.chunk_id),
                 sql: e.and_then(|e| e.source.sql.clone()),
+                authors: r.meta.authors.clone(),
+                date: r.meta.date.clone(),
             }
         })
         .collect();

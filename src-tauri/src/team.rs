@@ -290,6 +290,8 @@ fn source_of(s: &knowhub_client::Source) -> Source {
         document_id,
         chunk_id,
         sql: None,
+        authors: s.meta.authors.clone(),
+        date: s.meta.date.clone(),
     }
 }
 

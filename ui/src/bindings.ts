@@ -519,14 +519,18 @@ export type FolderRow = {
 export type IngestEvent = IngestEvent_Serialize | IngestEvent_Deserialize;
 
 /**  Background ingestion, pushed to the window as it happens. */
-export type IngestEvent_Deserialize = { type: "progress"; queued: number; running: number; failed: number; done: number; paused: boolean; current?: string | null; etaSecs?: number | null } | 
+export type IngestEvent_Deserialize = { type: "progress"; queued: number; running: number; failed: number; done: number; paused: boolean; current?: string | null; 
+/**  Pages of `current` (a scan) that OCR has read, of `pages`. */
+pagesRead?: number | null; pages?: number | null; etaSecs?: number | null } | 
 /**  One file finished: `added`, `updated`, `unchanged`, `no_text`, `failed`, `removed`, … */
 { type: "file"; path: string; outcome: string; reason?: string | null } | 
 /**  Everything due is done. */
 { type: "idle" } | { type: "warning"; message: string };
 
 /**  Background ingestion, pushed to the window as it happens. */
-export type IngestEvent_Serialize = { type: "progress"; queued: number; running: number; failed: number; done: number; paused: boolean; current: string | null; etaSecs: number | null } | 
+export type IngestEvent_Serialize = { type: "progress"; queued: number; running: number; failed: number; done: number; paused: boolean; current: string | null; 
+/**  Pages of `current` (a scan) that OCR has read, of `pages`. */
+pagesRead: number | null; pages: number | null; etaSecs: number | null } | 
 /**  One file finished: `added`, `updated`, `unchanged`, `no_text`, `failed`, `removed`, … */
 { type: "file"; path: string; outcome: string; reason: string | null } | 
 /**  Everything due is done. */
@@ -796,6 +800,10 @@ export type Source_Deserialize = {
 	chunkId?: number | null,
 	/**  The SQL that produced a result. */
 	sql?: string | null,
+	/**  Who sent (wrote) the cited document, where its format says: a mail's From. */
+	authors: string[],
+	/**  When it was sent (written), RFC 3339 with its own offset. */
+	date?: string | null,
 };
 
 /**  A numbered citation: what the side panel shows. */
@@ -816,6 +824,10 @@ export type Source_Serialize = {
 	chunkId: number | null,
 	/**  The SQL that produced a result. */
 	sql: string | null,
+	/**  Who sent (wrote) the cited document, where its format says: a mail's From. */
+	authors: string[],
+	/**  When it was sent (written), RFC 3339 with its own offset. */
+	date: string | null,
 };
 
 export type SourcesView = SourcesView_Serialize | SourcesView_Deserialize;

@@ -2,6 +2,7 @@
 //! `evidence_items`; `input`, `authz`, `plan`, `tools`, `draft` and `output` overwritten by the
 //! node that owns them. The whole state is persisted per turn as the trace.
 
+use knowhub_engine::DocumentMeta;
 use serde::{Deserialize, Serialize};
 
 /// Where a question goes.
@@ -102,6 +103,9 @@ pub struct EvidenceSource {
     /// A crawled web page's address, where the citation links to.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub url: Option<String>,
+    /// The document's people and date (a mail's sender, recipients and date).
+    #[serde(skip_serializing_if = "DocumentMeta::is_empty", default)]
+    pub meta: DocumentMeta,
     // SQL.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub db: Option<String>,
@@ -251,6 +255,9 @@ pub struct RenderedSource {
     /// A crawled web page's address (the citation opens it).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub url: Option<String>,
+    /// The document's people and date (a mail's sender, recipients and date).
+    #[serde(skip_serializing_if = "DocumentMeta::is_empty", default)]
+    pub meta: DocumentMeta,
     /// The passage or SQL result, for the side panel.
     pub text: String,
 }

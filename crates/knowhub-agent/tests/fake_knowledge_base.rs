@@ -67,6 +67,7 @@ impl KnowledgeBase for Fake {
                 char_start: 0,
                 char_end: text.len(),
                 url: None,
+                meta: Default::default(),
             })
             .collect();
         Ok(Retrieval {

@@ -40,8 +40,8 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use knowhub_engine::{
     Credentials, DeviceChoice, DocRef, DocumentId, EmbedderSpec, Engine, EngineConfig, Hub,
-    IngestEvent, IngestOptions, ModelConfig, ParserBackend, RequestContext, RetrievalMode,
-    SearchOptions,
+    IngestEvent, IngestOptions, MetaFilter, ModelConfig, ParserBackend, RequestContext,
+    RetrievalMode, SearchOptions,
 };
 
 #[derive(Debug, Parser)]
@@ -232,6 +232,16 @@ pub(crate) enum Command {
         /// Print what ran (candidates, fusion, reranking, timings) after the results.
         #[arg(long)]
         trace: bool,
+        /// Only documents sent (written) by someone whose name or address contains this
+        /// (a mail's sender).
+        #[arg(long, value_name = "NAME")]
+        from: Option<String>,
+        /// Only documents dated this day or later (YYYY-MM-DD: a mail's date).
+        #[arg(long, value_name = "DAY")]
+        since: Option<String>,
+        /// Only documents dated this day or earlier (YYYY-MM-DD).
+        #[arg(long, value_name = "DAY")]
+        until: Option<String>,
     },
     /// Knowledge items (seed 002): save, search, get, update, batch, list, slim, delete.
     #[command(subcommand)]
@@ -569,13 +579,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             mode,
             no_rerank,
             trace,
+            from,
+            since,
+            until,
         } => {
+            let day = |d: Option<String>| d.as_deref().map(MetaFilter::parse_day).transpose();
+            let meta = MetaFilter {
+                from,
+                since: day(since)?,
+                until: day(until)?,
+            };
             let s = open_session(place.clone(), &cli.models, &cli.identity)?;
             let t = Instant::now();
             let mut opts = SearchOptions {
                 limit,
                 max_per_document: per_document,
                 mode: mode.parse::<RetrievalMode>()?,
+                meta,
                 ..Default::default()
             };
             if no_rerank {

@@ -49,6 +49,9 @@ pub(crate) fn run(
             limit,
             per_document,
             mode,
+            from,
+            since,
+            until,
             ..
         } => {
             let mode = match mode.as_str() {
@@ -61,6 +64,9 @@ pub(crate) fn run(
                 limit: Some(limit),
                 max_per_document: Some(per_document),
                 mode,
+                from,
+                since,
+                until,
                 ..SearchRequest::new(query)
             })?;
             if json {
@@ -72,6 +78,8 @@ pub(crate) fn run(
                             "document_id": h.document_id, "chunk_id": h.chunk_id, "path": h.path,
                             "title": h.title, "page_start": h.page_start, "page_end": h.page_end,
                             "heading_path": h.heading_path, "snippet": h.snippet,
+                            "authors": h.meta.authors, "recipients": h.meta.recipients,
+                            "date": h.meta.date,
                         })
                     })
                     .collect();
@@ -85,6 +93,12 @@ pub(crate) fn run(
                         .map(|p| format!(", p. {p}"))
                         .unwrap_or_default();
                     println!("{}. {} ({}{page})", h.rank, h.title, h.path);
+                    let from = (!h.meta.authors.is_empty())
+                        .then(|| format!("From {}", h.meta.authors.join(", ")));
+                    let byline: Vec<String> = from.into_iter().chain(h.meta.date.clone()).collect();
+                    if !byline.is_empty() {
+                        println!("   {}", byline.join(" · "));
+                    }
                     println!("   {}", h.snippet.replace('\n', " "));
                 }
             }

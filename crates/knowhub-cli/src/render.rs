@@ -64,12 +64,28 @@ pub(crate) fn search_hits(hits: &[SearchHit], color: bool) {
         };
         println!("{}. {title}{place}", h.rank);
         println!("   {}", h.path);
+        if let Some(by) = byline(&h.meta) {
+            println!("   {by}");
+        }
         println!(
             "   {}",
             highlight(&h.snippet, &h.highlights, color).replace('\n', " ")
         );
         println!();
     }
+}
+
+/// `From Dana Lee <dana@example.com> · 2026-03-02T09:30:00+08:00`: a document's sender and
+/// date, when its format records them.
+pub(crate) fn byline(meta: &knowhub_engine::DocumentMeta) -> Option<String> {
+    let mut parts = Vec::new();
+    if !meta.authors.is_empty() {
+        parts.push(format!("From {}", meta.authors.join(", ")));
+    }
+    if let Some(date) = &meta.date {
+        parts.push(date.clone());
+    }
+    (!parts.is_empty()).then(|| parts.join(" · "))
 }
 
 /// Marks highlights with ANSI bold-yellow on a terminal, with [brackets] otherwise.

@@ -231,8 +231,12 @@ fn run_service(
                     .map(|s| format!(", eta {s} s"))
                     .unwrap_or_default();
                 let state = if p.paused { "paused" } else { "" };
+                let reading = p
+                    .reading
+                    .map(|r| format!(" (OCR: {} of {} pages)", r.done, r.pages))
+                    .unwrap_or_default();
                 bar.set_message(format!(
-                    "{} queued, {} failed{eta} {state} {}",
+                    "{} queued, {} failed{eta} {state} {}{reading}",
                     p.queued,
                     p.failed,
                     p.current.as_deref().map(short).unwrap_or_default()

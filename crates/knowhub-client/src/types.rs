@@ -47,6 +47,15 @@ pub struct SearchRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_per_document: Option<usize>,
     pub mode: SearchMode,
+    /// Only documents whose sender's name or address contains this (a mail's From).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Only documents dated this day (`YYYY-MM-DD`) or later.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// Only documents dated this day or earlier.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
 }
 
 impl SearchRequest {
@@ -57,6 +66,9 @@ impl SearchRequest {
             limit: None,
             max_per_document: None,
             mode: SearchMode::Hybrid,
+            from: None,
+            since: None,
+            until: None,
         }
     }
 }
@@ -84,6 +96,23 @@ pub struct SearchHit {
     /// For a page of a web source, the address it was crawled from.
     #[serde(default)]
     pub url: Option<String>,
+    /// The document's people and date (a mail's sender, recipients and date), where known.
+    #[serde(default)]
+    pub meta: DocumentMeta,
+}
+
+/// A document's people and date, as the server's engine read them from its format.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+pub struct DocumentMeta {
+    /// A mail's sender(s), a document's author(s).
+    #[serde(default)]
+    pub authors: Vec<String>,
+    /// A mail's To and Cc.
+    #[serde(default)]
+    pub recipients: Vec<String>,
+    /// When it was sent or written (RFC 3339).
+    #[serde(default)]
+    pub date: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -128,6 +157,9 @@ pub struct Source {
     /// or the SQL data a result came from.
     pub uri: String,
     pub text: String,
+    /// The cited document's people and date, where known.
+    #[serde(default)]
+    pub meta: DocumentMeta,
 }
 
 /// A cited answer.

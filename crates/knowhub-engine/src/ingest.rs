@@ -283,6 +283,11 @@ struct Written {
     removed: Vec<DocumentId>,
 }
 
+/// After this many of a mail's attachments time out, the rest are not read: each may take the
+/// whole parse timeout, and a mail of many slow attachments would hold its parser slot for
+/// all of them.
+const MAX_ATTACHMENT_TIMEOUTS: u32 = 2;
+
 /// Parses and chunks one file's bytes (a mail's attachments too, each like a file of its own).
 fn prepare(
     parser: &mut Parser,
@@ -290,51 +295,93 @@ fn prepare(
     kind: DocKind,
     chunking: &knowhub_chunk::ChunkConfig,
     counter: &dyn knowhub_chunk::TokenCounter,
-    depth: u32,
     progress: &mut dyn FnMut(u32, u32),
 ) -> std::result::Result<Prepared, SandboxError> {
-    let mut doc = parser.parse_reporting(bytes, kind, progress)?;
-    let attached = std::mem::take(&mut doc.attachments);
-    let text = doc.plain_text();
-    let chunks = chunk_document(&doc, chunking, counter)
-        .into_iter()
-        .map(|c| NewChunk {
-            text_hash: short_hash(c.text.as_bytes()),
-            ordinal: c.ordinal,
-            text: c.text,
-            heading_path: c.heading_path,
-            page_start: c.page_start,
-            page_end: c.page_end,
-            char_start: c.char_start,
-            char_end: c.char_end,
-            token_count: c.token_count,
-        })
-        .collect();
-    let mut attachments = Vec::new();
-    if depth < MAX_ATTACHMENT_DEPTH {
-        for a in attached {
-            let file_name = a.name.rsplit('/').next().unwrap_or(&a.name);
-            // The parser hands back only formats it reads; checked again all the same.
-            let Some(kind) = detect(Some(file_name), &a.bytes[..a.bytes.len().min(4096)]) else {
-                continue;
-            };
-            let bytes = Arc::new(a.bytes);
-            let result = prepare(parser, &bytes, kind, chunking, counter, depth + 1, progress);
-            attachments.push(PreparedAttachment {
-                name: a.name,
-                kind,
-                hash: blake3::hash(&bytes).to_hex().to_string(),
-                bytes: Arc::unwrap_or_clone(bytes),
-                result,
-            });
+    let mut timeouts = 0;
+    let mut reading = Reading {
+        parser,
+        chunking,
+        counter,
+        progress,
+        timeouts: &mut timeouts,
+    };
+    reading.prepare(bytes, kind, 0)
+}
+
+/// One file being read with its attachments (and theirs).
+struct Reading<'a> {
+    parser: &'a mut Parser,
+    chunking: &'a knowhub_chunk::ChunkConfig,
+    counter: &'a dyn knowhub_chunk::TokenCounter,
+    progress: &'a mut dyn FnMut(u32, u32),
+    /// Attachments of this file that timed out so far.
+    timeouts: &'a mut u32,
+}
+
+impl Reading<'_> {
+    fn prepare(
+        &mut self,
+        bytes: &Arc<Vec<u8>>,
+        kind: DocKind,
+        depth: u32,
+    ) -> std::result::Result<Prepared, SandboxError> {
+        let mut doc = self.parser.parse_reporting(bytes, kind, self.progress)?;
+        let attached = std::mem::take(&mut doc.attachments);
+        let text = doc.plain_text();
+        let chunks = chunk_document(&doc, self.chunking, self.counter)
+            .into_iter()
+            .map(|c| NewChunk {
+                text_hash: short_hash(c.text.as_bytes()),
+                ordinal: c.ordinal,
+                text: c.text,
+                heading_path: c.heading_path,
+                page_start: c.page_start,
+                page_end: c.page_end,
+                char_start: c.char_start,
+                char_end: c.char_end,
+                token_count: c.token_count,
+            })
+            .collect();
+        let mut attachments = Vec::new();
+        if depth < MAX_ATTACHMENT_DEPTH {
+            for a in attached {
+                let file_name = a.name.rsplit('/').next().unwrap_or(&a.name);
+                // The parser hands back only formats it reads; checked again all the same.
+                let Some(kind) = detect(Some(file_name), &a.bytes[..a.bytes.len().min(4096)])
+                else {
+                    continue;
+                };
+                let bytes = Arc::new(a.bytes);
+                let result = if *self.timeouts >= MAX_ATTACHMENT_TIMEOUTS {
+                    Err(SandboxError::Parse(crate::sandbox::ParseErrorWire {
+                        code: "skipped".into(),
+                        message: format!(
+                            "not read: {MAX_ATTACHMENT_TIMEOUTS} other attachments of this mail \
+                             took longer than the parse timeout"
+                        ),
+                    }))
+                } else {
+                    self.prepare(&bytes, kind, depth + 1)
+                };
+                if matches!(result, Err(SandboxError::Timeout(_))) {
+                    *self.timeouts += 1;
+                }
+                attachments.push(PreparedAttachment {
+                    name: a.name,
+                    kind,
+                    hash: blake3::hash(&bytes).to_hex().to_string(),
+                    bytes: Arc::unwrap_or_clone(bytes),
+                    result,
+                });
+            }
         }
+        Ok(Prepared {
+            doc,
+            text,
+            chunks,
+            attachments,
+        })
     }
-    Ok(Prepared {
-        doc,
-        text,
-        chunks,
-        attachments,
-    })
 }
 
 /// (input, reason) for inputs that could not be read at all.
@@ -458,7 +505,6 @@ impl Engine {
                             job.kind,
                             &chunking,
                             counter.as_ref(),
-                            0,
                             &mut reading,
                         );
                         if work_tx
@@ -1346,6 +1392,7 @@ impl Engine {
             note: note.as_deref(),
             page_count: p.doc.page_count,
             encoding: p.doc.encoding.as_deref(),
+            meta: &p.doc.meta,
             text: &p.text,
             chunks: &p.chunks,
             tables: &p.doc.tables,
@@ -1542,4 +1589,79 @@ fn now_ns() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as i64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use knowhub_parse::{Attachment, Block};
+
+    use super::*;
+    use crate::sandbox::write_frame;
+    use crate::{ParserBackend, SandboxLimits};
+
+    /// A mail whose attachments all hang the parser: after two time out, the rest are not
+    /// read, so the mail holds its parser slot for two timeouts, not one per attachment.
+    #[cfg(unix)]
+    #[test]
+    fn a_mail_stops_reading_attachments_after_two_time_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let mail = ParsedDocument {
+            title: Some("Scans".into()),
+            blocks: vec![Block::paragraph("Four scans attached.")],
+            attachments: (1..=4)
+                .map(|i| Attachment {
+                    name: format!("scan-{i}.txt"),
+                    bytes: format!("page {i}").into_bytes(),
+                })
+                .collect(),
+            ..ParsedDocument::default()
+        };
+        let response: std::result::Result<ParsedDocument, SandboxError> = Ok(mail);
+        let mut framed = Vec::new();
+        write_frame(&mut framed, &serde_json::to_vec(&response).unwrap()).unwrap();
+        std::fs::write(dir.path().join("response"), framed).unwrap();
+        // The first worker answers the mail, then every worker hangs.
+        let script = format!(
+            "cd '{}'; if [ ! -e used ]; then touch used; cat response; fi; exec sleep 60",
+            dir.path().display()
+        );
+        let mut parser = Parser::new(
+            ParserBackend::Worker {
+                program: PathBuf::from("/bin/sh"),
+                args: vec!["-c".into(), script],
+            },
+            SandboxLimits {
+                timeout: Duration::from_millis(400),
+                ..SandboxLimits::default()
+            },
+        );
+        let started = Instant::now();
+        let prepared = prepare(
+            &mut parser,
+            &Arc::new(b"From: a@example.com\r\n\r\n".to_vec()),
+            DocKind::Eml,
+            &knowhub_chunk::ChunkConfig::default(),
+            &knowhub_chunk::HeuristicTokenCounter,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let codes: Vec<&str> = prepared
+            .attachments
+            .iter()
+            .map(|a| a.result.as_ref().err().map_or("parsed", |e| e.code()))
+            .collect();
+        assert_eq!(codes, ["timeout", "timeout", "skipped", "skipped"]);
+        let Err(skipped) = &prepared.attachments[2].result else {
+            unreachable!()
+        };
+        assert!(
+            skipped.to_string().contains("other attachments"),
+            "{skipped}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+    }
 }

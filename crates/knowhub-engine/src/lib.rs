@@ -73,6 +73,7 @@ pub use knowhub_authz::{AccountId, RequestContext, Role, UserId};
 pub use knowhub_crawl::{Outcome as PageOutcome, PageReport};
 pub use knowhub_embed::{DeviceChoice, Embedder, Reranker};
 pub use knowhub_index::DocFilter;
+pub use knowhub_parse::DocumentMeta;
 pub use knowhub_store::StoreError;
 pub use knowhub_store::UserRecord;
 pub use knowhub_store::{AuditRecord, ChunkId, ChunkRecord, DocumentId};
@@ -106,13 +107,15 @@ pub use resources::{
 };
 pub use rules::{IGNORE_FILE, RuleMatcher, SourceRules};
 pub use sandbox::{ParserBackend, SandboxError, SandboxLimits, run_worker};
-pub use search::{Fusion, Retrieval, RetrievalMode, RetrievalTrace, SearchHit, SearchOptions};
+pub use search::{
+    Fusion, MetaFilter, Retrieval, RetrievalMode, RetrievalTrace, SearchHit, SearchOptions,
+};
 pub use secrets::{FileKeySource, KeySource, MemoryKeySource, SecretError, SecretKey, SecureBody};
 pub use semantic::{
     DEFAULT_EMBEDDER, EmbedProgress, EmbedderSpec, ModelConfig, ModelSet, OCR_MODEL,
 };
 pub use session::Session;
-pub use watcher::{QueueProgress, WatchEvent, WatchOptions, WatchService};
+pub use watcher::{PagesRead, QueueProgress, WatchEvent, WatchOptions, WatchService};
 
 /// Errors from engine calls. Per-file ingestion problems are not errors: they are recorded
 /// with the document and reported in [`IngestReport`].

@@ -126,7 +126,7 @@ type Response = Result<ParsedDocument, SandboxError>;
 /// misread as a length.
 const MAGIC: &[u8; 4] = b"KHW1";
 
-fn write_frame(out: &mut impl Write, payload: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_frame(out: &mut impl Write, payload: &[u8]) -> std::io::Result<()> {
     out.write_all(MAGIC)?;
     out.write_all(&(payload.len() as u64).to_le_bytes())?;
     out.write_all(payload)?;

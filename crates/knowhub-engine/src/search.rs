@@ -10,7 +10,9 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use chrono::NaiveDate;
 use knowhub_index::{DocFilter, SearchRequest};
+use knowhub_parse::DocumentMeta;
 use knowhub_store::{ChunkId, DocumentId};
 use serde::Serialize;
 
@@ -87,6 +89,56 @@ pub struct SearchOptions {
     /// caller's permissions, which [`Engine::retrieve`] always applies itself; applied inside
     /// both scans.
     pub filter: Option<DocFilter>,
+    /// Narrows the search to documents by their people and date (a mail's sender, day).
+    pub meta: MetaFilter,
+}
+
+/// Which documents a search keeps by their [`DocumentMeta`]: "from Dana", "since March".
+/// A document without a sender (or date) is left out by a sender (or date) condition.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetaFilter {
+    /// Part of a sender's name or address, any case.
+    pub from: Option<String>,
+    /// The first day kept, by the day the document gives itself (its date in its own offset:
+    /// a mail sent 2026-03-02 09:00 +08:00 is of March 2nd wherever it is searched).
+    pub since: Option<NaiveDate>,
+    /// The last day kept, inclusive.
+    pub until: Option<NaiveDate>,
+}
+
+impl MetaFilter {
+    pub fn is_empty(&self) -> bool {
+        self.from.as_deref().is_none_or(|f| f.trim().is_empty())
+            && self.since.is_none()
+            && self.until.is_none()
+    }
+
+    /// A day as a user writes it for `since`/`until`: `2026-03-02`.
+    pub fn parse_day(text: &str) -> Result<NaiveDate> {
+        NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d").map_err(|_| {
+            EngineError::InvalidInput(format!("'{text}' is not a day (like 2026-03-02)"))
+        })
+    }
+
+    pub fn allows(&self, meta: &DocumentMeta) -> bool {
+        if let Some(from) = self.from.as_deref().filter(|f| !f.trim().is_empty())
+            && !meta.is_from(from)
+        {
+            return false;
+        }
+        if self.since.is_none() && self.until.is_none() {
+            return true;
+        }
+        let Some(day) = meta
+            .date
+            .as_deref()
+            .and_then(|d| chrono::DateTime::parse_from_rfc3339(d).ok())
+            .map(|d| d.date_naive())
+        else {
+            return false;
+        };
+        self.since.is_none_or(|s| day >= s) && self.until.is_none_or(|u| day <= u)
+    }
 }
 
 impl Default for SearchOptions {
@@ -100,6 +152,7 @@ impl Default for SearchOptions {
             candidates: 100,
             rerank_top: 30,
             filter: None,
+            meta: MetaFilter::default(),
         }
     }
 }
@@ -137,6 +190,9 @@ pub struct SearchHit {
     /// For a page of a web source: the address it was crawled from (citations link there).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// The document's people and date (a mail's sender, recipients and date), where known.
+    #[serde(skip_serializing_if = "DocumentMeta::is_empty")]
+    pub meta: DocumentMeta,
 }
 
 /// What a retrieval did, for the copilot's trace and `knowhub search --trace`.
@@ -218,12 +274,13 @@ impl Engine {
         options: &SearchOptions,
     ) -> Result<Retrieval> {
         let (recording, withheld) = access.recording_filter();
-        let keyword_filter = both(options.filter.clone(), recording);
-        let dense_filter = both(options.filter.clone(), access.filter());
+        let narrowed = both(options.filter.clone(), self.meta_scope(&options.meta)?);
+        let keyword_filter = both(narrowed.clone(), recording);
+        let dense_filter = both(narrowed.clone(), access.filter());
         let dense = DenseScope {
             filter: dense_filter,
             readable: access.readable().cloned(),
-            extra: options.filter.clone(),
+            extra: narrowed,
         };
         let result = self.retrieve_filtered(query, options, keyword_filter, dense);
         let mut retrieval = match result {
@@ -568,6 +625,7 @@ impl Engine {
                 char_start: rec.char_start,
                 char_end: rec.char_end,
                 url: None,
+                meta: rec.meta,
             });
         }
         let paths: Vec<String> = hits.iter().map(|h| h.path.clone()).collect();
@@ -593,6 +651,21 @@ pub(crate) struct DenseScope {
 }
 
 impl Engine {
+    /// The documents `meta` keeps, as a filter (`None` when it keeps all). Reads every
+    /// document's record: a people-or-date search costs a pass over the document list.
+    fn meta_scope(&self, meta: &MetaFilter) -> Result<Option<DocFilter>> {
+        if meta.is_empty() {
+            return Ok(None);
+        }
+        let kept = self
+            .store()
+            .documents(None)?
+            .into_iter()
+            .filter(|d| meta.allows(&d.meta))
+            .map(|d| d.id.0 as u64);
+        Ok(Some(DocFilter::allow_only(kept)))
+    }
+
     /// The document ids a database vector query may return (`None`: any).
     fn dense_ids(&self, scope: &DenseScope) -> Result<Option<Vec<u64>>> {
         let ids = match (&scope.readable, &scope.extra) {

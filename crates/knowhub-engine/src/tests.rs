@@ -163,6 +163,7 @@ fn crash_between_store_and_index_is_repaired_on_open() {
                 note: None,
                 page_count: None,
                 encoding: None,
+                meta: &knowhub_store::NO_META,
                 text: "zebra",
                 chunks: &[knowhub_store::NewChunk {
                     ordinal: 0,

@@ -69,8 +69,17 @@ pub struct QueueProgress {
     pub paused: bool,
     /// The file being processed.
     pub current: Option<String>,
+    /// How far OCR got in `current`, while a long scan is being read.
+    pub reading: Option<PagesRead>,
     /// Estimated seconds until the queue is empty, from this session's rate.
     pub eta_secs: Option<u64>,
+}
+
+/// Pages of a scan OCR has read so far, of its pages to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PagesRead {
+    pub done: u32,
+    pub pages: u32,
 }
 
 /// What the service reports to subscribers.
@@ -504,7 +513,11 @@ fn worker_loop(shared: &Shared, wake: &Receiver<()>) {
                 shared,
                 done,
                 busy + started.elapsed(),
-                Some(format!("{path} (OCR: {read} of {pages} pages)")),
+                Some(path.clone()),
+                Some(PagesRead {
+                    done: *read,
+                    pages: *pages,
+                }),
             ),
             _ => {}
         });
@@ -513,7 +526,7 @@ fn worker_loop(shared: &Shared, wake: &Receiver<()>) {
             Ok(report) if report.jobs > 0 => {
                 busy += started.elapsed();
                 idle_reported = false;
-                emit_progress(shared, done, busy, current);
+                emit_progress(shared, done, busy, current, None);
                 continue;
             }
             Ok(_) => {}
@@ -524,7 +537,7 @@ fn worker_loop(shared: &Shared, wake: &Receiver<()>) {
             }
         }
         if !idle_reported {
-            emit_progress(shared, done, busy, None);
+            emit_progress(shared, done, busy, None, None);
             shared.emit(WatchEvent::Idle);
             idle_reported = true;
         }
@@ -574,7 +587,13 @@ fn crawl_loop(shared: &Shared) {
     }
 }
 
-fn emit_progress(shared: &Shared, done: u64, busy: Duration, current: Option<String>) {
+fn emit_progress(
+    shared: &Shared,
+    done: u64,
+    busy: Duration,
+    current: Option<String>,
+    reading: Option<PagesRead>,
+) {
     let Ok(counts) = shared.engine.store().queue_counts() else {
         return;
     };
@@ -588,6 +607,7 @@ fn emit_progress(shared: &Shared, done: u64, busy: Duration, current: Option<Str
         done,
         paused: counts.paused,
         current,
+        reading,
         eta_secs,
     }));
 }

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use knowhub_authz::{RequestContext, Role, Scope, ScopeSet, UserId};
 use knowhub_engine::{
-    DocRef, Engine, EngineConfig, EngineError, ModelSet, ParserBackend, RealFs, SearchOptions,
-    dev_context,
+    DocRef, Engine, EngineConfig, EngineError, MetaFilter, ModelSet, ParserBackend, RealFs,
+    SearchOptions, dev_context,
 };
 
 fn engine(data: &Path) -> Engine {
@@ -203,4 +203,96 @@ fn attachments_are_documents_that_follow_their_mail() {
     assert!(engine.documents(&admin, None).unwrap().is_empty());
     let check = engine.check(&admin, false).unwrap();
     assert!(check.problems.is_empty(), "{:?}", check.problems);
+}
+
+#[test]
+fn a_search_keeps_mails_by_sender_and_day() {
+    let data = tempfile::tempdir().unwrap();
+    let docs = tempfile::tempdir().unwrap();
+    let message = |from: &str, date: &str, body: &str| {
+        format!(
+            "From: {from}\r\nTo: staff@example.com\r\nDate: {date}\r\nSubject: Harbour notice\r\n\
+             Content-Type: text/plain; charset=utf-8\r\n\r\n{body}\r\n"
+        )
+    };
+    std::fs::write(
+        docs.path().join("march.eml"),
+        message(
+            "Dana Lee <dana@example.com>",
+            "Mon, 2 Mar 2026 09:30:00 +0800",
+            "The harbour ferry leaves at seven in March.",
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        docs.path().join("may.eml"),
+        message(
+            "=?UTF-8?B?5byg5LiJ?= <zhang@example.com>",
+            "Fri, 1 May 2026 23:30:00 -0700",
+            "The harbour ferry leaves at eight in May.",
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        docs.path().join("notes.md"),
+        "# Harbour\n\nThe harbour ferry is free for staff.\n",
+    )
+    .unwrap();
+    let engine = engine(data.path());
+    ingest(&engine, docs.path());
+
+    let search = |meta: MetaFilter| -> Vec<String> {
+        let mut names: Vec<String> = engine
+            .search(
+                &dev_context(),
+                "harbour ferry",
+                &SearchOptions {
+                    meta,
+                    ..SearchOptions::default()
+                },
+            )
+            .unwrap()
+            .into_iter()
+            .map(|h| {
+                Path::new(&h.path)
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into()
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        search(MetaFilter::default()),
+        ["march.eml", "may.eml", "notes.md"]
+    );
+    // A sender by part of the name or address, in any case; recipients do not count.
+    let from = |who: &str| MetaFilter {
+        from: Some(who.into()),
+        ..MetaFilter::default()
+    };
+    assert_eq!(search(from("DANA")), ["march.eml"]);
+    assert_eq!(search(from("张三")), ["may.eml"]);
+    assert!(search(from("staff@example.com")).is_empty());
+    // Days are the mail's own: sent 1 May 23:30 at -07:00 is a May 1st mail (May 2nd in UTC).
+    let day = |d: &str| Some(MetaFilter::parse_day(d).unwrap());
+    let between = |since: &str, until: &str| MetaFilter {
+        since: day(since),
+        until: day(until),
+        ..MetaFilter::default()
+    };
+    assert_eq!(search(between("2026-05-01", "2026-05-01")), ["may.eml"]);
+    assert_eq!(search(between("2026-03-02", "2026-04-30")), ["march.eml"]);
+    assert!(MetaFilter::parse_day("March 2").is_err());
+
+    // A hit carries the mail's people and date for its citation.
+    let hit = engine
+        .search(&dev_context(), "seven", &SearchOptions::default())
+        .unwrap()
+        .remove(0);
+    assert_eq!(hit.meta.authors, ["Dana Lee <dana@example.com>"]);
+    assert_eq!(hit.meta.recipients, ["staff@example.com"]);
+    assert_eq!(hit.meta.date.as_deref(), Some("2026-03-02T09:30:00+08:00"));
 }

@@ -14,7 +14,8 @@ use mail_parser::mailbox::mbox::MessageIterator;
 use mail_parser::{Address, Message, MessageParser, MessagePart, MimeHeaders};
 
 use crate::{
-    Attachment, Attachments, Block, BlockKind, DocKind, Limits, ParseError, ParsedDocument, detect,
+    Attachment, Attachments, Block, BlockKind, DocKind, DocumentMeta, Limits, ParseError,
+    ParsedDocument, detect,
 };
 
 const FORMAT: &str = "EML";
@@ -165,8 +166,23 @@ fn parse_nested(
     Ok(ParsedDocument {
         title,
         blocks,
+        meta: meta(&message),
         ..ParsedDocument::default()
     })
+}
+
+/// The sender, recipients (To and Cc) and date as typed fields.
+fn meta(message: &Message<'_>) -> DocumentMeta {
+    let people = |address: Option<&Address<'_>>| -> Vec<String> {
+        address.map(mailboxes).unwrap_or_default()
+    };
+    let mut recipients = people(message.to());
+    recipients.extend(people(message.cc()));
+    DocumentMeta {
+        authors: people(message.from()),
+        recipients,
+        date: message.date().map(|d| d.to_rfc3339()),
+    }
 }
 
 /// A picture shown inside the message body (referenced by its Content-ID, not offered as an
@@ -322,6 +338,11 @@ fn header_lines(message: &Message<'_>) -> String {
 
 /// `Name <address>` for every mailbox, groups flattened.
 fn addresses(address: &Address<'_>) -> String {
+    mailboxes(address).join(", ")
+}
+
+/// `Name <address>` (or whichever of the two there is) for each mailbox, groups flattened.
+fn mailboxes(address: &Address<'_>) -> Vec<String> {
     address
         .iter()
         .map(|a| match (a.name(), a.address()) {
@@ -333,8 +354,7 @@ fn addresses(address: &Address<'_>) -> String {
             (None, None) => String::new(),
         })
         .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect()
 }
 
 /// The message's text: its text/plain bodies, else its HTML bodies.

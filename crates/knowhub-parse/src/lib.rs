@@ -34,8 +34,8 @@ pub use detect::{detect, supported_extensions};
 pub use error::ParseError;
 pub use limits::Limits;
 pub use model::{
-    Attachment, Block, BlockKind, Cell, Column, ColumnType, DocKind, ParseNotice, ParsedDocument,
-    Table,
+    Attachment, Block, BlockKind, Cell, Column, ColumnType, DocKind, DocumentMeta, ParseNotice,
+    ParsedDocument, Table,
 };
 pub use pdf::{PageImage, Raster, page_images as pdf_page_images};
 pub use text::decode_text;

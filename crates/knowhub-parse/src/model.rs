@@ -205,6 +205,48 @@ pub struct ParsedDocument {
     /// the caller to read as a document of its own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<Attachment>,
+    /// Who wrote it, to whom and when, where the format records it (a mail's headers).
+    #[serde(default, skip_serializing_if = "DocumentMeta::is_empty")]
+    pub meta: DocumentMeta,
+}
+
+/// A document's people and date as typed fields, beside the text that also names them: for
+/// listing, citing and narrowing a search ("mails from Li Wei since March").
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DocumentMeta {
+    /// A mail's sender(s) (`Name <address>`), a document's author(s).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub authors: Vec<String>,
+    /// A mail's To and Cc.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recipients: Vec<String>,
+    /// When it was sent (or written), RFC 3339 with its offset (`2026-03-02T09:15:00+08:00`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
+}
+
+impl DocumentMeta {
+    pub fn is_empty(&self) -> bool {
+        self.authors.is_empty() && self.recipients.is_empty() && self.date.is_none()
+    }
+
+    /// Whether any author or recipient contains `who` (case-insensitive): a name, an address
+    /// or a part of one.
+    pub fn names(&self, who: &str) -> bool {
+        let who = who.trim().to_lowercase();
+        !who.is_empty()
+            && self
+                .authors
+                .iter()
+                .chain(&self.recipients)
+                .any(|p| p.to_lowercase().contains(&who))
+    }
+
+    /// Whether an author contains `who` (case-insensitive).
+    pub fn is_from(&self, who: &str) -> bool {
+        let who = who.trim().to_lowercase();
+        !who.is_empty() && self.authors.iter().any(|p| p.to_lowercase().contains(&who))
+    }
 }
 
 /// A file attached to a mail, handed back to be read as a document of its own.

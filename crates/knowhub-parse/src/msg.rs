@@ -9,7 +9,7 @@
 use std::io::{Cursor, Read};
 
 use crate::eml::Collector;
-use crate::{Attachments, Block, Limits, ParseError, ParsedDocument};
+use crate::{Attachments, Block, DocumentMeta, Limits, ParseError, ParsedDocument};
 
 const FORMAT: &str = "MSG";
 
@@ -54,18 +54,31 @@ pub(crate) fn parse(
         Some(a) => Some(a),
         None => text_property(&mut file, "", 0x0C1F, &mut budget)?,
     };
-    match (sender_name, sender_address) {
-        (Some(n), Some(a)) if n != a => header.push(format!("From: {n} <{a}>")),
-        (Some(v), _) | (None, Some(v)) => header.push(format!("From: {v}")),
-        (None, None) => {}
+    let mut meta = DocumentMeta::default();
+    let sender = match (sender_name, sender_address) {
+        (Some(n), Some(a)) if n != a => Some(format!("{n} <{a}>")),
+        (Some(v), _) | (None, Some(v)) => Some(v),
+        (None, None) => None,
+    };
+    if let Some(sender) = sender.filter(|s| !s.trim().is_empty()) {
+        header.push(format!("From: {sender}"));
+        meta.authors.push(sender);
     }
     for (label, id) in [("To", 0x0E04), ("Cc", 0x0E03)] {
         if let Some(v) = text_property(&mut file, "", id, &mut budget)?.filter(|v| !v.is_empty()) {
             header.push(format!("{label}: {v}"));
+            // Display lists separate recipients with semicolons.
+            meta.recipients.extend(
+                v.split(';')
+                    .map(str::trim)
+                    .filter(|r| !r.is_empty())
+                    .map(str::to_owned),
+            );
         }
     }
     if let Some(date) = submit_time(&mut file) {
-        header.push(format!("Date: {date}"));
+        header.push(format!("Date: {}", date.format("%Y-%m-%d %H:%M UTC")));
+        meta.date = Some(date.to_rfc3339());
     }
     if !header.is_empty() {
         blocks.push(Block::paragraph(header.join("\n")));
@@ -127,6 +140,7 @@ pub(crate) fn parse(
         title,
         blocks,
         attachments: collector.files,
+        meta,
         ..ParsedDocument::default()
     })
 }
@@ -186,7 +200,7 @@ fn bytes_property(
 
 /// When the message was sent (PR_CLIENT_SUBMIT_TIME, else the delivery time), from the
 /// fixed-size properties: a 32-byte header, then 16-byte entries (tag, flags, value).
-fn submit_time(file: &mut Cfb<'_>) -> Option<String> {
+fn submit_time(file: &mut Cfb<'_>) -> Option<chrono::DateTime<chrono::Utc>> {
     let mut budget = 1 << 20;
     let props = stream(file, "/__properties_version1.0", &mut budget).ok()??;
     let entries = props.get(32..)?;
@@ -202,8 +216,7 @@ fn submit_time(file: &mut Cfb<'_>) -> Option<String> {
             })?
         })
     };
-    let time = time_of(0x0039).or_else(|| time_of(0x0E06))?;
-    Some(time.format("%Y-%m-%d %H:%M UTC").to_string())
+    time_of(0x0039).or_else(|| time_of(0x0E06))
 }
 
 #[cfg(test)]
@@ -276,6 +289,9 @@ mod tests {
         ]);
         let doc = parse(&bytes, &Limits::default(), Attachments::Inline).expect("parses");
         assert_eq!(doc.title.as_deref(), Some("Travel policy 2026"));
+        assert_eq!(doc.meta.authors, ["Dana Lee <dana@example.com>"]);
+        assert_eq!(doc.meta.recipients, ["All staff"]);
+        assert_eq!(doc.meta.date.as_deref(), Some("2026-03-02T09:30:00+00:00"));
         let got: Vec<(BlockKind, &str)> = doc
             .blocks
             .iter()

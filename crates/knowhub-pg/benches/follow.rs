@@ -154,6 +154,7 @@ fn store(docs: &PgDocuments, source: SourceId, path: &str, title: &str, text: &s
         note: None,
         page_count: None,
         encoding: None,
+        meta: &knowhub_store::NO_META,
         text,
         chunks: std::slice::from_ref(&chunk),
         tables: &[],

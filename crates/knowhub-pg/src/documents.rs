@@ -59,11 +59,11 @@ pub struct PgDocuments {
 
 const DOC_SELECT: &str = "SELECT id, source_id, folder_id, path, kind, content_hash, size,
     mtime_ns, title, status, error_code, error, page_count, encoding, chunk_count, index_state,
-    created_at, updated_at, owner, parent_id FROM documents";
+    created_at, updated_at, owner, parent_id, meta FROM documents";
 
 const CHUNK_SELECT: &str = "SELECT c.id, c.document_id, d.path, d.title, d.kind, c.ordinal,
     c.text, c.heading_path, c.page_start, c.page_end, c.char_start, c.char_end, c.token_count,
-    c.text_hash FROM chunks c JOIN documents d ON d.id = c.document_id";
+    c.text_hash, d.meta FROM chunks c JOIN documents d ON d.id = c.document_id";
 
 impl PgDocuments {
     pub fn new(db: &Database) -> PgDocuments {
@@ -154,19 +154,21 @@ impl PgDocuments {
             &chunk_count,
         ];
         let parent = doc.parent.map(|p| p.0);
+        let meta = knowhub_store::meta_to_json(doc.meta);
         let mut all: Vec<&(dyn ToSql + Sync)> = params.to_vec();
         all.push(&now);
         all.push(&parent);
+        all.push(&meta);
         let id: i64 = tx
             .query_one(
                 "INSERT INTO documents (source_id, folder_id, path, kind, content_hash, size,
                      mtime_ns, title, status, error_code, error, page_count, encoding,
-                     chunk_count, index_state, created_at, updated_at, parent_id)
+                     chunk_count, index_state, created_at, updated_at, parent_id, meta)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10, $11, $12, $13, 'clean',
-                     $14, $14, $15)
+                     $14, $14, $15, $16)
                  ON CONFLICT (path) DO UPDATE SET
                      source_id = excluded.source_id, folder_id = excluded.folder_id,
-                     parent_id = excluded.parent_id,
+                     parent_id = excluded.parent_id, meta = excluded.meta,
                      kind = excluded.kind, content_hash = excluded.content_hash,
                      size = excluded.size, mtime_ns = excluded.mtime_ns, title = excluded.title,
                      status = excluded.status, error_code = NULL, error = excluded.error,
@@ -466,6 +468,7 @@ fn chunk_record(r: &Row) -> Result<ChunkRecord> {
         char_end: r.get::<_, i64>(11) as usize,
         token_count: u32_of(r, 12)?.unwrap_or(0),
         text_hash: r.get(13),
+        meta: knowhub_store::meta_from_json(r.get(14)),
     })
 }
 
@@ -491,6 +494,7 @@ fn document_record(r: &Row) -> Result<DocumentRecord> {
         updated_at_ms: r.get(17),
         owner: r.get(18),
         parent: r.get::<_, Option<i64>>(19).map(DocumentId),
+        meta: knowhub_store::meta_from_json(r.get(20)),
     })
 }
 

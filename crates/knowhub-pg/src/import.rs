@@ -201,6 +201,7 @@ const TABLES: &[Table] = &[
             col("created_at", Int),
             col("updated_at", Int),
             col("parent_id", Int),
+            col("meta", Text),
         ],
         serial: Some("id"),
         from: None,

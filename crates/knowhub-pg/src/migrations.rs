@@ -537,6 +537,13 @@ ALTER TABLE documents ADD COLUMN parent_id BIGINT REFERENCES documents(id) ON DE
 CREATE INDEX documents_parent ON documents (parent_id) WHERE parent_id IS NOT NULL;
 "#],
     },
+    Domain {
+        name: "metadata",
+        steps: &[r#"
+-- A document's people and date (a mail's sender, recipients, date) as JSON; NULL when none.
+ALTER TABLE documents ADD COLUMN meta TEXT;
+"#],
+    },
     // New domains go above this line, each at the end of the list.
 ];
 

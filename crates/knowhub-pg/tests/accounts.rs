@@ -37,6 +37,7 @@ fn store(docs: &PgDocuments, source: SourceId, path: &str, text: &str) {
         note: None,
         page_count: None,
         encoding: None,
+        meta: &knowhub_store::NO_META,
         text,
         chunks: &[chunk],
         tables: &[],

@@ -68,6 +68,12 @@ fn put_doc(
     tables: &[Table],
 ) -> DocumentId {
     let text = texts.join("\n");
+    // People and a date, so the copy is seen to carry them.
+    let meta = knowhub_parse::DocumentMeta {
+        authors: vec!["Dana Lee <dana@example.com>".into()],
+        recipients: vec![],
+        date: Some("2026-03-02T09:30:00+08:00".into()),
+    };
     s.replace_document(&NewDocument {
         parent: None,
         source,
@@ -82,6 +88,7 @@ fn put_doc(
         note: None,
         page_count: Some(3),
         encoding: Some("utf-8"),
+        meta: &meta,
         text: &text,
         chunks: &chunks(texts),
         tables,
@@ -761,6 +768,7 @@ fn a_local_store_is_copied_whole_and_reads_back_the_same() {
             note: None,
             page_count: None,
             encoding: None,
+            meta: &knowhub_store::NO_META,
             text,
             chunks: &chunks(&[text]),
             tables: &[],
@@ -1072,6 +1080,7 @@ fn original_files_still_on_this_machine_as_ingested_are_copied() {
                 note: None,
                 page_count: None,
                 encoding: None,
+                meta: &knowhub_store::NO_META,
                 text: ingested,
                 chunks: &chunks(&[ingested]),
                 tables: &[],

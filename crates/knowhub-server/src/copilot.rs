@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
 use knowhub_agent::state::RenderedSource;
 use knowhub_agent::{AgentEvent, AskOutcome, AskRequest, CancelFlag};
-use knowhub_engine::{RetrievalMode, SearchHit, SearchOptions};
+use knowhub_engine::{MetaFilter, RetrievalMode, SearchHit, SearchOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -48,10 +48,22 @@ pub(crate) struct SearchBody {
     #[serde(default)]
     #[schema(pattern = "^(hybrid|keyword|semantic)$")]
     mode: Option<String>,
+    /// Only documents whose sender's name or address contains this (a mail's From).
+    #[serde(default)]
+    from: Option<String>,
+    /// Only documents dated this day or later (`YYYY-MM-DD`, by the document's own date).
+    #[serde(default)]
+    #[schema(pattern = r"^\d{4}-\d{2}-\d{2}$")]
+    since: Option<String>,
+    /// Only documents dated this day or earlier (`YYYY-MM-DD`).
+    #[serde(default)]
+    #[schema(pattern = r"^\d{4}-\d{2}-\d{2}$")]
+    until: Option<String>,
 }
 
 /// `{"hits": [...], "count": n}`: passages the caller may read, each with its citation
-/// (`evidence_id`, document, path, pages, heading path, snippet, text).
+/// (`evidence_id`, document, path, pages, heading path, snippet, text, and `meta`: the
+/// document's `authors`, `recipients` and `date` where its format records them).
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct SearchResults {
     #[schema(value_type = Vec<Object>)]
@@ -75,6 +87,11 @@ pub(crate) async fn search(
         mode: match b.mode.as_deref() {
             None => RetrievalMode::default(),
             Some(m) => m.parse::<RetrievalMode>()?,
+        },
+        meta: MetaFilter {
+            from: b.from.clone(),
+            since: b.since.as_deref().map(MetaFilter::parse_day).transpose()?,
+            until: b.until.as_deref().map(MetaFilter::parse_day).transpose()?,
         },
         ..d
     };

@@ -1084,6 +1084,24 @@ fn document_search_and_ask() {
         Some(json!({"query": "leave", "mode": "psychic"})),
     )
     .assert_error(422, "VALIDATION_ERROR");
+    // By sender and day: the handbook records neither, so a sender or a day keeps nothing.
+    for narrowed in [
+        json!({"query": "annual leave salary", "from": "dana"}),
+        json!({"query": "annual leave salary", "since": "2020-01-01"}),
+    ] {
+        let r = s.call("POST", "/api/v1/search", &s.alice, Some(narrowed));
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(r.json()["count"], 0, "{}", r.text);
+    }
+    for day in ["March 2", "2026-02-30"] {
+        s.call(
+            "POST",
+            "/api/v1/search",
+            &s.alice,
+            Some(json!({"query": "leave", "until": day})),
+        )
+        .assert_error(422, "VALIDATION_ERROR");
+    }
 
     let r = s.call(
         "POST",

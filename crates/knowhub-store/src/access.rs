@@ -212,6 +212,7 @@ mod tests {
             note: None,
             page_count: None,
             encoding: Some("UTF-8"),
+            meta: &crate::NO_META,
             text: "whole text",
             chunks: &[],
             tables: &[],

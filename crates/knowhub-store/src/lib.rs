@@ -286,12 +286,12 @@ impl Store {
         tx.execute(
             "INSERT INTO documents (source_id, folder_id, path, kind, content_hash, size, mtime_ns,
                  title, status, error_code, error, page_count, encoding, chunk_count, index_state,
-                 created_at, updated_at, parent_id)
+                 created_at, updated_at, parent_id, meta)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?12, ?13, 'pending', ?14, ?14,
-                 ?15)
+                 ?15, ?16)
              ON CONFLICT (path) DO UPDATE SET
                  source_id = excluded.source_id, folder_id = excluded.folder_id, kind = excluded.kind,
-                 parent_id = excluded.parent_id,
+                 parent_id = excluded.parent_id, meta = excluded.meta,
                  content_hash = excluded.content_hash, size = excluded.size,
                  mtime_ns = excluded.mtime_ns, title = excluded.title, status = excluded.status,
                  error_code = NULL, error = excluded.error, page_count = excluded.page_count,
@@ -313,6 +313,7 @@ impl Store {
                 doc.chunks.len() as i64,
                 now,
                 doc.parent.map(|p| p.0),
+                records::meta_to_json(doc.meta),
             ],
         )?;
         let id: i64 = tx.query_row(
@@ -535,7 +536,8 @@ impl Store {
     pub fn document_chunks(&self, id: DocumentId) -> Result<Vec<ChunkRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT c.id, c.document_id, d.path, d.title, d.kind, c.ordinal, c.text, c.heading_path,
-                    c.page_start, c.page_end, c.char_start, c.char_end, c.token_count, c.text_hash
+                    c.page_start, c.page_end, c.char_start, c.char_end, c.token_count, c.text_hash,
+                    d.meta
              FROM chunks c JOIN documents d ON d.id = c.document_id
              WHERE c.document_id = ?1 ORDER BY c.ordinal",
         )?;
@@ -581,7 +583,8 @@ impl Store {
         let placeholders = vec!["?"; ids.len()].join(",");
         let mut stmt = self.conn.prepare(&format!(
             "SELECT c.id, c.document_id, d.path, d.title, d.kind, c.ordinal, c.text, c.heading_path,
-                    c.page_start, c.page_end, c.char_start, c.char_end, c.token_count, c.text_hash
+                    c.page_start, c.page_end, c.char_start, c.char_end, c.token_count, c.text_hash,
+                    d.meta
              FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id IN ({placeholders})"
         ))?;
         let mut by_id = std::collections::HashMap::new();
@@ -760,7 +763,7 @@ impl Store {
 pub(crate) const DOC_SELECT: &str =
     "SELECT id, source_id, folder_id, path, kind, content_hash, size, mtime_ns,
     title, status, error_code, error, page_count, encoding, chunk_count, index_state, created_at,
-    updated_at, owner, parent_id FROM documents";
+    updated_at, owner, parent_id, meta FROM documents";
 
 pub(crate) fn heading_from_json(s: &str) -> Vec<String> {
     serde_json::from_str(s).unwrap_or_default()

@@ -426,6 +426,14 @@ CREATE TABLE attachment_files (
 );
 "#],
     ),
+    (
+        "metadata",
+        // A document's people and date (`knowhub_parse::DocumentMeta`) as JSON; NULL when
+        // its format records none.
+        &[r#"
+ALTER TABLE documents ADD COLUMN meta TEXT;
+"#],
+    ),
 ];
 
 pub(crate) fn run(conn: &mut Connection) -> Result<(), StoreError> {

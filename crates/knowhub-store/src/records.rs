@@ -1,6 +1,6 @@
 //! Plain records read from and written to the store.
 
-use knowhub_parse::Column;
+use knowhub_parse::{Column, DocumentMeta};
 use rusqlite::Row;
 use serde::{Deserialize, Serialize};
 
@@ -102,6 +102,9 @@ pub struct DocumentRecord {
     /// The mail this document is an attachment of: it has no file of its own, follows the
     /// mail's permissions, and goes when the mail goes.
     pub parent: Option<DocumentId>,
+    /// Its people and date, where its format records them (a mail's sender, recipients, date).
+    #[serde(skip_serializing_if = "DocumentMeta::is_empty")]
+    pub meta: DocumentMeta,
 }
 
 impl DocumentRecord {
@@ -127,6 +130,7 @@ impl DocumentRecord {
             updated_at_ms: r.get(17)?,
             owner: r.get(18)?,
             parent: r.get::<_, Option<i64>>(19)?.map(DocumentId),
+            meta: meta_from_json(r.get(20)?),
         })
     }
 }
@@ -164,6 +168,8 @@ pub struct NewDocument<'a> {
     pub note: Option<&'a str>,
     pub page_count: Option<u32>,
     pub encoding: Option<&'a str>,
+    /// Its people and date (stored when not empty).
+    pub meta: &'a DocumentMeta,
     /// The canonical extracted text that chunk offsets refer to.
     pub text: &'a str,
     pub chunks: &'a [NewChunk],
@@ -237,6 +243,9 @@ pub struct ChunkRecord {
     pub char_end: usize,
     pub token_count: u32,
     pub text_hash: String,
+    /// The document's people and date.
+    #[serde(skip_serializing_if = "DocumentMeta::is_empty")]
+    pub meta: DocumentMeta,
 }
 
 impl ChunkRecord {
@@ -263,6 +272,7 @@ impl ChunkRecord {
             char_end: r.get::<_, i64>(11)? as usize,
             token_count: r.get(12)?,
             text_hash: r.get(13)?,
+            meta: meta_from_json(r.get(14)?),
         })
     }
 }
@@ -319,4 +329,25 @@ pub struct SheetTableRecord {
     pub sql_name: String,
     pub columns: Vec<Column>,
     pub row_count: u64,
+}
+
+/// No people and no date: for a [`NewDocument`] whose format records none.
+pub static NO_META: DocumentMeta = DocumentMeta {
+    authors: Vec::new(),
+    recipients: Vec::new(),
+    date: None,
+};
+
+/// A stored `meta` column: JSON, NULL when a document has none. Unreadable JSON (written by a
+/// newer version with fields this one does not know is still read) counts as none.
+pub fn meta_from_json(json: Option<String>) -> DocumentMeta {
+    json.and_then(|j| serde_json::from_str(&j).ok())
+        .unwrap_or_default()
+}
+
+/// The `meta` column for a document's people and date: `None` when there are none.
+pub fn meta_to_json(meta: &DocumentMeta) -> Option<String> {
+    (!meta.is_empty())
+        .then(|| serde_json::to_string(meta).ok())
+        .flatten()
 }

@@ -37,6 +37,7 @@ fn doc<'a>(
         note: None,
         page_count: None,
         encoding: Some("UTF-8"),
+        meta: &crate::NO_META,
         text: "whole text",
         chunks,
         tables,
@@ -79,6 +80,46 @@ fn replace_keeps_id_and_swaps_chunks_atomically() {
         (rec.content_hash.as_deref(), rec.chunk_count),
         (Some("h2"), 1)
     );
+}
+
+#[test]
+fn a_documents_people_and_date_are_kept_with_it_and_its_passages() {
+    let mut store = Store::open_in_memory().unwrap();
+    let src = store.files_source().unwrap();
+    let meta = knowhub_parse::DocumentMeta {
+        authors: vec!["张三 <zhang@example.com>".into()],
+        recipients: vec!["hr@example.com".into()],
+        date: Some("2026-09-01T09:30:00+08:00".into()),
+    };
+    let chunks = [chunk(0, "年假请在 9 月底前提交。")];
+    let id = store
+        .replace_document(&NewDocument {
+            meta: &meta,
+            ..doc(src, "/mail.eml", "h1", &chunks, &[])
+        })
+        .unwrap();
+    assert_eq!(store.document(id).unwrap().unwrap().meta, meta);
+    let ids: Vec<ChunkId> = store
+        .index_entries(id)
+        .unwrap()
+        .iter()
+        .map(|e| e.chunk_id)
+        .collect();
+    assert_eq!(store.chunks(&ids).unwrap()[0].meta, meta);
+    assert_eq!(store.document_chunks(id).unwrap()[0].meta, meta);
+
+    // A new version without any drops them; none is stored as NULL, not as `{}`.
+    store
+        .replace_document(&doc(src, "/mail.eml", "h2", &chunks, &[]))
+        .unwrap();
+    assert!(store.document(id).unwrap().unwrap().meta.is_empty());
+    let raw: Option<String> = store
+        .conn
+        .query_row("SELECT meta FROM documents WHERE id = ?1", [id.0], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(raw, None);
 }
 
 #[test]

@@ -5,6 +5,7 @@ import { CloseIcon } from "../components/Dialog";
 import { BackIcon, DocIcon, ExternalIcon } from "../components/icons";
 import { OriginBadge } from "../components/OriginBadge";
 import { useEscape } from "../lib/escape";
+import { formatDateTime } from "../lib/format";
 import { useToast } from "../state/toasts";
 import { DocViewer } from "./DocViewer";
 
@@ -89,6 +90,16 @@ export function SourcePanel({ source, onClose }: Props) {
           {viewing && doc ? doc.title : source.title}
         </h2>
         <div className="panel-meta">
+          {!viewing && (source.authors.length > 0 || source.date) && (
+            <span data-testid="source-byline">
+              {[
+                source.authors.length > 0 ? t("source.from", { people: source.authors.join(", ") }) : null,
+                source.date ? formatDateTime(Date.parse(source.date)) : null,
+              ]
+                .filter(Boolean)
+                .join(" · ")}
+            </span>
+          )}
           {!viewing && source.page != null && <span>{t("source.page", { page: source.page })}</span>}
           {!viewing && source.heading.length > 0 && <span className="heading-path">{source.heading.join(" › ")}</span>}
           {viewing && doc && <span className="mono path" title={doc.path}>{doc.path}</span>}

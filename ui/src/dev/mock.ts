@@ -236,6 +236,8 @@ function source(number: number, d: MockDoc, chunkId: number): Source {
     documentId: d.id,
     chunkId,
     sql: null,
+    authors: [],
+    date: null,
   };
 }
 
@@ -302,6 +304,8 @@ async function ask(args: Args): Promise<Answer> {
         documentId: null,
         chunkId: null,
         sql: "SELECT region, SUM(amount) AS total\nFROM orders\nWHERE year = 2024\nGROUP BY region\nORDER BY total DESC",
+        authors: [],
+        date: null,
       },
     ];
     text = zh ? "2024 年北区销售额最高，为 120 万元 [1]。" : "In 2024 the north region sold the most, 1.2 million [1].";
@@ -437,7 +441,7 @@ async function ingestDropped(args: Args): Promise<DroppedFile[]> {
     const bad = /\.(exe|zip)$/i.test(name);
     const outcome = bad ? "unsupported" : "added";
     const reason = bad ? "not a document type KnowHub reads" : null;
-    ingestEvent({ type: "progress", queued: paths.length - i - 1, running: 1, failed: 0, done: i, paused, current: stored, etaSecs: 2 });
+    ingestEvent({ type: "progress", queued: paths.length - i - 1, running: 1, failed: 0, done: i, paused, current: stored, pagesRead: null, pages: null, etaSecs: 2 });
     ingestEvent({ type: "file", path: stored, outcome, reason });
     out.push({ source: p, storedAs: stored, outcome, reason });
     if (!bad) {
@@ -587,7 +591,7 @@ async function handle(cmd: string, args: Args): Promise<unknown> {
     }
     case "set_ingestion_paused":
       paused = Boolean(args.paused);
-      ingestEvent({ type: "progress", queued: 1, running: 0, failed: 1, done: 3, paused, current: null, etaSecs: null });
+      ingestEvent({ type: "progress", queued: 1, running: 0, failed: 1, done: 3, paused, current: null, pagesRead: null, pages: null, etaSecs: null });
       return null;
     case "retry_failed":
       return 1;
@@ -755,6 +759,8 @@ export function installMock(): void {
         done: 3 - left,
         paused,
         current: `${ROOT}/Engineering/apollo.md`,
+        pagesRead: null,
+        pages: null,
         etaSecs: left * 20,
       });
     left -= 1;

@@ -202,6 +202,7 @@ fn evidence(hit: &SearchHit, snapshot: &str, query: &str) -> EvidenceItem {
                 hit.document_id.0, hit.chunk_id.0
             )),
             url: hit.url.clone(),
+            meta: hit.meta.clone(),
             ..EvidenceSource::default()
         },
         authz: EvidenceAuthz {

@@ -15,6 +15,7 @@ use crate::extractive;
 use crate::lang::Lang;
 use crate::state::{AgentState, Citation, EvidenceItem, RenderedSource, StopReason};
 use crate::{AgentEvent, Result};
+use knowhub_engine::DocumentMeta;
 
 /// Evidence items given to the writer at most.
 const MAX_EVIDENCE: usize = 8;
@@ -413,11 +414,30 @@ fn more_rows_than_the_writer_reads(e: &EvidenceItem) -> bool {
 
 /// The evidence title the prompt lists each item under (`[n] (title) text`).
 fn listing_title(e: &EvidenceItem) -> String {
-    e.source
+    let title = e
+        .source
         .title
         .clone()
         .or_else(|| e.source.db.clone())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    match byline(&e.source.meta) {
+        // A passage from the middle of a mail does not repeat its headers: the listing says
+        // who sent it and when, so "who decided …?" and "when …?" can be answered from it.
+        Some(by) if title.is_empty() => by,
+        Some(by) => format!("{title}; {by}"),
+        None => title,
+    }
+}
+
+/// `from Dana Lee <dana@example.com>, 2026-03-02`: a document's sender and day, if known.
+fn byline(meta: &DocumentMeta) -> Option<String> {
+    let day = meta.date.as_deref().and_then(|d| d.get(..10));
+    match (meta.authors.is_empty(), day) {
+        (true, None) => None,
+        (true, Some(day)) => Some(day.to_string()),
+        (false, None) => Some(format!("from {}", meta.authors.join(", "))),
+        (false, Some(day)) => Some(format!("from {}, {day}", meta.authors.join(", "))),
+    }
 }
 
 /// What only a copy of the prompt's evidence would hold: the `(title)` headers it lists the
@@ -648,6 +668,7 @@ fn finish(
             heading: e.source.heading.clone(),
             uri: e.source.uri.clone().unwrap_or_default(),
             url: e.source.url.clone(),
+            meta: e.source.meta.clone(),
             text: e.text.clone(),
         })
         .collect();
@@ -691,6 +712,25 @@ mod tests {
             },
             ..EvidenceItem::default()
         }
+    }
+
+    #[test]
+    fn a_mail_is_listed_with_its_sender_and_day() {
+        let mut mail = item("Travel policy 2026");
+        mail.source.meta = DocumentMeta {
+            authors: vec!["Dana Lee <dana@example.com>".into()],
+            recipients: vec!["staff@example.com".into()],
+            date: Some("2026-03-02T09:30:00+08:00".into()),
+        };
+        assert_eq!(
+            listing_title(&mail),
+            "Travel policy 2026; from Dana Lee <dana@example.com>, 2026-03-02"
+        );
+        mail.source.meta.authors.clear();
+        assert_eq!(listing_title(&mail), "Travel policy 2026; 2026-03-02");
+        mail.source.title = None;
+        assert_eq!(listing_title(&mail), "2026-03-02");
+        assert_eq!(listing_title(&item("Handbook")), "Handbook");
     }
 
     #[test]

@@ -50,6 +50,17 @@ Thanks.
             (BlockKind::Paragraph, "Thanks."),
         ]
     );
+    assert_eq!(
+        doc.meta,
+        DocumentMeta {
+            authors: vec!["张三 <zhang@example.com>".into()],
+            recipients: vec!["hr@example.com".into(), "Li Si <li@example.com>".into()],
+            date: Some("2026-09-01T09:30:00+08:00".into()),
+        }
+    );
+    assert!(doc.meta.is_from("ZHANG@example"));
+    assert!(!doc.meta.is_from("li@example.com"));
+    assert!(doc.meta.names("li si"));
 }
 
 #[test]
