@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
+use knowhub_client::Client;
 use knowhub_engine::authz::{Scope, ScopeSet};
 use knowhub_engine::{
     CrawlSettings, CrawlSummary, CrawlView, Engine, IngestEvent, PageOutcome, ProcessOptions,
@@ -124,16 +125,19 @@ fn apply(options: CrawlOptions, mut settings: CrawlSettings) -> Result<CrawlSett
 }
 
 fn find(engine: &Engine, ctx: &RequestContext, source: &str) -> Result<CrawlView> {
-    let crawls = engine.crawls(ctx)?;
+    find_in(engine.crawls(ctx)?, source)
+}
+
+/// A web source by its id or start address.
+fn find_in(crawls: Vec<CrawlView>, source: &str) -> Result<CrawlView> {
     let wanted = source.trim();
     crawls
-        .iter()
+        .into_iter()
         .find(|c| {
             c.id.to_string() == wanted
                 || c.url == wanted
                 || c.url.trim_end_matches('/') == wanted.trim_end_matches('/')
         })
-        .cloned()
         .with_context(|| format!("no web source {wanted} (see `knowhub crawl list`)"))
 }
 
@@ -326,6 +330,176 @@ pub(crate) fn run(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `knowhub --server … crawl …`: the team server's web sources. A run crawls on the server and
+/// queues the changed pages for the server's own ingestion worker.
+pub(crate) fn remote(client: &Client, cmd: CrawlCommand, json: bool) -> Result<ExitCode> {
+    let find = |source: &str| -> Result<CrawlView> {
+        find_in(client.crawls()?.into_iter().map(view_of).collect(), source)
+    };
+    match cmd {
+        CrawlCommand::Add {
+            url,
+            options,
+            readers,
+            run,
+        } => {
+            let settings = apply(options, CrawlSettings::default())?;
+            let view = view_of(client.add_crawl(&knowhub_client::NewCrawl {
+                url,
+                settings: wire(&settings),
+                readers: readers.clone(),
+            })?);
+            if !json {
+                println!("added web source {} ({})", view.id, view.url);
+                println!(
+                    "  readable by {} (change with `knowhub --server … acl set {}`)",
+                    if readers.is_empty() {
+                        "administrators and you".to_owned()
+                    } else {
+                        readers.join(", ")
+                    },
+                    view.folder
+                );
+            }
+            if run {
+                return remote_run(client, view.id, json);
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&view)?);
+            }
+        }
+        CrawlCommand::List => {
+            let crawls: Vec<CrawlView> = client.crawls()?.into_iter().map(view_of).collect();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&crawls)?);
+            } else if crawls.is_empty() {
+                println!("no web sources (add one with `knowhub crawl add <url>`)");
+            } else {
+                crawls.iter().for_each(print_view);
+            }
+        }
+        CrawlCommand::Run { source } => return remote_run(client, find(&source)?.id, json),
+        CrawlCommand::Set { source, options } => {
+            let view = find(&source)?;
+            let settings = apply(options, view.settings.clone())?;
+            let view = view_of(client.update_crawl(view.id, &wire(&settings))?);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&view)?);
+            } else {
+                print_view(&view);
+            }
+        }
+        CrawlCommand::Remove { source } => {
+            let view = find(&source)?;
+            let removed = client.remove_crawl(view.id)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"removed": view.url, "documents": removed})
+                );
+            } else {
+                println!("removed {} and its {removed} document(s)", view.url);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn remote_run(client: &Client, id: i64, json: bool) -> Result<ExitCode> {
+    let run = client.run_crawl(id)?;
+    let summary = summary_of(run.summary);
+    if json {
+        let pages: Vec<_> = run
+            .pages
+            .iter()
+            .map(|p| serde_json::json!({"url": p.url, "outcome": p.outcome, "detail": p.detail}))
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "crawl": view_of(run.crawl),
+                "summary": summary,
+                "pages": pages,
+            }))?
+        );
+    } else {
+        for p in run.pages.iter().filter(|p| p.outcome != "unchanged") {
+            match &p.detail {
+                Some(detail) => eprintln!("{}  {}: {detail}", p.url, p.outcome),
+                None => eprintln!("{}  {}", p.url, p.outcome),
+            }
+        }
+        println!("{}: {}", run.crawl.url, summary_line(&summary));
+        if summary.queued > 0 {
+            println!(
+                "{} file(s) queued: the server's ingestion worker reads them",
+                summary.queued
+            );
+        }
+    }
+    Ok(if summary.aborted.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The settings as the server takes them: every field given, 0 for "by hand only".
+fn wire(s: &CrawlSettings) -> knowhub_client::CrawlSettings {
+    knowhub_client::CrawlSettings {
+        depth: Some(s.depth),
+        include: Some(s.include.clone()),
+        exclude: Some(s.exclude.clone()),
+        every_secs: Some(s.every_secs.unwrap_or(0)),
+        max_pages: Some(s.max_pages),
+        max_page_bytes: Some(s.max_page_bytes),
+        max_total_bytes: Some(s.max_total_bytes),
+        delay_ms: Some(s.delay_ms),
+    }
+}
+
+fn view_of(c: knowhub_client::Crawl) -> CrawlView {
+    let d = CrawlSettings::default();
+    let s = c.settings;
+    CrawlView {
+        id: c.id,
+        url: c.url,
+        folder: c.folder,
+        owner: c.owner,
+        settings: CrawlSettings {
+            depth: s.depth.unwrap_or(d.depth),
+            include: s.include.unwrap_or_default(),
+            exclude: s.exclude.unwrap_or_default(),
+            every_secs: s.every_secs.filter(|&n| n > 0),
+            max_pages: s.max_pages.unwrap_or(d.max_pages),
+            max_page_bytes: s.max_page_bytes.unwrap_or(d.max_page_bytes),
+            max_total_bytes: s.max_total_bytes.unwrap_or(d.max_total_bytes),
+            delay_ms: s.delay_ms.unwrap_or(d.delay_ms),
+        },
+        documents: c.documents,
+        last_run: c.last_run.map(summary_of),
+        next_run: c.next_run_ms,
+    }
+}
+
+fn summary_of(s: knowhub_client::CrawlSummary) -> CrawlSummary {
+    CrawlSummary {
+        finished_at: s.finished_at_ms,
+        fetched: s.fetched,
+        unchanged: s.unchanged,
+        removed: s.removed,
+        gone: s.gone,
+        duplicates: s.duplicates,
+        skipped: s.skipped,
+        failed: s.failed,
+        pages: s.pages,
+        queued: s.queued,
+        stopped: s.stopped,
+        aborted: s.aborted,
+        problems: s.problems,
+    }
 }
 
 #[cfg(test)]

@@ -8,9 +8,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use knowhub_client::{AskEvent, AskRequest, Client, ClientOptions, SearchMode, SearchRequest};
+use knowhub_client::{
+    AskEvent, AskRequest, Client, ClientOptions, SearchMode, SearchRequest, UserKey,
+};
 
 use crate::Command;
+use crate::access::{AclCommand, UserCommand};
 
 /// Where the team server is.
 #[derive(Debug, Clone, clap::Args)]
@@ -208,11 +211,133 @@ pub(crate) fn run(
         Command::Trace { id: Some(id) } => {
             println!("{}", serde_json::to_string_pretty(&client.trace(&id)?)?);
         }
+        Command::Crawl(cmd) => return crate::crawl::remote(&client, cmd, json),
+        Command::User(cmd) => return user(&client, cmd, json),
+        Command::Acl(cmd) => return acl(&client, cmd, json),
         _ => bail!(
-            "with --server, knowhub runs search, ask, status, list, sessions and trace <id> so \
-             far; run other commands on the server's machine (knowhub --database …) or through \
-             its HTTP API"
+            "with --server, knowhub runs search, ask, status, list, sessions, trace <id>, \
+             crawl, user and acl so far; run other commands on the server's machine \
+             (knowhub --database …) or through its HTTP API"
         ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `knowhub --server … user …`: the caller's account's users (administrators).
+fn user(client: &Client, cmd: UserCommand, json: bool) -> Result<ExitCode> {
+    let account = client.me()?.account_id;
+    let print_key = |key: &UserKey, what: &str| {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"user": key.user_id, "api_key": key.user_key})
+            );
+        } else {
+            println!("{what}");
+            println!("API key (shown once): {}", key.user_key);
+        }
+    };
+    match cmd {
+        UserCommand::Add { id, role, name } => {
+            let key = client.add_user(&account, &id, &role.to_lowercase(), name.as_deref())?;
+            print_key(&key, &format!("added {id} ({})", role.to_uppercase()));
+        }
+        UserCommand::List => {
+            let users = client.users(&account)?;
+            if json {
+                let rows: Vec<_> = users
+                    .iter()
+                    .map(|u| serde_json::json!({"id": u.user_id, "name": u.display_name, "role": u.role}))
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                for u in &users {
+                    println!("{:<20} {:<6} {}", u.user_id, u.role, u.display_name);
+                }
+                println!("{} user(s)", users.len());
+            }
+        }
+        UserCommand::Remove { id } => {
+            client.remove_user(&account, &id)?;
+            println!("removed {id}; their API keys no longer work");
+        }
+        UserCommand::SetRole { id, role } => {
+            client.set_role(&account, &id, &role.to_lowercase())?;
+            println!("{id} is now {}", role.to_uppercase());
+        }
+        UserCommand::RotateKey { id } => {
+            let key = client.rotate_key(&account, &id)?;
+            print_key(
+                &key,
+                &format!("new API key for {id} (the old ones stopped working)"),
+            );
+        }
+        UserCommand::Join { id, group } => {
+            client.join_group(&account, &id, &group)?;
+            println!("{id} joined {group}");
+        }
+        UserCommand::Leave { id, group } => {
+            client.leave_group(&account, &id, &group)?;
+            println!("{id} left {group}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `knowhub --server … acl …`: folders and documents by their paths on the server.
+fn acl(client: &Client, cmd: AclCommand, json: bool) -> Result<ExitCode> {
+    let on_server = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    let changed = match cmd {
+        AclCommand::Set { folder, scopes }
+        | AclCommand::SetDocument {
+            file: folder,
+            scopes,
+        } => client.set_acl(&on_server(&folder), Some(&scopes))?,
+        AclCommand::Clear { folder } | AclCommand::ClearDocument { file: folder } => {
+            client.set_acl(&on_server(&folder), None)?
+        }
+        // The server answers "who can see this" for a folder: each user's readable documents.
+        AclCommand::Show { folder } => {
+            let readers = client.readers(&on_server(&folder))?;
+            if json {
+                let rows: Vec<_> = readers
+                    .readers
+                    .iter()
+                    .map(|r| serde_json::json!({"user": r.user_id, "role": r.role, "readable": r.readable}))
+                    .collect();
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "path": readers.path, "documents": readers.documents, "readers": rows,
+                    }))?
+                );
+            } else {
+                println!("{}: {} document(s)", readers.path, readers.documents);
+                for r in &readers.readers {
+                    println!(
+                        "  {:<20} {:<6} reads {} of {}",
+                        r.user_id, r.role, r.readable, readers.documents
+                    );
+                }
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "path": changed.path, "kind": changed.kind, "explicit": changed.explicit,
+                "effective": changed.effective, "inherited_from": changed.inherited_from,
+            }))?
+        );
+    } else {
+        let origin = match (&changed.explicit, &changed.inherited_from) {
+            (Some(_), _) => format!("set on this {}", changed.kind),
+            (None, Some(from)) if !from.is_empty() => format!("inherited from {from}/"),
+            (None, _) => "inherited".to_owned(),
+        };
+        println!("{}: {} ({origin})", changed.path, changed.effective);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -19,6 +19,23 @@ fn knowhub(data: &Path) -> Command {
     c
 }
 
+fn api_key(printed: &str) -> String {
+    printed
+        .split(|c: char| c.is_whitespace() || c == '"')
+        .find(|w| w.starts_with("kh_"))
+        .unwrap()
+        .to_owned()
+}
+
+fn fails(o: Output) -> String {
+    assert!(
+        !o.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
 fn ok(o: Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -67,11 +84,11 @@ fn commands_run_on_the_server_under_the_keys_permissions() {
         .args(["user", "add", "alice"])
         .output()
         .unwrap());
-    let key = out
-        .split_whitespace()
-        .find(|w| w.starts_with("kh_"))
-        .unwrap()
-        .to_owned();
+    let key = api_key(&out);
+    let boss = api_key(&ok(knowhub(&data)
+        .args(["user", "add", "boss", "--role", "ADMIN"])
+        .output()
+        .unwrap()));
 
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -157,6 +174,88 @@ fn commands_run_on_the_server_under_the_keys_permissions() {
         "{}",
         String::from_utf8_lossy(&unsupported.stderr)
     );
+
+    // Administration on the server with an administrator's key: users, groups, ACLs, web
+    // sources. Folders are named by their paths on the server.
+    let admin = |args: &[&str]| {
+        knowhub(&elsewhere)
+            .args(["--server", &url, "--api-key", &boss])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let users = ok(admin(&["user", "list"]));
+    assert!(users.contains("alice") && users.contains("boss"), "{users}");
+    let carol = api_key(&ok(admin(&["user", "add", "carol", "--json"])));
+    let as_carol = |args: &[&str]| {
+        knowhub(&elsewhere)
+            .args(["--server", &url, "--api-key", &carol])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert!(!ok(as_carol(&["search", "salary band"])).contains("salaries"));
+    ok(admin(&["user", "join", "carol", "team:hr"]));
+    assert!(ok(as_carol(&["search", "salary band"])).contains("salaries"));
+    ok(admin(&["user", "leave", "carol", "team:hr"]));
+    assert!(!ok(as_carol(&["search", "salary band"])).contains("salaries"));
+    let hr = docs.join("hr").canonicalize().unwrap();
+    let hr = hr.to_str().unwrap();
+    let who = ok(admin(&["acl", "show", hr]));
+    assert!(
+        who.contains("alice") && who.contains("reads 0 of 1"),
+        "{who}"
+    );
+    let set = ok(admin(&["acl", "set", hr, "team:hr", "user:carol"]));
+    assert!(set.contains("user:carol"), "{set}");
+    assert!(ok(as_carol(&["search", "salary band"])).contains("salaries"));
+    ok(admin(&["acl", "set", hr, "team:hr"]));
+    assert!(!ok(as_carol(&["search", "salary band"])).contains("salaries"));
+    ok(admin(&["user", "set-role", "carol", "ADMIN"]));
+    let users = ok(admin(&["user", "list"]));
+    assert!(
+        users
+            .lines()
+            .any(|l| l.starts_with("carol") && l.contains("ADMIN")),
+        "{users}"
+    );
+    let rotated = api_key(&ok(admin(&["user", "rotate-key", "carol"])));
+    assert!(fails(as_carol(&["status"])).contains("UNAUTHENTICATED"));
+    assert_ne!(rotated, carol);
+    ok(admin(&["user", "remove", "carol"]));
+    assert!(!ok(admin(&["user", "list"])).contains("carol"));
+    // A user may not administer.
+    assert!(fails(remote(&["user", "add", "mallory"])).contains("PERMISSION_DENIED"));
+    // A folder she may not read is not there for her at all.
+    let refused = fails(remote(&["acl", "set", hr, "public"]));
+    assert!(refused.contains("NOT_FOUND"), "{refused}");
+    assert!(!ok(remote(&["search", "salary band"])).contains("salaries"));
+
+    // A web source on the server: added, listed, changed, run (the site is unreachable, so the
+    // run concludes nothing and says so), removed.
+    let site = "http://127.0.0.1:9/wiki/";
+    let added = ok(admin(&[
+        "crawl", "add", site, "--depth", "2", "--every", "6h",
+    ]));
+    assert!(added.contains("added web source"), "{added}");
+    let listed = ok(admin(&["crawl", "list"]));
+    assert!(
+        listed.contains(site) && listed.contains("depth 2, every 6h"),
+        "{listed}"
+    );
+    let changed = ok(admin(&["crawl", "set", site, "--every", "never"]));
+    assert!(changed.contains("depth 2, by hand"), "{changed}");
+    let run = admin(&["crawl", "run", site]);
+    assert_eq!(run.status.code(), Some(1), "{run:?}");
+    assert!(
+        String::from_utf8_lossy(&run.stdout).contains("not crawled"),
+        "{run:?}"
+    );
+    assert!(fails(remote(&["crawl", "list"])).contains("PERMISSION_DENIED"));
+    let removed = ok(admin(&["crawl", "remove", site]));
+    assert!(removed.contains("removed"), "{removed}");
+    assert!(ok(admin(&["crawl", "list"])).contains("no web sources"));
+
     // Nothing was written into the laptop's own knowledge base.
     assert!(!elsewhere.join("accounts").exists());
 }

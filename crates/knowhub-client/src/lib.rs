@@ -20,6 +20,7 @@
 //! # Ok::<(), knowhub_client::ClientError>(())
 //! ```
 
+mod admin;
 mod sse;
 mod types;
 
@@ -35,6 +36,7 @@ use serde::de::DeserializeOwned;
 use ureq::http::{Response, Uri};
 use ureq::tls::{PemItem, RootCerts, TlsConfig};
 
+pub use admin::*;
 pub use types::*;
 
 /// Every `(method, path)` this client calls, as the server's OpenAPI document names them.
@@ -55,6 +57,35 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ("DELETE", "/api/v1/conversations/{id}"),
     ("GET", "/api/v1/traces/{trace_id}"),
     ("POST", "/api/v1/feedback"),
+    ("GET", "/api/v1/crawls"),
+    ("POST", "/api/v1/crawls"),
+    ("PUT", "/api/v1/crawls/{id}"),
+    ("DELETE", "/api/v1/crawls/{id}"),
+    ("POST", "/api/v1/crawls/{id}/run"),
+    ("GET", "/api/v1/admin/accounts/{account_id}/users"),
+    ("POST", "/api/v1/admin/accounts/{account_id}/users"),
+    (
+        "DELETE",
+        "/api/v1/admin/accounts/{account_id}/users/{user_id}",
+    ),
+    (
+        "PUT",
+        "/api/v1/admin/accounts/{account_id}/users/{user_id}/role",
+    ),
+    (
+        "POST",
+        "/api/v1/admin/accounts/{account_id}/users/{user_id}/key",
+    ),
+    (
+        "PUT",
+        "/api/v1/admin/accounts/{account_id}/users/{user_id}/groups/{group}",
+    ),
+    (
+        "DELETE",
+        "/api/v1/admin/accounts/{account_id}/users/{user_id}/groups/{group}",
+    ),
+    ("PUT", "/api/v1/acl"),
+    ("GET", "/api/v1/acl/readers"),
 ];
 
 /// The largest JSON answer read (a whole document's text in a preview can be large).

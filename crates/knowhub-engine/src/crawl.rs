@@ -404,7 +404,13 @@ impl Engine {
         let _running = self.claim_crawl(record.source)?;
         let root = PathBuf::from(&record.root_path);
         self.store().cancel_jobs(Some(&record.root_path))?;
-        let removed = self.remove(ctx, std::slice::from_ref(&root))?;
+        // A source that never ran (or whose pages are all gone) has nothing stored to remove.
+        let stored = !self.store().documents(Some(&record.root_path))?.is_empty();
+        let removed = if stored {
+            self.remove(ctx, std::slice::from_ref(&root))?.documents
+        } else {
+            0
+        };
         if root.exists() {
             std::fs::remove_dir_all(&root).map_err(|e| EngineError::Io {
                 path: record.root_path.clone(),
@@ -413,7 +419,7 @@ impl Engine {
         }
         self.store().remove_crawl(record.source)?;
         self.audit_write(&access, "crawl.remove", &record.url, true)?;
-        Ok(removed.documents)
+        Ok(removed)
     }
 
     fn crawl_record(&self, id: i64) -> Result<CrawlRecord> {

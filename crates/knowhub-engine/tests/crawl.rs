@@ -268,4 +268,10 @@ fn bad_sources_are_refused_with_a_reason() {
         engine.run_crawl(&admin, 999, None),
         Err(EngineError::NotFound(_))
     ));
+    // A source that never ran has nothing stored, and goes all the same.
+    let unrun = engine
+        .add_crawl(&admin, "https://example.com/wiki/", settings())
+        .unwrap();
+    assert_eq!(engine.remove_crawl(&admin, unrun.id).unwrap(), 0);
+    assert!(engine.crawls(&admin).unwrap().is_empty());
 }
