@@ -114,7 +114,7 @@ impl From<ClientError> for CommandError {
             ClientError::Tls { .. } | ClientError::CaFile { .. } => "tls",
             ClientError::Address(_) => "invalid_input",
             ClientError::Cancelled => "cancelled",
-            ClientError::Write(_) => "io",
+            ClientError::Write(_) | ClientError::Read { .. } => "io",
             ClientError::Protocol(_) => "internal",
             ClientError::Api { status, .. } => match status {
                 401 => "unauthenticated",

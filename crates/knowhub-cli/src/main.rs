@@ -206,6 +206,9 @@ pub(crate) enum Command {
     Upload {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// Into this collection (a named folder of your uploads; made when new).
+        #[arg(long, value_name = "COLLECTION")]
+        to: Option<String>,
     },
     /// Verify that the store, the full-text index, the vectors and the folders agree exactly
     /// (exit code 2 when they do not).
@@ -564,9 +567,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let s = open_session(place.clone(), &ModelArgs::keyword_only(), &cli.identity)?;
             return watch::jobs(&s.engine, &s.ctx, command, json);
         }
-        Command::Upload { paths } => {
+        Command::Upload { paths, to } => {
             let s = open_session(place.clone(), &cli.models, &cli.identity)?;
-            return watch::upload(&s.engine, &s.ctx, &paths, json, show_progress);
+            return watch::upload(&s.engine, &s.ctx, &paths, to, json, show_progress);
         }
         Command::Check { deep } => {
             let s = open_session(place.clone(), &cli.models, &cli.identity)?;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use knowhub_client::{
-    AskEvent, AskRequest, Client, ClientOptions, SearchMode, SearchRequest, UserKey,
+    AskEvent, AskRequest, Client, ClientOptions, SearchMode, SearchRequest, UploadFile, UserKey,
 };
 
 use crate::Command;
@@ -211,12 +211,13 @@ pub(crate) fn run(
         Command::Trace { id: Some(id) } => {
             println!("{}", serde_json::to_string_pretty(&client.trace(&id)?)?);
         }
+        Command::Upload { paths, to } => return upload(&client, &paths, to.as_deref(), json),
         Command::Crawl(cmd) => return crate::crawl::remote(&client, cmd, json),
         Command::User(cmd) => return user(&client, cmd, json),
         Command::Acl(cmd) => return acl(&client, cmd, json),
         _ => bail!(
             "with --server, knowhub runs search, ask, status, list, sessions, trace <id>, \
-             crawl, user and acl so far; run other commands on the server's machine \
+             upload, crawl, user and acl so far; run other commands on the server's machine \
              (knowhub --database …) or through its HTTP API"
         ),
     }
@@ -340,4 +341,77 @@ fn acl(client: &Client, cmd: AclCommand, json: bool) -> Result<ExitCode> {
         println!("{}: {} ({origin})", changed.path, changed.effective);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Files sent to the server at most per request (the server also limits each request's size).
+const UPLOAD_BATCH: usize = 50;
+
+/// `knowhub --server … upload <files or folders> [--to COLLECTION]`: sends the files (a
+/// folder's files, hidden ones left out; the server keeps file names, not folders) into the
+/// caller's uploads on the server, where the server reads them.
+fn upload(client: &Client, paths: &[PathBuf], to: Option<&str>, json: bool) -> Result<ExitCode> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut found: Vec<PathBuf> = walkdir::WalkDir::new(path)
+                .into_iter()
+                .filter_entry(|e| {
+                    e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.')
+                })
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_file())
+                .map(|e| e.into_path())
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else if path.is_file() {
+            files.push(path.clone());
+        } else {
+            bail!("{}: no such file or folder", path.display());
+        }
+    }
+    let mut sent = Vec::new();
+    for batch in files.chunks(UPLOAD_BATCH) {
+        let batch: Vec<UploadFile> = batch
+            .iter()
+            .map(|p| UploadFile {
+                name: p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                path: p.clone(),
+            })
+            .collect();
+        sent.extend(client.upload(&batch, to)?.files);
+    }
+    let failed = sent.iter().filter(|f| f.outcome == "failed").count();
+    if json {
+        let rows: Vec<_> = sent
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "name": f.name, "path": f.path, "outcome": f.outcome,
+                    "document_id": f.document_id, "error": f.error,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        for f in &sent {
+            match &f.error {
+                Some(why) => println!("{:<9} {} ({why})", f.outcome, f.path),
+                None => println!("{:<9} {}", f.outcome, f.path),
+            }
+        }
+        println!(
+            "sent {} file(s) to {}, {failed} failed",
+            sent.len(),
+            client.server()
+        );
+    }
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -12,7 +12,7 @@ use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use knowhub_engine::{
     Engine, FileOutcome, IngestEvent, JobState, ProcessOptions, RequestContext, SourceRules,
-    WatchEvent, WatchOptions, WatchService,
+    UploadTarget, WatchEvent, WatchOptions, WatchService,
 };
 
 /// `knowhub watch` arguments.
@@ -329,10 +329,11 @@ pub(crate) fn upload(
     engine: &Arc<Engine>,
     ctx: &RequestContext,
     paths: &[PathBuf],
+    collection: Option<String>,
     json: bool,
     progress: bool,
 ) -> Result<ExitCode> {
-    let copies = engine.upload(ctx, paths)?;
+    let copies = engine.upload_to(ctx, paths, &UploadTarget::Uploads { collection })?;
     if !json {
         for c in &copies {
             eprintln!("copied to {}", c.display());

@@ -175,6 +175,25 @@ fn commands_run_on_the_server_under_the_keys_permissions() {
         String::from_utf8_lossy(&unsupported.stderr)
     );
 
+    // Files from this computer reach the server only when sent: into alice's uploads there,
+    // a folder's files without its hidden ones.
+    let mine = dir.path().join("laptop-files");
+    std::fs::create_dir_all(mine.join(".git")).unwrap();
+    std::fs::write(
+        mine.join("trip.md"),
+        "# Trip\n\nThe lighthouse trip leaves from pier nine.",
+    )
+    .unwrap();
+    std::fs::write(mine.join(".git/config"), "lighthouse secrets").unwrap();
+    let sent = ok(remote(&["upload", mine.to_str().unwrap(), "--to", "trips"]));
+    assert!(
+        sent.contains("added") && sent.contains("trips") && sent.contains("sent 1 file(s)"),
+        "{sent}"
+    );
+    let found = ok(remote(&["search", "lighthouse pier"]));
+    assert!(found.contains("trip.md"), "{found}");
+    assert!(fails(remote(&["upload", "/nonexistent/file.md"])).contains("no such file"));
+
     // Administration on the server with an administrator's key: users, groups, ACLs, web
     // sources. Folders are named by their paths on the server.
     let admin = |args: &[&str]| {

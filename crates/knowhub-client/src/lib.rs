@@ -23,6 +23,7 @@
 mod admin;
 mod sse;
 mod types;
+mod upload;
 
 use std::io::{BufReader, Read, Write};
 use std::net::IpAddr;
@@ -38,6 +39,7 @@ use ureq::tls::{PemItem, RootCerts, TlsConfig};
 
 pub use admin::*;
 pub use types::*;
+pub use upload::*;
 
 /// Every `(method, path)` this client calls, as the server's OpenAPI document names them.
 pub const ENDPOINTS: &[(&str, &str)] = &[
@@ -86,6 +88,7 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ),
     ("PUT", "/api/v1/acl"),
     ("GET", "/api/v1/acl/readers"),
+    ("POST", "/api/v1/uploads"),
 ];
 
 /// The largest JSON answer read (a whole document's text in a preview can be large).
@@ -123,6 +126,12 @@ pub enum ClientError {
     /// Writing a downloaded file failed.
     #[error("writing the download: {0}")]
     Write(std::io::Error),
+    /// A file to upload could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 impl ClientError {

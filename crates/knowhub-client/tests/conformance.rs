@@ -349,6 +349,44 @@ fn administration_works_for_administrators_only() {
         Some(404)
     );
 
+    // An upload into a collection, read by the server before it answers.
+    let notes = s._dir.path().join("notes.md");
+    std::fs::write(
+        &notes,
+        "# Notes\n\nThe ferry to the lighthouse leaves at seven.",
+    )
+    .unwrap();
+    let report = alice
+        .upload(
+            &[knowhub_client::UploadFile {
+                name: "notes \"ferry\".md".into(),
+                path: notes,
+            }],
+            Some("trips"),
+        )
+        .unwrap();
+    assert_eq!(report.files.len(), 1);
+    assert_eq!(report.files[0].outcome, "added", "{report:?}");
+    assert!(report.files[0].path.contains("trips"), "{report:?}");
+    assert_eq!(
+        alice
+            .search(&SearchRequest::new("ferry lighthouse"))
+            .unwrap()
+            .len(),
+        1
+    );
+    let missing = alice.upload(
+        &[knowhub_client::UploadFile {
+            name: "gone.md".into(),
+            path: s._dir.path().join("gone.md"),
+        }],
+        None,
+    );
+    assert!(
+        matches!(missing, Err(ClientError::Read { .. })),
+        "{missing:?}"
+    );
+
     // Web sources (this one is never reachable: a run concludes nothing and says why).
     let added = admin
         .add_crawl(&knowhub_client::NewCrawl {
