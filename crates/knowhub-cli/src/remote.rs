@@ -345,6 +345,9 @@ fn acl(client: &Client, cmd: AclCommand, json: bool) -> Result<ExitCode> {
 
 /// Files sent to the server at most per request (the server also limits each request's size).
 const UPLOAD_BATCH: usize = 50;
+/// Bytes sent per request at most (a single larger file goes alone): well under the server's
+/// default request limit (500 MB), so a folder of large files is not refused as one request.
+const UPLOAD_BATCH_BYTES: u64 = 200 * 1024 * 1024;
 
 /// `knowhub --server … upload <files or folders> [--to COLLECTION]`: sends the files (a
 /// folder's files, hidden ones left out; the server keeps file names, not folders) into the
@@ -370,19 +373,32 @@ fn upload(client: &Client, paths: &[PathBuf], to: Option<&str>, json: bool) -> R
             bail!("{}: no such file or folder", path.display());
         }
     }
+    let mut batches: Vec<Vec<UploadFile>> = Vec::new();
+    let mut batch_bytes = 0u64;
+    for path in files {
+        let size = std::fs::metadata(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .len();
+        let full = batches.last().is_none_or(|b| {
+            b.len() >= UPLOAD_BATCH
+                || (!b.is_empty() && batch_bytes.saturating_add(size) > UPLOAD_BATCH_BYTES)
+        });
+        if full {
+            batches.push(Vec::new());
+            batch_bytes = 0;
+        }
+        batch_bytes += size;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Some(batch) = batches.last_mut() {
+            batch.push(UploadFile { name, path });
+        }
+    }
     let mut sent = Vec::new();
-    for batch in files.chunks(UPLOAD_BATCH) {
-        let batch: Vec<UploadFile> = batch
-            .iter()
-            .map(|p| UploadFile {
-                name: p
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                path: p.clone(),
-            })
-            .collect();
-        sent.extend(client.upload(&batch, to)?.files);
+    for batch in &batches {
+        sent.extend(client.upload(batch, to)?.files);
     }
     let failed = sent.iter().filter(|f| f.outcome == "failed").count();
     if json {
