@@ -124,10 +124,6 @@ fn apply(options: CrawlOptions, mut settings: CrawlSettings) -> Result<CrawlSett
     Ok(settings)
 }
 
-fn find(engine: &Engine, ctx: &RequestContext, source: &str) -> Result<CrawlView> {
-    find_in(engine.crawls(ctx)?, source)
-}
-
 /// A web source by its id or start address.
 fn find_in(crawls: Vec<CrawlView>, source: &str) -> Result<CrawlView> {
     let wanted = source.trim();
@@ -251,93 +247,97 @@ fn run_now(engine: &Engine, ctx: &RequestContext, id: i64, json: bool) -> Result
     })
 }
 
+/// Where crawl commands run: this machine's engine, or a team server (`--server`). The
+/// commands and what they print are the same for both.
+trait Crawls {
+    fn list(&self) -> Result<Vec<CrawlView>>;
+    fn add(&self, url: &str, settings: CrawlSettings, readers: &[String]) -> Result<CrawlView>;
+    fn update(&self, id: i64, settings: CrawlSettings) -> Result<CrawlView>;
+    fn remove(&self, id: i64) -> Result<usize>;
+    /// Crawls now; prints the run and says what becomes of its pages.
+    fn run(&self, id: i64, json: bool) -> Result<ExitCode>;
+}
+
+struct Local<'a> {
+    engine: &'a Engine,
+    ctx: &'a RequestContext,
+}
+
+impl Crawls for Local<'_> {
+    fn list(&self) -> Result<Vec<CrawlView>> {
+        Ok(self.engine.crawls(self.ctx)?)
+    }
+
+    fn add(&self, url: &str, settings: CrawlSettings, readers: &[String]) -> Result<CrawlView> {
+        let readers: ScopeSet = readers
+            .iter()
+            .map(|s| s.parse::<Scope>())
+            .collect::<Result<_, _>>()?;
+        let view = self.engine.add_crawl(self.ctx, url, settings)?;
+        if !readers.is_empty() {
+            self.engine
+                .set_folder_acl(self.ctx, Path::new(&view.folder), Some(&readers))?;
+        }
+        Ok(view)
+    }
+
+    fn update(&self, id: i64, settings: CrawlSettings) -> Result<CrawlView> {
+        Ok(self.engine.update_crawl(self.ctx, id, settings)?)
+    }
+
+    fn remove(&self, id: i64) -> Result<usize> {
+        Ok(self.engine.remove_crawl(self.ctx, id)?)
+    }
+
+    fn run(&self, id: i64, json: bool) -> Result<ExitCode> {
+        run_now(self.engine, self.ctx, id, json)
+    }
+}
+
+impl Crawls for Client {
+    fn list(&self) -> Result<Vec<CrawlView>> {
+        Ok(self.crawls()?.into_iter().map(view_of).collect())
+    }
+
+    fn add(&self, url: &str, settings: CrawlSettings, readers: &[String]) -> Result<CrawlView> {
+        let added = self.add_crawl(&knowhub_client::NewCrawl {
+            url: url.to_owned(),
+            settings: wire(&settings),
+            readers: readers.to_vec(),
+        })?;
+        Ok(view_of(added))
+    }
+
+    fn update(&self, id: i64, settings: CrawlSettings) -> Result<CrawlView> {
+        Ok(view_of(self.update_crawl(id, &wire(&settings))?))
+    }
+
+    fn remove(&self, id: i64) -> Result<usize> {
+        Ok(self.remove_crawl(id)?)
+    }
+
+    fn run(&self, id: i64, json: bool) -> Result<ExitCode> {
+        remote_run(self, id, json)
+    }
+}
+
 pub(crate) fn run(
     engine: &Engine,
     ctx: &RequestContext,
     cmd: CrawlCommand,
     json: bool,
 ) -> Result<ExitCode> {
-    match cmd {
-        CrawlCommand::Add {
-            url,
-            options,
-            readers,
-            run,
-        } => {
-            let settings = apply(options, CrawlSettings::default())?;
-            let readers: ScopeSet = readers
-                .iter()
-                .map(|s| s.parse::<Scope>())
-                .collect::<Result<_, _>>()?;
-            let view = engine.add_crawl(ctx, &url, settings)?;
-            if !readers.is_empty() {
-                engine.set_folder_acl(ctx, Path::new(&view.folder), Some(&readers))?;
-            }
-            if !json {
-                println!("added web source {} ({})", view.id, view.url);
-                println!(
-                    "  readable by {} (change with `knowhub acl set {}`)",
-                    if readers.is_empty() {
-                        "administrators and you".to_owned()
-                    } else {
-                        readers.to_string()
-                    },
-                    view.folder
-                );
-            }
-            if run {
-                return run_now(engine, ctx, view.id, json);
-            }
-            if json {
-                println!("{}", serde_json::to_string_pretty(&view)?);
-            }
-        }
-        CrawlCommand::List => {
-            let crawls = engine.crawls(ctx)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&crawls)?);
-            } else if crawls.is_empty() {
-                println!("no web sources (add one with `knowhub crawl add <url>`)");
-            } else {
-                crawls.iter().for_each(print_view);
-            }
-        }
-        CrawlCommand::Run { source } => {
-            let view = find(engine, ctx, &source)?;
-            return run_now(engine, ctx, view.id, json);
-        }
-        CrawlCommand::Set { source, options } => {
-            let view = find(engine, ctx, &source)?;
-            let settings = apply(options, view.settings.clone())?;
-            let view = engine.update_crawl(ctx, view.id, settings)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&view)?);
-            } else {
-                print_view(&view);
-            }
-        }
-        CrawlCommand::Remove { source } => {
-            let view = find(engine, ctx, &source)?;
-            let removed = engine.remove_crawl(ctx, view.id)?;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({"removed": view.url, "documents": removed})
-                );
-            } else {
-                println!("removed {} and its {removed} document(s)", view.url);
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    command(&Local { engine, ctx }, cmd, json)
 }
 
 /// `knowhub --server … crawl …`: the team server's web sources. A run crawls on the server and
 /// queues the changed pages for the server's own ingestion worker.
 pub(crate) fn remote(client: &Client, cmd: CrawlCommand, json: bool) -> Result<ExitCode> {
-    let find = |source: &str| -> Result<CrawlView> {
-        find_in(client.crawls()?.into_iter().map(view_of).collect(), source)
-    };
+    command(client, cmd, json)
+}
+
+fn command(crawls: &dyn Crawls, cmd: CrawlCommand, json: bool) -> Result<ExitCode> {
+    let find = |source: &str| find_in(crawls.list()?, source);
     match cmd {
         CrawlCommand::Add {
             url,
@@ -346,15 +346,11 @@ pub(crate) fn remote(client: &Client, cmd: CrawlCommand, json: bool) -> Result<E
             run,
         } => {
             let settings = apply(options, CrawlSettings::default())?;
-            let view = view_of(client.add_crawl(&knowhub_client::NewCrawl {
-                url,
-                settings: wire(&settings),
-                readers: readers.clone(),
-            })?);
+            let view = crawls.add(&url, settings, &readers)?;
             if !json {
                 println!("added web source {} ({})", view.id, view.url);
                 println!(
-                    "  readable by {} (change with `knowhub --server … acl set {}`)",
+                    "  readable by {} (change with `knowhub acl set {}`)",
                     if readers.is_empty() {
                         "administrators and you".to_owned()
                     } else {
@@ -364,27 +360,27 @@ pub(crate) fn remote(client: &Client, cmd: CrawlCommand, json: bool) -> Result<E
                 );
             }
             if run {
-                return remote_run(client, view.id, json);
+                return crawls.run(view.id, json);
             }
             if json {
                 println!("{}", serde_json::to_string_pretty(&view)?);
             }
         }
         CrawlCommand::List => {
-            let crawls: Vec<CrawlView> = client.crawls()?.into_iter().map(view_of).collect();
+            let list = crawls.list()?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&crawls)?);
-            } else if crawls.is_empty() {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else if list.is_empty() {
                 println!("no web sources (add one with `knowhub crawl add <url>`)");
             } else {
-                crawls.iter().for_each(print_view);
+                list.iter().for_each(print_view);
             }
         }
-        CrawlCommand::Run { source } => return remote_run(client, find(&source)?.id, json),
+        CrawlCommand::Run { source } => return crawls.run(find(&source)?.id, json),
         CrawlCommand::Set { source, options } => {
             let view = find(&source)?;
             let settings = apply(options, view.settings.clone())?;
-            let view = view_of(client.update_crawl(view.id, &wire(&settings))?);
+            let view = crawls.update(view.id, settings)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&view)?);
             } else {
@@ -393,7 +389,7 @@ pub(crate) fn remote(client: &Client, cmd: CrawlCommand, json: bool) -> Result<E
         }
         CrawlCommand::Remove { source } => {
             let view = find(&source)?;
-            let removed = client.remove_crawl(view.id)?;
+            let removed = crawls.remove(view.id)?;
             if json {
                 println!(
                     "{}",
