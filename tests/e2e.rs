@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use fantoccini::Locator;
 use knowhub_crawl::testing::{Route, TestSite};
 use knowhub_engine::{Engine, EngineConfig, IngestOptions, ModelConfig, dev_context};
-use window::{Driver, Ui, css};
+use window::{Driver, Ui, css, set_choice};
 
 /// The demo corpus in a private data directory, ingested (keyword index; no models needed).
 fn prepare_data(root: &Path) -> (PathBuf, PathBuf) {
@@ -193,7 +193,7 @@ async fn scenario(ui: &Ui, demo: &Path) {
     .unwrap();
     ui.wait(&css("drop-dialog")).await;
     // Into a new collection (a folder in My uploads), visible to everyone.
-    set_choice(ui, "drop-target", "::new-collection").await;
+    set_choice(ui, "drop-target", "::new-collection:local").await;
     ui.type_into(&css("drop-collection-name"), "Policies 政策")
         .await;
     set_choice(ui, "drop-visibility", "public").await;
@@ -398,29 +398,6 @@ async fn scenario(ui: &Ui, demo: &Path) {
 }
 
 /// Picks a value in a `<select>` (or a radio group) with this test id.
-async fn set_choice(ui: &Ui, testid: &str, value: &str) {
-    ui.wait(&css(testid)).await;
-    let done = ui
-        .c
-        .execute(
-            "const el = document.querySelector(`[data-testid=\"${arguments[0]}\"]`);\
-             if (el.tagName === 'SELECT') {\
-               const setter = Object.getOwnPropertyDescriptor(HTMLSelectElement.prototype, 'value').set;\
-               setter.call(el, arguments[1]);\
-               el.dispatchEvent(new Event('change', { bubbles: true }));\
-               return true;\
-             }\
-             const r = el.querySelector(`input[value=\"${arguments[1]}\"]`);\
-             if (!r) return false;\
-             r.click();\
-             return true;",
-            vec![testid.into(), value.into()],
-        )
-        .await
-        .unwrap();
-    assert_eq!(done, serde_json::Value::Bool(true), "{testid} = {value}");
-}
-
 async fn set_acl(ui: &Ui, folder: &str, scopes: &str) {
     ui.click(&format!("{}[data-path=\"{folder}\"]", css("acl-folder")))
         .await;

@@ -24,7 +24,7 @@ use knowhub_engine::{
     Engine, EngineConfig, Hub, IngestOptions, ModelConfig, ModelSet, ParserBackend, RealFs,
     dev_context,
 };
-use window::{Driver, Ui, css};
+use window::{Driver, Ui, css, set_choice};
 
 fn write(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);
@@ -361,6 +361,58 @@ async fn scenario(ui: &Ui, server: &Arc<std::sync::Mutex<TeamServer>>, data: &Pa
         .send_keys("\u{e00c}")
         .await
         .unwrap();
+
+    // A file dropped on the window goes to the team only into a team destination (offered
+    // first while the window shows the team); here into a new collection on the server.
+    let drop_dir = data.with_file_name("for-the-team");
+    write(
+        &drop_dir,
+        "herons.md",
+        "# Herons\n\nThe grey herons leave the marsh in late October.\n",
+    );
+    ui.c.execute(
+        "window.__knowhub.handleDrop(arguments[0]); return true;",
+        vec![serde_json::json!([drop_dir
+            .join("herons.md")
+            .display()
+            .to_string()])],
+    )
+    .await
+    .unwrap();
+    ui.wait(&css("drop-dialog")).await;
+    ui.wait(&format!(
+        "{} option[value=\"::new-collection:team\"]",
+        css("drop-target")
+    ))
+    .await;
+    set_choice(ui, "drop-target", "::new-collection:team").await;
+    ui.type_into(&css("drop-collection-name"), "Field notes")
+        .await;
+    let hint = ui.text(&css("drop-target-hint")).await;
+    assert!(hint.contains(&addr.to_string()), "{hint}");
+    ui.click(&css("drop-confirm")).await;
+    let added = format!("{}[data-outcome=\"added\"]", css("drop-result"));
+    ui.wait(&added).await;
+    let stored =
+        ui.c.find(Locator::Css(&added))
+            .await
+            .unwrap()
+            .attr("data-stored")
+            .await
+            .unwrap()
+            .unwrap_or_default();
+    assert!(stored.ends_with("Field notes/herons.md"), "{stored}");
+    let herons = ui.ask("When do the grey herons leave the marsh?").await;
+    assert_eq!(
+        herons.attr("data-stop-reason").await.unwrap().as_deref(),
+        Some("ok")
+    );
+    let all =
+        ui.c.find_all(Locator::Css(&css("answer-text")))
+            .await
+            .unwrap();
+    let herons_text = all.last().unwrap().text().await.unwrap();
+    assert!(herons_text.contains("October"), "{herons_text}");
 
     // No path reaches hr: asking for it, or opening it by id through the command itself.
     let refused = ui

@@ -368,11 +368,14 @@ pub(crate) async fn sources(
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn drop_targets(app: AppHandle) -> CmdResult<Vec<DropTargetRow>> {
-    as_user(app, move |s| {
-        Ok(s.engine
+    blocking(app, move |state, _| {
+        let s = state.signed();
+        let mut rows: Vec<DropTargetRow> = s
+            .engine
             .upload_targets(&s.ctx)?
             .into_iter()
             .map(|t| DropTargetRow {
+                base: Base::Local,
                 kind: match t.kind {
                     UploadKind::Uploads => "uploads",
                     UploadKind::Collection => "collection",
@@ -382,15 +385,23 @@ pub(crate) async fn drop_targets(app: AppHandle) -> CmdResult<Vec<DropTargetRow>
                 name: t.name,
                 path: t.path,
             })
-            .collect())
+            .collect();
+        // A team that cannot be reached now offers no destinations; its banner says why.
+        if let Ok(link) = state.joined_team() {
+            match crate::team::drop_targets(&link) {
+                Ok(team) => rows.extend(team),
+                Err(e) => tracing::info!("no team destinations for a drop: {}", e.message),
+            }
+        }
+        Ok(rows)
     })
     .await
 }
 
 /// Takes files and folders dropped on the window: copies them into the chosen target (My
-/// uploads, a collection in it, or a watched folder the user may write to), reads them now
-/// (per-file progress as `IngestEvent`s), and shares them as chosen. Returns each file's
-/// outcome.
+/// uploads, a collection in it, a watched folder the user may write to, or a destination on
+/// the joined team server), reads them now (per-file progress as `IngestEvent`s), and shares
+/// them as chosen. Returns each file's outcome.
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn ingest_dropped(
@@ -424,6 +435,31 @@ pub(crate) async fn ingest_dropped(
             DropTarget::Folder { path } => UploadTarget::Folder {
                 path: PathBuf::from(path),
             },
+            DropTarget::Team { destination } => {
+                let link = state.joined_team()?;
+                let scopes = share.as_ref().map(|s| {
+                    s.to_string()
+                        .split_whitespace()
+                        .map(str::to_owned)
+                        .collect::<Vec<_>>()
+                });
+                let results = crate::team::upload_dropped(
+                    &link,
+                    &inputs,
+                    destination.as_deref(),
+                    scopes.as_deref(),
+                    &mut |row| {
+                        let _ = IngestEvent::File {
+                            path: row.source.clone(),
+                            outcome: row.outcome.clone(),
+                            reason: row.reason.clone(),
+                        }
+                        .emit(app);
+                    },
+                )?;
+                let _ = IngestEvent::Idle.emit(app);
+                return Ok(results);
+            }
         };
         let copies = s.engine.upload_to(&s.ctx, &inputs, &target)?;
         let mut outcomes: Vec<(PathBuf, FileOutcome)> = Vec::new();

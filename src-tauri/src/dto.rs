@@ -424,12 +424,18 @@ pub enum DropTarget {
     Uploads { collection: Option<String> },
     /// A watched folder I may add files to.
     Folder { path: String },
+    /// The joined team server: one of my upload destinations there (its `path`), a new
+    /// collection's name, or (none) my uploads on the server. Only what is dropped here is
+    /// sent to the server.
+    Team { destination: Option<String> },
 }
 
 /// A place dropped files may go, as the drop dialog lists it.
 #[derive(Debug, Clone, Serialize, Type)]
 #[serde(rename_all = "camelCase")]
 pub struct DropTargetRow {
+    /// This computer's knowledge base, or the joined team's (on the server).
+    pub base: Base,
     /// `uploads`, `collection` or `watched`.
     pub kind: String,
     /// The collection's or folder's name (empty for My uploads).

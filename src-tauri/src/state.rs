@@ -237,7 +237,7 @@ impl AppState {
     }
 
     /// The joined team server, or why there is none.
-    fn joined_team(&self) -> CmdResult<Arc<TeamLink>> {
+    pub(crate) fn joined_team(&self) -> CmdResult<Arc<TeamLink>> {
         self.team_link().ok_or_else(|| {
             self.team_error
                 .lock()

@@ -250,6 +250,102 @@ pub(crate) fn forget_key(data_dir: &Path) -> CmdResult<()> {
     }
 }
 
+// ----- dropping files into the team ---------------------------------------------------------
+
+/// Files dropped into a team destination: sent one request per file (so the dialog can show
+/// each file as the server reads it), then shared with `share` when given. `on_file` sees
+/// each file's outcome. A file the server refuses (too large, a bad name) is reported as
+/// failed and the others still go; when the server cannot be reached the files not yet sent
+/// are reported failed with the reason (or, when none was sent, the call fails).
+pub(crate) fn upload_dropped(
+    link: &TeamLink,
+    inputs: &[PathBuf],
+    destination: Option<&str>,
+    share: Option<&[String]>,
+    on_file: &mut dyn FnMut(&DroppedFile),
+) -> CmdResult<Vec<DroppedFile>> {
+    let files = knowhub_client::UploadFile::expand(inputs)?;
+    let mut results: Vec<DroppedFile> = Vec::new();
+    let mut stopped: Option<String> = None;
+    for file in files {
+        let source = file.path.display().to_string();
+        let row = if let Some(why) = &stopped {
+            failed_drop(source, why.clone())
+        } else {
+            match link.client.upload(std::slice::from_ref(&file), destination) {
+                Ok(report) => match report.files.into_iter().next() {
+                    Some(sent) => shared(link, source, sent, share),
+                    None => failed_drop(source, "the server reported no outcome".into()),
+                },
+                Err(
+                    e @ ClientError::Api {
+                        status: 400 | 409 | 413 | 422,
+                        ..
+                    },
+                ) => failed_drop(source, e.to_string()),
+                Err(ClientError::Read { source: why, .. }) => {
+                    failed_drop(source, format!("cannot read it: {why}"))
+                }
+                Err(e) if results.is_empty() => return Err(e.into()),
+                Err(e) => {
+                    let why = format!("not sent: {e}");
+                    stopped = Some(why.clone());
+                    failed_drop(source, why)
+                }
+            }
+        };
+        on_file(&row);
+        results.push(row);
+    }
+    Ok(results)
+}
+
+/// One uploaded file, shared with `share` when it was stored.
+fn shared(
+    link: &TeamLink,
+    source: String,
+    sent: knowhub_client::UploadedFile,
+    share: Option<&[String]>,
+) -> DroppedFile {
+    let mut reason = sent.error;
+    let stored = !matches!(sent.outcome.as_str(), "failed" | "skipped");
+    if let Some(scopes) = share.filter(|_| stored)
+        && let Err(e) = link.client.set_acl(&sent.path, Some(scopes))
+    {
+        reason = Some(format!("stored, but not shared: {e}"));
+    }
+    DroppedFile {
+        source,
+        stored_as: sent.path,
+        outcome: sent.outcome,
+        reason,
+    }
+}
+
+fn failed_drop(source: String, reason: String) -> DroppedFile {
+    DroppedFile {
+        stored_as: String::new(),
+        source,
+        outcome: "failed".into(),
+        reason: Some(reason),
+    }
+}
+
+/// The team server's upload destinations, as the drop dialog lists them.
+pub(crate) fn drop_targets(link: &TeamLink) -> CmdResult<Vec<DropTargetRow>> {
+    Ok(link
+        .client
+        .upload_destinations()?
+        .into_iter()
+        .map(|d| DropTargetRow {
+            base: Base::Team,
+            kind: d.kind,
+            name: d.name,
+            path: d.path,
+        })
+        .collect())
+}
+
 // ----- the team's library ------------------------------------------------------------------
 
 /// The team server as the window's [`Library`].

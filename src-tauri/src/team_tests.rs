@@ -24,8 +24,9 @@ fn write(root: &Path, rel: &str, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-/// A team server over `data` with alice (a USER outside team:hr); returns its address, alice's
-/// key, the restricted document's id and the stop signal.
+/// A team server over `data` with alice and bob (USERs outside team:hr); returns its address,
+/// alice's key, the restricted document's id, the stop signal and bob's key.
+#[allow(clippy::type_complexity)]
 fn team_server(
     data: &Path,
     docs: &Path,
@@ -35,6 +36,7 @@ fn team_server(
     i64,
     tokio::sync::oneshot::Sender<()>,
     std::thread::JoinHandle<()>,
+    String,
 ) {
     write(
         docs,
@@ -81,6 +83,13 @@ fn team_server(
         .unwrap()
         .secret()
         .to_owned();
+    let bob = UserId::new("bob").unwrap();
+    engine.add_user(&root, &bob, "Bob", Role::User).unwrap();
+    let bob_key = engine
+        .rotate_api_key(&root, &bob)
+        .unwrap()
+        .secret()
+        .to_owned();
     let salaries = engine
         .documents(&root, None)
         .unwrap()
@@ -107,7 +116,7 @@ fn team_server(
         }))
         .unwrap();
     });
-    (addr, key, salaries, stop, thread)
+    (addr, key, salaries, stop, thread, bob_key)
 }
 
 fn app(data: &Path) -> AppState {
@@ -154,7 +163,7 @@ fn ask_in(state: &AppState, base: Base, with_team: bool, question: &str) -> crat
 #[test]
 fn a_joined_app_reads_the_team_under_the_users_permissions_and_survives_the_server_going_away() {
     let dir = tempfile::tempdir().unwrap();
-    let (addr, key, salaries, stop, server) =
+    let (addr, key, salaries, stop, server, _) =
         team_server(&dir.path().join("server"), &dir.path().join("company"));
     let app_dir = dir.path().join("app");
     let state = app(&app_dir);
@@ -357,4 +366,124 @@ fn a_joined_app_reads_the_team_under_the_users_permissions_and_survives_the_serv
     assert!(!app_dir.join("team.key").exists());
     assert_eq!(state.team_status().state, "not_joined");
     assert!(app(&app_dir).settings().team.is_none());
+}
+
+#[test]
+fn files_dropped_into_a_team_collection_go_to_the_server_and_only_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, alice_key, _, stop, server, bob_key) =
+        team_server(&dir.path().join("server"), &dir.path().join("company"));
+    let server_url = format!("http://{addr}");
+    let state = app(&dir.path().join("app"));
+    state.join_team(&server_url, &alice_key, None).unwrap();
+    let link = state.joined_team().unwrap();
+
+    // Alice's destinations on the server: her uploads folder, nothing else yet.
+    let targets = crate::team::drop_targets(&link).unwrap();
+    assert_eq!(targets.len(), 1, "{targets:?}");
+    assert_eq!(
+        (targets[0].base, targets[0].kind.as_str()),
+        (Base::Team, "uploads")
+    );
+
+    let dropped = dir.path().join("field");
+    write(
+        &dropped,
+        "herons.md",
+        "# Herons\n\nThe grey herons leave the marsh in late October.",
+    );
+    write(
+        &dropped,
+        "sub/owls.md",
+        "# Owls\n\nThe barn owls nest in the old mill.",
+    );
+    write(
+        &dropped,
+        ".private/diary.md",
+        "# Diary\n\nA hidden note that stays here.",
+    );
+    let mut seen = Vec::new();
+    let public = vec!["public".to_string()];
+    let results = crate::team::upload_dropped(
+        &link,
+        std::slice::from_ref(&dropped),
+        Some("Field notes"),
+        Some(&public),
+        &mut |row| seen.push(row.source.clone()),
+    )
+    .unwrap();
+    let outcomes: Vec<(&str, &str)> = results
+        .iter()
+        .map(|r| (r.outcome.as_str(), r.reason.as_deref().unwrap_or("")))
+        .collect();
+    assert_eq!(outcomes, vec![("added", ""), ("added", "")], "{results:?}");
+    assert_eq!(seen.len(), 2, "each file is reported as it is read");
+    assert!(
+        results.iter().all(|r| r.stored_as.contains("Field notes")),
+        "{results:?}"
+    );
+    assert!(
+        !results.iter().any(|r| r.source.contains("diary")),
+        "hidden files stay"
+    );
+
+    // The new collection is a destination now; the files are searchable on the team…
+    let targets = crate::team::drop_targets(&link).unwrap();
+    assert!(
+        targets
+            .iter()
+            .any(|t| t.kind == "collection" && t.name == "Field notes"),
+        "{targets:?}"
+    );
+    let answer = ask(
+        &state,
+        Base::Team,
+        "When do the grey herons leave the marsh?",
+    );
+    assert!(answer.text.contains("October"), "{}", answer.text);
+    // …and, shared with everyone, bob reads them too; a private drop stays alice's.
+    write(
+        dir.path(),
+        "mine/plans.md",
+        "# Plans\n\nAlice plans a kayak trip to the delta.",
+    );
+    let private = crate::team::upload_dropped(
+        &link,
+        &[dir.path().join("mine/plans.md")],
+        None,
+        None,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(private[0].outcome, "added", "{private:?}");
+    let bob = knowhub_client::Client::new(&server_url, &bob_key, Default::default()).unwrap();
+    let search = |q: &str| {
+        bob.search(&knowhub_client::SearchRequest::new(q))
+            .unwrap()
+            .into_iter()
+            .map(|h| h.text)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(search("grey herons marsh").contains("October"));
+    assert!(
+        !search("kayak trip delta").contains("kayak"),
+        "a private drop is alice's only"
+    );
+
+    // Nothing dropped into the team is stored on this computer.
+    let signed = state.signed();
+    let local = signed.engine.documents(&signed.ctx, None).unwrap();
+    assert!(
+        local.is_empty(),
+        "{:?}",
+        local.iter().map(|d| &d.path).collect::<Vec<_>>()
+    );
+    drop(signed);
+
+    // A server that cannot be reached: the drop fails with a reason, nothing half-done.
+    stop.send(()).unwrap();
+    server.join().unwrap();
+    let offline = crate::team::upload_dropped(&link, &[dropped], None, None, &mut |_| {});
+    assert_eq!(offline.err().unwrap().kind, "offline");
 }

@@ -88,14 +88,6 @@ pub(crate) fn display(procs: &mut Processes) -> Option<String> {
     (!n.is_empty()).then(|| format!(":{n}"))
 }
 
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 pub(crate) fn screenshots_dir() -> PathBuf {
     let dir = std::env::var_os("KNOWHUB_E2E_SCREENSHOTS")
         .map(PathBuf::from)
@@ -241,8 +233,16 @@ impl Driver {
         let mut procs = Processes(Vec::new());
         let display =
             display(&mut procs).ok_or("no DISPLAY and no Xvfb (apt install xvfb)".to_string())?;
-        let port = free_port();
-        let native = free_port();
+        // Both listeners are held until both numbers are known, so the two ports differ.
+        let (port, native) = {
+            let a = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+            let b = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+            let port = |l: &std::net::TcpListener| l.local_addr().map(|a| a.port());
+            (
+                port(&a).map_err(|e| e.to_string())?,
+                port(&b).map_err(|e| e.to_string())?,
+            )
+        };
         let mut cmd = Command::new(driver);
         cmd.args([
             "--port",
@@ -262,12 +262,16 @@ impl Driver {
             cmd.spawn()
                 .map_err(|e| format!("cannot start tauri-driver: {e}"))?,
         );
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() > deadline {
-                return Err("tauri-driver did not start".into());
+        // tauri-driver listens before the WebKitWebDriver it starts does; a session asked for
+        // in between is dropped unanswered, so wait for both.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for p in [port, native] {
+            while TcpStream::connect(("127.0.0.1", p)).is_err() {
+                if Instant::now() > deadline {
+                    return Err("tauri-driver or WebKitWebDriver did not start".into());
+                }
+                std::thread::sleep(Duration::from_millis(100));
             }
-            std::thread::sleep(Duration::from_millis(100));
         }
         Ok(Driver { procs, port })
     }
@@ -279,14 +283,51 @@ impl Driver {
             "tauri:options".into(),
             serde_json::json!({ "application": env!("CARGO_BIN_EXE_knowhub-desktop") }),
         );
-        let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-            .capabilities(caps)
-            .connect(&format!("http://127.0.0.1:{}", self.port))
-            .await
-            .expect("cannot start a WebDriver session with the app");
+        // A connection the drivers drop before answering (still starting up) is retried a
+        // few times; a refused session (the app failed) is not.
+        let mut tries = 0;
+        let c = loop {
+            match ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+                .capabilities(caps.clone())
+                .connect(&format!("http://127.0.0.1:{}", self.port))
+                .await
+            {
+                Ok(c) => break c,
+                Err(fantoccini::error::NewSessionError::FailedC(e)) if tries < 4 => {
+                    tries += 1;
+                    eprintln!("WebDriver not ready ({e}); trying again");
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                }
+                Err(e) => panic!("cannot start a WebDriver session with the app: {e:?}"),
+            }
+        };
         Ui {
             c,
             shots: screenshots_dir(),
         }
     }
+}
+
+/// Chooses `value` in the select (or radio group) with this test id, as a user would.
+pub(crate) async fn set_choice(ui: &Ui, testid: &str, value: &str) {
+    ui.wait(&css(testid)).await;
+    let done = ui
+        .c
+        .execute(
+            "const el = document.querySelector(`[data-testid=\"${arguments[0]}\"]`);\
+             if (el.tagName === 'SELECT') {\
+               const setter = Object.getOwnPropertyDescriptor(HTMLSelectElement.prototype, 'value').set;\
+               setter.call(el, arguments[1]);\
+               el.dispatchEvent(new Event('change', { bubbles: true }));\
+               return true;\
+             }\
+             const r = el.querySelector(`input[value=\"${arguments[1]}\"]`);\
+             if (!r) return false;\
+             r.click();\
+             return true;",
+            vec![testid.into(), value.into()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(done, serde_json::Value::Bool(true), "{testid} = {value}");
 }

@@ -75,9 +75,9 @@ export const commands = {
 	restartApp: () => typedError<null, CommandError>(__TAURI_INVOKE("restart_app")),
 	/**
 	 *  Takes files and folders dropped on the window: copies them into the chosen target (My
-	 *  uploads, a collection in it, or a watched folder the user may write to), reads them now
-	 *  (per-file progress as `IngestEvent`s), and shares them as chosen. Returns each file's
-	 *  outcome.
+	 *  uploads, a collection in it, a watched folder the user may write to, or a destination on
+	 *  the joined team server), reads them now (per-file progress as `IngestEvent`s), and shares
+	 *  them as chosen. Returns each file's outcome.
 	 */
 	ingestDropped: (paths: string[], target: DropTarget_Deserialize, visibility: Visibility) => typedError<DroppedFile_Serialize[], CommandError>(__TAURI_INVOKE("ingest_dropped", { paths, target, visibility })),
 	/**  Starts watching a folder (its files are read in the background and kept in sync). */
@@ -406,6 +406,8 @@ export type DropTarget = DropTarget_Serialize | DropTarget_Deserialize;
 
 /**  A place dropped files may go, as the drop dialog lists it. */
 export type DropTargetRow = {
+	/**  This computer's knowledge base, or the joined team's (on the server). */
+	base: Base,
 	/**  `uploads`, `collection` or `watched`. */
 	kind: string,
 	/**  The collection's or folder's name (empty for My uploads). */
@@ -418,14 +420,26 @@ export type DropTarget_Deserialize =
 /**  My uploads, or a collection (named folder) in it — created when new. */
 { kind: "uploads"; collection?: string | null } | 
 /**  A watched folder I may add files to. */
-{ kind: "folder"; path: string };
+{ kind: "folder"; path: string } | 
+/**
+ *  The joined team server: one of my upload destinations there (its `path`), a new
+ *  collection's name, or (none) my uploads on the server. Only what is dropped here is
+ *  sent to the server.
+ */
+{ kind: "team"; destination?: string | null };
 
 /**  Where dropped files are copied to. */
 export type DropTarget_Serialize = 
 /**  My uploads, or a collection (named folder) in it — created when new. */
 { kind: "uploads"; collection: string | null } | 
 /**  A watched folder I may add files to. */
-{ kind: "folder"; path: string };
+{ kind: "folder"; path: string } | 
+/**
+ *  The joined team server: one of my upload destinations there (its `path`), a new
+ *  collection's name, or (none) my uploads on the server. Only what is dropped here is
+ *  sent to the server.
+ */
+{ kind: "team"; destination: string | null };
 
 /**  A file accepted from a drop: where its copy lives. */
 export type DroppedFile = DroppedFile_Serialize | DroppedFile_Deserialize;

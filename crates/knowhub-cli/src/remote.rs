@@ -343,59 +343,11 @@ fn acl(client: &Client, cmd: AclCommand, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Files sent to the server at most per request (the server also limits each request's size).
-const UPLOAD_BATCH: usize = 50;
-/// Bytes sent per request at most (a single larger file goes alone): well under the server's
-/// default request limit (500 MB), so a folder of large files is not refused as one request.
-const UPLOAD_BATCH_BYTES: u64 = 200 * 1024 * 1024;
-
 /// `knowhub --server … upload <files or folders> [--to COLLECTION]`: sends the files (a
 /// folder's files, hidden ones left out; the server keeps file names, not folders) into the
 /// caller's uploads on the server, where the server reads them.
 fn upload(client: &Client, paths: &[PathBuf], to: Option<&str>, json: bool) -> Result<ExitCode> {
-    let mut files = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            let mut found: Vec<PathBuf> = walkdir::WalkDir::new(path)
-                .into_iter()
-                .filter_entry(|e| {
-                    e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.')
-                })
-                .filter_map(|e| e.ok())
-                .filter(|e| e.file_type().is_file())
-                .map(|e| e.into_path())
-                .collect();
-            found.sort();
-            files.extend(found);
-        } else if path.is_file() {
-            files.push(path.clone());
-        } else {
-            bail!("{}: no such file or folder", path.display());
-        }
-    }
-    let mut batches: Vec<Vec<UploadFile>> = Vec::new();
-    let mut batch_bytes = 0u64;
-    for path in files {
-        let size = std::fs::metadata(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?
-            .len();
-        let full = batches.last().is_none_or(|b| {
-            b.len() >= UPLOAD_BATCH
-                || (!b.is_empty() && batch_bytes.saturating_add(size) > UPLOAD_BATCH_BYTES)
-        });
-        if full {
-            batches.push(Vec::new());
-            batch_bytes = 0;
-        }
-        batch_bytes += size;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if let Some(batch) = batches.last_mut() {
-            batch.push(UploadFile { name, path });
-        }
-    }
+    let batches = UploadFile::batches(UploadFile::expand(paths)?)?;
     let mut sent = Vec::new();
     for batch in &batches {
         sent.extend(client.upload(batch, to)?.files);

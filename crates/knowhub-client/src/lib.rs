@@ -88,6 +88,7 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ),
     ("PUT", "/api/v1/acl"),
     ("GET", "/api/v1/acl/readers"),
+    ("GET", "/api/v1/uploads"),
     ("POST", "/api/v1/uploads"),
 ];
 

@@ -22,6 +22,79 @@ pub struct UploadFile {
     pub path: PathBuf,
 }
 
+impl UploadFile {
+    /// The files `paths` name: each file itself, and a folder's files below it (hidden files
+    /// and folders left out, sorted by path). The server keeps file names, not folders.
+    pub fn expand(paths: &[PathBuf]) -> Result<Vec<UploadFile>> {
+        let mut files = Vec::new();
+        for path in paths {
+            let meta = std::fs::metadata(path).map_err(|source| ClientError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            if meta.is_dir() {
+                let mut found: Vec<PathBuf> = walkdir::WalkDir::new(path)
+                    .into_iter()
+                    .filter_entry(|e| {
+                        e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.')
+                    })
+                    .filter_map(|e| e.ok())
+                    .filter(|e| e.file_type().is_file())
+                    .map(|e| e.into_path())
+                    .collect();
+                found.sort();
+                files.extend(found);
+            } else {
+                files.push(path.clone());
+            }
+        }
+        Ok(files
+            .into_iter()
+            .map(|path| UploadFile {
+                name: path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                path,
+            })
+            .collect())
+    }
+
+    /// `files` in requests of at most [`UPLOAD_BATCH`] files and [`UPLOAD_BATCH_BYTES`] bytes
+    /// (a larger file alone), so a folder of large files is not refused as one request.
+    pub fn batches(files: Vec<UploadFile>) -> Result<Vec<Vec<UploadFile>>> {
+        let mut batches: Vec<Vec<UploadFile>> = Vec::new();
+        let mut batch_bytes = 0u64;
+        for file in files {
+            let size = std::fs::metadata(&file.path)
+                .map_err(|source| ClientError::Read {
+                    path: file.path.clone(),
+                    source,
+                })?
+                .len();
+            let full = batches.last().is_none_or(|b| {
+                b.len() >= UPLOAD_BATCH
+                    || (!b.is_empty() && batch_bytes.saturating_add(size) > UPLOAD_BATCH_BYTES)
+            });
+            if full {
+                batches.push(Vec::new());
+                batch_bytes = 0;
+            }
+            batch_bytes += size;
+            if let Some(batch) = batches.last_mut() {
+                batch.push(file);
+            }
+        }
+        Ok(batches)
+    }
+}
+
+/// Files sent at most per request by [`UploadFile::batches`].
+pub const UPLOAD_BATCH: usize = 50;
+/// Bytes sent per request at most by [`UploadFile::batches`]: well under the server's default
+/// request limit (500 MB).
+pub const UPLOAD_BATCH_BYTES: u64 = 200 * 1024 * 1024;
+
 /// One file's outcome: `added`, `updated`, `unchanged`, `moved`, `no_text`, `failed`,
 /// `skipped`, `busy` or `queued`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -44,7 +117,24 @@ pub struct UploadReport {
     pub queued: usize,
 }
 
+/// A place the caller may upload files to (`kind`: `uploads`, `collection` or `watched`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct UploadDestination {
+    pub kind: String,
+    /// The collection's or folder's name (empty for the uploads folder).
+    pub name: String,
+    /// What to pass as [`Client::upload`]'s `destination`.
+    pub path: String,
+}
+
 impl Client {
+    /// Where the caller may upload files: their uploads folder first, then its collections,
+    /// then the watched folders they may write to.
+    pub fn upload_destinations(&self) -> Result<Vec<UploadDestination>> {
+        let response = self.send("GET", "/api/v1/uploads", None)?;
+        self.json(response)
+    }
+
     /// Sends `files` into `destination` (the path of one of the caller's upload destinations,
     /// or a collection's name; default: the caller's uploads folder). The server parses them
     /// before it answers; a file over its size limits refuses the whole request (HTTP 413),

@@ -69,7 +69,7 @@ pub(crate) fn router() -> OpenApiRouter<ServerState> {
     // The handler enforces the upload limits itself while streaming, so the router-wide 2 MB
     // limit must not cut this route's bodies (the innermost `DefaultBodyLimit` wins).
     OpenApiRouter::new()
-        .routes(routes!(upload))
+        .routes(routes!(destinations, upload))
         .layer(DefaultBodyLimit::disable())
 }
 
@@ -120,6 +120,47 @@ pub(crate) struct UploadReport {
     files: Vec<UploadedFile>,
     /// Ingestion jobs queued for the files (the queue confirms them later).
     queued: usize,
+}
+
+/// One place the caller may upload files to.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct UploadDestinationBody {
+    /// `uploads` (the caller's uploads folder), `collection` (a folder in it) or `watched` (a
+    /// watched folder the caller may write to).
+    #[schema(pattern = "^(uploads|collection|watched)$")]
+    kind: String,
+    /// The collection's or folder's name (empty for the uploads folder).
+    name: String,
+    /// What to send as an upload's `destination`.
+    path: String,
+}
+
+/// Where the caller may upload files: their uploads folder first, then its collections, then
+/// the watched folders they may write to.
+#[utoipa::path(get, path = "/api/v1/uploads", tag = "copilot",
+    responses((status = 200, body = Vec<UploadDestinationBody>), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = []), ("bearer" = [])))]
+pub(crate) async fn destinations(
+    caller: Caller,
+) -> Result<Json<Vec<UploadDestinationBody>>, ApiError> {
+    blocking(move || {
+        let list = caller.engine.upload_targets(&caller.ctx)?;
+        Ok(Json(
+            list.into_iter()
+                .map(|d| UploadDestinationBody {
+                    kind: match d.kind {
+                        UploadKind::Uploads => "uploads",
+                        UploadKind::Collection => "collection",
+                        UploadKind::Watched => "watched",
+                    }
+                    .into(),
+                    name: d.name,
+                    path: d.path,
+                })
+                .collect(),
+        ))
+    })
+    .await
 }
 
 /// Upload files into one of the caller's upload destinations; they are parsed before the

@@ -10,7 +10,7 @@ import {
   type Visibility,
 } from "../api";
 import { baseName, parseScopes } from "../lib/format";
-import { useIngestEvents } from "../state/app";
+import { useApp, useIngestEvents } from "../state/app";
 import { useToast } from "../state/toasts";
 import { Dialog } from "./Dialog";
 import { UploadIcon } from "./icons";
@@ -146,21 +146,28 @@ interface DialogProps {
   onClose: () => void;
 }
 
-/** The value of the "new collection" entry in the target list (absolute paths never look like this). */
-const NEW_COLLECTION = "::new-collection";
+/** The value of a "new collection" entry in the target list (absolute paths never look like this). */
+const NEW_COLLECTION = "::new-collection:";
 
-
+/** A target row's value in the list: its base and path (a path may exist in both bases). */
+const rowValue = (row: DropTargetRow) => `${row.base}:${row.path}`;
 
 function DropDialog({ state, onStart, onClose }: DialogProps) {
   const { t } = useTranslation();
+  const { base, team } = useApp();
   const [choice, setChoice] = useState<VisibilityChoice>("private");
   const [scopes, setScopes] = useState("");
   const [targets, setTargets] = useState<DropTargetRow[]>([]);
-  const [targetPath, setTargetPath] = useState("");
+  const [selected, setSelected] = useState("");
   const [collection, setCollection] = useState("");
   const running = state.phase === "running";
   const scopeList = parseScopes(scopes);
-  const newCollection = targetPath === NEW_COLLECTION;
+  const newCollection = selected.startsWith(NEW_COLLECTION);
+  const newIn = newCollection ? selected.slice(NEW_COLLECTION.length) : null;
+  const row = targets.find((r) => rowValue(r) === selected);
+  const toTeam = row ? row.base === "team" : newIn === "team";
+  const local = targets.filter((r) => r.base === "local");
+  const onServer = targets.filter((r) => r.base === "team");
   const canStart =
     (choice !== "scopes" || scopeList.length > 0) && (!newCollection || collection.trim().length > 0);
 
@@ -171,7 +178,10 @@ function DropDialog({ state, onStart, onClose }: DialogProps) {
       .then((list) => {
         if (!live) return;
         setTargets(list);
-        setTargetPath((p) => p || list[0]?.path || "");
+        // Where the window is looking is where the files go first; the team only when chosen
+        // in the dialog or when the window shows the team.
+        const first = list.find((r) => r.base === base) ?? list.find((r) => r.base === "local");
+        setSelected((v) => v || (first ? rowValue(first) : ""));
       })
       .catch(() => {
         // The list is a convenience: without it the files still go to My uploads.
@@ -179,15 +189,18 @@ function DropDialog({ state, onStart, onClose }: DialogProps) {
     return () => {
       live = false;
     };
-  }, []);
+  }, [base]);
 
   const visibility = (): Visibility =>
     choice === "scopes" ? { kind: "scopes", scopes: scopeList } : { kind: choice };
 
   const target = (): DropTarget => {
-    if (newCollection) return { kind: "uploads", collection: collection.trim() };
-    const row = targets.find((t) => t.path === targetPath);
-    if (!row || row.kind === "uploads") return { kind: "uploads", collection: null };
+    const name = collection.trim();
+    if (newIn === "team") return { kind: "team", destination: name };
+    if (newCollection) return { kind: "uploads", collection: name };
+    if (!row) return { kind: "uploads", collection: null };
+    if (row.base === "team") return { kind: "team", destination: row.kind === "uploads" ? null : row.path };
+    if (row.kind === "uploads") return { kind: "uploads", collection: null };
     if (row.kind === "collection") return { kind: "uploads", collection: row.name };
     return { kind: "folder", path: row.path };
   };
@@ -200,6 +213,17 @@ function DropDialog({ state, onStart, onClose }: DialogProps) {
     if (row.kind === "collection") return t("drop.inCollection", { name: row.name });
     return t("drop.watchedFolder", { name: row.name });
   };
+
+  const options = (rows: DropTargetRow[], where: "local" | "team") => (
+    <>
+      {rows.map((r) => (
+        <option key={rowValue(r)} value={rowValue(r)} title={r.path}>
+          {targetLabel(r)}
+        </option>
+      ))}
+      <option value={NEW_COLLECTION + where}>{t("drop.newCollection")}</option>
+    </>
+  );
 
   return (
     <Dialog
@@ -240,18 +264,24 @@ function DropDialog({ state, onStart, onClose }: DialogProps) {
             <select
               className="input"
               data-testid="drop-target"
-              value={targetPath}
-              onChange={(e) => setTargetPath(e.target.value)}
+              value={selected}
+              onChange={(e) => setSelected(e.target.value)}
             >
               {targets.length === 0 && <option value="">{t("drop.myUploads")}</option>}
-              {targets.map((row) => (
-                <option key={row.path} value={row.path} title={row.path}>
-                  {targetLabel(row)}
-                </option>
-              ))}
-              <option value={NEW_COLLECTION}>{t("drop.newCollection")}</option>
+              {onServer.length === 0 ? (
+                options(local, "local")
+              ) : (
+                <>
+                  <optgroup label={t("team.baseLocal")}>{options(local, "local")}</optgroup>
+                  <optgroup label={t("drop.teamGroup", { server: team?.server ?? "" })}>
+                    {options(onServer, "team")}
+                  </optgroup>
+                </>
+              )}
             </select>
-            <span className="hint">{t("drop.targetHint")}</span>
+            <span className="hint" data-testid="drop-target-hint">
+              {toTeam ? t("drop.teamHint", { server: team?.server ?? "" }) : t("drop.targetHint")}
+            </span>
           </label>
           {newCollection && (
             <label className="field">
@@ -265,7 +295,7 @@ function DropDialog({ state, onStart, onClose }: DialogProps) {
                 placeholder={t("drop.collectionPlaceholder")}
                 onChange={(e) => setCollection(e.target.value)}
               />
-              <span className="hint">{t("drop.collectionHint")}</span>
+              <span className="hint">{toTeam ? t("drop.teamCollectionHint") : t("drop.collectionHint")}</span>
             </label>
           )}
           <label className="field">

@@ -666,8 +666,8 @@ async function handle(cmd: string, args: Args): Promise<unknown> {
       return 1;
     case "drop_targets":
       return [
-        { kind: "uploads", name: "", path: "/home/demo/.local/share/knowhub/uploads/demo" },
-        { kind: "watched", name: "Company", path: ROOT },
+        { base: "local", kind: "uploads", name: "", path: "/home/demo/.local/share/knowhub/uploads/demo" },
+        { base: "local", kind: "watched", name: "Company", path: ROOT },
       ];
     case "model_library":
       return library;
