@@ -215,11 +215,252 @@ pub(crate) fn run(
         Command::Crawl(cmd) => return crate::crawl::remote(&client, cmd, json),
         Command::User(cmd) => return user(&client, cmd, json),
         Command::Acl(cmd) => return acl(&client, cmd, json),
+        Command::Ingest { paths, force } => return ingest(&client, &paths, force, json),
+        Command::Remove { paths } => {
+            let removed = client.remove(&server_paths(&paths))?;
+            if json {
+                println!("{}", serde_json::json!({ "removed": removed }));
+            } else {
+                println!("removed {removed} document(s) (the files on the server stay)");
+            }
+        }
+        Command::Watch(args) => return watch(&client, args, json),
+        Command::Unwatch { folder } => {
+            let path = server_path(&folder);
+            client.unwatch(&path)?;
+            println!("no longer watching {path} (its documents stay; `remove` removes them)");
+        }
+        Command::Jobs { command } => return jobs(&client, command, json),
+        Command::Audit { limit } => {
+            let records = client.audit(limit, None)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&records)?);
+            } else {
+                for r in records.iter().rev() {
+                    let field = |k: &str| match &r[k] {
+                        serde_json::Value::String(s) => s.clone(),
+                        serde_json::Value::Null => String::new(),
+                        other => other.to_string(),
+                    };
+                    let snapshot = field("snapshot");
+                    println!(
+                        "#{:<6} {:<10} {:<6} {:<8} {:<10} allowed {:>3} filtered {:>3} snapshot {}  {}",
+                        field("id"),
+                        field("user"),
+                        field("role"),
+                        field("action"),
+                        field("outcome"),
+                        field("allowed"),
+                        field("filtered"),
+                        snapshot.get(..12).unwrap_or(&snapshot),
+                        field("target")
+                    );
+                }
+            }
+        }
         _ => bail!(
             "with --server, knowhub runs search, ask, status, list, sessions, trace <id>, \
-             upload, crawl, user and acl so far; run other commands on the server's machine \
-             (knowhub --database …) or through its HTTP API"
+             upload, ingest, remove, watch, unwatch, jobs, audit, crawl, user and acl so far; \
+             run other commands on the server's machine (knowhub --database …) or through its \
+             HTTP API"
         ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A path on the server as typed (never resolved against this computer's folders).
+fn server_path(path: &std::path::Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+fn server_paths(paths: &[PathBuf]) -> Vec<String> {
+    paths.iter().map(|p| server_path(p)).collect()
+}
+
+/// `knowhub --server … ingest <paths on the server>`: the server reads them now (or queues
+/// them for the process holding its index).
+fn ingest(client: &Client, paths: &[PathBuf], force: bool, json: bool) -> Result<ExitCode> {
+    let report = client.ingest(&server_paths(paths), force)?;
+    if json {
+        let files: Vec<_> = report
+            .files
+            .iter()
+            .map(|f| serde_json::json!({"path": f.path, "outcome": f.outcome, "reason": f.reason}))
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "status": report.status, "files": files,
+                "files_not_listed": report.files_not_listed, "queued": report.queued,
+            }))?
+        );
+    } else {
+        for f in &report.files {
+            match &f.reason {
+                Some(why) => println!("{:<9} {} ({why})", f.outcome, f.path),
+                None => println!("{:<9} {}", f.outcome, f.path),
+            }
+        }
+        if report.files_not_listed > 0 {
+            println!("… and {} more file(s)", report.files_not_listed);
+        }
+        match &report.totals {
+            Some(t) => println!(
+                "{} files: {} added, {} updated, {} unchanged, {} without text, {} failed, {} \
+                 skipped ({} passages, {} ms on the server)",
+                t.files,
+                t.added,
+                t.updated,
+                t.unchanged,
+                t.no_text,
+                t.failed,
+                t.skipped,
+                t.chunks,
+                t.elapsed_ms
+            ),
+            None => println!(
+                "queued {} path(s): the server's ingestion worker reads them",
+                report.queued
+            ),
+        }
+    }
+    let failed = report.totals.as_ref().is_some_and(|t| t.failed > 0);
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `knowhub --server … watch [folders on the server] [--include …] [--list]`: adds the folders
+/// to the server's watched folders (its queue worker keeps them in sync); without folders, or
+/// with --list, lists them.
+fn watch(client: &Client, args: crate::watch::WatchArgs, json: bool) -> Result<ExitCode> {
+    if args.once {
+        bail!("--once catches up on this machine; the server's worker keeps its folders in sync");
+    }
+    let rules = knowhub_client::FolderRules {
+        include: args.include,
+        exclude: args.exclude,
+        max_file_bytes: args.max_size,
+    };
+    for folder in &args.folders {
+        let w = client.watch(&server_path(folder), Some(&rules))?;
+        if !json {
+            println!("watching {} on the server", w.path);
+        }
+    }
+    if args.list || args.folders.is_empty() || json {
+        let watches = client.watches()?;
+        if json {
+            let rows: Vec<_> = watches
+                .iter()
+                .map(|w| {
+                    serde_json::json!({
+                        "path": w.path, "owner": w.owner, "documents": w.documents,
+                        "include": w.rules.include, "exclude": w.rules.exclude,
+                        "max_file_bytes": w.rules.max_file_bytes,
+                    })
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&rows)?);
+        } else {
+            for w in &watches {
+                println!(
+                    "{:>6}  {}  ({})",
+                    w.documents,
+                    w.path,
+                    w.owner.as_deref().unwrap_or("-")
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `knowhub --server … jobs [list|pause|resume|cancel|retry]`: the server's ingestion queue.
+fn jobs(
+    client: &Client,
+    command: Option<crate::watch::JobsCommand>,
+    json: bool,
+) -> Result<ExitCode> {
+    use crate::watch::JobsCommand;
+    match command.unwrap_or(JobsCommand::List {
+        limit: 20,
+        failed: false,
+    }) {
+        JobsCommand::List { limit, failed } => {
+            let mut queue = client.queue(if failed { 1000 } else { limit })?;
+            if failed {
+                queue.jobs.retain(|j| j.state == "failed");
+                queue.jobs.truncate(limit);
+            }
+            if json {
+                let rows: Vec<_> = queue
+                    .jobs
+                    .iter()
+                    .map(|j| {
+                        serde_json::json!({
+                            "id": j.id, "path": j.path, "owner": j.owner, "state": j.state,
+                            "attempts": j.attempts, "outcome": j.outcome, "error": j.error,
+                        })
+                    })
+                    .collect();
+                let c = &queue.counts;
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "counts": {
+                            "queued": c.queued, "running": c.running, "done": c.done,
+                            "failed": c.failed, "cancelled": c.cancelled,
+                            "waiting": c.waiting, "paused": c.paused,
+                        },
+                        "jobs": rows,
+                    }))?
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            let c = &queue.counts;
+            println!(
+                "{} queued ({} waiting to retry), {} running, {} done, {} failed, {} cancelled{}",
+                c.queued,
+                c.waiting,
+                c.running,
+                c.done,
+                c.failed,
+                c.cancelled,
+                if c.paused {
+                    " — PAUSED (knowhub --server … jobs resume)"
+                } else {
+                    ""
+                }
+            );
+            for j in &queue.jobs {
+                let what = j.error.as_deref().or(j.outcome.as_deref()).unwrap_or("");
+                let what = if what.is_empty() {
+                    String::new()
+                } else {
+                    format!("  ({what})")
+                };
+                println!("{:>7}  {:<9} {}{what}", j.id, j.state, j.path);
+            }
+        }
+        JobsCommand::Pause => {
+            client.set_queue_paused(true)?;
+            println!("paused: the server still notices and queues files, but does not read them");
+        }
+        JobsCommand::Resume => {
+            client.set_queue_paused(false)?;
+            println!("resumed");
+        }
+        JobsCommand::Cancel { path } => {
+            let n = client.cancel_jobs(path.as_deref().map(server_path).as_deref())?;
+            println!("cancelled {n} job(s)");
+        }
+        JobsCommand::Retry { path } => {
+            let n = client.retry_failed(path.as_deref().map(server_path).as_deref())?;
+            println!("queued {n} failed job(s) again");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

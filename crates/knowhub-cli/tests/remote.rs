@@ -167,7 +167,7 @@ fn commands_run_on_the_server_under_the_keys_permissions() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&plain.stderr).contains("https://"));
-    let unsupported = remote(&["ingest", "/tmp"]);
+    let unsupported = remote(&["reindex"]);
     assert!(!unsupported.status.success());
     assert!(
         String::from_utf8_lossy(&unsupported.stderr).contains("runs search, ask"),
@@ -192,7 +192,10 @@ fn commands_run_on_the_server_under_the_keys_permissions() {
     );
     let found = ok(remote(&["search", "lighthouse pier"]));
     assert!(found.contains("trip.md"), "{found}");
-    assert!(fails(remote(&["upload", "/nonexistent/file.md"])).contains("no such file"));
+    assert!(
+        fails(remote(&["upload", "/nonexistent/file.md"]))
+            .contains("cannot read /nonexistent/file.md")
+    );
 
     // Administration on the server with an administrator's key: users, groups, ACLs, web
     // sources. Folders are named by their paths on the server.
@@ -274,6 +277,53 @@ fn commands_run_on_the_server_under_the_keys_permissions() {
     let removed = ok(admin(&["crawl", "remove", site]));
     assert!(removed.contains("removed"), "{removed}");
     assert!(ok(admin(&["crawl", "list"])).contains("no web sources"));
+
+    // The server's own folders and queue: an administrator ingests a folder on the server,
+    // watches and unwatches it, lists the jobs and the audit trail, and removes documents; a
+    // user may do none of that.
+    let projects = docs.join("projects");
+    std::fs::create_dir_all(&projects).unwrap();
+    std::fs::write(
+        projects.join("atlas.md"),
+        "# Atlas\n\nProject Atlas ships the harbour crane software in May.",
+    )
+    .unwrap();
+    let projects = projects.canonicalize().unwrap();
+    let projects = projects.to_str().unwrap();
+    let ingested = ok(admin(&["ingest", projects]));
+    assert!(
+        ingested.contains("added") && ingested.contains("atlas.md"),
+        "{ingested}"
+    );
+    assert!(ok(admin(&["search", "harbour crane"])).contains("atlas.md"));
+    assert!(fails(remote(&["ingest", projects])).contains("PERMISSION_DENIED"));
+    let watched = ok(admin(&["watch", projects, "--exclude", "*.tmp"]));
+    assert!(watched.contains("watching"), "{watched}");
+    let listed = ok(admin(&["watch", "--list", "--json"]));
+    assert!(
+        listed.contains(projects) && listed.contains("*.tmp"),
+        "{listed}"
+    );
+    let jobs = ok(admin(&["jobs"]));
+    assert!(jobs.contains("queued") && jobs.contains("done"), "{jobs}");
+    ok(admin(&["jobs", "pause"]));
+    assert!(ok(admin(&["jobs"])).contains("PAUSED"));
+    ok(admin(&["jobs", "resume"]));
+    assert!(fails(remote(&["jobs", "pause"])).contains("PERMISSION_DENIED"));
+    ok(admin(&["unwatch", projects]));
+    assert!(!ok(admin(&["watch", "--list"])).contains(projects));
+    let trail = ok(admin(&["audit", "-n", "500"]));
+    assert!(trail.contains("alice") && trail.contains("boss"), "{trail}");
+    let own = ok(remote(&["audit", "-n", "500"]));
+    assert!(own.contains("alice") && !own.contains(" boss "), "{own}");
+    assert!(fails(remote(&["remove", projects])).contains("NOT_FOUND"));
+    let removed = ok(admin(&["remove", projects]));
+    assert!(removed.contains("removed 1 document"), "{removed}");
+    assert!(!ok(admin(&["search", "harbour crane"])).contains("atlas.md"));
+    assert!(
+        docs.join("projects/atlas.md").exists(),
+        "the server's file stays"
+    );
 
     // Nothing was written into the laptop's own knowledge base.
     assert!(!elsewhere.join("accounts").exists());

@@ -21,6 +21,7 @@
 //! ```
 
 mod admin;
+mod operations;
 mod sse;
 mod types;
 mod upload;
@@ -38,6 +39,7 @@ use ureq::http::{Response, Uri};
 use ureq::tls::{PemItem, RootCerts, TlsConfig};
 
 pub use admin::*;
+pub use operations::*;
 pub use types::*;
 pub use upload::*;
 
@@ -88,6 +90,17 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ),
     ("PUT", "/api/v1/acl"),
     ("GET", "/api/v1/acl/readers"),
+    ("GET", "/api/v1/watches"),
+    ("POST", "/api/v1/watches"),
+    ("DELETE", "/api/v1/watches"),
+    ("POST", "/api/v1/ingest"),
+    ("POST", "/api/v1/remove"),
+    ("GET", "/api/v1/queue"),
+    ("POST", "/api/v1/queue/pause"),
+    ("POST", "/api/v1/queue/resume"),
+    ("POST", "/api/v1/queue/retry-failed"),
+    ("POST", "/api/v1/queue/cancel"),
+    ("GET", "/api/v1/audit"),
     ("GET", "/api/v1/uploads"),
     ("POST", "/api/v1/uploads"),
 ];
@@ -441,6 +454,33 @@ impl Client {
         let request = request
             .body(body.unwrap_or_default())
             .map_err(|e| ClientError::Address(format!("{}{path}: {e}", self.base)))?;
+        self.agent.run(request).map_err(|e| self.transport(e))
+    }
+
+    /// [`Client::send`] for a call whose answer may take `timeout` (the server works first).
+    fn send_waiting(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+        timeout: std::time::Duration,
+    ) -> Result<Response<ureq::Body>> {
+        let mut request = ureq::http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base))
+            .header("x-api-key", &self.api_key)
+            .header("accept", "application/json");
+        if body.is_some() {
+            request = request.header("content-type", "application/json");
+        }
+        let request = request
+            .body(body.unwrap_or_default())
+            .map_err(|e| ClientError::Address(format!("{}{path}: {e}", self.base)))?;
+        let request = self
+            .agent
+            .configure_request(request)
+            .timeout_recv_response(Some(timeout))
+            .build();
         self.agent.run(request).map_err(|e| self.transport(e))
     }
 

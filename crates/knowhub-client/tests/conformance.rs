@@ -386,6 +386,76 @@ fn administration_works_for_administrators_only() {
         matches!(missing, Err(ClientError::Read { .. })),
         "{missing:?}"
     );
+    // Alice's destinations now include the collection the upload made.
+    let destinations = alice.upload_destinations().unwrap();
+    assert_eq!(destinations[0].kind, "uploads");
+    assert!(
+        destinations
+            .iter()
+            .any(|d| d.kind == "collection" && d.name == "trips"),
+        "{destinations:?}"
+    );
+
+    // The server's own folders and queue (administrators), the audit trail.
+    let projects = s._dir.path().join("docs/projects");
+    std::fs::create_dir_all(&projects).unwrap();
+    std::fs::write(
+        projects.join("atlas.md"),
+        "# Atlas\n\nProject Atlas ships the harbour crane software in May.",
+    )
+    .unwrap();
+    let projects = projects.canonicalize().unwrap().display().to_string();
+    assert_eq!(
+        alice
+            .ingest(std::slice::from_ref(&projects), false)
+            .unwrap_err()
+            .status(),
+        Some(403)
+    );
+    let ingested = admin
+        .ingest(std::slice::from_ref(&projects), false)
+        .unwrap();
+    assert_eq!(ingested.status, "ingested", "{ingested:?}");
+    assert_eq!(ingested.totals.as_ref().map(|t| t.added), Some(1));
+    assert_eq!(ingested.files[0].outcome, "added");
+    let rules = knowhub_client::FolderRules {
+        exclude: vec!["*.tmp".into()],
+        ..Default::default()
+    };
+    let watched = admin.watch(&projects, Some(&rules)).unwrap();
+    assert_eq!(watched.rules, rules);
+    assert!(admin.watches().unwrap().iter().any(|w| w.path == projects));
+    let queue = admin.queue(10).unwrap();
+    assert!(!queue.counts.paused);
+    assert!(admin.set_queue_paused(true).unwrap());
+    assert!(admin.queue(0).unwrap().counts.paused);
+    assert!(!admin.set_queue_paused(false).unwrap());
+    assert_eq!(
+        alice.set_queue_paused(true).unwrap_err().status(),
+        Some(403)
+    );
+    admin.cancel_jobs(Some(&projects)).unwrap();
+    assert_eq!(admin.retry_failed(None).unwrap(), 0);
+    admin.unwatch(&projects).unwrap();
+    assert!(!admin.watches().unwrap().iter().any(|w| w.path == projects));
+    assert_eq!(
+        alice
+            .remove(std::slice::from_ref(&projects))
+            .unwrap_err()
+            .status(),
+        Some(404)
+    );
+    assert_eq!(admin.remove(std::slice::from_ref(&projects)).unwrap(), 1);
+    let trail = alice.audit(100, None).unwrap();
+    assert!(!trail.is_empty());
+    assert!(trail.iter().all(|r| r["user"] == "alice"), "{trail:?}");
+    assert!(
+        admin
+            .audit(100, Some("alice"))
+            .unwrap()
+            .iter()
+            .all(|r| r["user"] == "alice")
+    );
 
     // Web sources (this one is never reachable: a run concludes nothing and says why).
     let added = admin
