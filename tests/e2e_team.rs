@@ -234,6 +234,18 @@ async fn the_window_joins_a_team_server_as_a_user() {
     .unwrap();
 }
 
+/// Settings → Team → who writes the team's answers (waits until the app took the choice).
+async fn answers_by(ui: &Ui, who: &str) {
+    ui.click(&css("nav-settings")).await;
+    ui.click(&css("settings-tab-team")).await;
+    set_choice(ui, "team-answers", who).await;
+    ui.wait(&format!(
+        "{}[data-answers=\"{who}\"]",
+        css("team-answers-hint")
+    ))
+    .await;
+}
+
 /// Sends a command straight to the Rust side, as a script in the web view could: its result,
 /// or `err:<kind>`.
 async fn invoke(ui: &Ui, command: &str, args: serde_json::Value) -> String {
@@ -413,6 +425,41 @@ async fn scenario(ui: &Ui, server: &Arc<std::sync::Mutex<TeamServer>>, data: &Pa
             .unwrap();
     let herons_text = all.last().unwrap().text().await.unwrap();
     assert!(herons_text.contains("October"), "{herons_text}");
+
+    // Answers written by this computer's copilot over the passages the server returns
+    // (Settings → Team): cited from the team, and the conversation is not on the server.
+    answers_by(ui, "this_computer").await;
+    ui.click(&css("nav-chat")).await;
+    ui.click(&css("new-conversation")).await;
+    let here = ui.ask("How many days of annual leave do we get?").await;
+    assert_eq!(
+        here.attr("data-stop-reason").await.unwrap().as_deref(),
+        Some("ok")
+    );
+    let all =
+        ui.c.find_all(Locator::Css(&css("answer-text")))
+            .await
+            .unwrap();
+    let here_text = all.last().unwrap().text().await.unwrap();
+    assert!(here_text.contains("25"), "{here_text}");
+    let here_trace = here.attr("data-trace-id").await.unwrap().unwrap();
+    let key = alice_key.clone();
+    let on_server = tokio::task::spawn_blocking(move || {
+        knowhub_client::Client::new(&format!("http://{addr}"), &key, Default::default())
+            .unwrap()
+            .trace(&here_trace)
+            .map(drop)
+            .map_err(|e| e.status())
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        on_server,
+        Err(Some(404)),
+        "the trace stays on this computer"
+    );
+    answers_by(ui, "server").await;
+    ui.click(&css("nav-chat")).await;
 
     // No path reaches hr: asking for it, or opening it by id through the command itself.
     let refused = ui

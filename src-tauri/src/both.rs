@@ -10,7 +10,8 @@ use knowhub_agent::{Caller, EngineKnowledge, KnowledgeBase};
 use knowhub_client::{SearchMode, SearchRequest};
 use knowhub_engine::{
     ChunkId, DocumentId, DocumentMeta, EngineError, QueryableData, Retrieval, RetrievalMode,
-    SearchHit, SearchOptions, SessionRecord, SessionSummary, TraceRecord, TurnRecord,
+    RetrievalTrace, SearchHit, SearchOptions, SessionRecord, SessionSummary, TraceRecord,
+    TurnRecord,
 };
 
 use crate::team::TeamLink;
@@ -30,6 +31,8 @@ pub(crate) struct BothKnowledge<'e> {
     team: Arc<TeamLink>,
     /// Why the team base could not be searched (the answer then rests on this computer's).
     team_error: Mutex<Option<String>>,
+    /// Whether this computer's documents are searched too (else the team's only).
+    local_documents: bool,
 }
 
 impl<'e> BothKnowledge<'e> {
@@ -38,6 +41,16 @@ impl<'e> BothKnowledge<'e> {
             local,
             team,
             team_error: Mutex::new(None),
+            local_documents: true,
+        }
+    }
+
+    /// The team's search only: this computer's copilot answers from the team's documents
+    /// (the SQL tool gets no local data either); conversations still stay on this computer.
+    pub(crate) fn team_only(local: EngineKnowledge<'e>, team: Arc<TeamLink>) -> BothKnowledge<'e> {
+        BothKnowledge {
+            local_documents: false,
+            ..BothKnowledge::new(local, team)
         }
     }
 
@@ -133,6 +146,24 @@ impl KnowledgeBase for BothKnowledge<'_> {
     }
 
     fn retrieve(&self, query: &str, options: &SearchOptions) -> Result<Retrieval> {
+        if !self.local_documents {
+            let hits = fuse(
+                Vec::new(),
+                self.team_hits(query, options),
+                options.limit.max(1),
+            );
+            return Ok(Retrieval {
+                trace: RetrievalTrace {
+                    mode: options.mode,
+                    fused: hits.len(),
+                    skipped: vec!["this computer's documents (the team's only)".into()],
+                    // The server checked the user's permissions on its own snapshot.
+                    permission_snapshot: format!("team:{}", self.team.setting.server),
+                    ..RetrievalTrace::default()
+                },
+                hits,
+            });
+        }
         let mut local = self.local.retrieve(query, options)?;
         // A search narrowed to some of this computer's documents is not the team's to answer.
         if options.filter.is_some() {
@@ -145,7 +176,12 @@ impl KnowledgeBase for BothKnowledge<'_> {
 
     // The SQL tool, the user's profile and the conversation are this computer's.
     fn queryable_data(&self) -> Result<QueryableData> {
-        self.local.queryable_data()
+        let mut data = self.local.queryable_data()?;
+        if !self.local_documents {
+            data.tables.clear();
+            data.sources.clear();
+        }
+        Ok(data)
     }
 
     fn org_ids(&self) -> Result<Vec<String>> {

@@ -1331,3 +1331,14 @@ pub(crate) async fn finish_first_run(app: AppHandle) -> CmdResult<()> {
 pub(crate) async fn leave_team(app: AppHandle) -> CmdResult<()> {
     blocking(app, |state, _| state.leave_team()).await
 }
+
+/// Chooses who writes the team's answers: the team server's copilot, or this computer's over
+/// the passages the server returns for the user.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn set_team_answers(
+    app: AppHandle,
+    answers: TeamAnswers,
+) -> CmdResult<TeamStatus> {
+    blocking(app, move |state, _| state.set_team_answers(answers)).await
+}

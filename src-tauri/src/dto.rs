@@ -338,6 +338,19 @@ pub struct TeamStatus {
     /// Where the key is kept: `keyring` (the OS keyring) or `file` (readable by this user
     /// only).
     pub key_store: Option<String>,
+    /// Who writes the team's answers.
+    pub answers: TeamAnswers,
+}
+
+/// Who writes answers from the team's documents: the team server's copilot (its model, the
+/// default), or this computer's copilot over the passages the server returns for the user
+/// (its conversations then stay on this computer).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Type, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TeamAnswers {
+    #[default]
+    Server,
+    ThisComputer,
 }
 
 /// Where a passage sits in the previewed text (character offsets into `text`).

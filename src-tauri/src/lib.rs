@@ -14,6 +14,7 @@ mod library;
 mod settings;
 mod state;
 mod team;
+mod team_here;
 #[cfg(test)]
 mod team_tests;
 
@@ -81,6 +82,7 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::team_status,
             commands::join_team,
             commands::leave_team,
+            commands::set_team_answers,
             commands::finish_first_run,
         ])
         .events(collect_events![dto::IngestEvent])

@@ -42,6 +42,9 @@ pub(crate) struct LocalLibrary<'a> {
     pub signed: Signed,
     /// Set: questions search the team base too (see [`crate::both`]).
     pub team: Option<std::sync::Arc<crate::team::TeamLink>>,
+    /// With `team`: questions search the team only, not this computer's documents (the team
+    /// base answered by this computer's copilot, see [`crate::team_here`]).
+    pub team_only: bool,
 }
 
 pub(crate) fn answer_of(
@@ -132,6 +135,22 @@ fn queue_of(s: &Signed) -> CmdResult<QueueView> {
     })
 }
 
+impl LocalLibrary<'_> {
+    /// Every conversation stored on this computer (the newest 200).
+    pub(crate) fn all_conversations(&self) -> CmdResult<Vec<Conversation>> {
+        let s = &self.signed;
+        Ok(s.engine
+            .sessions(&s.ctx, 200)?
+            .into_iter()
+            .map(|c| Conversation {
+                id: c.id,
+                title: c.title,
+                updated_at_ms: c.updated_at_ms as f64,
+            })
+            .collect())
+    }
+}
+
 impl Library for LocalLibrary<'_> {
     fn ask(
         &self,
@@ -179,13 +198,19 @@ impl Library for LocalLibrary<'_> {
         let (outcome, notice) = match &self.team {
             None => (agent.ask(&ctx, &request, &mut events)?, None),
             Some(team) => {
-                let kb = crate::both::BothKnowledge::new(
-                    EngineKnowledge::new(s.engine.session(&ctx)?),
-                    team.clone(),
-                );
+                let local = EngineKnowledge::new(s.engine.session(&ctx)?);
+                let kb = if self.team_only {
+                    crate::both::BothKnowledge::team_only(local, team.clone())
+                } else {
+                    crate::both::BothKnowledge::new(local, team.clone())
+                };
                 let outcome = agent.ask_in(&kb, &ctx.trace_id, &request, &mut events)?;
                 let notice = kb.team_error().map(|e| {
-                    format!("the team knowledge base could not be searched ({e}): this answer uses this computer's documents only")
+                    if self.team_only {
+                        format!("the team knowledge base could not be searched ({e}): this answer has no evidence from it")
+                    } else {
+                        format!("the team knowledge base could not be searched ({e}): this answer uses this computer's documents only")
+                    }
                 });
                 (outcome, notice)
             }
@@ -201,17 +226,13 @@ impl Library for LocalLibrary<'_> {
         Ok(answer)
     }
 
+    /// This computer's conversations, except those over the team's documents (listed under
+    /// the team base).
     fn conversations(&self) -> CmdResult<Vec<Conversation>> {
-        let s = &self.signed;
-        Ok(s.engine
-            .sessions(&s.ctx, 200)?
-            .into_iter()
-            .map(|c| Conversation {
-                id: c.id,
-                title: c.title,
-                updated_at_ms: c.updated_at_ms as f64,
-            })
-            .collect())
+        let team = crate::team_here::AnsweredHere::of(&self.state.data_dir).all();
+        let mut all = self.all_conversations()?;
+        all.retain(|c| !team.contains(&c.id));
+        Ok(all)
     }
 
     fn conversation(&self, id: &str) -> CmdResult<Vec<Answer>> {

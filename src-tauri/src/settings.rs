@@ -163,6 +163,7 @@ mod tests {
             team: Some(crate::team::TeamSetting {
                 server: "https://kb.example.com".into(),
                 ca_file: Some("/etc/ca.pem".into()),
+                answers: crate::dto::TeamAnswers::ThisComputer,
             }),
             welcomed: true,
         };

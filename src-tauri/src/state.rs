@@ -16,7 +16,7 @@ use knowhub_engine::{
 use knowhub_llm::Llm;
 
 use crate::api_server::{self, RunningApi};
-use crate::dto::{Base, TeamStatus};
+use crate::dto::{Base, TeamAnswers, TeamStatus};
 use crate::error::{CmdResult, CommandError};
 use crate::library::{Library, LocalLibrary};
 use crate::settings::{ApiServerSetting, SearchModels, Settings};
@@ -211,12 +211,56 @@ impl AppState {
                 state: self,
                 signed: self.signed(),
                 team: None,
+                team_only: false,
             })),
-            Base::Team => Ok(Box::new(TeamLibrary {
-                link: self.joined_team()?,
-                downloads: self.data_dir.join("team-downloads"),
-            })),
+            Base::Team => {
+                let link = self.joined_team()?;
+                let team = TeamLibrary {
+                    link: link.clone(),
+                    downloads: self.data_dir.join("team-downloads"),
+                };
+                Ok(Box::new(crate::team_here::TeamHereLibrary {
+                    team,
+                    answers: self.team_answers(),
+                    here: LocalLibrary {
+                        state: self,
+                        signed: self.signed(),
+                        team: Some(link),
+                        team_only: true,
+                    },
+                    answered: crate::team_here::AnsweredHere::of(&self.data_dir),
+                }))
+            }
         }
+    }
+
+    /// Who writes the team's answers (Settings → Team).
+    pub(crate) fn team_answers(&self) -> TeamAnswers {
+        self.settings().team.map(|t| t.answers).unwrap_or_default()
+    }
+
+    /// Chooses who writes the team's answers.
+    pub(crate) fn set_team_answers(&self, answers: TeamAnswers) -> CmdResult<TeamStatus> {
+        let mut settings = self.settings();
+        let Some(team) = settings.team.as_mut() else {
+            return Err(CommandError::new(
+                "not_joined",
+                "this app has not joined a team server",
+            ));
+        };
+        team.answers = answers;
+        let setting = team.clone();
+        self.save_settings(settings)?;
+        let mut slot = self.team.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(link) = slot.as_ref() {
+            *slot = Some(Arc::new(TeamLink {
+                setting,
+                client: link.client.clone(),
+                key_store: link.key_store,
+            }));
+        }
+        drop(slot);
+        Ok(self.team_status())
     }
 
     /// Where a question is answered: in `base`, or with `with_team` by this computer's
@@ -233,6 +277,7 @@ impl AppState {
             state: self,
             signed: self.signed(),
             team: Some(self.joined_team()?),
+            team_only: false,
         }))
     }
 
@@ -268,6 +313,7 @@ impl AppState {
                     server: self.settings().team.map(|t| t.server),
                     state: e.kind,
                     message: Some(e.message),
+                    answers: self.team_answers(),
                     ..team::not_joined()
                 },
                 None => team::not_joined(),
@@ -286,6 +332,8 @@ impl AppState {
         let setting = team::TeamSetting {
             server: server.trim().trim_end_matches('/').to_owned(),
             ca_file,
+            // Joining again (a new key) keeps the choice made for this app.
+            answers: self.team_answers(),
         };
         let mut link = TeamLink::new(setting.clone(), api_key.trim(), "file")?;
         link.client.me()?;
@@ -303,7 +351,9 @@ impl AppState {
     /// user's conversations).
     pub(crate) fn leave_team(&self) -> CmdResult<()> {
         let mut settings = self.settings();
-        settings.team = None;
+        if let Some(left) = settings.team.take() {
+            crate::team_here::AnsweredHere::of(&self.data_dir).forget_server(&left.server)?;
+        }
         self.save_settings(settings)?;
         team::forget_key(&self.data_dir)?;
         let downloads = self.data_dir.join("team-downloads");

@@ -29,6 +29,9 @@ pub(crate) struct TeamSetting {
     /// A company CA to trust for this server instead of the system's roots.
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
+    /// Who writes the team's answers.
+    #[serde(default)]
+    pub answers: TeamAnswers,
 }
 
 /// The joined server: its address and a client signed in with the user's key.
@@ -74,6 +77,7 @@ impl TeamLink {
             role: None,
             account: None,
             key_store: Some(self.key_store.into()),
+            answers: self.setting.answers,
         };
         match self.client.me() {
             Ok(me) => {
@@ -104,6 +108,7 @@ pub(crate) fn not_joined() -> TeamStatus {
         role: None,
         account: None,
         key_store: None,
+        answers: TeamAnswers::default(),
     }
 }
 

@@ -487,3 +487,127 @@ fn files_dropped_into_a_team_collection_go_to_the_server_and_only_there() {
     let offline = crate::team::upload_dropped(&link, &[dropped], None, None, &mut |_| {});
     assert_eq!(offline.err().unwrap().kind, "offline");
 }
+
+#[test]
+fn this_computers_copilot_answers_from_the_teams_passages_when_chosen() {
+    use crate::dto::TeamAnswers;
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, key, salaries, stop, server, _) =
+        team_server(&dir.path().join("server"), &dir.path().join("company"));
+    let server_url = format!("http://{addr}");
+    let state = app(&dir.path().join("app"));
+    let joined = state.join_team(&server_url, &key, None).unwrap();
+    assert_eq!(
+        joined.answers,
+        TeamAnswers::Server,
+        "the server answers by default"
+    );
+    let server_side = knowhub_client::Client::new(&server_url, &key, Default::default()).unwrap();
+
+    // This computer's own note, which a team question must not use.
+    let mine = dir.path().join("mine");
+    write(
+        &mine,
+        "leave.md",
+        "# My leave\n\nI keep 3 days of leave for December.",
+    );
+    let signed = state.signed();
+    signed
+        .engine
+        .ingest(&signed.ctx, &[mine], &IngestOptions::default(), &mut |_| {})
+        .unwrap();
+    drop(signed);
+
+    let status = state.set_team_answers(TeamAnswers::ThisComputer).unwrap();
+    assert_eq!(status.answers, TeamAnswers::ThisComputer);
+    let answer = ask(&state, Base::Team, "How many days of annual leave?");
+    assert_eq!(answer.base, Base::Team);
+    assert!(answer.text.contains("25"), "{}", answer.text);
+    assert!(!answer.text.contains("December"), "{}", answer.text);
+    assert!(!answer.sources.is_empty());
+    assert!(
+        answer.sources.iter().all(|s| s.base == Base::Team),
+        "{:?}",
+        answer.sources
+    );
+    let team = state.library(Base::Team).unwrap();
+    let cited = answer.sources[0].document_id.unwrap();
+    assert!(team.open_document(cited).unwrap().text.contains("25 days"));
+    let withheld = ask(&state, Base::Team, "salary bands annual review");
+    assert!(!withheld.text.contains("confidential"), "{}", withheld.text);
+    assert!(
+        withheld
+            .sources
+            .iter()
+            .all(|s| s.document_id != Some(salaries))
+    );
+
+    // The conversation is this computer's: listed under the team base, not under this
+    // computer's, unknown to the server; its trace and feedback are here.
+    let id = answer.session_id.clone().unwrap();
+    let listed: Vec<String> = team
+        .conversations()
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert!(listed.contains(&id), "{listed:?}");
+    let local = state.library(Base::Local).unwrap();
+    assert!(!local.conversations().unwrap().iter().any(|c| c.id == id));
+    assert!(
+        server_side
+            .conversations(50)
+            .unwrap()
+            .iter()
+            .all(|c| c.id != id)
+    );
+    let turns = team.conversation(&id).unwrap();
+    assert_eq!(turns.len(), 1);
+    assert_eq!(turns[0].base, Base::Team);
+    assert_eq!(
+        team.trace(&answer.trace_id).unwrap().trace_id,
+        answer.trace_id
+    );
+    team.send_feedback(&answer.trace_id, true, "").unwrap();
+
+    // Back to the server's copilot: new questions go to the server; the conversation had
+    // here stays listed and continues here.
+    drop(team);
+    state.set_team_answers(TeamAnswers::Server).unwrap();
+    let team = state.library(Base::Team).unwrap();
+    let by_server = ask(&state, Base::Team, "How many days of annual leave?");
+    let server_id = by_server.session_id.clone().unwrap();
+    assert!(
+        server_side
+            .conversations(50)
+            .unwrap()
+            .iter()
+            .any(|c| c.id == server_id)
+    );
+    let listed: Vec<String> = team
+        .conversations()
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert!(
+        listed.contains(&id) && listed.contains(&server_id),
+        "{listed:?}"
+    );
+
+    // Deleting it removes it here; leaving the team moves any others back under this computer.
+    team.delete_conversation(&id).unwrap();
+    assert!(!team.conversations().unwrap().iter().any(|c| c.id == id));
+    state.set_team_answers(TeamAnswers::ThisComputer).unwrap();
+    let kept = ask(&state, Base::Team, "How many days of annual leave?")
+        .session_id
+        .unwrap();
+    drop(team);
+    drop(local);
+    state.leave_team().unwrap();
+    let local = state.library(Base::Local).unwrap();
+    assert!(local.conversations().unwrap().iter().any(|c| c.id == kept));
+
+    stop.send(()).unwrap();
+    server.join().unwrap();
+}

@@ -49,6 +49,7 @@ export type SheetTableRow = DataSourcesView["tables"][number];
 export type WebSourceRow = Ok<typeof commands.webSources>[number];
 export type ApiServerView = Ok<typeof commands.apiServerStatus>;
 export type TeamStatus = Ok<typeof commands.teamStatus>;
+export type TeamAnswers = TeamStatus["answers"];
 /** Which knowledge base a request goes to: this computer's or the joined team server's. */
 export type Base = Parameters<typeof commands.conversations>[0];
 export type ChatEvent = Parameters<typeof commands.ask>[6] extends Channel<infer E> ? E : never;
@@ -226,6 +227,9 @@ export const api = {
   joinTeam: (server: string, apiKey: string, caFile: string | null) =>
     unwrap(commands.joinTeam(server, apiKey, caFile)),
   leaveTeam: () => unwrap(commands.leaveTeam()),
+  /** Who writes the team's answers: the server's copilot, or this computer's over the
+   * passages the server returns for the user. */
+  setTeamAnswers: (answers: TeamAnswers) => unwrap(commands.setTeamAnswers(answers)),
   finishFirstRun: () => unwrap(commands.finishFirstRun()),
 };
 

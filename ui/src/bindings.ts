@@ -154,6 +154,11 @@ export const commands = {
 	/**  Leaves the team server (its address and key are forgotten on this computer). */
 	leaveTeam: () => typedError<null, CommandError>(__TAURI_INVOKE("leave_team")),
 	/**
+	 *  Chooses who writes the team's answers: the team server's copilot, or this computer's over
+	 *  the passages the server returns for the user.
+	 */
+	setTeamAnswers: (answers: TeamAnswers) => typedError<TeamStatus_Serialize, CommandError>(__TAURI_INVOKE("set_team_answers", { answers })),
+	/**
 	 *  Records the first-run choice as made, so the window does not ask again (joining a team
 	 *  later stays in Settings → Team).
 	 */
@@ -885,6 +890,13 @@ export type SqlView = {
 	preview: string,
 };
 
+/**
+ *  Who writes answers from the team's documents: the team server's copilot (its model, the
+ *  default), or this computer's copilot over the passages the server returns for the user
+ *  (its conversations then stay on this computer).
+ */
+export type TeamAnswers = "server" | "this_computer";
+
 /**  The team knowledge base the app joined, and whether it answers now. */
 export type TeamStatus = TeamStatus_Serialize | TeamStatus_Deserialize;
 
@@ -910,6 +922,8 @@ export type TeamStatus_Deserialize = {
 	 *  only).
 	 */
 	keyStore?: string | null,
+	/**  Who writes the team's answers. */
+	answers: TeamAnswers,
 };
 
 /**  The team knowledge base the app joined, and whether it answers now. */
@@ -934,6 +948,8 @@ export type TeamStatus_Serialize = {
 	 *  only).
 	 */
 	keyStore: string | null,
+	/**  Who writes the team's answers. */
+	answers: TeamAnswers,
 };
 
 export type TraceStepView = TraceStepView_Serialize | TraceStepView_Deserialize;

@@ -467,6 +467,7 @@ async function ingestDropped(args: Args): Promise<DroppedFile[]> {
 
 /** The joined team server of the mock (join with the key `kh_team`). */
 let team: { server: string } | null = null;
+let teamAnswers: "server" | "this_computer" = "server";
 
 function teamView() {
   return {
@@ -479,6 +480,7 @@ function teamView() {
     role: team ? "USER" : null,
     account: team ? "default" : null,
     keyStore: team ? "keyring" : null,
+    answers: teamAnswers,
   };
 }
 
@@ -719,6 +721,10 @@ async function handle(cmd: string, args: Args): Promise<unknown> {
       return apiServerView();
     }
     case "team_status":
+      return teamView();
+    case "set_team_answers":
+      if (!team) fail("not_joined", "this app has not joined a team server");
+      teamAnswers = args.answers === "this_computer" ? "this_computer" : "server";
       return teamView();
     case "join_team": {
       const server = String(args.server).trim();

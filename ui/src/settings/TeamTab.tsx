@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
-import { api } from "../api";
+import { api, type TeamAnswers } from "../api";
 import { useApp } from "../state/app";
 import { useToast } from "../state/toasts";
 
@@ -24,6 +24,18 @@ export function TeamTab() {
       refreshTeam();
       setBase("team");
       notify("success", t("team.joined", { server: joined.server ?? server }));
+    } catch (e) {
+      showError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const chooseAnswers = async (answers: TeamAnswers) => {
+    setBusy(true);
+    try {
+      await api.setTeamAnswers(answers);
+      refreshTeam();
     } catch (e) {
       showError(e);
     } finally {
@@ -62,6 +74,22 @@ export function TeamTab() {
             </p>
           )}
           <p className="muted small">{t(team.keyStore === "keyring" ? "team.keyInKeyring" : "team.keyInFile")}</p>
+          <label className="field">
+            <span className="field-label">{t("team.answers")}</span>
+            <select
+              className="input"
+              data-testid="team-answers"
+              value={team.answers}
+              disabled={busy}
+              onChange={(e) => void chooseAnswers(e.target.value as TeamAnswers)}
+            >
+              <option value="server">{t("team.answersServer")}</option>
+              <option value="this_computer">{t("team.answersHere")}</option>
+            </select>
+            <span className="hint" data-testid="team-answers-hint" data-answers={team.answers}>
+              {t(team.answers === "server" ? "team.answersServerHint" : "team.answersHereHint")}
+            </span>
+          </label>
           <div className="row-actions">
             <button type="button" className="button" disabled={busy} onClick={refreshTeam}>
               {t("common.retry")}
