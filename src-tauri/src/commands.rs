@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use knowhub_engine::authz::ScopeSet;
 use knowhub_engine::{
-    DocumentId, FileOutcome, IngestOptions, Role, SourceRules, UploadKind, UploadTarget, UserId,
+    DocumentId, FileOutcome, IngestOptions, SourceRules, UploadKind, UploadTarget,
 };
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Manager, State};
@@ -38,10 +38,6 @@ async fn as_user<T: Send + 'static>(
     blocking(app, move |state, _| f(state.signed())).await
 }
 
-fn user_id(id: &str) -> CmdResult<UserId> {
-    UserId::new(id.trim()).map_err(|e| CommandError::invalid(e.to_string()))
-}
-
 /// A document id from the window (a JavaScript number).
 fn doc_id(n: f64) -> CmdResult<DocumentId> {
     if n.fract() != 0.0 || !(0.0..9.0e15).contains(&n) {
@@ -50,10 +46,9 @@ fn doc_id(n: f64) -> CmdResult<DocumentId> {
     Ok(DocumentId(n as i64))
 }
 
+/// Scopes as the window lists them, one per entry.
 fn scopes_of(list: &[String]) -> CmdResult<ScopeSet> {
-    list.join(" ")
-        .parse::<ScopeSet>()
-        .map_err(|e| CommandError::invalid(format!("bad scopes: {e}")))
+    crate::administration::parse_scopes(list)
 }
 
 // ----- session ----------------------------------------------------------------------------
@@ -437,12 +432,9 @@ pub(crate) async fn ingest_dropped(
             },
             DropTarget::Team { destination } => {
                 let link = state.joined_team()?;
-                let scopes = share.as_ref().map(|s| {
-                    s.to_string()
-                        .split_whitespace()
-                        .map(str::to_owned)
-                        .collect::<Vec<_>>()
-                });
+                let scopes = share
+                    .as_ref()
+                    .map(|s| s.iter().map(ToString::to_string).collect::<Vec<_>>());
                 let results = crate::team::upload_dropped(
                     &link,
                     &inputs,
@@ -652,48 +644,13 @@ pub(crate) async fn retry_failed(app: AppHandle) -> CmdResult<u32> {
 
 // ----- settings: permissions ----------------------------------------------------------------
 
-/// Every folder with documents, with its explicit and inherited ACL (administrators).
+/// Every folder with documents, with its explicit and inherited ACL (administrators), in
+/// `base`.
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn folder_tree(app: AppHandle) -> CmdResult<Vec<FolderNode>> {
-    as_user(app, move |s| {
-        if !s.is_admin() {
-            return Err(CommandError::new(
-                "forbidden",
-                "only administrators edit folder permissions",
-            ));
-        }
-        let mut paths: Vec<(String, u64)> = s
-            .engine
-            .folders(&s.ctx)?
-            .into_iter()
-            .map(|f| (f.path, f.documents))
-            .collect();
-        for w in s.engine.watched_folders(&s.ctx)? {
-            if !paths.iter().any(|(p, _)| *p == w.path) {
-                paths.push((w.path, 0));
-            }
-        }
-        paths.sort();
-        let mut out = Vec::new();
-        for (path, documents) in paths {
-            let acl = s.engine.folder_acl(&s.ctx, Path::new(&path))?;
-            let depth = if acl.relative.is_empty() {
-                0
-            } else {
-                acl.relative.split('/').count()
-            };
-            out.push(FolderNode {
-                path,
-                depth: n32(depth),
-                documents: n32(documents),
-                relative: acl.relative,
-                explicit: acl.explicit,
-                effective: acl.effective,
-                inherited_from: acl.inherited_from,
-            });
-        }
-        Ok(out)
+pub(crate) async fn folder_tree(app: AppHandle, base: Base) -> CmdResult<Vec<FolderNode>> {
+    blocking(app, move |state, _| {
+        state.administration(base)?.folder_tree()
     })
     .await
 }
@@ -706,16 +663,10 @@ pub(crate) async fn set_folder_acl(
     app: AppHandle,
     path: String,
     scopes: Vec<String>,
+    base: Base,
 ) -> CmdResult<()> {
-    as_user(app, move |s| {
-        let set = if scopes.iter().all(|x| x.trim().is_empty()) {
-            None
-        } else {
-            Some(scopes_of(&scopes)?)
-        };
-        s.engine
-            .set_folder_acl(&s.ctx, Path::new(&path), set.as_ref())?;
-        Ok(())
+    blocking(app, move |state, _| {
+        state.administration(base)?.set_folder_acl(&path, &scopes)
     })
     .await
 }
@@ -723,48 +674,24 @@ pub(crate) async fn set_folder_acl(
 /// "Who can see this": each user and how many of the folder's documents they may read.
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn folder_readers(app: AppHandle, path: String) -> CmdResult<ReadersView> {
-    as_user(app, move |s| {
-        let r = s.engine.folder_readers(&s.ctx, Path::new(&path))?;
-        Ok(ReadersView {
-            folder: r.folder,
-            documents: n32(r.documents),
-            readers: r
-                .readers
-                .into_iter()
-                .map(|u| ReaderRow {
-                    user: u.user,
-                    display_name: u.display_name,
-                    role: u.role,
-                    readable: n32(u.readable),
-                })
-                .collect(),
-        })
+pub(crate) async fn folder_readers(
+    app: AppHandle,
+    path: String,
+    base: Base,
+) -> CmdResult<ReadersView> {
+    blocking(app, move |state, _| {
+        state.administration(base)?.folder_readers(&path)
     })
     .await
 }
 
 // ----- settings: users and keys -----------------------------------------------------------
 
+/// Active users with their groups, in `base` (administrators).
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn users(app: AppHandle) -> CmdResult<Vec<UserRow>> {
-    as_user(app, move |s| {
-        let mut rows = Vec::new();
-        for u in s.engine.users(&s.ctx)? {
-            if u.removed_at.is_some() {
-                continue;
-            }
-            rows.push(UserRow {
-                groups: s.engine.user_groups(&s.ctx, &u.id).unwrap_or_default(),
-                id: u.id.to_string(),
-                display_name: u.display_name,
-                role: u.role.to_string(),
-            });
-        }
-        Ok(rows)
-    })
-    .await
+pub(crate) async fn users(app: AppHandle, base: Base) -> CmdResult<Vec<UserRow>> {
+    blocking(app, move |state, _| state.administration(base)?.users()).await
 }
 
 /// Adds a user and makes their first API key (shown once).
@@ -775,56 +702,35 @@ pub(crate) async fn add_user(
     id: String,
     display_name: String,
     role: String,
+    base: Base,
 ) -> CmdResult<NewKey> {
-    as_user(app, move |s| {
-        let uid = user_id(&id)?;
-        let role: Role = role.parse()?;
-        let name = if display_name.trim().is_empty() {
-            id.trim()
-        } else {
-            display_name.trim()
-        };
-        if !s.engine.add_user(&s.ctx, &uid, name, role)? {
-            return Err(CommandError::invalid(format!(
-                "user {id} exists (or existed: ids are never reused)"
-            )));
-        }
-        let key = s.engine.rotate_api_key(&s.ctx, &uid)?;
-        Ok(NewKey {
-            user: uid.to_string(),
-            api_key: key.secret().to_string(),
-        })
+    blocking(app, move |state, _| {
+        state
+            .administration(base)?
+            .add_user(&id, &display_name, &role)
     })
     .await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn remove_user(app: AppHandle, id: String) -> CmdResult<()> {
-    as_user(app, move |s| {
-        if !s.engine.remove_user(&s.ctx, &user_id(&id)?)? {
-            return Err(CommandError::new(
-                "not_found",
-                format!("no active user {id}"),
-            ));
-        }
-        Ok(())
+pub(crate) async fn remove_user(app: AppHandle, id: String, base: Base) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        state.administration(base)?.remove_user(&id)
     })
     .await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn set_role(app: AppHandle, id: String, role: String) -> CmdResult<()> {
-    as_user(app, move |s| {
-        let role: Role = role.parse()?;
-        if !s.engine.set_role(&s.ctx, &user_id(&id)?, role)? {
-            return Err(CommandError::new(
-                "not_found",
-                format!("no active user {id}"),
-            ));
-        }
-        Ok(())
+pub(crate) async fn set_role(
+    app: AppHandle,
+    id: String,
+    role: String,
+    base: Base,
+) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        state.administration(base)?.set_role(&id, &role)
     })
     .await
 }
@@ -837,16 +743,12 @@ pub(crate) async fn set_membership(
     id: String,
     group: String,
     join: bool,
+    base: Base,
 ) -> CmdResult<()> {
-    as_user(app, move |s| {
-        let uid = user_id(&id)?;
-        let scope: knowhub_engine::authz::Scope = group.trim().parse()?;
-        if join {
-            s.engine.add_membership(&s.ctx, &uid, &scope)?;
-        } else {
-            s.engine.remove_membership(&s.ctx, &uid, &scope)?;
-        }
-        Ok(())
+    blocking(app, move |state, _| {
+        state
+            .administration(base)?
+            .set_membership(&id, &group, join)
     })
     .await
 }
@@ -854,14 +756,9 @@ pub(crate) async fn set_membership(
 /// Replaces a user's API keys by a new one (shown once; the old ones stop working).
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn rotate_key(app: AppHandle, id: String) -> CmdResult<NewKey> {
-    as_user(app, move |s| {
-        let uid = user_id(&id)?;
-        let key = s.engine.rotate_api_key(&s.ctx, &uid)?;
-        Ok(NewKey {
-            user: uid.to_string(),
-            api_key: key.secret().to_string(),
-        })
+pub(crate) async fn rotate_key(app: AppHandle, id: String, base: Base) -> CmdResult<NewKey> {
+    blocking(app, move |state, _| {
+        state.administration(base)?.rotate_key(&id)
     })
     .await
 }
@@ -869,9 +766,9 @@ pub(crate) async fn rotate_key(app: AppHandle, id: String) -> CmdResult<NewKey> 
 /// Revokes every API key of a user.
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn revoke_keys(app: AppHandle, id: String) -> CmdResult<u32> {
-    as_user(app, move |s| {
-        Ok(n32(s.engine.revoke_api_keys(&s.ctx, &user_id(&id)?)?))
+pub(crate) async fn revoke_keys(app: AppHandle, id: String, base: Base) -> CmdResult<u32> {
+    blocking(app, move |state, _| {
+        state.administration(base)?.revoke_keys(&id)
     })
     .await
 }

@@ -5,6 +5,7 @@
 //! The TypeScript bindings in `ui/src/bindings.ts` are generated from these signatures by
 //! [`specta_builder`] (`knowhub-desktop --export-bindings`, checked fresh by a test).
 
+mod administration;
 mod api_server;
 mod both;
 mod commands;

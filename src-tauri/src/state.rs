@@ -234,6 +234,21 @@ impl AppState {
         }
     }
 
+    /// The Settings panes' administration of `base` (the team: as the key's user).
+    pub(crate) fn administration(
+        &self,
+        base: Base,
+    ) -> CmdResult<Box<dyn crate::administration::Administration>> {
+        Ok(match base {
+            Base::Local => Box::new(crate::administration::LocalAdministration {
+                signed: self.signed(),
+            }),
+            Base::Team => Box::new(crate::administration::TeamAdministration::new(
+                self.joined_team()?,
+            )?),
+        })
+    }
+
     /// Who writes the team's answers (Settings → Team).
     pub(crate) fn team_answers(&self) -> TeamAnswers {
         self.settings().team.map(|t| t.answers).unwrap_or_default()

@@ -24,8 +24,9 @@ fn write(root: &Path, rel: &str, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-/// A team server over `data` with alice and bob (USERs outside team:hr); returns its address,
-/// alice's key, the restricted document's id, the stop signal and bob's key.
+/// A team server over `data` with alice and bob (USERs outside team:hr) and carol (an
+/// ADMIN); returns its address, alice's key, the restricted document's id, the stop signal,
+/// bob's key and carol's.
 #[allow(clippy::type_complexity)]
 fn team_server(
     data: &Path,
@@ -36,6 +37,7 @@ fn team_server(
     i64,
     tokio::sync::oneshot::Sender<()>,
     std::thread::JoinHandle<()>,
+    String,
     String,
 ) {
     write(
@@ -90,6 +92,15 @@ fn team_server(
         .unwrap()
         .secret()
         .to_owned();
+    let carol = UserId::new("carol").unwrap();
+    engine
+        .add_user(&root, &carol, "Carol", Role::Admin)
+        .unwrap();
+    let carol_key = engine
+        .rotate_api_key(&root, &carol)
+        .unwrap()
+        .secret()
+        .to_owned();
     let salaries = engine
         .documents(&root, None)
         .unwrap()
@@ -116,7 +127,7 @@ fn team_server(
         }))
         .unwrap();
     });
-    (addr, key, salaries, stop, thread, bob_key)
+    (addr, key, salaries, stop, thread, bob_key, carol_key)
 }
 
 fn app(data: &Path) -> AppState {
@@ -163,7 +174,7 @@ fn ask_in(state: &AppState, base: Base, with_team: bool, question: &str) -> crat
 #[test]
 fn a_joined_app_reads_the_team_under_the_users_permissions_and_survives_the_server_going_away() {
     let dir = tempfile::tempdir().unwrap();
-    let (addr, key, salaries, stop, server, _) =
+    let (addr, key, salaries, stop, server, _, _) =
         team_server(&dir.path().join("server"), &dir.path().join("company"));
     let app_dir = dir.path().join("app");
     let state = app(&app_dir);
@@ -371,7 +382,7 @@ fn a_joined_app_reads_the_team_under_the_users_permissions_and_survives_the_serv
 #[test]
 fn files_dropped_into_a_team_collection_go_to_the_server_and_only_there() {
     let dir = tempfile::tempdir().unwrap();
-    let (addr, alice_key, _, stop, server, bob_key) =
+    let (addr, alice_key, _, stop, server, bob_key, _) =
         team_server(&dir.path().join("server"), &dir.path().join("company"));
     let server_url = format!("http://{addr}");
     let state = app(&dir.path().join("app"));
@@ -492,7 +503,7 @@ fn files_dropped_into_a_team_collection_go_to_the_server_and_only_there() {
 fn this_computers_copilot_answers_from_the_teams_passages_when_chosen() {
     use crate::dto::TeamAnswers;
     let dir = tempfile::tempdir().unwrap();
-    let (addr, key, salaries, stop, server, _) =
+    let (addr, key, salaries, stop, server, _, _) =
         team_server(&dir.path().join("server"), &dir.path().join("company"));
     let server_url = format!("http://{addr}");
     let state = app(&dir.path().join("app"));
@@ -607,6 +618,99 @@ fn this_computers_copilot_answers_from_the_teams_passages_when_chosen() {
     state.leave_team().unwrap();
     let local = state.library(Base::Local).unwrap();
     assert!(local.conversations().unwrap().iter().any(|c| c.id == kept));
+
+    stop.send(()).unwrap();
+    server.join().unwrap();
+}
+
+#[test]
+fn settings_panes_administer_the_team_server_under_the_users_role_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let company = dir.path().join("company");
+    let (addr, alice_key, _, stop, server, _, carol_key) =
+        team_server(&dir.path().join("server"), &company);
+    let server_url = format!("http://{addr}");
+    let hr = company.join("hr").canonicalize().unwrap();
+    let hr = hr.to_str().unwrap();
+
+    // Carol administers the server from her window.
+    let state = app(&dir.path().join("carol"));
+    state.join_team(&server_url, &carol_key, None).unwrap();
+    let admin = state.administration(Base::Team).unwrap();
+    let ids: Vec<String> = admin.users().unwrap().into_iter().map(|u| u.id).collect();
+    assert!(
+        ["alice", "bob", "carol"]
+            .iter()
+            .all(|u| ids.iter().any(|i| i == u)),
+        "{ids:?}"
+    );
+    let dave = admin.add_user("dave", "Dave", "USER").unwrap();
+    let as_dave =
+        knowhub_client::Client::new(&server_url, &dave.api_key, Default::default()).unwrap();
+    assert_eq!(as_dave.me().unwrap().user_id, "dave");
+    admin.set_membership("dave", "team:hr", true).unwrap();
+    let listed = admin.users().unwrap();
+    let row = listed.iter().find(|u| u.id == "dave").unwrap();
+    assert_eq!(
+        (row.display_name.as_str(), row.groups.clone()),
+        ("Dave", vec!["team:hr".to_string()])
+    );
+
+    // Folder permissions and "who can see this", as the server decides them.
+    let tree = admin.folder_tree().unwrap();
+    let node = tree.iter().find(|n| n.path == hr).expect("hr in the tree");
+    assert_eq!(node.effective, "team:hr");
+    let readable = |who: &str| {
+        admin
+            .folder_readers(hr)
+            .unwrap()
+            .readers
+            .into_iter()
+            .find(|r| r.user == who)
+            .unwrap()
+            .readable
+    };
+    assert_eq!((readable("alice"), readable("dave")), (0, 1));
+    admin
+        .set_folder_acl(hr, &["team:hr".into(), "user:alice".into()])
+        .unwrap();
+    assert_eq!(readable("alice"), 1);
+    admin.set_folder_acl(hr, &["team:hr".into()]).unwrap();
+    assert_eq!(readable("alice"), 0);
+    let typo = admin.set_folder_acl(hr, &["team:".into()]).unwrap_err();
+    assert_eq!(typo.kind, "invalid_input", "{typo:?}");
+
+    // Keys and removal.
+    let rotated = admin.rotate_key("dave").unwrap();
+    assert!(as_dave.me().unwrap_err().is_unauthenticated());
+    assert_eq!(admin.revoke_keys("dave").unwrap(), 1);
+    let revoked =
+        knowhub_client::Client::new(&server_url, &rotated.api_key, Default::default()).unwrap();
+    assert!(revoked.me().unwrap_err().is_unauthenticated());
+    admin.set_role("dave", "ADMIN").unwrap();
+    admin.remove_user("dave").unwrap();
+    assert!(!admin.users().unwrap().iter().any(|u| u.id == "dave"));
+
+    // Alice, a USER there, may not: the server refuses, whatever her role on this computer.
+    let hers = app(&dir.path().join("alice"));
+    hers.join_team(&server_url, &alice_key, None).unwrap();
+    let refused = hers.administration(Base::Team).unwrap();
+    let seen: Vec<String> = refused.users().unwrap().into_iter().map(|u| u.id).collect();
+    assert_eq!(seen, ["alice"], "a user sees herself only");
+    assert_eq!(
+        refused.add_user("mallory", "", "ADMIN").unwrap_err().kind,
+        "forbidden"
+    );
+    assert_eq!(refused.folder_tree().unwrap_err().kind, "forbidden");
+    assert_eq!(
+        refused
+            .set_folder_acl(hr, &["public".into()])
+            .unwrap_err()
+            .kind,
+        "not_found"
+    );
+    // Her own computer's knowledge base is hers to administer.
+    assert!(hers.administration(Base::Local).unwrap().users().is_ok());
 
     stop.send(()).unwrap();
     server.join().unwrap();

@@ -196,19 +196,22 @@ export const api = {
   removeWebSource: (id: number) => unwrap(commands.removeWebSource(id)),
   retryFailed: () => unwrap(commands.retryFailed()),
 
-  folderTree: () => unwrap(commands.folderTree()),
-  setFolderAcl: (path: string, scopes: string[]) => unwrap(commands.setFolderAcl(path, scopes)),
-  folderReaders: (path: string) => unwrap(commands.folderReaders(path)),
-
-  users: () => unwrap(commands.users()),
-  addUser: (id: string, displayName: string, role: string) =>
-    unwrap(commands.addUser(id, displayName, role)),
-  removeUser: (id: string) => unwrap(commands.removeUser(id)),
-  setRole: (id: string, role: string) => unwrap(commands.setRole(id, role)),
-  setMembership: (id: string, group: string, join: boolean) =>
-    unwrap(commands.setMembership(id, group, join)),
-  rotateKey: (id: string) => unwrap(commands.rotateKey(id)),
-  revokeKeys: (id: string) => unwrap(commands.revokeKeys(id)),
+  /** Users, keys and folder permissions of one knowledge base: this computer's, or the joined
+   * team's on the server (which checks the user's role there). */
+  admin: (base: Base) => ({
+    folderTree: () => unwrap(commands.folderTree(base)),
+    setFolderAcl: (path: string, scopes: string[]) => unwrap(commands.setFolderAcl(path, scopes, base)),
+    folderReaders: (path: string) => unwrap(commands.folderReaders(path, base)),
+    users: () => unwrap(commands.users(base)),
+    addUser: (id: string, displayName: string, role: string) =>
+      unwrap(commands.addUser(id, displayName, role, base)),
+    removeUser: (id: string) => unwrap(commands.removeUser(id, base)),
+    setRole: (id: string, role: string) => unwrap(commands.setRole(id, role, base)),
+    setMembership: (id: string, group: string, join: boolean) =>
+      unwrap(commands.setMembership(id, group, join, base)),
+    rotateKey: (id: string) => unwrap(commands.rotateKey(id, base)),
+    revokeKeys: (id: string) => unwrap(commands.revokeKeys(id, base)),
+  }),
 
   setLlm: (setting: LlmSetting) => unwrap(commands.setLlm(setting)),
   dataSources: () => unwrap(commands.dataSources()),

@@ -88,26 +88,30 @@ export const commands = {
 	setIngestionPaused: (paused: boolean) => typedError<null, CommandError>(__TAURI_INVOKE("set_ingestion_paused", { paused })),
 	/**  Tries failed files again (administrators). */
 	retryFailed: () => typedError<number, CommandError>(__TAURI_INVOKE("retry_failed")),
-	/**  Every folder with documents, with its explicit and inherited ACL (administrators). */
-	folderTree: () => typedError<FolderNode_Serialize[], CommandError>(__TAURI_INVOKE("folder_tree")),
+	/**
+	 *  Every folder with documents, with its explicit and inherited ACL (administrators), in
+	 *  `base`.
+	 */
+	folderTree: (base: Base) => typedError<FolderNode_Serialize[], CommandError>(__TAURI_INVOKE("folder_tree", { base })),
 	/**
 	 *  Sets (or, with an empty list, clears) who may read a folder. Takes effect on the next
 	 *  question of every user.
 	 */
-	setFolderAcl: (path: string, scopes: string[]) => typedError<null, CommandError>(__TAURI_INVOKE("set_folder_acl", { path, scopes })),
+	setFolderAcl: (path: string, scopes: string[], base: Base) => typedError<null, CommandError>(__TAURI_INVOKE("set_folder_acl", { path, scopes, base })),
 	/**  "Who can see this": each user and how many of the folder's documents they may read. */
-	folderReaders: (path: string) => typedError<ReadersView, CommandError>(__TAURI_INVOKE("folder_readers", { path })),
-	users: () => typedError<UserRow[], CommandError>(__TAURI_INVOKE("users")),
+	folderReaders: (path: string, base: Base) => typedError<ReadersView, CommandError>(__TAURI_INVOKE("folder_readers", { path, base })),
+	/**  Active users with their groups, in `base` (administrators). */
+	users: (base: Base) => typedError<UserRow[], CommandError>(__TAURI_INVOKE("users", { base })),
 	/**  Adds a user and makes their first API key (shown once). */
-	addUser: (id: string, displayName: string, role: string) => typedError<NewKey, CommandError>(__TAURI_INVOKE("add_user", { id, displayName, role })),
-	removeUser: (id: string) => typedError<null, CommandError>(__TAURI_INVOKE("remove_user", { id })),
-	setRole: (id: string, role: string) => typedError<null, CommandError>(__TAURI_INVOKE("set_role", { id, role })),
+	addUser: (id: string, displayName: string, role: string, base: Base) => typedError<NewKey, CommandError>(__TAURI_INVOKE("add_user", { id, displayName, role, base })),
+	removeUser: (id: string, base: Base) => typedError<null, CommandError>(__TAURI_INVOKE("remove_user", { id, base })),
+	setRole: (id: string, role: string, base: Base) => typedError<null, CommandError>(__TAURI_INVOKE("set_role", { id, role, base })),
 	/**  Adds (`join = true`) or removes a user's membership of `team:x`, `project:x` or `org:x`. */
-	setMembership: (id: string, group: string, join: boolean) => typedError<null, CommandError>(__TAURI_INVOKE("set_membership", { id, group, join })),
+	setMembership: (id: string, group: string, join: boolean, base: Base) => typedError<null, CommandError>(__TAURI_INVOKE("set_membership", { id, group, join, base })),
 	/**  Replaces a user's API keys by a new one (shown once; the old ones stop working). */
-	rotateKey: (id: string) => typedError<NewKey, CommandError>(__TAURI_INVOKE("rotate_key", { id })),
+	rotateKey: (id: string, base: Base) => typedError<NewKey, CommandError>(__TAURI_INVOKE("rotate_key", { id, base })),
 	/**  Revokes every API key of a user. */
-	revokeKeys: (id: string) => typedError<number, CommandError>(__TAURI_INVOKE("revoke_keys", { id })),
+	revokeKeys: (id: string, base: Base) => typedError<number, CommandError>(__TAURI_INVOKE("revoke_keys", { id, base })),
 	/**  Chooses the answer model (administrators). It loads on the next question. */
 	setLlm: (setting: LlmSetting_Deserialize) => typedError<AppInfo_Serialize, CommandError>(__TAURI_INVOKE("set_llm", { setting })),
 	/**  Registered SQL databases and imported spreadsheet tables the user may query. */

@@ -174,6 +174,47 @@ pub struct Readers {
     pub readers: Vec<Reader>,
 }
 
+/// A folder's ACL on the server.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct FolderAcl {
+    /// The folder relative to its source root (`""` for the root).
+    pub relative: String,
+    /// How deep below its source root (0: the root).
+    pub depth: usize,
+    /// Scopes set on the folder itself (`None`: inherited).
+    pub explicit: Option<String>,
+    /// Scopes its documents get.
+    pub effective: String,
+    /// Where `effective` comes from when inherited: an ancestor's relative path.
+    pub inherited_from: Option<String>,
+}
+
+/// A folder holding documents (or a watched one) on the server.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ServerFolder {
+    pub path: String,
+    /// Documents inside it, at any depth.
+    pub documents: u64,
+    pub watched: bool,
+    /// `None` when the folder is no longer on the server's disk (its documents stay).
+    pub acl: Option<FolderAcl>,
+}
+
+#[derive(Deserialize)]
+struct FolderTree {
+    folders: Vec<ServerFolder>,
+}
+
+#[derive(Deserialize)]
+struct Groups {
+    groups: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Revoked {
+    revoked: usize,
+}
+
 impl Client {
     // ----- web sources ------------------------------------------------------------------
 
@@ -262,6 +303,20 @@ impl Client {
         self.json(response)
     }
 
+    /// Revokes every key of a user (the user stays); returns how many.
+    pub fn revoke_keys(&self, account: &str, user: &str) -> Result<usize> {
+        let path = format!("{}/key", Client::user_path(account, user));
+        let response = self.send("DELETE", &path, None)?;
+        Ok(self.json::<Revoked>(response)?.revoked)
+    }
+
+    /// A user's teams, projects and orgs, as scopes (`team:hr`).
+    pub fn user_groups(&self, account: &str, user: &str) -> Result<Vec<String>> {
+        let path = format!("{}/groups", Client::user_path(account, user));
+        let response = self.send("GET", &path, None)?;
+        Ok(self.json::<Groups>(response)?.groups)
+    }
+
     /// Adds a user to a group (`team:<id>`, `project:<id>`, `org:<id>`).
     pub fn join_group(&self, account: &str, user: &str, group: &str) -> Result<()> {
         let path = format!(
@@ -292,6 +347,13 @@ impl Client {
         let body = to_json(&serde_json::json!({ "path": path, "scopes": scopes }))?;
         let response = self.send("PUT", "/api/v1/acl", Some(body))?;
         self.json(response)
+    }
+
+    /// Every folder holding documents, and every watched folder, with its ACL, sorted by path
+    /// (administrators).
+    pub fn folders(&self) -> Result<Vec<ServerFolder>> {
+        let response = self.send("GET", "/api/v1/folders", None)?;
+        Ok(self.json::<FolderTree>(response)?.folders)
     }
 
     /// Who can see a folder (or a document) on the server: every active user with how many of

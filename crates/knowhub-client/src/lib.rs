@@ -88,6 +88,15 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
         "DELETE",
         "/api/v1/admin/accounts/{account_id}/users/{user_id}/groups/{group}",
     ),
+    (
+        "DELETE",
+        "/api/v1/admin/accounts/{account_id}/users/{user_id}/key",
+    ),
+    (
+        "GET",
+        "/api/v1/admin/accounts/{account_id}/users/{user_id}/groups",
+    ),
+    ("GET", "/api/v1/folders"),
     ("PUT", "/api/v1/acl"),
     ("GET", "/api/v1/acl/readers"),
     ("GET", "/api/v1/watches"),

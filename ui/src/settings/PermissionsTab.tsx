@@ -1,8 +1,9 @@
 import { useCallback, useEffect, useState } from "react";
 import { useTranslation } from "react-i18next";
-import { api, type FolderNode, type ReadersView } from "../api";
+import type { FolderNode, ReadersView } from "../api";
 import { baseName, formatNumber, parseScopes } from "../lib/format";
 import { useToast } from "../state/toasts";
+import { useAdmin } from "./useAdmin";
 
 /** The engine describes "no scopes" in words; treat both forms as nobody. */
 function isNobody(effective: string): boolean {
@@ -12,13 +13,13 @@ function isNobody(effective: string): boolean {
 
 export function PermissionsTab() {
   const { t } = useTranslation();
+  const admin = useAdmin();
   const { showError } = useToast();
   const [tree, setTree] = useState<FolderNode[] | null>(null);
   const [selected, setSelected] = useState<string | null>(null);
 
   const load = useCallback(() => {
-    api
-      .folderTree()
+    admin.folderTree()
       .then((nodes) => {
         setTree(nodes);
         setSelected((s) => (s && nodes.some((n) => n.path === s) ? s : (nodes[0]?.path ?? null)));
@@ -27,7 +28,7 @@ export function PermissionsTab() {
         setTree([]);
         showError(e);
       });
-  }, [showError]);
+  }, [admin, showError]);
 
   useEffect(load, [load]);
 
@@ -96,6 +97,7 @@ function AclSummary({ node }: { node: FolderNode }) {
 }
 
 function AclEditor({ node, onSaved }: { node: FolderNode; onSaved: () => void }) {
+  const admin = useAdmin();
   const { t } = useTranslation();
   const { notify, showError } = useToast();
   const [text, setText] = useState(node.explicit ?? "");
@@ -103,21 +105,20 @@ function AclEditor({ node, onSaved }: { node: FolderNode; onSaved: () => void })
   const [readers, setReaders] = useState<ReadersView | null>(null);
 
   const loadReaders = useCallback(() => {
-    api
-      .folderReaders(node.path)
+    admin.folderReaders(node.path)
       .then(setReaders)
       .catch((e: unknown) => {
         setReaders(null);
         showError(e);
       });
-  }, [node.path, showError]);
+  }, [admin, node.path, showError]);
 
   useEffect(loadReaders, [loadReaders]);
 
   const save = async (scopes: string[]) => {
     setSaving(true);
     try {
-      await api.setFolderAcl(node.path, scopes);
+      await admin.setFolderAcl(node.path, scopes);
       notify("success", scopes.length ? t("acl.saved") : t("acl.cleared"));
       if (!scopes.length) setText("");
       onSaved();

@@ -15,11 +15,16 @@ type Tab = "permissions" | "users" | "models" | "datasources" | "api" | "team" |
 
 const ADMIN_TABS: Tab[] = ["permissions", "users", "models", "datasources", "api", "team", "memory", "language"];
 const USER_TABS: Tab[] = ["profile", "team", "memory", "language"];
+/** With the team base shown, an administrator there manages the server's users and folders;
+ * models, data sources and the API stay this computer's (under *This computer*). */
+const TEAM_ADMIN_TABS: Tab[] = ["permissions", "users", "team", "memory", "language"];
 
 export function SettingsPage() {
   const { t } = useTranslation();
-  const { info, epoch } = useApp();
-  const tabs = info?.isAdmin ? ADMIN_TABS : USER_TABS;
+  const { info, epoch, base, team } = useApp();
+  const onTeam = base === "team" && !!team?.joined;
+  const teamAdmin = onTeam && (team?.role === "ADMIN" || team?.role === "ROOT");
+  const tabs = onTeam ? (teamAdmin ? TEAM_ADMIN_TABS : USER_TABS) : info?.isAdmin ? ADMIN_TABS : USER_TABS;
   const [chosen, setChosen] = useState<Tab>(tabs[0]);
   const tab = tabs.includes(chosen) ? chosen : tabs[0];
 
@@ -37,7 +42,13 @@ export function SettingsPage() {
       <div className="page-header">
         <div>
           <h1>{t("settings.title")}</h1>
-          <p className="muted">{info?.isAdmin ? t("settings.subtitleAdmin") : t("settings.subtitle")}</p>
+          <p className="muted" data-testid="settings-subtitle" data-base={onTeam ? "team" : "local"}>
+            {teamAdmin
+              ? t("settings.subtitleTeamAdmin", { server: team?.server ?? "" })
+              : !onTeam && info?.isAdmin
+                ? t("settings.subtitleAdmin")
+                : t("settings.subtitle")}
+          </p>
         </div>
       </div>
       <div className="tabs" role="tablist" aria-label={t("settings.title")} onKeyDown={onKeyDown}>
@@ -58,7 +69,7 @@ export function SettingsPage() {
           </button>
         ))}
       </div>
-      <div className="tab-panel" role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} key={`${tab}-${epoch}`}>
+      <div className="tab-panel" role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} key={`${tab}-${epoch}-${onTeam ? "team" : "local"}`}>
         {tab === "permissions" && <PermissionsTab />}
         {tab === "users" && <UsersTab />}
         {tab === "models" && <ModelsTab />}

@@ -1,31 +1,32 @@
 import { useCallback, useEffect, useState } from "react";
 import { useTranslation } from "react-i18next";
-import { api, type NewKey, type UserRow } from "../api";
+import type { NewKey, UserRow } from "../api";
 import { CloseIcon, ConfirmDialog } from "../components/Dialog";
 import { CheckIcon, CopyIcon } from "../components/icons";
 import { copyText } from "../lib/clipboard";
 import { useApp } from "../state/app";
 import { useToast } from "../state/toasts";
+import { useAdmin } from "./useAdmin";
 
 type Pending = { kind: "remove" | "revoke" | "rotate"; user: UserRow };
 
 export function UsersTab() {
   const { t } = useTranslation();
   const { info } = useApp();
+  const admin = useAdmin();
   const { notify, showError } = useToast();
   const [users, setUsers] = useState<UserRow[] | null>(null);
   const [pending, setPending] = useState<Pending | null>(null);
   const [newKey, setNewKey] = useState<NewKey | null>(null);
 
   const load = useCallback(() => {
-    api
-      .users()
+    admin.users()
       .then(setUsers)
       .catch((e: unknown) => {
         setUsers([]);
         showError(e);
       });
-  }, [showError]);
+  }, [admin, showError]);
   useEffect(load, [load]);
 
   const run = async (what: () => Promise<unknown>, done?: string) => {
@@ -87,7 +88,7 @@ export function UsersTab() {
                           disabled={u.id === info?.user}
                           onChange={(e) => {
                             const role = e.target.value;
-                            void run(() => api.setRole(u.id, role), t("users.roleChanged", { user: u.id, role: t(`roles.${role}`) }));
+                            void run(() => admin.setRole(u.id, role), t("users.roleChanged", { user: u.id, role: t(`roles.${role}`) }));
                           }}
                         >
                           <option value="USER">{t("roles.USER")}</option>
@@ -96,7 +97,7 @@ export function UsersTab() {
                       )}
                     </td>
                     <td>
-                      <Groups user={u} onChange={(group, join) => run(() => api.setMembership(u.id, group, join))} />
+                      <Groups user={u} onChange={(group, join) => run(() => admin.setMembership(u.id, group, join))} />
                     </td>
                     <td className="actions-col">
                       <div className="row-actions">
@@ -136,10 +137,10 @@ export function UsersTab() {
           onConfirm={async () => {
             const { kind, user } = pending;
             if (kind === "remove") {
-              if (await run(() => api.removeUser(user.id), t("users.removed", { user: user.id }))) setPending(null);
+              if (await run(() => admin.removeUser(user.id), t("users.removed", { user: user.id }))) setPending(null);
             } else if (kind === "revoke") {
               try {
-                const n = await api.revokeKeys(user.id);
+                const n = await admin.revokeKeys(user.id);
                 notify("success", t("users.revoked", { count: n, user: user.id }));
                 setPending(null);
               } catch (e) {
@@ -147,7 +148,7 @@ export function UsersTab() {
               }
             } else {
               try {
-                setNewKey(await api.rotateKey(user.id));
+                setNewKey(await admin.rotateKey(user.id));
                 setPending(null);
               } catch (e) {
                 showError(e);
@@ -210,6 +211,7 @@ function Groups({ user, onChange }: { user: UserRow; onChange: (group: string, j
 }
 
 function AddUserForm({ onAdded }: { onAdded: (k: NewKey) => void }) {
+  const admin = useAdmin();
   const { t } = useTranslation();
   const { showError, notify } = useToast();
   const [id, setId] = useState("");
@@ -226,7 +228,7 @@ function AddUserForm({ onAdded }: { onAdded: (k: NewKey) => void }) {
           if (!id.trim() || busy) return;
           setBusy(true);
           try {
-            const key = await api.addUser(id.trim(), name.trim(), role);
+            const key = await admin.addUser(id.trim(), name.trim(), role);
             notify("success", t("users.added", { user: key.user }));
             setId("");
             setName("");
