@@ -58,25 +58,26 @@ fn member(spec: &str) -> GroupMemberSpec {
 }
 
 fn print_group(g: &GroupView) {
-    println!(
-        "{} — {} ({}, space {}){}",
-        g.group_id,
-        g.name,
-        g.kind,
-        g.group_space,
-        g.my_role
-            .as_deref()
-            .map(|r| format!(", you: {r}"))
-            .unwrap_or_default()
+    print_header(
+        &g.group_id,
+        &g.name,
+        &g.kind,
+        &g.group_space,
+        g.my_role.as_deref(),
     );
     for m in &g.members {
-        let agent = m
-            .agent_id
-            .as_deref()
-            .map(|a| format!(" via {a}"))
-            .unwrap_or_default();
-        println!("  {:<9} {}{agent}", m.role, m.user_id);
+        print_member(&m.role, &m.user_id, m.agent_id.as_deref());
     }
+}
+
+fn print_header(id: &str, name: &str, kind: &str, space: &str, my_role: Option<&str>) {
+    let mine = my_role.map(|r| format!(", you: {r}")).unwrap_or_default();
+    println!("{id} — {name} ({kind}, space {space}){mine}");
+}
+
+fn print_member(role: &str, user: &str, agent: Option<&str>) {
+    let agent = agent.map(|a| format!(" via {a}")).unwrap_or_default();
+    println!("  {role:<9} {user}{agent}");
 }
 
 pub(crate) fn run(
@@ -162,4 +163,101 @@ pub(crate) fn run(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `knowhub --server … group …`: the same commands on a team server's group spaces.
+pub(crate) fn remote(
+    client: &knowhub_client::Client,
+    cmd: GroupCommand,
+    as_json: bool,
+) -> Result<ExitCode> {
+    use knowhub_client::{GroupSpace, NewGroupSpace, NewMember};
+    let new_member = |spec: &str| {
+        let m = member(spec);
+        NewMember {
+            user_id: m.user_id,
+            agent_id: m.agent_id,
+            role: m.role,
+        }
+    };
+    let show = |g: &GroupSpace| -> Result<()> {
+        if as_json {
+            println!("{}", serde_json::to_string_pretty(g)?);
+        } else {
+            print_space(g);
+        }
+        Ok(())
+    };
+    match cmd {
+        GroupCommand::Create {
+            id,
+            name,
+            kind,
+            members,
+        } => {
+            let g = client.create_group_space(&NewGroupSpace {
+                group_id: id,
+                name,
+                kind: Some(kind),
+                members: members.iter().map(|m| new_member(m)).collect(),
+            })?;
+            show(&g)?;
+        }
+        GroupCommand::List => {
+            let groups = client.group_spaces()?;
+            if as_json {
+                println!("{}", serde_json::to_string_pretty(&groups)?);
+            } else if groups.is_empty() {
+                println!("no groups");
+            } else {
+                groups.iter().for_each(print_space);
+            }
+        }
+        GroupCommand::Show { id } => show(&client.group_space(&id)?)?,
+        GroupCommand::Add {
+            id,
+            user,
+            role,
+            agent,
+        } => {
+            let m = client.set_group_member(
+                &id,
+                &NewMember {
+                    user_id: user,
+                    agent_id: agent,
+                    role: Some(role),
+                },
+            )?;
+            if as_json {
+                println!("{}", serde_json::to_string_pretty(&m)?);
+            } else {
+                println!("{} is {} of {}", m.user_id, m.role, m.group_id);
+            }
+        }
+        GroupCommand::Remove { id, user } => {
+            client.remove_group_member(&id, &user)?;
+            println!("{user} left {id}");
+        }
+        GroupCommand::Delete { id } => {
+            let n = client.delete_group_space(&id)?;
+            println!(
+                "deleted group {id} and {n} shared memor{}",
+                if n == 1 { "y" } else { "ies" }
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_space(g: &knowhub_client::GroupSpace) {
+    print_header(
+        &g.group_id,
+        &g.name,
+        &g.kind,
+        &g.group_space,
+        g.my_role.as_deref(),
+    );
+    for m in &g.members {
+        print_member(&m.role, &m.user_id, m.agent_id.as_deref());
+    }
 }

@@ -231,6 +231,7 @@ pub(crate) fn run(
             println!("no longer watching {path} (its documents stay; `remove` removes them)");
         }
         Command::Jobs { command } => return jobs(&client, command, json),
+        Command::Group(cmd) => return crate::group::remote(&client, cmd, json),
         Command::Audit { limit } => {
             let records = client.audit(limit, None)?;
             if json {
@@ -260,9 +261,9 @@ pub(crate) fn run(
         }
         _ => bail!(
             "with --server, knowhub runs search, ask, status, list, sessions, trace <id>, \
-             upload, ingest, remove, watch, unwatch, jobs, audit, crawl, user and acl so far; \
-             run other commands on the server's machine (knowhub --database …) or through its \
-             HTTP API"
+             upload, ingest, remove, watch, unwatch, jobs, audit, group, crawl, user and acl so \
+             far; run other commands on the server's machine (knowhub --database …) or through \
+             its HTTP API"
         ),
     }
     Ok(ExitCode::SUCCESS)

@@ -325,6 +325,39 @@ fn commands_run_on_the_server_under_the_keys_permissions() {
         "the server's file stays"
     );
 
+    // Group spaces on the server: alice makes one and shares it with boss, then deletes it.
+    let made = ok(remote(&[
+        "group",
+        "create",
+        "trip-crew",
+        "--name",
+        "Trip crew",
+    ]));
+    assert!(
+        made.contains("trip-crew") && made.contains("you: owner"),
+        "{made}"
+    );
+    let added = ok(remote(&[
+        "group",
+        "add",
+        "trip-crew",
+        "boss",
+        "--role",
+        "readonly",
+    ]));
+    assert!(added.contains("boss is readonly of trip-crew"), "{added}");
+    let shown = ok(remote(&["group", "show", "trip-crew", "--json"]));
+    assert!(
+        shown.contains("\"readonly\"") && shown.contains("\"boss\""),
+        "{shown}"
+    );
+    assert!(ok(admin(&["group", "list"])).contains("trip-crew"));
+    ok(remote(&["group", "remove", "trip-crew", "boss"]));
+    assert!(!ok(remote(&["group", "show", "trip-crew"])).contains("boss"));
+    let deleted = ok(remote(&["group", "delete", "trip-crew"]));
+    assert!(deleted.contains("deleted group trip-crew"), "{deleted}");
+    assert!(fails(remote(&["group", "show", "trip-crew"])).contains("NOT_FOUND"));
+
     // Nothing was written into the laptop's own knowledge base.
     assert!(!elsewhere.join("accounts").exists());
 }

@@ -21,6 +21,7 @@
 //! ```
 
 mod admin;
+mod groups;
 mod operations;
 mod sse;
 mod types;
@@ -39,6 +40,7 @@ use ureq::http::{Response, Uri};
 use ureq::tls::{PemItem, RootCerts, TlsConfig};
 
 pub use admin::*;
+pub use groups::*;
 pub use operations::*;
 pub use types::*;
 pub use upload::*;
@@ -110,6 +112,12 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ("POST", "/api/v1/queue/retry-failed"),
     ("POST", "/api/v1/queue/cancel"),
     ("GET", "/api/v1/audit"),
+    ("GET", "/api/v1/groups"),
+    ("POST", "/api/v1/groups"),
+    ("GET", "/api/v1/groups/{group_id}"),
+    ("DELETE", "/api/v1/groups/{group_id}"),
+    ("POST", "/api/v1/groups/{group_id}/members"),
+    ("DELETE", "/api/v1/groups/{group_id}/members/{user_id}"),
     ("GET", "/api/v1/uploads"),
     ("POST", "/api/v1/uploads"),
 ];
