@@ -1,14 +1,15 @@
-//! The Settings panes that administer a knowledge base (users and their keys, who may read
-//! which folder), behind one trait: this computer's engine ([`LocalAdministration`]), or the
+//! What administrators change from the window (users and their keys, who may read which
+//! folder; watched folders, the ingestion queue and web sources on the Sources page), behind
+//! one trait: this computer's engine ([`LocalAdministration`]), or the
 //! joined team server through its API under the user's key ([`TeamAdministration`]; the
 //! server checks the role on every call). Commands pick one by the window's [`Base`], so the
-//! panes are the same for both.
+//! panes and pages are the same for both.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use knowhub_engine::UserId;
 use knowhub_engine::authz::{Role, Scope, ScopeSet};
+use knowhub_engine::{SourceRules, UserId};
 
 use crate::dto::*;
 use crate::error::{CmdResult, CommandError};
@@ -33,6 +34,29 @@ pub(crate) trait Administration {
     fn set_folder_acl(&self, path: &str, scopes: &[String]) -> CmdResult<()>;
     /// "Who can see this": each user and how many of the folder's documents they may read.
     fn folder_readers(&self, path: &str) -> CmdResult<ReadersView>;
+    /// Watches a folder (this computer's, or a path on the server): its files are read and
+    /// kept in sync by the ingestion queue.
+    fn watch_folder(&self, path: &str) -> CmdResult<()>;
+    /// Stops watching a folder (its documents stay).
+    fn unwatch_folder(&self, path: &str) -> CmdResult<()>;
+    fn set_ingestion_paused(&self, paused: bool) -> CmdResult<()>;
+    /// Queues failed files again; returns how many.
+    fn retry_failed(&self) -> CmdResult<u32>;
+    /// The web and wiki sources.
+    fn web_sources(&self) -> CmdResult<Vec<WebSourceRow>>;
+    /// Adds a site or wiki, readable by administrators and the caller until `readers` say
+    /// otherwise.
+    fn add_web_source(
+        &self,
+        url: &str,
+        depth: u32,
+        every_hours: Option<u32>,
+        readers: &[String],
+    ) -> CmdResult<WebSourceRow>;
+    /// Crawls a web source now; its changed pages go to the ingestion queue.
+    fn run_web_source(&self, id: u32) -> CmdResult<WebSourceRow>;
+    /// Removes a web source and its documents; returns how many documents went.
+    fn remove_web_source(&self, id: u32) -> CmdResult<u32>;
 }
 
 fn user_id(id: &str) -> CmdResult<UserId> {
@@ -218,6 +242,74 @@ impl Administration for LocalAdministration {
                 .collect(),
         })
     }
+
+    fn watch_folder(&self, path: &str) -> CmdResult<()> {
+        let s = &self.signed;
+        s.engine
+            .watch_folder(&s.ctx, Path::new(path), SourceRules::default())?;
+        Ok(())
+    }
+
+    fn unwatch_folder(&self, path: &str) -> CmdResult<()> {
+        let s = &self.signed;
+        s.engine.unwatch_folder(&s.ctx, Path::new(path))?;
+        Ok(())
+    }
+
+    fn set_ingestion_paused(&self, paused: bool) -> CmdResult<()> {
+        let s = &self.signed;
+        s.engine.set_queue_paused(&s.ctx, paused)?;
+        Ok(())
+    }
+
+    fn retry_failed(&self) -> CmdResult<u32> {
+        let s = &self.signed;
+        Ok(n32(s.engine.retry_failed(&s.ctx, None)?))
+    }
+
+    fn web_sources(&self) -> CmdResult<Vec<WebSourceRow>> {
+        let s = &self.signed;
+        Ok(s.engine
+            .crawls(&s.ctx)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    fn add_web_source(
+        &self,
+        url: &str,
+        depth: u32,
+        every_hours: Option<u32>,
+        readers: &[String],
+    ) -> CmdResult<WebSourceRow> {
+        let s = &self.signed;
+        let readers = parse_scopes(readers)?;
+        let settings = knowhub_engine::CrawlSettings {
+            depth,
+            every_secs: every_hours.filter(|h| *h > 0).map(|h| u64::from(h) * 3600),
+            ..Default::default()
+        };
+        let view = s.engine.add_crawl(&s.ctx, url, settings)?;
+        if !readers.is_empty() {
+            s.engine
+                .set_folder_acl(&s.ctx, Path::new(&view.folder), Some(&readers))?;
+        }
+        Ok(view.into())
+    }
+
+    fn run_web_source(&self, id: u32) -> CmdResult<WebSourceRow> {
+        let s = &self.signed;
+        Ok(s.engine
+            .run_crawl(&s.ctx, i64::from(id), None)?
+            .crawl
+            .into())
+    }
+
+    fn remove_web_source(&self, id: u32) -> CmdResult<u32> {
+        let s = &self.signed;
+        Ok(n32(s.engine.remove_crawl(&s.ctx, i64::from(id))?))
+    }
 }
 
 // ----- the team server ------------------------------------------------------------------------
@@ -357,6 +449,95 @@ impl Administration for TeamAdministration {
                 })
                 .collect(),
         })
+    }
+
+    fn watch_folder(&self, path: &str) -> CmdResult<()> {
+        self.link.client.watch(path, None)?;
+        Ok(())
+    }
+
+    fn unwatch_folder(&self, path: &str) -> CmdResult<()> {
+        Ok(self.link.client.unwatch(path)?)
+    }
+
+    fn set_ingestion_paused(&self, paused: bool) -> CmdResult<()> {
+        self.link.client.set_queue_paused(paused)?;
+        Ok(())
+    }
+
+    fn retry_failed(&self) -> CmdResult<u32> {
+        Ok(n32(self.link.client.retry_failed(None)?))
+    }
+
+    fn web_sources(&self) -> CmdResult<Vec<WebSourceRow>> {
+        Ok(self
+            .link
+            .client
+            .crawls()?
+            .into_iter()
+            .map(web_source_row)
+            .collect())
+    }
+
+    fn add_web_source(
+        &self,
+        url: &str,
+        depth: u32,
+        every_hours: Option<u32>,
+        readers: &[String],
+    ) -> CmdResult<WebSourceRow> {
+        let readers = parse_scopes(readers)?;
+        let crawl = knowhub_client::NewCrawl {
+            url: url.trim().to_owned(),
+            settings: knowhub_client::CrawlSettings {
+                depth: Some(depth),
+                // 0: by hand only.
+                every_secs: Some(every_hours.map_or(0, |h| u64::from(h) * 3600)),
+                ..Default::default()
+            },
+            readers: readers.iter().map(ToString::to_string).collect(),
+        };
+        Ok(web_source_row(self.link.client.add_crawl(&crawl)?))
+    }
+
+    fn run_web_source(&self, id: u32) -> CmdResult<WebSourceRow> {
+        let run = self.link.client.run_crawl(i64::from(id))?;
+        Ok(web_source_row(knowhub_client::Crawl {
+            last_run: Some(run.summary),
+            ..run.crawl
+        }))
+    }
+
+    fn remove_web_source(&self, id: u32) -> CmdResult<u32> {
+        Ok(n32(self.link.client.remove_crawl(i64::from(id))?))
+    }
+}
+
+/// A web source on the server, as the Sources page lists it.
+fn web_source_row(c: knowhub_client::Crawl) -> WebSourceRow {
+    WebSourceRow {
+        id: n32(c.id),
+        url: c.url,
+        folder: c.folder,
+        depth: c.settings.depth.unwrap_or(0),
+        every_hours: c
+            .settings
+            .every_secs
+            .filter(|s| *s > 0)
+            .map(|s| n32(s / 3600)),
+        documents: n32(c.documents),
+        last_run: c.last_run.map(|r| WebRunRow {
+            finished_at_ms: r.finished_at_ms as f64,
+            pages: n32(r.pages),
+            fetched: n32(r.fetched),
+            unchanged: n32(r.unchanged),
+            removed: n32(r.removed),
+            failed: n32(r.failed),
+            skipped: n32(r.skipped),
+            aborted: r.aborted,
+            stopped: r.stopped,
+            problems: r.problems,
+        }),
     }
 }
 

@@ -5,9 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use knowhub_engine::authz::ScopeSet;
-use knowhub_engine::{
-    DocumentId, FileOutcome, IngestOptions, SourceRules, UploadKind, UploadTarget,
-};
+use knowhub_engine::{DocumentId, FileOutcome, IngestOptions, UploadKind, UploadTarget};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Manager, State};
 use tauri_specta::Event;
@@ -518,16 +516,17 @@ pub(crate) fn file_event(path: String, outcome: &FileOutcome) -> IngestEvent {
     }
 }
 
-/// Starts watching a folder (its files are read in the background and kept in sync).
+/// Starts watching a folder (its files are read in the background and kept in sync): on this
+/// computer, or a folder on the team server (by its path there).
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn watch_folder(app: AppHandle, path: String) -> CmdResult<()> {
+pub(crate) async fn watch_folder(app: AppHandle, path: String, base: Base) -> CmdResult<()> {
     blocking(app, move |state, app| {
-        let s = state.signed();
-        s.engine
-            .watch_folder(&s.ctx, Path::new(&path), SourceRules::default())?;
-        crate::start_background(state, app);
-        state.wake_watcher();
+        state.administration(base)?.watch_folder(&path)?;
+        if base == Base::Local {
+            crate::start_background(state, app);
+            state.wake_watcher();
+        }
         Ok(())
     })
     .await
@@ -536,10 +535,9 @@ pub(crate) async fn watch_folder(app: AppHandle, path: String) -> CmdResult<()> 
 /// Stops watching a folder (its documents stay until removed).
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn unwatch_folder(app: AppHandle, path: String) -> CmdResult<()> {
-    as_user(app, move |s| {
-        s.engine.unwatch_folder(&s.ctx, Path::new(&path))?;
-        Ok(())
+pub(crate) async fn unwatch_folder(app: AppHandle, path: String, base: Base) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        state.administration(base)?.unwatch_folder(&path)
     })
     .await
 }
@@ -547,13 +545,9 @@ pub(crate) async fn unwatch_folder(app: AppHandle, path: String) -> CmdResult<()
 /// The web and wiki sources (administrators).
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn web_sources(app: AppHandle) -> CmdResult<Vec<WebSourceRow>> {
-    as_user(app, move |s| {
-        Ok(s.engine
-            .crawls(&s.ctx)?
-            .into_iter()
-            .map(Into::into)
-            .collect())
+pub(crate) async fn web_sources(app: AppHandle, base: Base) -> CmdResult<Vec<WebSourceRow>> {
+    blocking(app, move |state, _| {
+        state.administration(base)?.web_sources()
     })
     .await
 }
@@ -569,39 +563,28 @@ pub(crate) async fn add_web_source(
     depth: u32,
     every_hours: Option<u32>,
     readers: Vec<String>,
+    base: Base,
 ) -> CmdResult<WebSourceRow> {
-    as_user(app, move |s| {
-        let readers = if readers.iter().all(|r| r.trim().is_empty()) {
-            ScopeSet::new()
-        } else {
-            scopes_of(&readers)?
-        };
-        let settings = knowhub_engine::CrawlSettings {
-            depth,
-            every_secs: every_hours.filter(|h| *h > 0).map(|h| u64::from(h) * 3600),
-            ..Default::default()
-        };
-        let view = s.engine.add_crawl(&s.ctx, &url, settings)?;
-        if !readers.is_empty() {
-            s.engine
-                .set_folder_acl(&s.ctx, Path::new(&view.folder), Some(&readers))?;
-        }
-        Ok(view.into())
+    blocking(app, move |state, _| {
+        state
+            .administration(base)?
+            .add_web_source(&url, depth, every_hours, &readers)
     })
     .await
 }
 
-/// Crawls a web source now (administrators) and hands its changed pages to the background
-/// ingestion; returns it with this run's summary.
+/// Crawls a web source now (administrators) and hands its changed pages to the ingestion
+/// queue (this computer's, or the server's); returns it with this run's summary.
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn run_web_source(app: AppHandle, id: u32) -> CmdResult<WebSourceRow> {
+pub(crate) async fn run_web_source(app: AppHandle, id: u32, base: Base) -> CmdResult<WebSourceRow> {
     blocking(app, move |state, app| {
-        let s = state.signed();
-        let run = s.engine.run_crawl(&s.ctx, i64::from(id), None)?;
-        crate::start_background(state, app);
-        state.wake_watcher();
-        Ok(run.crawl.into())
+        let row = state.administration(base)?.run_web_source(id)?;
+        if base == Base::Local {
+            crate::start_background(state, app);
+            state.wake_watcher();
+        }
+        Ok(row)
     })
     .await
 }
@@ -609,9 +592,9 @@ pub(crate) async fn run_web_source(app: AppHandle, id: u32) -> CmdResult<WebSour
 /// Removes a web source and its documents (administrators); returns how many were removed.
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn remove_web_source(app: AppHandle, id: u32) -> CmdResult<u32> {
-    as_user(app, move |s| {
-        Ok(n32(s.engine.remove_crawl(&s.ctx, i64::from(id))?))
+pub(crate) async fn remove_web_source(app: AppHandle, id: u32, base: Base) -> CmdResult<u32> {
+    blocking(app, move |state, _| {
+        state.administration(base)?.remove_web_source(id)
     })
     .await
 }
@@ -619,11 +602,16 @@ pub(crate) async fn remove_web_source(app: AppHandle, id: u32) -> CmdResult<u32>
 /// Pauses or resumes background ingestion (administrators).
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn set_ingestion_paused(app: AppHandle, paused: bool) -> CmdResult<()> {
+pub(crate) async fn set_ingestion_paused(
+    app: AppHandle,
+    paused: bool,
+    base: Base,
+) -> CmdResult<()> {
     blocking(app, move |state, _| {
-        let s = state.signed();
-        s.engine.set_queue_paused(&s.ctx, paused)?;
-        state.wake_watcher();
+        state.administration(base)?.set_ingestion_paused(paused)?;
+        if base == Base::Local {
+            state.wake_watcher();
+        }
         Ok(())
     })
     .await
@@ -632,12 +620,13 @@ pub(crate) async fn set_ingestion_paused(app: AppHandle, paused: bool) -> CmdRes
 /// Tries failed files again (administrators).
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn retry_failed(app: AppHandle) -> CmdResult<u32> {
+pub(crate) async fn retry_failed(app: AppHandle, base: Base) -> CmdResult<u32> {
     blocking(app, move |state, _| {
-        let s = state.signed();
-        let n = s.engine.retry_failed(&s.ctx, None)?;
-        state.wake_watcher();
-        Ok(n32(n))
+        let n = state.administration(base)?.retry_failed()?;
+        if base == Base::Local {
+            state.wake_watcher();
+        }
+        Ok(n)
     })
     .await
 }

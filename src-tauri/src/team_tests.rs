@@ -691,6 +691,43 @@ fn settings_panes_administer_the_team_server_under_the_users_role_there() {
     admin.remove_user("dave").unwrap();
     assert!(!admin.users().unwrap().iter().any(|u| u.id == "dave"));
 
+    // The Sources page's administration on the server: a folder watched by its server path,
+    // the queue paused and resumed, a web source added, run (unreachable: nothing changes)
+    // and removed.
+    let handbook = company.join("handbook").canonicalize().unwrap();
+    let handbook = handbook.to_str().unwrap();
+    admin.watch_folder(handbook).unwrap();
+    let link = state.joined_team().unwrap();
+    assert!(
+        link.client
+            .watches()
+            .unwrap()
+            .iter()
+            .any(|w| w.path == handbook)
+    );
+    admin.set_ingestion_paused(true).unwrap();
+    assert!(link.client.queue(0).unwrap().counts.paused);
+    admin.set_ingestion_paused(false).unwrap();
+    assert_eq!(admin.retry_failed().unwrap(), 0);
+    admin.unwatch_folder(handbook).unwrap();
+    assert!(
+        !link
+            .client
+            .watches()
+            .unwrap()
+            .iter()
+            .any(|w| w.path == handbook)
+    );
+    let site = admin
+        .add_web_source("http://127.0.0.1:9/wiki/", 2, Some(6), &["team:hr".into()])
+        .unwrap();
+    assert_eq!((site.depth, site.every_hours), (2, Some(6)));
+    assert_eq!(admin.web_sources().unwrap().len(), 1);
+    let ran = admin.run_web_source(site.id).unwrap();
+    assert!(ran.last_run.unwrap().aborted.is_some());
+    assert_eq!(admin.remove_web_source(site.id).unwrap(), 0);
+    assert!(admin.web_sources().unwrap().is_empty());
+
     // Alice, a USER there, may not: the server refuses, whatever her role on this computer.
     let hers = app(&dir.path().join("alice"));
     hers.join_team(&server_url, &alice_key, None).unwrap();
@@ -702,6 +739,8 @@ fn settings_panes_administer_the_team_server_under_the_users_role_there() {
         "forbidden"
     );
     assert_eq!(refused.folder_tree().unwrap_err().kind, "forbidden");
+    assert_eq!(refused.watch_folder(hr).unwrap_err().kind, "forbidden");
+    assert_eq!(refused.web_sources().unwrap_err().kind, "forbidden");
     assert_eq!(
         refused
             .set_folder_acl(hr, &["public".into()])

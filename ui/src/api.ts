@@ -185,19 +185,9 @@ export const api = {
   restartApp: () => unwrap(commands.restartApp()),
   ingestDropped: (paths: string[], target: DropTarget, visibility: Visibility) =>
     unwrap(commands.ingestDropped(paths, target, visibility)),
-  watchFolder: (path: string) => unwrap(commands.watchFolder(path)),
-  unwatchFolder: (path: string) => unwrap(commands.unwatchFolder(path)),
-  setIngestionPaused: (paused: boolean) => unwrap(commands.setIngestionPaused(paused)),
-  webSources: () => unwrap(commands.webSources()),
-  addWebSource: (url: string, depth: number, everyHours: number | null, readers: string[]) =>
-    unwrap(commands.addWebSource(url, depth, everyHours, readers)),
-  /** Crawls now; resolves when the site has been read (its pages are then ingested in the background). */
-  runWebSource: (id: number) => unwrap(commands.runWebSource(id)),
-  removeWebSource: (id: number) => unwrap(commands.removeWebSource(id)),
-  retryFailed: () => unwrap(commands.retryFailed()),
-
-  /** Users, keys and folder permissions of one knowledge base: this computer's, or the joined
-   * team's on the server (which checks the user's role there). */
+  /** What administrators change in one knowledge base (users, keys, folder permissions,
+   * watched folders, the ingestion queue, web sources): this computer's, or the joined team's
+   * on the server (which checks the user's role there). */
   admin: (base: Base) => ({
     folderTree: () => unwrap(commands.folderTree(base)),
     setFolderAcl: (path: string, scopes: string[]) => unwrap(commands.setFolderAcl(path, scopes, base)),
@@ -211,6 +201,18 @@ export const api = {
       unwrap(commands.setMembership(id, group, join, base)),
     rotateKey: (id: string) => unwrap(commands.rotateKey(id, base)),
     revokeKeys: (id: string) => unwrap(commands.revokeKeys(id, base)),
+    /** A folder on this computer, or a path on the team server. */
+    watchFolder: (path: string) => unwrap(commands.watchFolder(path, base)),
+    unwatchFolder: (path: string) => unwrap(commands.unwatchFolder(path, base)),
+    setIngestionPaused: (paused: boolean) => unwrap(commands.setIngestionPaused(paused, base)),
+    retryFailed: () => unwrap(commands.retryFailed(base)),
+    webSources: () => unwrap(commands.webSources(base)),
+    addWebSource: (url: string, depth: number, everyHours: number | null, readers: string[]) =>
+      unwrap(commands.addWebSource(url, depth, everyHours, readers, base)),
+    /** Crawls now; resolves when the site has been read (its pages are then ingested in the
+     * background). */
+    runWebSource: (id: number) => unwrap(commands.runWebSource(id, base)),
+    removeWebSource: (id: number) => unwrap(commands.removeWebSource(id, base)),
   }),
 
   setLlm: (setting: LlmSetting) => unwrap(commands.setLlm(setting)),

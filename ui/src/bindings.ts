@@ -80,14 +80,17 @@ export const commands = {
 	 *  them as chosen. Returns each file's outcome.
 	 */
 	ingestDropped: (paths: string[], target: DropTarget_Deserialize, visibility: Visibility) => typedError<DroppedFile_Serialize[], CommandError>(__TAURI_INVOKE("ingest_dropped", { paths, target, visibility })),
-	/**  Starts watching a folder (its files are read in the background and kept in sync). */
-	watchFolder: (path: string) => typedError<null, CommandError>(__TAURI_INVOKE("watch_folder", { path })),
+	/**
+	 *  Starts watching a folder (its files are read in the background and kept in sync): on this
+	 *  computer, or a folder on the team server (by its path there).
+	 */
+	watchFolder: (path: string, base: Base) => typedError<null, CommandError>(__TAURI_INVOKE("watch_folder", { path, base })),
 	/**  Stops watching a folder (its documents stay until removed). */
-	unwatchFolder: (path: string) => typedError<null, CommandError>(__TAURI_INVOKE("unwatch_folder", { path })),
+	unwatchFolder: (path: string, base: Base) => typedError<null, CommandError>(__TAURI_INVOKE("unwatch_folder", { path, base })),
 	/**  Pauses or resumes background ingestion (administrators). */
-	setIngestionPaused: (paused: boolean) => typedError<null, CommandError>(__TAURI_INVOKE("set_ingestion_paused", { paused })),
+	setIngestionPaused: (paused: boolean, base: Base) => typedError<null, CommandError>(__TAURI_INVOKE("set_ingestion_paused", { paused, base })),
 	/**  Tries failed files again (administrators). */
-	retryFailed: () => typedError<number, CommandError>(__TAURI_INVOKE("retry_failed")),
+	retryFailed: (base: Base) => typedError<number, CommandError>(__TAURI_INVOKE("retry_failed", { base })),
 	/**
 	 *  Every folder with documents, with its explicit and inherited ACL (administrators), in
 	 *  `base`.
@@ -120,20 +123,20 @@ export const commands = {
 	addDataSource: (name: string, path: string, scopes: string[], tenantColumn: string | null) => typedError<null, CommandError>(__TAURI_INVOKE("add_data_source", { name, path, scopes, tenantColumn })),
 	removeDataSource: (name: string) => typedError<null, CommandError>(__TAURI_INVOKE("remove_data_source", { name })),
 	/**  The web and wiki sources (administrators). */
-	webSources: () => typedError<WebSourceRow_Serialize[], CommandError>(__TAURI_INVOKE("web_sources")),
+	webSources: (base: Base) => typedError<WebSourceRow_Serialize[], CommandError>(__TAURI_INVOKE("web_sources", { base })),
 	/**
 	 *  Adds a site or wiki (administrators): readable by administrators and the caller until
 	 *  `readers` (scopes such as `team:eng`) or the folder's ACL say otherwise. Run it with
 	 *  `run_web_source`.
 	 */
-	addWebSource: (url: string, depth: number, everyHours: number | null, readers: string[]) => typedError<WebSourceRow_Serialize, CommandError>(__TAURI_INVOKE("add_web_source", { url, depth, everyHours, readers })),
+	addWebSource: (url: string, depth: number, everyHours: number | null, readers: string[], base: Base) => typedError<WebSourceRow_Serialize, CommandError>(__TAURI_INVOKE("add_web_source", { url, depth, everyHours, readers, base })),
 	/**
-	 *  Crawls a web source now (administrators) and hands its changed pages to the background
-	 *  ingestion; returns it with this run's summary.
+	 *  Crawls a web source now (administrators) and hands its changed pages to the ingestion
+	 *  queue (this computer's, or the server's); returns it with this run's summary.
 	 */
-	runWebSource: (id: number) => typedError<WebSourceRow_Serialize, CommandError>(__TAURI_INVOKE("run_web_source", { id })),
+	runWebSource: (id: number, base: Base) => typedError<WebSourceRow_Serialize, CommandError>(__TAURI_INVOKE("run_web_source", { id, base })),
 	/**  Removes a web source and its documents (administrators); returns how many were removed. */
-	removeWebSource: (id: number) => typedError<number, CommandError>(__TAURI_INVOKE("remove_web_source", { id })),
+	removeWebSource: (id: number, base: Base) => typedError<number, CommandError>(__TAURI_INVOKE("remove_web_source", { id, base })),
 	/**
 	 *  Whether the app serves the HTTP API, and where (any signed-in user may see it: each
 	 *  request to the API still signs in with its own key).

@@ -243,6 +243,7 @@ fn health_needs_no_key_and_openapi_lists_every_route() {
     }
     let expected: BTreeSet<String> = [
         "GET /api/v1/health",
+        "GET /api/v1/uploads",
         "POST /api/v1/uploads",
         "GET /api/knowledge",
         "POST /api/knowledge",

@@ -8,6 +8,7 @@ import { ExternalIcon, FolderIcon, PlusIcon } from "../components/icons";
 import { baseName, formatDateTime, formatNumber } from "../lib/format";
 import { useApp, useIngestEvents, useIngestProgress } from "../state/app";
 import { useToast } from "../state/toasts";
+import { useAdmin } from "../settings/useAdmin";
 import { WebSources } from "./WebSources";
 
 const STATUS_TONES: Record<string, string> = {
@@ -19,7 +20,8 @@ const STATUS_TONES: Record<string, string> = {
 
 export function SourcesPage() {
   const { t } = useTranslation();
-  const { info, epoch, base } = useApp();
+  const { info, epoch, base, team } = useApp();
+  const admin = useAdmin();
   // This computer's ingestion; a team server's queue comes with its listing.
   const localProgress = useIngestProgress();
   const live = base === "local" ? localProgress : null;
@@ -29,11 +31,15 @@ export function SourcesPage() {
   const [loading, setLoading] = useState(true);
   const [unwatching, setUnwatching] = useState<string | null>(null);
   const [viewing, setViewing] = useState<DocumentRow | null>(null);
+  const [serverFolder, setServerFolder] = useState<string | null>(null);
   const filterRef = useRef(filter);
   filterRef.current = filter;
   const seq = useRef(0);
-  // Administration acts on this computer's knowledge base (a team's is managed on its server).
-  const isAdmin = (info?.isAdmin ?? false) && base === "local";
+  // Administration acts on the knowledge base shown, under the user's role there.
+  const onTeam = base === "team";
+  const isAdmin = onTeam
+    ? team?.role === "ADMIN" || team?.role === "ROOT"
+    : (info?.isAdmin ?? false);
 
   const load = useCallback(() => {
     const n = ++seq.current;
@@ -82,6 +88,11 @@ export function SourcesPage() {
   };
 
   const watch = async () => {
+    // A folder on the server is named by its path there (this computer's disk is not its).
+    if (onTeam) {
+      setServerFolder("");
+      return;
+    }
     let picked: string | string[] | null;
     try {
       picked = await openDialog({ directory: true, multiple: false, title: t("sources.pickFolder") });
@@ -91,7 +102,7 @@ export function SourcesPage() {
     }
     const path = Array.isArray(picked) ? picked[0] : picked;
     if (!path) return;
-    await act(() => api.watchFolder(path), t("sources.watching", { path }));
+    await act(() => admin.watchFolder(path), t("sources.watching", { path }));
   };
 
   // Live counts from the event stream, the failure list from the last load.
@@ -135,7 +146,7 @@ export function SourcesPage() {
               className="button"
               data-testid="toggle-pause"
               onClick={() =>
-                act(() => api.setIngestionPaused(!paused), paused ? t("sources.resumed") : t("sources.pausedToast"))
+                act(() => admin.setIngestionPaused(!paused), paused ? t("sources.resumed") : t("sources.pausedToast"))
               }
             >
               {paused ? t("sources.resume") : t("sources.pause")}
@@ -147,7 +158,7 @@ export function SourcesPage() {
               disabled={failed === 0 && !(q?.failures.length)}
               onClick={() =>
                 act(async () => {
-                  const n = await api.retryFailed();
+                  const n = await admin.retryFailed();
                   notify("success", t("sources.retried", { count: n }));
                 })
               }
@@ -254,11 +265,53 @@ export function SourcesPage() {
           onConfirm={async () => {
             const path = unwatching;
             setUnwatching(null);
-            await act(() => api.unwatchFolder(path), t("sources.unwatched", { path }));
+            await act(() => admin.unwatchFolder(path), t("sources.unwatched", { path }));
           }}
         />
       )}
       {viewing && <DocumentDialog row={viewing} onClose={() => setViewing(null)} />}
+      {serverFolder !== null && (
+        <Dialog
+          title={t("sources.watchServerFolder")}
+          onClose={() => setServerFolder(null)}
+          testId="server-folder-dialog"
+          size="md"
+          footer={
+            <>
+              <button type="button" className="button" onClick={() => setServerFolder(null)}>
+                {t("common.cancel")}
+              </button>
+              <button
+                type="button"
+                className="button primary"
+                data-testid="server-folder-confirm"
+                disabled={!serverFolder.trim().startsWith("/")}
+                onClick={() => {
+                  const path = serverFolder.trim();
+                  setServerFolder(null);
+                  void act(() => admin.watchFolder(path), t("sources.watching", { path }));
+                }}
+              >
+                {t("sources.watchFolder")}
+              </button>
+            </>
+          }
+        >
+          <label className="field">
+            <span className="field-label">{t("sources.serverFolder")}</span>
+            <input
+              className="input mono"
+              data-testid="server-folder-path"
+              value={serverFolder}
+              autoFocus
+              spellCheck={false}
+              placeholder={t("sources.serverFolderPlaceholder")}
+              onChange={(e) => setServerFolder(e.target.value)}
+            />
+            <span className="hint">{t("sources.serverFolderHint", { server: team?.server ?? "" })}</span>
+          </label>
+        </Dialog>
+      )}
     </div>
   );
 }

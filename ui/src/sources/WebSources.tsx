@@ -1,16 +1,18 @@
 import { useCallback, useEffect, useState } from "react";
 import { useTranslation } from "react-i18next";
-import { api, type WebSourceRow } from "../api";
+import type { WebSourceRow } from "../api";
 import { ConfirmDialog, Dialog } from "../components/Dialog";
 import { PlusIcon } from "../components/icons";
 import { formatDateTime, parseScopes } from "../lib/format";
 import { useToast } from "../state/toasts";
+import { useAdmin } from "../settings/useAdmin";
 
 const SCHEDULES = [0, 1, 6, 24, 168];
 
-/** Web sites and wikis crawled into the knowledge base (administrators, this computer). */
+/** Web sites and wikis crawled into the knowledge base the window shows (administrators). */
 export function WebSources({ onChanged }: { onChanged: () => void }) {
   const { t } = useTranslation();
+  const admin = useAdmin();
   const { notify, showError } = useToast();
   const [rows, setRows] = useState<WebSourceRow[] | null>(null);
   const [adding, setAdding] = useState(false);
@@ -18,14 +20,14 @@ export function WebSources({ onChanged }: { onChanged: () => void }) {
   const [removing, setRemoving] = useState<WebSourceRow | null>(null);
 
   const load = useCallback(() => {
-    api.webSources().then(setRows).catch(showError);
-  }, [showError]);
+    admin.webSources().then(setRows).catch(showError);
+  }, [admin, showError]);
   useEffect(load, [load]);
 
   const run = async (row: WebSourceRow) => {
     setRunning(row.id);
     try {
-      const done = await api.runWebSource(row.id);
+      const done = await admin.runWebSource(row.id);
       const r = done.lastRun;
       if (r?.aborted) notify("error", t("web.aborted", { reason: r.aborted }));
       else notify("success", t("web.crawled", { url: done.url, fetched: r?.fetched ?? 0 }));
@@ -124,7 +126,7 @@ export function WebSources({ onChanged }: { onChanged: () => void }) {
             const row = removing;
             setRemoving(null);
             try {
-              const n = await api.removeWebSource(row.id);
+              const n = await admin.removeWebSource(row.id);
               notify("success", t("web.removed", { count: n }));
               load();
               onChanged();
@@ -140,6 +142,7 @@ export function WebSources({ onChanged }: { onChanged: () => void }) {
 
 function AddWebSource({ onClose, onAdded }: { onClose: () => void; onAdded: (row: WebSourceRow) => void }) {
   const { t } = useTranslation();
+  const admin = useAdmin();
   const { showError } = useToast();
   const [url, setUrl] = useState("");
   const [depth, setDepth] = useState(3);
@@ -151,7 +154,7 @@ function AddWebSource({ onClose, onAdded }: { onClose: () => void; onAdded: (row
     if (!valid || busy) return;
     setBusy(true);
     try {
-      onAdded(await api.addWebSource(url.trim(), depth, every > 0 ? every : null, parseScopes(readers)));
+      onAdded(await admin.addWebSource(url.trim(), depth, every > 0 ? every : null, parseScopes(readers)));
     } catch (e) {
       showError(e);
     } finally {
