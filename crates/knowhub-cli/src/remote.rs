@@ -232,6 +232,7 @@ pub(crate) fn run(
         }
         Command::Jobs { command } => return jobs(&client, command, json),
         Command::Group(cmd) => return crate::group::remote(&client, cmd, json),
+        Command::Show { document, text } => return show(&client, &document, text, json),
         Command::Audit { limit } => {
             let records = client.audit(limit, None)?;
             if json {
@@ -261,8 +262,8 @@ pub(crate) fn run(
         }
         _ => bail!(
             "with --server, knowhub runs search, ask, status, list, sessions, trace <id>, \
-             upload, ingest, remove, watch, unwatch, jobs, audit, group, crawl, user and acl so \
-             far; run other commands on the server's machine (knowhub --database …) or through \
+             show, upload, ingest, remove, watch, unwatch, jobs, audit, group, crawl, user and \
+             acl so far; run other commands on the server's machine (knowhub --database …) or through \
              its HTTP API"
         ),
     }
@@ -276,6 +277,95 @@ fn server_path(path: &std::path::Path) -> String {
 
 fn server_paths(paths: &[PathBuf]) -> Vec<String> {
     paths.iter().map(|p| server_path(p)).collect()
+}
+
+/// `knowhub --server … show <document id or its path on the server> [--text]`: a document
+/// the key may read, with its passages (the "open source" of a citation) or its whole text.
+fn show(client: &Client, document: &str, whole_text: bool, json: bool) -> Result<ExitCode> {
+    let id = match document.parse::<i64>() {
+        Ok(id) => id,
+        Err(_) => client
+            .documents(Some(document))?
+            .into_iter()
+            .find(|d| d.path == document)
+            .map(|d| d.id)
+            .with_context(|| {
+                format!("{document}: no document you may read has this path on the server")
+            })?,
+    };
+    let view = client.preview(id)?;
+    let passage_text = |start: usize, end: usize| -> String {
+        view.text
+            .chars()
+            .skip(start)
+            .take(end.saturating_sub(start))
+            .collect()
+    };
+    let d = &view.document;
+    if json {
+        let passages: Vec<_> = view
+            .passages
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "chunk_id": p.chunk_id, "ordinal": p.ordinal,
+                    "page_start": p.page_start, "page_end": p.page_end,
+                    "heading_path": p.heading_path,
+                    "text": passage_text(p.char_start, p.char_end),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "id": d.id, "path": d.path, "title": d.title, "kind": d.kind,
+                "page_count": d.page_count, "passages": passages,
+                "text": whole_text.then_some(&view.text),
+            }))?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let pages = d
+        .page_count
+        .map(|p| format!(", {p} page(s)"))
+        .unwrap_or_default();
+    println!(
+        "{}  (document {}, {}, {} passage(s){pages})",
+        if d.title.is_empty() {
+            &d.path
+        } else {
+            &d.title
+        },
+        d.id,
+        d.kind.as_deref().unwrap_or("?"),
+        view.passages.len()
+    );
+    println!("{}", d.path);
+    if whole_text {
+        println!("\n{}", view.text);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for p in &view.passages {
+        let pages = match (p.page_start, p.page_end) {
+            (Some(a), Some(b)) if a != b => format!("p.{a}-{b} "),
+            (Some(a), _) => format!("p.{a} "),
+            _ => String::new(),
+        };
+        let text = passage_text(p.char_start, p.char_end);
+        let shown: String = text.chars().take(160).collect();
+        let more = if text.chars().count() > 160 {
+            "…"
+        } else {
+            ""
+        };
+        println!(
+            "\n[{}] {pages}{}\n    {}{more}",
+            p.ordinal,
+            p.heading_path.join(" › "),
+            shown.replace('\n', " ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `knowhub --server … ingest <paths on the server>`: the server reads them now (or queues

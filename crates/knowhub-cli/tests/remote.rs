@@ -145,6 +145,18 @@ fn commands_run_on_the_server_under_the_keys_permissions() {
     let sessions = ok(remote(&["sessions"]));
     assert!(sessions.contains("sess-"), "{sessions}");
 
+    // A document by its path on the server (the "open source" of a citation), never a
+    // restricted one.
+    let handbook = docs.join("public/handbook.md").canonicalize().unwrap();
+    let shown = ok(remote(&["show", handbook.to_str().unwrap()]));
+    assert!(
+        shown.contains("Handbook") && shown.contains("fifteen days"),
+        "{shown}"
+    );
+    let salaries = docs.join("hr/salaries.md").canonicalize().unwrap();
+    let refused = fails(remote(&["show", salaries.to_str().unwrap()]));
+    assert!(refused.contains("no document you may read"), "{refused}");
+
     // Refusals that say what to do.
     let wrong_key = knowhub(&elsewhere)
         .args(["--server", &url, "--api-key", "kh_nope", "search", "leave"])
