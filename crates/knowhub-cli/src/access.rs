@@ -314,17 +314,16 @@ pub(crate) fn audit(
         println!("{}", serde_json::to_string_pretty(&records)?);
     } else {
         for r in records.iter().rev() {
-            println!(
-                "#{:<6} {:<10} {:<6} {:<8} {:<10} allowed {:>3} filtered {:>3} snapshot {}  {}",
-                r.id,
-                r.user,
-                r.role,
-                r.action,
-                r.outcome,
-                r.allowed,
-                r.filtered,
-                r.snapshot.get(..12).unwrap_or(&r.snapshot),
-                r.target
+            crate::render::audit_line(
+                &r.id.to_string(),
+                r.user.as_str(),
+                r.role.as_str(),
+                r.action.as_str(),
+                r.outcome.as_str(),
+                &r.allowed.to_string(),
+                &r.filtered.to_string(),
+                &r.snapshot,
+                &r.target,
             );
         }
     }

@@ -244,18 +244,16 @@ pub(crate) fn run(
                         serde_json::Value::Null => String::new(),
                         other => other.to_string(),
                     };
-                    let snapshot = field("snapshot");
-                    println!(
-                        "#{:<6} {:<10} {:<6} {:<8} {:<10} allowed {:>3} filtered {:>3} snapshot {}  {}",
-                        field("id"),
-                        field("user"),
-                        field("role"),
-                        field("action"),
-                        field("outcome"),
-                        field("allowed"),
-                        field("filtered"),
-                        snapshot.get(..12).unwrap_or(&snapshot),
-                        field("target")
+                    crate::render::audit_line(
+                        &field("id"),
+                        &field("user"),
+                        &field("role"),
+                        &field("action"),
+                        &field("outcome"),
+                        &field("allowed"),
+                        &field("filtered"),
+                        &field("snapshot"),
+                        &field("target"),
                     );
                 }
             }
@@ -325,44 +323,29 @@ fn show(client: &Client, document: &str, whole_text: bool, json: bool) -> Result
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let pages = d
-        .page_count
-        .map(|p| format!(", {p} page(s)"))
-        .unwrap_or_default();
-    println!(
-        "{}  (document {}, {}, {} passage(s){pages})",
+    crate::render::document_header(
         if d.title.is_empty() {
             &d.path
         } else {
             &d.title
         },
         d.id,
-        d.kind.as_deref().unwrap_or("?"),
-        view.passages.len()
+        d.kind.as_deref(),
+        view.passages.len(),
+        d.page_count,
+        &d.path,
     );
-    println!("{}", d.path);
     if whole_text {
         println!("\n{}", view.text);
         return Ok(ExitCode::SUCCESS);
     }
     for p in &view.passages {
-        let pages = match (p.page_start, p.page_end) {
-            (Some(a), Some(b)) if a != b => format!("p.{a}-{b} "),
-            (Some(a), _) => format!("p.{a} "),
-            _ => String::new(),
-        };
-        let text = passage_text(p.char_start, p.char_end);
-        let shown: String = text.chars().take(160).collect();
-        let more = if text.chars().count() > 160 {
-            "…"
-        } else {
-            ""
-        };
-        println!(
-            "\n[{}] {pages}{}\n    {}{more}",
+        crate::render::passage_line(
             p.ordinal,
-            p.heading_path.join(" › "),
-            shown.replace('\n', " ")
+            p.page_start,
+            p.page_end,
+            &p.heading_path,
+            &passage_text(p.char_start, p.char_end),
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -512,28 +495,24 @@ fn jobs(
                 return Ok(ExitCode::SUCCESS);
             }
             let c = &queue.counts;
-            println!(
-                "{} queued ({} waiting to retry), {} running, {} done, {} failed, {} cancelled{}",
+            crate::render::queue_counts(
                 c.queued,
                 c.waiting,
                 c.running,
                 c.done,
                 c.failed,
                 c.cancelled,
-                if c.paused {
-                    " — PAUSED (knowhub --server … jobs resume)"
-                } else {
-                    ""
-                }
+                c.paused,
+                "knowhub --server … jobs resume",
             );
             for j in &queue.jobs {
-                let what = j.error.as_deref().or(j.outcome.as_deref()).unwrap_or("");
-                let what = if what.is_empty() {
-                    String::new()
-                } else {
-                    format!("  ({what})")
-                };
-                println!("{:>7}  {:<9} {}{what}", j.id, j.state, j.path);
+                crate::render::job_line(
+                    j.id,
+                    &j.state,
+                    &j.path,
+                    j.error.as_deref(),
+                    j.outcome.as_deref(),
+                );
             }
         }
         JobsCommand::Pause => {

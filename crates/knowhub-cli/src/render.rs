@@ -242,40 +242,132 @@ pub(crate) fn documents(docs: &[DocumentRecord]) {
 
 pub(crate) fn document_view(v: &knowhub_engine::DocumentView, whole_text: bool) {
     let d = &v.document;
-    println!(
-        "{}  (document {}, {}, {} passage(s){})",
+    document_header(
         d.title.as_deref().unwrap_or(&d.path),
-        d.id,
-        d.kind.as_deref().unwrap_or("?"),
+        d.id.0,
+        d.kind.as_deref(),
         v.passages.len(),
-        d.page_count
-            .map(|p| format!(", {p} page(s)"))
-            .unwrap_or_default()
+        d.page_count,
+        &d.path,
     );
-    println!("{}", d.path);
     if whole_text {
         println!("\n{}", v.text);
         return;
     }
     for p in &v.passages {
-        let pages = match (p.page_start, p.page_end) {
-            (Some(a), Some(b)) if a != b => format!("p.{a}-{b} "),
-            (Some(a), _) => format!("p.{a} "),
-            _ => String::new(),
-        };
-        let heading = p.heading_path.join(" › ");
-        let preview: String = p.text.chars().take(160).collect();
-        println!(
-            "\n[{}] {pages}{heading}\n    {}{}",
+        passage_line(
             p.ordinal,
-            preview.replace('\n', " "),
-            if p.text.chars().count() > 160 {
-                "…"
-            } else {
-                ""
-            }
+            p.page_start,
+            p.page_end,
+            &p.heading_path,
+            &p.text,
         );
     }
+}
+
+/// The first lines of a shown document (`knowhub show`, here or on a server).
+pub(crate) fn document_header(
+    title: &str,
+    id: i64,
+    kind: Option<&str>,
+    passages: usize,
+    page_count: Option<u32>,
+    path: &str,
+) {
+    let pages = page_count
+        .map(|p| format!(", {p} page(s)"))
+        .unwrap_or_default();
+    println!(
+        "{title}  (document {id}, {}, {passages} passage(s){pages})",
+        kind.unwrap_or("?")
+    );
+    println!("{path}");
+}
+
+/// One passage of a shown document: where it is and its first 160 characters.
+pub(crate) fn passage_line(
+    ordinal: u32,
+    page_start: Option<u32>,
+    page_end: Option<u32>,
+    heading_path: &[String],
+    text: &str,
+) {
+    let pages = match (page_start, page_end) {
+        (Some(a), Some(b)) if a != b => format!("p.{a}-{b} "),
+        (Some(a), _) => format!("p.{a} "),
+        _ => String::new(),
+    };
+    let shown: String = text.chars().take(160).collect();
+    let more = if text.chars().count() > 160 {
+        "…"
+    } else {
+        ""
+    };
+    println!(
+        "\n[{ordinal}] {pages}{}\n    {}{more}",
+        heading_path.join(" › "),
+        shown.replace('\n', " ")
+    );
+}
+
+/// The ingestion queue's counts in one line; `resume` is the command that resumes it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn queue_counts(
+    queued: u64,
+    waiting: u64,
+    running: u64,
+    done: u64,
+    failed: u64,
+    cancelled: u64,
+    paused: bool,
+    resume: &str,
+) {
+    let paused = if paused {
+        format!(" — PAUSED ({resume})")
+    } else {
+        String::new()
+    };
+    println!(
+        "{queued} queued ({waiting} waiting to retry), {running} running, {done} done, \
+         {failed} failed, {cancelled} cancelled{paused}"
+    );
+}
+
+/// One ingestion job: id, state, path and its error or outcome.
+pub(crate) fn job_line(
+    id: i64,
+    state: &str,
+    path: &str,
+    error: Option<&str>,
+    outcome: Option<&str>,
+) {
+    let what = error.or(outcome).unwrap_or("");
+    let what = if what.is_empty() {
+        String::new()
+    } else {
+        format!("  ({what})")
+    };
+    println!("{id:>7}  {state:<9} {path}{what}");
+}
+
+/// One record of the audit trail.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn audit_line(
+    id: &str,
+    user: &str,
+    role: &str,
+    action: &str,
+    outcome: &str,
+    allowed: &str,
+    filtered: &str,
+    snapshot: &str,
+    target: &str,
+) {
+    println!(
+        "#{id:<6} {user:<10} {role:<6} {action:<8} {outcome:<10} allowed {allowed:>3} filtered \
+         {filtered:>3} snapshot {}  {target}",
+        snapshot.get(..12).unwrap_or(snapshot)
+    );
 }
 
 #[cfg(test)]

@@ -274,32 +274,23 @@ pub(crate) fn jobs(
                 return Ok(ExitCode::SUCCESS);
             }
             let c = view.counts;
-            println!(
-                "{} queued ({} waiting to retry), {} running, {} done, {} failed, {} cancelled{}",
+            crate::render::queue_counts(
                 c.queued,
                 c.waiting,
                 c.running,
                 c.done,
                 c.failed,
                 c.cancelled,
-                if c.paused {
-                    " — PAUSED (knowhub jobs resume)"
-                } else {
-                    ""
-                }
+                c.paused,
+                "knowhub jobs resume",
             );
             for j in &view.jobs {
-                let what = j.error.as_deref().or(j.outcome.as_deref()).unwrap_or("");
-                println!(
-                    "{:>7}  {:<9} {}{}",
+                crate::render::job_line(
                     j.id,
                     j.state.as_str(),
-                    j.path,
-                    if what.is_empty() {
-                        String::new()
-                    } else {
-                        format!("  ({what})")
-                    }
+                    &j.path,
+                    j.error.as_deref(),
+                    j.outcome.as_deref(),
                 );
             }
         }
