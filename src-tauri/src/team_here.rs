@@ -194,10 +194,10 @@ impl Library for TeamHereLibrary<'_> {
     }
 
     fn send_feedback(&self, trace_id: &str, helpful: bool, note: &str) -> CmdResult<()> {
-        if self.here.trace(trace_id).is_ok() {
-            return self.here.send_feedback(trace_id, helpful, note);
+        match self.here.send_feedback(trace_id, helpful, note) {
+            Err(e) if e.kind == "not_found" => self.team.send_feedback(trace_id, helpful, note),
+            other => other,
         }
-        self.team.send_feedback(trace_id, helpful, note)
     }
 
     fn open_document(&self, id: i64) -> CmdResult<DocumentPreview> {
