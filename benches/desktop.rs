@@ -4,12 +4,14 @@
 //! - idle memory of the app's process tree (the Rust process and its WebKit processes);
 //! - memory and time while 1,000 dropped files are ingested;
 //! - frame responsiveness while an answer is generated (requestAnimationFrame gaps);
-//! - joined to a team server on loopback: launch → first team answer, and idle memory.
+//! - joined to a team server on loopback: launch → first team answer (written by the server,
+//!   and, with a model, by this computer's model over the team's passages), and idle memory.
 //!
 //! `cargo bench -p knowhub-desktop --bench desktop` (release build). The answer model is the
 //! configured default (the local Qwen 0.5B when installed, else extractive answers);
 //! `KNOWHUB_BENCH_LLM=off` forces extractive answers; `KNOWHUB_E2E_WAIT_SECS` (default 60)
-//! bounds each step — give a local model on 2 cores more (e.g. 600).
+//! bounds each step — give a local model on 2 cores more (e.g. 600); `KNOWHUB_BENCH_ONLY=joined`
+//! measures only the joined rows.
 
 // A benchmark binary reports on stdout and may panic on a broken set-up.
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]
@@ -201,13 +203,8 @@ async fn main() {
         )
         .unwrap();
     }
-    let driver = match Driver::start(&data, &[("KNOWHUB_EMBEDDER", "off")]) {
-        Ok(d) => d,
-        Err(why) => {
-            eprintln!("cannot run the desktop benchmark: {why}");
-            return;
-        }
-    };
+    // `KNOWHUB_BENCH_ONLY=joined`: only the rows of the app joined to a team server.
+    let only_joined = std::env::var("KNOWHUB_BENCH_ONLY").is_ok_and(|v| v == "joined");
     let mut rows: Vec<(String, String)> = Vec::new();
     // Each row is also printed when measured, so a run cut short still reports what it got.
     let mut record = |k: &str, v: String| {
@@ -215,40 +212,48 @@ async fn main() {
         rows.push((k.to_string(), v));
     };
 
-    // Cold start, three launches (the first also pays for the file cache).
-    let mut starts = Vec::new();
-    for _ in 0..3 {
-        let t = Instant::now();
+    if !only_joined {
+        let driver = match Driver::start(&data, &[("KNOWHUB_EMBEDDER", "off")]) {
+            Ok(d) => d,
+            Err(why) => {
+                eprintln!("cannot run the desktop benchmark: {why}");
+                return;
+            }
+        };
+        // Cold start, three launches (the first also pays for the file cache).
+        let mut starts = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            let ui = driver.session().await;
+            signed_in(&ui).await;
+            starts.push(t.elapsed().as_millis());
+            ui.c.clone().close().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        record(
+            "cold start → usable window (3 launches)",
+            format!(
+                "{} ms",
+                starts
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            ),
+        );
+
         let ui = driver.session().await;
         signed_in(&ui).await;
-        starts.push(t.elapsed().as_millis());
-        ui.c.clone().close().await.unwrap();
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    record(
-        "cold start → usable window (3 launches)",
-        format!(
-            "{} ms",
-            starts
-                .iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>()
-                .join(" / ")
-        ),
-    );
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let pid = app_pid(&data).expect("the app process");
+        record(
+            "idle memory (app + WebKit processes)",
+            mib(tree_rss_kib(pid)),
+        );
+        record("  of which the app process", mib(rss_kib(pid)));
 
-    let ui = driver.session().await;
-    signed_in(&ui).await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let pid = app_pid(&data).expect("the app process");
-    record(
-        "idle memory (app + WebKit processes)",
-        mib(tree_rss_kib(pid)),
-    );
-    record("  of which the app process", mib(rss_kib(pid)));
-
-    // Frame responsiveness while an answer is generated.
-    ui.c.execute(
+        // Frame responsiveness while an answer is generated.
+        ui.c.execute(
         "window.__gaps = []; let last = performance.now(); window.__mon = true;\
          const f = (t) => { window.__gaps.push(t - last); last = t; if (window.__mon) requestAnimationFrame(f); };\
          requestAnimationFrame(f); return true;",
@@ -256,93 +261,94 @@ async fn main() {
     )
     .await
     .unwrap();
-    let t = Instant::now();
-    let answer = ui
+        let t = Instant::now();
+        let answer = ui
         .ask("How many days of annual leave do new employees get, and how far in advance must longer leave be requested?")
         .await;
-    let answer_ms = t.elapsed().as_millis();
-    let gaps =
-        ui.c.execute("window.__mon = false; return window.__gaps;", vec![])
-            .await
-            .unwrap();
-    let mut gaps: Vec<f64> = gaps
-        .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
-        .unwrap_or_default();
-    gaps.sort_by(|a, b| a.total_cmp(b));
-    let pct = |p: f64| {
-        gaps.get(((gaps.len() as f64 - 1.0) * p) as usize)
-            .copied()
-            .unwrap_or(0.0)
-    };
-    let written = answer
-        .attr("data-stop-reason")
-        .await
-        .unwrap()
-        .unwrap_or_default();
-    record(
-        "first answer (includes loading the answer model) while measuring frames",
-        format!("{answer_ms} ms (stop reason {written})"),
-    );
-    record(
-        "frames during the answer",
-        format!(
-            "{} frames; median {:.1} ms, p95 {:.1} ms, max {:.1} ms; {} over 50 ms",
-            gaps.len(),
-            pct(0.5),
-            pct(0.95),
-            gaps.last().copied().unwrap_or(0.0),
-            gaps.iter().filter(|g| **g > 50.0).count()
-        ),
-    );
-    // A second question with the model loaded: the answer time a user sees from then on.
-    let t = Instant::now();
-    let answer = ui
-        .ask("How many days per week may employees work remotely after probation?")
-        .await;
-    let second_ms = t.elapsed().as_millis();
-    let written = answer
-        .attr("data-stop-reason")
-        .await
-        .unwrap()
-        .unwrap_or_default();
-    record(
-        "second answer (model loaded)",
-        format!("{second_ms} ms (stop reason {written})"),
-    );
-
-    // 1,000 dropped files: time to ingest and peak memory while it runs.
-    let drop_dir = root_path.join("drop-1000");
-    make_files(&drop_dir, 1000);
-    let t = Instant::now();
-    ui.c.execute(
-        "window.__knowhub.handleDrop(arguments[0]); return true;",
-        vec![serde_json::json!([drop_dir.display().to_string()])],
-    )
-    .await
-    .unwrap();
-    ui.click(&css("drop-confirm")).await;
-    let mut peak = 0;
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        peak = peak.max(tree_rss_kib(pid));
-        let n =
-            ui.c.find_all(fantoccini::Locator::Css(&css("drop-result")))
+        let answer_ms = t.elapsed().as_millis();
+        let gaps =
+            ui.c.execute("window.__mon = false; return window.__gaps;", vec![])
                 .await
-                .map(|v| v.len())
-                .unwrap_or(0);
-        if n > 0 || Instant::now() > deadline {
-            break;
+                .unwrap();
+        let mut gaps: Vec<f64> = gaps
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
+            .unwrap_or_default();
+        gaps.sort_by(|a, b| a.total_cmp(b));
+        let pct = |p: f64| {
+            gaps.get(((gaps.len() as f64 - 1.0) * p) as usize)
+                .copied()
+                .unwrap_or(0.0)
+        };
+        let written = answer
+            .attr("data-stop-reason")
+            .await
+            .unwrap()
+            .unwrap_or_default();
+        record(
+            "first answer (includes loading the answer model) while measuring frames",
+            format!("{answer_ms} ms (stop reason {written})"),
+        );
+        record(
+            "frames during the answer",
+            format!(
+                "{} frames; median {:.1} ms, p95 {:.1} ms, max {:.1} ms; {} over 50 ms",
+                gaps.len(),
+                pct(0.5),
+                pct(0.95),
+                gaps.last().copied().unwrap_or(0.0),
+                gaps.iter().filter(|g| **g > 50.0).count()
+            ),
+        );
+        // A second question with the model loaded: the answer time a user sees from then on.
+        let t = Instant::now();
+        let answer = ui
+            .ask("How many days per week may employees work remotely after probation?")
+            .await;
+        let second_ms = t.elapsed().as_millis();
+        let written = answer
+            .attr("data-stop-reason")
+            .await
+            .unwrap()
+            .unwrap_or_default();
+        record(
+            "second answer (model loaded)",
+            format!("{second_ms} ms (stop reason {written})"),
+        );
+
+        // 1,000 dropped files: time to ingest and peak memory while it runs.
+        let drop_dir = root_path.join("drop-1000");
+        make_files(&drop_dir, 1000);
+        let t = Instant::now();
+        ui.c.execute(
+            "window.__knowhub.handleDrop(arguments[0]); return true;",
+            vec![serde_json::json!([drop_dir.display().to_string()])],
+        )
+        .await
+        .unwrap();
+        ui.click(&css("drop-confirm")).await;
+        let mut peak = 0;
+        let deadline = Instant::now() + Duration::from_secs(600);
+        loop {
+            peak = peak.max(tree_rss_kib(pid));
+            let n =
+                ui.c.find_all(fantoccini::Locator::Css(&css("drop-result")))
+                    .await
+                    .map(|v| v.len())
+                    .unwrap_or(0);
+            if n > 0 || Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        record(
+            "1,000 dropped files ingested",
+            format!("{:.1} s", t.elapsed().as_secs_f64()),
+        );
+        record("peak memory during that ingest", mib(peak));
+        let _ = ui.c.clone().close().await;
+        drop(driver);
     }
-    record(
-        "1,000 dropped files ingested",
-        format!("{:.1} s", t.elapsed().as_secs_f64()),
-    );
-    record("peak memory during that ingest", mib(peak));
-    let _ = ui.c.clone().close().await;
-    drop(driver);
 
     // Joined to a team server on loopback (the demo corpus, served by `knowhub serve`'s
     // router with the same answer model setting), the app's own knowledge base empty.
@@ -359,19 +365,61 @@ async fn main() {
         .map_or("extractive".to_owned(), |l| l.model_id().to_owned());
     let (addr, key, stop, server) = team_server(&root_path.join("team"), server_llm);
     let joined = root_path.join("joined");
-    std::fs::create_dir_all(&joined).unwrap();
-    std::fs::write(
-        joined.join("desktop-settings.json"),
-        serde_json::json!({
-            "llm": {"kind": "off"},
-            "team": {"server": format!("http://{addr}")},
-        })
-        .to_string(),
-    )
-    .unwrap();
-    std::fs::write(joined.join("team.key"), &key).unwrap();
+    let server_answers = serde_json::json!({
+        "llm": {"kind": "off"},
+        "team": {"server": format!("http://{addr}")},
+    });
+    let (driver, firsts) = joined_first_answers(&joined, &server_answers, &key).await;
+    record(
+        &format!("joined: launch → first team answer (server on loopback, {model}; 3 launches)"),
+        firsts.join(" / "),
+    );
+    let ui = driver.session().await;
+    signed_in(&ui).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let pid = app_pid(&joined).expect("the joined app process");
+    record(
+        "joined: idle memory (app + WebKit processes)",
+        mib(tree_rss_kib(pid)),
+    );
+    record("  of which the app process", mib(rss_kib(pid)));
+    let _ = ui.c.clone().close().await;
+    drop(driver);
+    if llm != "off" {
+        // This computer's copilot (the default local model) writes over the team's passages.
+        let here = root_path.join("joined-here");
+        let local_answers = serde_json::json!({
+            "team": {"server": format!("http://{addr}"), "answers": "this_computer"},
+        });
+        let (here_driver, firsts) = joined_first_answers(&here, &local_answers, &key).await;
+        drop(here_driver);
+        record(
+            "joined: launch → first team answer written by this computer's default model (3 launches)",
+            firsts.join(" / "),
+        );
+    }
+    let _ = stop.send(());
+    let _ = server.join();
+
+    println!("\n| desktop app (2 cores, Xvfb) | |\n|---|---|");
+    for (k, v) in rows {
+        println!("| {k} | {v} |");
+    }
+}
+
+/// Three launches of the app joined to the team server with `settings`: each starts the
+/// window, picks *Team* and asks; returns the driver (still running) and each launch's time
+/// to the answer with its stop reason.
+async fn joined_first_answers(
+    data: &Path,
+    settings: &serde_json::Value,
+    key: &str,
+) -> (Driver, Vec<String>) {
+    std::fs::create_dir_all(data).unwrap();
+    std::fs::write(data.join("desktop-settings.json"), settings.to_string()).unwrap();
+    std::fs::write(data.join("team.key"), key).unwrap();
     let driver = Driver::start(
-        &joined,
+        data,
         &[("KNOWHUB_EMBEDDER", "off"), ("KNOWHUB_NO_KEYRING", "1")],
     )
     .unwrap();
@@ -395,26 +443,5 @@ async fn main() {
         ui.c.clone().close().await.unwrap();
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    record(
-        &format!("joined: launch → first team answer (server on loopback, {model}; 3 launches)"),
-        firsts.join(" / "),
-    );
-    let ui = driver.session().await;
-    signed_in(&ui).await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let pid = app_pid(&joined).expect("the joined app process");
-    record(
-        "joined: idle memory (app + WebKit processes)",
-        mib(tree_rss_kib(pid)),
-    );
-    record("  of which the app process", mib(rss_kib(pid)));
-    let _ = ui.c.clone().close().await;
-    drop(driver);
-    let _ = stop.send(());
-    let _ = server.join();
-
-    println!("\n| desktop app (2 cores, Xvfb) | |\n|---|---|");
-    for (k, v) in rows {
-        println!("| {k} | {v} |");
-    }
+    (driver, firsts)
 }

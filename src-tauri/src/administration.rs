@@ -1,5 +1,6 @@
 //! What administrators change from the window (users and their keys, who may read which
-//! folder; watched folders, the ingestion queue and web sources on the Sources page), behind
+//! folder, SQL data sources; watched folders, the ingestion queue and web sources on the
+//! Sources page), behind
 //! one trait: this computer's engine ([`LocalAdministration`]), or the
 //! joined team server through its API under the user's key ([`TeamAdministration`]; the
 //! server checks the role on every call). Commands pick one by the window's [`Base`], so the
@@ -57,6 +58,17 @@ pub(crate) trait Administration {
     fn run_web_source(&self, id: u32) -> CmdResult<WebSourceRow>;
     /// Removes a web source and its documents; returns how many documents went.
     fn remove_web_source(&self, id: u32) -> CmdResult<u32>;
+    /// SQL databases and spreadsheet tables the user may query.
+    fn data_sources(&self) -> CmdResult<DataSourcesView>;
+    /// Registers a SQLite database for the copilot (a path where the knowledge base lives).
+    fn add_data_source(
+        &self,
+        name: &str,
+        path: &str,
+        scopes: &[String],
+        tenant_column: Option<&str>,
+    ) -> CmdResult<()>;
+    fn remove_data_source(&self, name: &str) -> CmdResult<()>;
 }
 
 fn user_id(id: &str) -> CmdResult<UserId> {
@@ -310,6 +322,51 @@ impl Administration for LocalAdministration {
         let s = &self.signed;
         Ok(n32(s.engine.remove_crawl(&s.ctx, i64::from(id))?))
     }
+
+    fn data_sources(&self) -> CmdResult<DataSourcesView> {
+        let s = &self.signed;
+        let d = s.engine.queryable_data(&s.ctx)?;
+        Ok(DataSourcesView {
+            sources: d
+                .sources
+                .into_iter()
+                .map(|x| SqlSourceRow {
+                    name: x.name,
+                    path: x.path,
+                    scopes: x.scopes,
+                    tenant_column: x.tenant_column,
+                })
+                .collect(),
+            tables: d
+                .tables
+                .into_iter()
+                .map(|t| SheetTableRow {
+                    sql_name: t.sql_name,
+                    rows: n32(t.rows),
+                    document_path: t.document_path,
+                })
+                .collect(),
+        })
+    }
+
+    fn add_data_source(
+        &self,
+        name: &str,
+        path: &str,
+        scopes: &[String],
+        tenant_column: Option<&str>,
+    ) -> CmdResult<()> {
+        let s = &self.signed;
+        let set = parse_scopes(scopes)?;
+        s.engine
+            .add_sql_source(&s.ctx, name, Path::new(path), &set, tenant_column)?;
+        Ok(())
+    }
+
+    fn remove_data_source(&self, name: &str) -> CmdResult<()> {
+        let s = &self.signed;
+        Ok(s.engine.remove_sql_source(&s.ctx, name)?)
+    }
 }
 
 // ----- the team server ------------------------------------------------------------------------
@@ -510,6 +567,51 @@ impl Administration for TeamAdministration {
 
     fn remove_web_source(&self, id: u32) -> CmdResult<u32> {
         Ok(n32(self.link.client.remove_crawl(i64::from(id))?))
+    }
+
+    fn data_sources(&self) -> CmdResult<DataSourcesView> {
+        let d = self.link.client.sql_sources()?;
+        Ok(DataSourcesView {
+            sources: d
+                .sources
+                .into_iter()
+                .map(|x| SqlSourceRow {
+                    name: x.name,
+                    path: x.path,
+                    scopes: x.scopes,
+                    tenant_column: x.tenant_column,
+                })
+                .collect(),
+            tables: d
+                .tables
+                .into_iter()
+                .map(|t| SheetTableRow {
+                    sql_name: t.sql_name,
+                    rows: n32(t.rows),
+                    document_path: t.document_path,
+                })
+                .collect(),
+        })
+    }
+
+    fn add_data_source(
+        &self,
+        name: &str,
+        path: &str,
+        scopes: &[String],
+        tenant_column: Option<&str>,
+    ) -> CmdResult<()> {
+        // Checked here too, so a typo is refused before the server is asked.
+        let set = parse_scopes(scopes)?;
+        let scopes: Vec<String> = set.iter().map(ToString::to_string).collect();
+        self.link
+            .client
+            .add_sql_source(name, path, &scopes, tenant_column)?;
+        Ok(())
+    }
+
+    fn remove_data_source(&self, name: &str) -> CmdResult<()> {
+        Ok(self.link.client.remove_sql_source(name)?)
     }
 }
 

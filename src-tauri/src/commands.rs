@@ -852,38 +852,19 @@ pub(crate) async fn set_llm(app: AppHandle, setting: LlmSetting) -> CmdResult<Ap
     .await
 }
 
-/// Registered SQL databases and imported spreadsheet tables the user may query.
+/// Registered SQL databases and imported spreadsheet tables the user may query, on this
+/// computer or the team server.
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn data_sources(app: AppHandle) -> CmdResult<DataSourcesView> {
-    as_user(app, move |s| {
-        let d = s.engine.queryable_data(&s.ctx)?;
-        Ok(DataSourcesView {
-            sources: d
-                .sources
-                .into_iter()
-                .map(|x| SqlSourceRow {
-                    name: x.name,
-                    path: x.path,
-                    scopes: x.scopes,
-                    tenant_column: x.tenant_column,
-                })
-                .collect(),
-            tables: d
-                .tables
-                .into_iter()
-                .map(|t| SheetTableRow {
-                    sql_name: t.sql_name,
-                    rows: n32(t.rows),
-                    document_path: t.document_path,
-                })
-                .collect(),
-        })
+pub(crate) async fn data_sources(app: AppHandle, base: Base) -> CmdResult<DataSourcesView> {
+    blocking(app, move |state, _| {
+        state.administration(base)?.data_sources()
     })
     .await
 }
 
-/// Registers a SQLite database for the copilot (administrators).
+/// Registers a SQLite database for the copilot (administrators): a file on this computer, or
+/// on the team server by its path there.
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn add_data_source(
@@ -892,28 +873,25 @@ pub(crate) async fn add_data_source(
     path: String,
     scopes: Vec<String>,
     tenant_column: Option<String>,
+    base: Base,
 ) -> CmdResult<()> {
-    as_user(app, move |s| {
-        let set = scopes_of(&scopes)?;
+    blocking(app, move |state, _| {
         let tenant = tenant_column.filter(|c| !c.trim().is_empty());
-        s.engine.add_sql_source(
-            &s.ctx,
+        state.administration(base)?.add_data_source(
             name.trim(),
-            Path::new(path.trim()),
-            &set,
+            path.trim(),
+            &scopes,
             tenant.as_deref(),
-        )?;
-        Ok(())
+        )
     })
     .await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn remove_data_source(app: AppHandle, name: String) -> CmdResult<()> {
-    as_user(app, move |s| {
-        s.engine.remove_sql_source(&s.ctx, &name)?;
-        Ok(())
+pub(crate) async fn remove_data_source(app: AppHandle, name: String, base: Base) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        state.administration(base)?.remove_data_source(&name)
     })
     .await
 }
@@ -1175,6 +1153,13 @@ pub(crate) async fn set_api_server(
 #[specta::specta]
 pub(crate) async fn team_status(app: AppHandle) -> CmdResult<TeamStatus> {
     blocking(app, |state, _| Ok(state.team_status())).await
+}
+
+/// The models the joined team server answers and searches with.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn team_models(app: AppHandle) -> CmdResult<TeamModels> {
+    blocking(app, |state, _| state.team_models()).await
 }
 
 /// Joins a team server (`https://…`, or `http://` on this computer) with the API key an

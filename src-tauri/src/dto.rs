@@ -342,6 +342,20 @@ pub struct TeamStatus {
     pub answers: TeamAnswers,
 }
 
+/// The models the joined team server answers and searches with (set where it starts, with
+/// `knowhub serve --llm … --embedder …`; the window shows them, it does not change them).
+#[derive(Debug, Clone, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamModels {
+    /// `None`: extractive answers.
+    pub answer_model: Option<String>,
+    /// `None`: keyword search only.
+    pub embedder: Option<String>,
+    pub reranker: Option<String>,
+    /// Why configured models are not in use on the server.
+    pub notes: Vec<String>,
+}
+
 /// Who writes answers from the team's documents: the team server's copilot (its model, the
 /// default), or this computer's copilot over the passages the server returns for the user
 /// (its conversations then stay on this computer).

@@ -72,6 +72,7 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::revoke_keys,
             commands::set_llm,
             commands::data_sources,
+            commands::team_models,
             commands::add_data_source,
             commands::remove_data_source,
             commands::web_sources,

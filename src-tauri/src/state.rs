@@ -16,7 +16,7 @@ use knowhub_engine::{
 use knowhub_llm::Llm;
 
 use crate::api_server::{self, RunningApi};
-use crate::dto::{Base, TeamAnswers, TeamStatus};
+use crate::dto::{Base, TeamAnswers, TeamModels, TeamStatus};
 use crate::error::{CmdResult, CommandError};
 use crate::library::{Library, LocalLibrary};
 use crate::settings::{ApiServerSetting, SearchModels, Settings};
@@ -311,6 +311,17 @@ impl AppState {
 
     fn team_link(&self) -> Option<Arc<TeamLink>> {
         self.team.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The models the joined team server answers and searches with (asks the server).
+    pub(crate) fn team_models(&self) -> CmdResult<TeamModels> {
+        let m = self.joined_team()?.client.models()?;
+        Ok(TeamModels {
+            answer_model: m.answer_model,
+            embedder: m.embedder,
+            reranker: m.reranker,
+            notes: m.notes,
+        })
     }
 
     /// The joined team and whether it answers now (asks the server).

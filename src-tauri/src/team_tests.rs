@@ -727,6 +727,46 @@ fn settings_panes_administer_the_team_server_under_the_users_role_there() {
     assert!(ran.last_run.unwrap().aborted.is_some());
     assert_eq!(admin.remove_web_source(site.id).unwrap(), 0);
     assert!(admin.web_sources().unwrap().is_empty());
+    // The server's models, as it was started (keyword search, extractive answers here).
+    let models = state.team_models().unwrap();
+    assert_eq!((models.answer_model, models.embedder), (None, None));
+
+    // SQL data sources: a database by its path on the server.
+    let db = dir.path().join("finance.sqlite");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("CREATE TABLE budgets (team TEXT, amount INTEGER);")
+        .unwrap();
+    let db = db.to_str().unwrap();
+    admin
+        .add_data_source("finance", db, &["team:hr".into()], Some("team"))
+        .unwrap();
+    let listed = admin.data_sources().unwrap();
+    assert_eq!(
+        listed
+            .sources
+            .iter()
+            .map(|x| (x.name.as_str(), x.tenant_column.as_deref()))
+            .collect::<Vec<_>>(),
+        [("finance", Some("team"))]
+    );
+    assert_eq!(
+        admin
+            .add_data_source("typo", db, &["tema hr".into()], None)
+            .unwrap_err()
+            .kind,
+        "invalid_input"
+    );
+    assert!(
+        state
+            .administration(Base::Local)
+            .unwrap()
+            .data_sources()
+            .unwrap()
+            .sources
+            .is_empty(),
+        "registered on the server, not on this computer"
+    );
 
     // Alice, a USER there, may not: the server refuses, whatever her role on this computer.
     let hers = app(&dir.path().join("alice"));
@@ -741,6 +781,20 @@ fn settings_panes_administer_the_team_server_under_the_users_role_there() {
     assert_eq!(refused.folder_tree().unwrap_err().kind, "forbidden");
     assert_eq!(refused.watch_folder(hr).unwrap_err().kind, "forbidden");
     assert_eq!(refused.web_sources().unwrap_err().kind, "forbidden");
+    assert!(refused.data_sources().unwrap().sources.is_empty());
+    assert_eq!(
+        refused
+            .add_data_source("mine", db, &["public".into()], None)
+            .unwrap_err()
+            .kind,
+        "forbidden"
+    );
+    assert_eq!(
+        refused.remove_data_source("finance").unwrap_err().kind,
+        "forbidden"
+    );
+    admin.remove_data_source("finance").unwrap();
+    assert!(admin.data_sources().unwrap().sources.is_empty());
     assert_eq!(
         refused
             .set_folder_acl(hr, &["public".into()])

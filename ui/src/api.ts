@@ -49,6 +49,7 @@ export type SheetTableRow = DataSourcesView["tables"][number];
 export type WebSourceRow = Ok<typeof commands.webSources>[number];
 export type ApiServerView = Ok<typeof commands.apiServerStatus>;
 export type TeamStatus = Ok<typeof commands.teamStatus>;
+export type TeamModels = Ok<typeof commands.teamModels>;
 export type TeamAnswers = TeamStatus["answers"];
 /** Which knowledge base a request goes to: this computer's or the joined team server's. */
 export type Base = Parameters<typeof commands.conversations>[0];
@@ -213,13 +214,14 @@ export const api = {
      * background). */
     runWebSource: (id: number) => unwrap(commands.runWebSource(id, base)),
     removeWebSource: (id: number) => unwrap(commands.removeWebSource(id, base)),
+    dataSources: () => unwrap(commands.dataSources(base)),
+    /** A SQLite file on this computer, or on the team server by its path there. */
+    addDataSource: (name: string, path: string, scopes: string[], tenantColumn: string | null) =>
+      unwrap(commands.addDataSource(name, path, scopes, tenantColumn, base)),
+    removeDataSource: (name: string) => unwrap(commands.removeDataSource(name, base)),
   }),
 
   setLlm: (setting: LlmSetting) => unwrap(commands.setLlm(setting)),
-  dataSources: () => unwrap(commands.dataSources()),
-  addDataSource: (name: string, path: string, scopes: string[], tenantColumn: string | null) =>
-    unwrap(commands.addDataSource(name, path, scopes, tenantColumn)),
-  removeDataSource: (name: string) => unwrap(commands.removeDataSource(name)),
 
   apiServerStatus: () => unwrap(commands.apiServerStatus()),
   /** Switches the HTTP API on 127.0.0.1:`port` on or off (saved); a port that cannot be taken
@@ -228,6 +230,8 @@ export const api = {
 
   /** The joined team server and whether it answers now (asks it). */
   teamStatus: () => unwrap(commands.teamStatus()),
+  /** The models the joined team server answers and searches with. */
+  teamModels: () => unwrap(commands.teamModels()),
   /** Joins a team server; nothing is kept unless it accepts the key. */
   joinTeam: (server: string, apiKey: string, caFile: string | null) =>
     unwrap(commands.joinTeam(server, apiKey, caFile)),

@@ -117,11 +117,19 @@ export const commands = {
 	revokeKeys: (id: string, base: Base) => typedError<number, CommandError>(__TAURI_INVOKE("revoke_keys", { id, base })),
 	/**  Chooses the answer model (administrators). It loads on the next question. */
 	setLlm: (setting: LlmSetting_Deserialize) => typedError<AppInfo_Serialize, CommandError>(__TAURI_INVOKE("set_llm", { setting })),
-	/**  Registered SQL databases and imported spreadsheet tables the user may query. */
-	dataSources: () => typedError<DataSourcesView_Serialize, CommandError>(__TAURI_INVOKE("data_sources")),
-	/**  Registers a SQLite database for the copilot (administrators). */
-	addDataSource: (name: string, path: string, scopes: string[], tenantColumn: string | null) => typedError<null, CommandError>(__TAURI_INVOKE("add_data_source", { name, path, scopes, tenantColumn })),
-	removeDataSource: (name: string) => typedError<null, CommandError>(__TAURI_INVOKE("remove_data_source", { name })),
+	/**
+	 *  Registered SQL databases and imported spreadsheet tables the user may query, on this
+	 *  computer or the team server.
+	 */
+	dataSources: (base: Base) => typedError<DataSourcesView_Serialize, CommandError>(__TAURI_INVOKE("data_sources", { base })),
+	/**  The models the joined team server answers and searches with. */
+	teamModels: () => typedError<TeamModels_Serialize, CommandError>(__TAURI_INVOKE("team_models")),
+	/**
+	 *  Registers a SQLite database for the copilot (administrators): a file on this computer, or
+	 *  on the team server by its path there.
+	 */
+	addDataSource: (name: string, path: string, scopes: string[], tenantColumn: string | null, base: Base) => typedError<null, CommandError>(__TAURI_INVOKE("add_data_source", { name, path, scopes, tenantColumn, base })),
+	removeDataSource: (name: string, base: Base) => typedError<null, CommandError>(__TAURI_INVOKE("remove_data_source", { name, base })),
 	/**  The web and wiki sources (administrators). */
 	webSources: (base: Base) => typedError<WebSourceRow_Serialize[], CommandError>(__TAURI_INVOKE("web_sources", { base })),
 	/**
@@ -903,6 +911,40 @@ export type SqlView = {
  *  (its conversations then stay on this computer).
  */
 export type TeamAnswers = "server" | "this_computer";
+
+/**
+ *  The models the joined team server answers and searches with (set where it starts, with
+ *  `knowhub serve --llm … --embedder …`; the window shows them, it does not change them).
+ */
+export type TeamModels = TeamModels_Serialize | TeamModels_Deserialize;
+
+/**
+ *  The models the joined team server answers and searches with (set where it starts, with
+ *  `knowhub serve --llm … --embedder …`; the window shows them, it does not change them).
+ */
+export type TeamModels_Deserialize = {
+	/**  `None`: extractive answers. */
+	answerModel?: string | null,
+	/**  `None`: keyword search only. */
+	embedder?: string | null,
+	reranker?: string | null,
+	/**  Why configured models are not in use on the server. */
+	notes: string[],
+};
+
+/**
+ *  The models the joined team server answers and searches with (set where it starts, with
+ *  `knowhub serve --llm … --embedder …`; the window shows them, it does not change them).
+ */
+export type TeamModels_Serialize = {
+	/**  `None`: extractive answers. */
+	answerModel: string | null,
+	/**  `None`: keyword search only. */
+	embedder: string | null,
+	reranker: string | null,
+	/**  Why configured models are not in use on the server. */
+	notes: string[],
+};
 
 /**  The team knowledge base the app joined, and whether it answers now. */
 export type TeamStatus = TeamStatus_Serialize | TeamStatus_Deserialize;

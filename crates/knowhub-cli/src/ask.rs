@@ -107,7 +107,7 @@ pub(crate) fn ask(
 
 /// Asks one question, streaming the answer to stdout (unless `json`), then the checked
 /// answer when the check changed its words, the sources, and a status line on stderr.
-fn answer(
+pub(crate) fn answer(
     agent: &Agent,
     ctx: &RequestContext,
     question: &str,
@@ -216,128 +216,22 @@ pub(crate) struct ChatArgs {
     pub session: Option<String>,
 }
 
-const CHAT_HELP: &str = "Ask anything; follow-up questions understand the conversation.
-  /new       start a new conversation      /sessions  your conversations
-  /trace     how the last answer was made  /open N    passage behind citation [N]
-  /remember  keep what you said about yourself in this conversation (knowhub memory)
-  /help      this list                     /quit      leave (also Ctrl-D)";
-
-/// `knowhub chat`: a multi-turn conversation in the terminal. Each line is a question in the
-/// same session (follow-ups are rewritten into standalone queries by the agent, as in the
-/// window); lines starting with `/` are commands. Reads standard input, so it also runs
-/// from a script.
+/// `knowhub chat` on this machine's copilot.
 pub(crate) fn chat(
     engine: Arc<Engine>,
     ctx: &RequestContext,
     llm: &LlmArgs,
     args: &ChatArgs,
 ) -> Result<ExitCode> {
-    use std::io::BufRead;
     let model = llm.load()?;
     let agent = Agent::new(Arc::clone(&engine), model, AgentOptions::default());
-    let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
-    let mut session = args.session.clone();
-    let mut last: Option<knowhub_agent::AskOutcome> = None;
-    if interactive {
-        eprintln!(
-            "KnowHub chat ({}) — signed in as {}. /help for commands.",
-            agent.llm_id().unwrap_or("extractive answers"),
-            ctx.user
-        );
-    }
-    let stdin = std::io::stdin();
-    let mut lines = stdin.lock().lines();
-    loop {
-        if interactive {
-            eprint!("\n› ");
-            let _ = std::io::stderr().flush();
-        }
-        let Some(line) = lines.next() else { break };
-        let line = line.context("cannot read the terminal")?;
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let (command, rest) = line.split_once(' ').unwrap_or((line, ""));
-        match command {
-            "/quit" | "/exit" | "/q" => break,
-            "/help" | "/?" => println!("{CHAT_HELP}"),
-            "/new" => {
-                session = None;
-                last = None;
-                println!("(new conversation)");
-            }
-            "/sessions" => {
-                sessions(&engine, ctx, false)?;
-            }
-            "/trace" => match &last {
-                Some(o) => print_trace(&o.state),
-                None => println!("(no answer yet)"),
-            },
-            "/open" => {
-                let Some(o) = &last else {
-                    println!("(no answer yet)");
-                    continue;
-                };
-                let n: Option<usize> = rest.trim().trim_matches(['[', ']']).parse().ok();
-                match n.and_then(|n| {
-                    o.state
-                        .output
-                        .rendered_sources
-                        .iter()
-                        .find(|s| s.number == n)
-                }) {
-                    Some(source) => {
-                        println!("[{}] {}  {}", source.number, source.title, source.uri);
-                        if !source.text.is_empty() {
-                            println!("\n{}", source.text);
-                        }
-                    }
-                    None => println!("(no citation {rest:?} in the last answer)"),
-                }
-            }
-            "/remember" => match &session {
-                Some(id) => {
-                    let model = agent.llm().map(knowhub_agent::memory::LlmMemoryModel::new);
-                    let with = knowhub_engine::CommitWith {
-                        model: model
-                            .as_ref()
-                            .map(|m| m as &dyn knowhub_engine::MemoryModel),
-                        ..Default::default()
-                    };
-                    let report = engine.memory_commit_session(ctx, id, &with)?;
-                    println!(
-                        "{} new memor{}, {} confirmed",
-                        report.created.len(),
-                        if report.created.len() == 1 {
-                            "y"
-                        } else {
-                            "ies"
-                        },
-                        report.confirmed.len()
-                    );
-                    for n in report.created.iter().chain(&report.confirmed) {
-                        println!("  {}", n.content);
-                    }
-                }
-                None => println!("(nothing said yet in this conversation)"),
-            },
-            c if c.starts_with('/') => println!("unknown command {c} — /help lists them"),
-            _ => {
-                match answer(&agent, ctx, line, session.clone(), None, false) {
-                    Ok(outcome) => {
-                        if outcome.session_id.is_some() {
-                            session.clone_from(&outcome.session_id);
-                        }
-                        last = Some(outcome);
-                    }
-                    // One failed question does not end the conversation.
-                    Err(e) => eprintln!("error: {e:#}"),
-                }
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    let mut here = crate::chat::HereChat {
+        engine: &engine,
+        ctx,
+        agent,
+        last: None,
+    };
+    crate::chat::run(&mut here, args.session.clone())
 }
 
 /// `knowhub trace <id>`: one stored trace.
@@ -349,14 +243,7 @@ pub(crate) fn trace(
 ) -> Result<ExitCode> {
     let Some(id) = id else {
         for t in engine.traces(ctx, 20)? {
-            println!(
-                "{}  {:<7} {:<13} {:>6} ms  {}",
-                t.id,
-                t.route,
-                t.stop_reason,
-                t.total_ms,
-                t.question.chars().take(60).collect::<String>()
-            );
+            crate::render::trace_line(&t.id, &t.route, &t.stop_reason, t.total_ms, &t.question);
         }
         return Ok(ExitCode::SUCCESS);
     };
@@ -376,7 +263,7 @@ pub(crate) fn trace(
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_trace(s: &knowhub_agent::AgentState) {
+pub(crate) fn print_trace(s: &knowhub_agent::AgentState) {
     println!("\n-- how this was answered (trace {})", s.trace_id);
     if let Some(summary) = &s.input.conversation_summary {
         println!(
@@ -498,22 +385,15 @@ pub(crate) fn sql(
                 println!("{}", serde_json::to_string_pretty(&data)?);
             } else {
                 for s in &data.sources {
-                    println!(
-                        "{}  {}  scopes: {}{}",
-                        s.name,
-                        s.path,
-                        s.scopes.join(","),
-                        s.tenant_column
-                            .as_deref()
-                            .map(|c| format!("  tenant column: {c}"))
-                            .unwrap_or_default()
+                    crate::render::sql_source_line(
+                        &s.name,
+                        &s.path,
+                        &s.scopes,
+                        s.tenant_column.as_deref(),
                     );
                 }
                 for t in &data.tables {
-                    println!(
-                        "spreadsheet  {}  ({} rows) from {}",
-                        t.sql_name, t.rows, t.document_path
-                    );
+                    crate::render::sheet_table_line(&t.sql_name, t.rows, &t.document_path);
                 }
             }
         }

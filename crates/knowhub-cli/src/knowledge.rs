@@ -1,6 +1,7 @@
 //! `knowhub knowledge …`: knowledge items (seed 002) from the terminal — save, search, get,
-//! update, batch, list, slim, delete. Thin: every rule (visibility, owner-only writes, ranking)
-//! is the engine's.
+//! update, batch, list, slim, delete — on this machine's knowledge base or, with `--server`, a
+//! team server's. Thin: every rule (visibility, owner-only writes, ranking) is the engine's,
+//! here or on the server; both print the same JSON.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -10,10 +11,12 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use knowhub_agent::knowledge::LlmRewriter;
+use knowhub_client::{Client, ItemFilter};
 use knowhub_engine::{
-    FeedbackCase, KnowledgeItem, KnowledgeListOptions, KnowledgeQuery, KnowledgeSource,
-    KnowledgeUpdate, NewKnowledge, Rewriter, SlimOptions,
+    Engine, FeedbackCase, KnowledgeListOptions, KnowledgeQuery, KnowledgeSource, KnowledgeUpdate,
+    NewKnowledge, RequestContext, Rewriter, SlimOptions,
 };
+use serde_json::Value;
 
 use crate::{IdentityArgs, ModelArgs, ask::LlmArgs, open_session};
 
@@ -179,26 +182,45 @@ fn rewriter(llm: &LlmArgs) -> Result<Option<LlmRewriter>> {
     Ok(llm.load()?.map(LlmRewriter::new))
 }
 
-fn print_item(item: &KnowledgeItem) {
-    println!("{}", item.id);
+fn print_item(item: &Value) {
+    let text = |k: &str| item[k].as_str().unwrap_or_default().to_owned();
+    let list = |k: &str| {
+        item[k]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default()
+    };
+    let eval = &item["eval"];
+    println!("{}", text("id"));
     println!(
         "  types: {}   scopes: {}   owner: {}",
-        item.types.join(","),
-        item.scopes.join(","),
-        item.owner
+        list("types"),
+        list("scopes"),
+        text("owner")
     );
     println!(
         "  score {}  helpful {}  harmful {}  confidence {:.2}",
-        item.eval.score, item.eval.helpful, item.eval.harmful, item.eval.confidence
+        eval["score"],
+        eval["helpful"],
+        eval["harmful"],
+        eval["confidence"].as_f64().unwrap_or_default()
     );
-    if !item.task.is_empty() {
-        println!("  task: {}", item.task);
+    if !text("task").is_empty() {
+        println!("  task: {}", text("task"));
     }
-    if !item.tags.is_empty() {
-        let t: Vec<String> = item.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if let Some(tags) = item["tags"].as_object().filter(|t| !t.is_empty()) {
+        let t: Vec<String> = tags
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+            .collect();
         println!("  tags: {}", t.join(" "));
     }
-    for line in item.content.lines() {
+    for line in text("content").lines() {
         println!("  | {line}");
     }
 }
@@ -224,6 +246,131 @@ enum BatchEntry {
     },
 }
 
+/// Where the items are: this machine's knowledge base (as the signed-in caller; the local
+/// language model rewrites) or a team server (under the key's permissions; its model rewrites).
+enum Items<'a> {
+    Here {
+        engine: &'a Engine,
+        ctx: &'a RequestContext,
+        llm: &'a LlmArgs,
+    },
+    Server(&'a Client),
+}
+
+fn value(v: impl serde::Serialize) -> Result<Value> {
+    Ok(serde_json::to_value(v)?)
+}
+
+fn values<T: serde::Serialize>(list: Vec<T>) -> Result<Vec<Value>> {
+    list.into_iter().map(value).collect()
+}
+
+impl Items<'_> {
+    fn save(&self, new: NewKnowledge) -> Result<Value> {
+        match self {
+            Items::Here { engine, ctx, .. } => value(engine.knowledge_save(ctx, new)?),
+            Items::Server(c) => Ok(c.knowledge_save(&new)?),
+        }
+    }
+
+    fn search(&self, query: &str, q: &KnowledgeQuery) -> Result<Vec<Value>> {
+        match self {
+            Items::Here { engine, ctx, .. } => values(engine.knowledge_search(ctx, query, q)?),
+            Items::Server(c) => {
+                let filter = ItemFilter {
+                    types: q.types.clone(),
+                    scopes: q.scopes.clone(),
+                    tags: q.tags.clone(),
+                    owner: None,
+                };
+                Ok(c.knowledge_search(query, q.limit, q.min_score, &filter)?)
+            }
+        }
+    }
+
+    fn get(&self, id: &str) -> Result<Value> {
+        match self {
+            Items::Here { engine, ctx, .. } => value(engine.knowledge_get(ctx, id)?),
+            Items::Server(c) => Ok(c.knowledge_item(id)?),
+        }
+    }
+
+    fn versions(&self, id: &str) -> Result<Vec<Value>> {
+        match self {
+            Items::Here { engine, ctx, .. } => values(engine.knowledge_versions(ctx, id)?),
+            Items::Server(c) => Ok(c.knowledge_versions(id)?),
+        }
+    }
+
+    fn update(&self, id: &str, update: &KnowledgeUpdate) -> Result<Value> {
+        match self {
+            Items::Here { engine, ctx, llm } => {
+                let model = if update.evolve_feedback.is_some() {
+                    rewriter(llm)?
+                } else {
+                    None
+                };
+                let rewriter = model.as_ref().map(|m| m as &dyn Rewriter);
+                value(engine.knowledge_update(ctx, id, update, rewriter)?)
+            }
+            Items::Server(c) => Ok(c.knowledge_update(id, update)?),
+        }
+    }
+
+    fn batch(&self, updates: &[(String, KnowledgeUpdate)]) -> Result<Vec<Value>> {
+        match self {
+            Items::Here { engine, ctx, llm } => {
+                let model = if updates.iter().any(|(_, u)| u.evolve_feedback.is_some()) {
+                    rewriter(llm)?
+                } else {
+                    None
+                };
+                let rewriter = model.as_ref().map(|m| m as &dyn Rewriter);
+                values(engine.knowledge_batch_update(ctx, updates, rewriter)?)
+            }
+            Items::Server(c) => Ok(c.knowledge_batch_update(updates)?),
+        }
+    }
+
+    fn list(&self, options: &KnowledgeListOptions) -> Result<Vec<Value>> {
+        match self {
+            Items::Here { engine, ctx, .. } => values(engine.knowledge_list(ctx, options)?),
+            Items::Server(c) => {
+                let filter = ItemFilter {
+                    types: options.types.clone(),
+                    scopes: options.scopes.clone(),
+                    tags: options.tags.clone(),
+                    owner: options.owner.clone(),
+                };
+                Ok(c.knowledge_list(&filter, options.limit, options.offset)?)
+            }
+        }
+    }
+
+    fn slim(&self, options: &SlimOptions) -> Result<Value> {
+        match self {
+            Items::Here { engine, ctx, llm } => {
+                let model = if options.dry_run {
+                    None
+                } else {
+                    rewriter(llm)?
+                };
+                let rewriter = model.as_ref().map(|m| m as &dyn Rewriter);
+                value(engine.knowledge_slim(ctx, options, rewriter)?)
+            }
+            Items::Server(c) => Ok(c.knowledge_slim(options.threshold, options.dry_run)?),
+        }
+    }
+
+    fn delete(&self, id: &str) -> Result<()> {
+        match self {
+            Items::Here { engine, ctx, .. } => Ok(engine.knowledge_delete(ctx, id)?),
+            Items::Server(c) => Ok(c.knowledge_delete(id)?),
+        }
+    }
+}
+
+/// `knowhub knowledge …` on this machine's knowledge base.
 pub(crate) fn run(
     cmd: KnowledgeCommand,
     place: crate::Place,
@@ -243,34 +390,44 @@ pub(crate) fn run(
         if wants_models { models } else { &keyword },
         identity,
     )?;
-    let (engine, ctx) = (&s.engine, &s.ctx);
+    let items = Items::Here {
+        engine: &s.engine,
+        ctx: &s.ctx,
+        llm,
+    };
+    execute(cmd, &items, as_json)
+}
+
+/// `knowhub --server … knowledge …`: the same commands on a team server.
+pub(crate) fn remote(client: &Client, cmd: KnowledgeCommand, as_json: bool) -> Result<ExitCode> {
+    execute(cmd, &Items::Server(client), as_json)
+}
+
+fn execute(cmd: KnowledgeCommand, items: &Items<'_>, as_json: bool) -> Result<ExitCode> {
     match cmd {
         KnowledgeCommand::Save(a) => {
-            let item = engine.knowledge_save(
-                ctx,
-                NewKnowledge {
-                    task: a.task,
-                    content: read_text(&a.content)?,
-                    types: a.types,
-                    tags: tags(&a.tags)?,
-                    scopes: a.scopes,
-                    message_id: a.message_id,
-                    resource_ids: a.resource_ids,
-                    source: KnowledgeSource {
-                        name: a.source_name,
-                        category: a.source_category,
-                        urls: a.urls,
-                        submitted_by: a.submitted_by,
-                        ..Default::default()
-                    },
-                    score: a.score,
-                    confidence: a.confidence,
+            let item = items.save(NewKnowledge {
+                task: a.task,
+                content: read_text(&a.content)?,
+                types: a.types,
+                tags: tags(&a.tags)?,
+                scopes: a.scopes,
+                message_id: a.message_id,
+                resource_ids: a.resource_ids,
+                source: KnowledgeSource {
+                    name: a.source_name,
+                    category: a.source_category,
+                    urls: a.urls,
+                    submitted_by: a.submitted_by,
+                    ..Default::default()
                 },
-            )?;
+                score: a.score,
+                confidence: a.confidence,
+            })?;
             if as_json {
                 json(&item)?;
             } else {
-                println!("saved {}", item.id);
+                println!("saved {}", item["id"].as_str().unwrap_or_default());
             }
         }
         KnowledgeCommand::Search {
@@ -279,8 +436,7 @@ pub(crate) fn run(
             min_score,
             filter,
         } => {
-            let hits = engine.knowledge_search(
-                ctx,
+            let hits = items.search(
                 &query,
                 &KnowledgeQuery {
                     types: filter.types,
@@ -294,16 +450,19 @@ pub(crate) fn run(
                 json(&serde_json::json!({ "results": hits, "count": hits.len() }))?;
             } else {
                 for h in &hits {
-                    println!("[quality {:.1}]", h.quality_score);
-                    print_item(&h.item);
+                    println!(
+                        "[quality {:.1}]",
+                        h["quality_score"].as_f64().unwrap_or_default()
+                    );
+                    print_item(h);
                 }
                 eprintln!("{} item(s)", hits.len());
             }
         }
         KnowledgeCommand::Get { id, versions } => {
-            let item = engine.knowledge_get(ctx, &id)?;
+            let item = items.get(&id)?;
             let history = if versions {
-                engine.knowledge_versions(ctx, &id)?
+                items.versions(&id)?
             } else {
                 Vec::new()
             };
@@ -316,8 +475,11 @@ pub(crate) fn run(
             } else {
                 print_item(&item);
                 for v in &history {
-                    println!("  -- previous ({}) --", v.reason);
-                    for line in v.content.lines() {
+                    println!(
+                        "  -- previous ({}) --",
+                        v["reason"].as_str().unwrap_or_default()
+                    );
+                    for line in v["content"].as_str().unwrap_or_default().lines() {
                         println!("  | {line}");
                     }
                 }
@@ -347,17 +509,7 @@ pub(crate) fn run(
                 resource_ids: None,
                 evolve_feedback: a.evolve,
             };
-            let model = if update.evolve_feedback.is_some() {
-                rewriter(llm)?
-            } else {
-                None
-            };
-            let item = engine.knowledge_update(
-                ctx,
-                &a.id,
-                &update,
-                model.as_ref().map(|m| m as &dyn Rewriter),
-            )?;
+            let item = items.update(&a.id, &update)?;
             if as_json {
                 json(&item)?;
             } else {
@@ -371,7 +523,7 @@ pub(crate) fn run(
                 std::fs::read_to_string(&file)
                     .with_context(|| format!("cannot read {}", file.display()))?
             };
-            let value: serde_json::Value = serde_json::from_str(&text).context("not JSON")?;
+            let value: Value = serde_json::from_str(&text).context("not JSON")?;
             // Seed 002 wraps the list as {"feedback_list": [...]}; a bare list works too.
             let list = value.get("feedback_list").cloned().unwrap_or(value);
             let entries: Vec<BatchEntry> =
@@ -395,24 +547,19 @@ pub(crate) fn run(
                     BatchEntry::Full { id, update } => (id, update),
                 })
                 .collect();
-            let model = if updates.iter().any(|(_, u)| u.evolve_feedback.is_some()) {
-                rewriter(llm)?
-            } else {
-                None
-            };
-            let outcomes = engine.knowledge_batch_update(
-                ctx,
-                &updates,
-                model.as_ref().map(|m| m as &dyn Rewriter),
-            )?;
-            let failed = outcomes.iter().filter(|o| !o.ok).count();
+            let outcomes = items.batch(&updates)?;
+            let failed = outcomes
+                .iter()
+                .filter(|o| o["ok"] != Value::Bool(true))
+                .count();
             if as_json {
                 json(&outcomes)?;
             } else {
                 for o in &outcomes {
-                    match &o.error {
-                        None => println!("ok      {}", o.id),
-                        Some(e) => println!("failed  {}: {e}", o.id),
+                    let id = o["id"].as_str().unwrap_or_default();
+                    match o["error"].as_str() {
+                        None => println!("ok      {id}"),
+                        Some(e) => println!("failed  {id}: {e}"),
                     }
                 }
             }
@@ -426,54 +573,55 @@ pub(crate) fn run(
             owner,
             filter,
         } => {
-            let items = engine.knowledge_list(
-                ctx,
-                &KnowledgeListOptions {
-                    types: filter.types,
-                    scopes: filter.scopes,
-                    tags: tags(&filter.tags)?,
-                    owner,
-                    limit,
-                    offset,
-                },
-            )?;
+            let found = items.list(&KnowledgeListOptions {
+                types: filter.types,
+                scopes: filter.scopes,
+                tags: tags(&filter.tags)?,
+                owner,
+                limit,
+                offset,
+            })?;
             if as_json {
-                json(&items)?;
+                json(&found)?;
             } else {
-                for item in &items {
+                for item in &found {
                     print_item(item);
                 }
-                eprintln!("{} item(s)", items.len());
+                eprintln!("{} item(s)", found.len());
             }
         }
         KnowledgeCommand::Slim { threshold, dry_run } => {
-            let model = if dry_run { None } else { rewriter(llm)? };
-            let plan = engine.knowledge_slim(
-                ctx,
-                &SlimOptions { threshold, dry_run },
-                model.as_ref().map(|m| m as &dyn Rewriter),
-            )?;
+            let plan = items.slim(&SlimOptions { threshold, dry_run })?;
             if as_json {
                 json(&plan)?;
             } else {
+                let groups = plan["groups"].as_array().cloned().unwrap_or_default();
                 println!(
-                    "{} group(s) among {} item(s) ({:?} similarity >= {})",
-                    plan.groups.len(),
-                    plan.items_considered,
-                    plan.method,
-                    plan.threshold
+                    "{} group(s) among {} item(s) ({} similarity >= {})",
+                    groups.len(),
+                    plan["items_considered"],
+                    plan["method"].as_str().unwrap_or_default(),
+                    plan["threshold"]
                 );
-                for g in &plan.groups {
-                    let how = g.merged_by.as_deref().unwrap_or("planned");
-                    println!("  keep {} <- {} [{how}]", g.keep, g.merge.join(", "));
-                    if let Some(note) = &g.note {
+                for g in &groups {
+                    let how = g["merged_by"].as_str().unwrap_or("planned");
+                    let merged: Vec<&str> = g["merge"]
+                        .as_array()
+                        .map(|m| m.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    println!(
+                        "  keep {} <- {} [{how}]",
+                        g["keep"].as_str().unwrap_or_default(),
+                        merged.join(", ")
+                    );
+                    if let Some(note) = g["note"].as_str() {
                         println!("    note: {note}");
                     }
                 }
             }
         }
         KnowledgeCommand::Delete { id } => {
-            engine.knowledge_delete(ctx, &id)?;
+            items.delete(&id)?;
             if as_json {
                 json(&serde_json::json!({ "deleted": id }))?;
             } else {

@@ -12,6 +12,7 @@ mod bench;
 mod bench_device;
 mod bench_team;
 mod bench_watch;
+mod chat;
 mod crawl;
 mod eval;
 mod eval_agent;

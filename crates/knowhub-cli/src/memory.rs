@@ -1,5 +1,6 @@
 //! `knowhub memory …`: what the copilot remembers about you (seeds 001, 003) — commit a
-//! conversation, list, show and delete memories. Your memories are yours alone; with
+//! conversation, list, show and delete memories, here or (`--server`) on a team server. Your
+//! memories are yours alone; with
 //! `--group` a commit also files shared conclusions in a group space and `list` shows them.
 //! A commit uses the answer model (`--llm`, default the local one when installed) to find
 //! what the rules miss and strategies from completed tasks; `--llm off` keeps to the rules.
@@ -9,7 +10,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Subcommand;
 use knowhub_agent::memory::LlmMemoryModel;
-use knowhub_engine::{CommitMessage, CommitWith, GroupCommitOptions, MemoryModel, MemoryNode};
+use knowhub_client::{Client, MemoryCommitRequest, MemoryMessage};
+use knowhub_engine::{CommitMessage, CommitWith, GroupCommitOptions, MemoryModel};
+use serde_json::Value;
 
 use crate::ask::LlmArgs;
 use crate::{IdentityArgs, ModelArgs, open_session};
@@ -60,8 +63,46 @@ fn message(text: &str, group: bool) -> CommitMessage {
     }
 }
 
-fn print_node(n: &MemoryNode) {
-    println!("{}\n  {}\n  {}", n.uri, n.abstract_text, n.overview);
+fn print_node(n: &Value) {
+    let text = |k: &str| n[k].as_str().unwrap_or_default().to_owned();
+    println!(
+        "{}\n  {}\n  {}",
+        text("uri"),
+        text("abstract_text"),
+        text("overview")
+    );
+}
+
+/// What committing a conversation did (the engine's `MemoryCommit` as JSON, also the shape of
+/// the server's answer to remembering a conversation).
+fn print_commit(report: &Value) {
+    let list = |k: &str| report[k].as_array().cloned().unwrap_or_default();
+    println!(
+        "{} statement(s) found: {} new, {} confirmed ({} merged), {} not kept",
+        report["candidates"],
+        list("created").len(),
+        list("confirmed").len(),
+        list("merged").len(),
+        list("skipped").len()
+    );
+    if let Some(e) = report["model_error"].as_str() {
+        eprintln!("note: the language model could not be used ({e}); rules only");
+    }
+    for n in list("created").iter().chain(&list("confirmed")) {
+        print_node(n);
+    }
+    for c in &list("skipped") {
+        println!(
+            "not kept ({}): {}",
+            c["reason"].as_str().unwrap_or_default(),
+            c["statement"].as_str().unwrap_or_default()
+        );
+    }
+}
+
+fn print_json(v: &impl serde::Serialize) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(v)?);
+    Ok(())
 }
 
 pub(crate) fn run(
@@ -99,25 +140,9 @@ pub(crate) fn run(
                 }
             };
             if as_json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                print_json(&report)?;
             } else {
-                println!(
-                    "{} statement(s) found: {} new, {} confirmed ({} merged), {} not kept",
-                    report.candidates,
-                    report.created.len(),
-                    report.confirmed.len(),
-                    report.merged.len(),
-                    report.skipped.len()
-                );
-                if let Some(e) = &report.model_error {
-                    eprintln!("note: the language model could not be used ({e}); rules only");
-                }
-                for n in report.created.iter().chain(&report.confirmed) {
-                    print_node(n);
-                }
-                for c in &report.skipped {
-                    println!("not kept ({}): {}", c.reason, c.statement);
-                }
+                print_commit(&serde_json::to_value(&report)?);
             }
         }
         MemoryCommand::List { group } => {
@@ -125,27 +150,125 @@ pub(crate) fn run(
                 Some(g) => engine.group_memories(ctx, &g)?,
                 None => engine.memories(ctx)?,
             };
-            if as_json {
-                println!("{}", serde_json::to_string_pretty(&nodes)?);
-            } else if nodes.is_empty() {
-                println!("no memories yet");
-            } else {
-                for n in &nodes {
-                    print_node(n);
-                }
-            }
+            list(&serde_json::to_value(nodes)?, as_json)?;
         }
         MemoryCommand::Show { uri } => {
-            let n = engine.memory_node(ctx, &uri)?;
-            if as_json {
-                println!("{}", serde_json::to_string_pretty(&n)?);
-            } else {
-                print_node(&n);
-                println!("\n{}", n.content);
-            }
+            show(
+                &serde_json::to_value(engine.memory_node(ctx, &uri)?)?,
+                as_json,
+            )?;
         }
         MemoryCommand::Delete { uri } => {
             engine.memory_delete(ctx, &uri)?;
+            println!("forgot {uri}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(nodes: &Value, as_json: bool) -> Result<()> {
+    let empty = Vec::new();
+    let nodes = nodes.as_array().unwrap_or(&empty);
+    if as_json {
+        print_json(nodes)?;
+    } else if nodes.is_empty() {
+        println!("no memories yet");
+    } else {
+        for n in nodes {
+            print_node(n);
+        }
+    }
+    Ok(())
+}
+
+fn show(node: &Value, as_json: bool) -> Result<()> {
+    if as_json {
+        print_json(node)?;
+    } else {
+        print_node(node);
+        println!("\n{}", node["content"].as_str().unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// `knowhub --server … memory …`: the caller's memories on a team server, where the server's
+/// language model (when it has one) helps commit them.
+pub(crate) fn remote(client: &Client, cmd: MemoryCommand, as_json: bool) -> Result<ExitCode> {
+    match cmd {
+        MemoryCommand::Commit {
+            session: Some(id),
+            project,
+            ..
+        } => {
+            let report = client.remember_conversation(&id, project.as_deref())?;
+            if as_json {
+                print_json(&report)?;
+            } else {
+                print_commit(&report);
+            }
+        }
+        MemoryCommand::Commit {
+            session: None,
+            text,
+            group,
+            project,
+        } => {
+            if text.is_empty() {
+                anyhow::bail!("name a conversation, or give --text");
+            }
+            let messages = text
+                .iter()
+                .map(|t| {
+                    let m = message(t, group.is_some());
+                    MemoryMessage {
+                        role: m.role.unwrap_or_else(|| "user".into()),
+                        content: m.content,
+                        user_id: m.user_id,
+                    }
+                })
+                .collect();
+            let result = client.commit_memories(&MemoryCommitRequest {
+                messages,
+                project,
+                group,
+            })?;
+            if as_json {
+                print_json(&result)?;
+            } else {
+                let stats = &result["stats"];
+                println!(
+                    "{} statement(s) found: {} written, {} not kept",
+                    stats["extracted"], stats["written"], stats["skipped"]
+                );
+                if let Some(e) = stats["model_error"].as_str() {
+                    eprintln!(
+                        "note: the server's language model could not be used ({e}); rules only"
+                    );
+                }
+                for w in result["write_results"].as_array().into_iter().flatten() {
+                    let text = |k: &str| w[k].as_str().unwrap_or_default().to_owned();
+                    match text("action").as_str() {
+                        "skipped" => {
+                            println!("not kept ({}): {}", text("reason"), text("statement"))
+                        }
+                        action => println!("{action}: {}", text("uri")),
+                    }
+                }
+            }
+        }
+        MemoryCommand::List { group } => {
+            let folder = match group {
+                Some(g) => format!(
+                    "ctx://group/{}/memories",
+                    client.group_space(&g)?.group_space
+                ),
+                None => format!("ctx://user/{}/memories", client.me()?.user_id),
+            };
+            list(&Value::Array(client.memories(&folder)?), as_json)?;
+        }
+        MemoryCommand::Show { uri } => show(&client.memory(&uri)?, as_json)?,
+        MemoryCommand::Delete { uri } => {
+            client.forget_memory(&uri)?;
             println!("forgot {uri}");
         }
     }

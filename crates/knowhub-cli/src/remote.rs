@@ -112,23 +112,8 @@ pub(crate) fn run(
                 project: a.project.clone(),
                 ..AskRequest::new(a.question.clone())
             };
-            let live = !json && std::io::stdout().is_terminal();
-            let mut written = String::new();
-            let answer = client.ask_streaming(&request, |event| {
-                if live {
-                    match event {
-                        AskEvent::Token(t) => {
-                            print!("{t}");
-                            written.push_str(&t);
-                            let _ = std::io::stdout().flush();
-                        }
-                        AskEvent::Replace(_) => written.clear(),
-                        AskEvent::Step { .. } => {}
-                    }
-                }
-                ControlFlow::Continue(())
-            })?;
             if json {
+                let answer = client.ask(&request)?;
                 let sources: Vec<_> = answer
                     .sources
                     .iter()
@@ -149,30 +134,50 @@ pub(crate) fn run(
                 );
                 return Ok(ExitCode::SUCCESS);
             }
-            // What was streamed is kept when it is the answer; else the checked answer.
-            if written.trim() != answer.answer.trim() {
-                if !written.is_empty() {
-                    println!();
-                }
-                println!("{}", answer.answer);
-            } else {
-                println!();
+            let answer = ask_printing(&client, &request)?;
+            if a.trace {
+                print_trace(&client.trace(&answer.trace_id)?);
             }
-            if !answer.sources.is_empty() {
-                println!();
-                for s in &answer.sources {
-                    let page = s.page.map(|p| format!(", p. {p}")).unwrap_or_default();
-                    println!("[{}] {}{page}", s.number, s.title);
-                }
-            }
-            eprintln!(
-                "{} in {} ms on {}; conversation {} (continue with --session)",
-                answer.stop_reason,
-                answer.total_ms,
-                client.server(),
-                answer.session_id.as_deref().unwrap_or("-")
-            );
         }
+        Command::Chat(args) => {
+            let mut chat = crate::chat::ServerChat {
+                client: &client,
+                user: client.me()?.user_id,
+                last: None,
+            };
+            return crate::chat::run(&mut chat, args.session);
+        }
+        Command::Trace { id: None } => {
+            let traces = client.traces(20)?;
+            if json {
+                let rows: Vec<_> = traces
+                    .iter()
+                    .map(|t| {
+                        serde_json::json!({
+                            "trace_id": t.trace_id, "conversation_id": t.conversation_id,
+                            "user_id": t.user_id, "question": t.question, "route": t.route,
+                            "stop_reason": t.stop_reason, "total_ms": t.total_ms,
+                            "created_at_ms": t.created_at_ms,
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                for t in &traces {
+                    crate::render::trace_line(
+                        &t.trace_id,
+                        &t.route,
+                        &t.stop_reason,
+                        t.total_ms,
+                        &t.question,
+                    );
+                }
+            }
+        }
+        Command::Knowledge(cmd) => return crate::knowledge::remote(&client, cmd, json),
+        Command::Resource(cmd) => return crate::resource::remote(&client, cmd, json),
+        Command::Memory(cmd) => return crate::memory::remote(&client, cmd, json),
+        Command::Sql(cmd) => return sql(&client, cmd, json),
         Command::Status => {
             println!("{}", serde_json::to_string_pretty(&client.status()?)?);
         }
@@ -209,7 +214,23 @@ pub(crate) fn run(
             }
         }
         Command::Trace { id: Some(id) } => {
-            println!("{}", serde_json::to_string_pretty(&client.trace(&id)?)?);
+            let trace = client.trace(&id)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&trace)?);
+            } else {
+                println!(
+                    "question: {}",
+                    trace["question"].as_str().unwrap_or_default()
+                );
+                println!(
+                    "answer:   {}",
+                    trace["answer"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .replace('\n', "\n          ")
+                );
+                print_trace(&trace);
+            }
         }
         Command::Upload { paths, to } => return upload(&client, &paths, to.as_deref(), json),
         Command::Crawl(cmd) => return crate::crawl::remote(&client, cmd, json),
@@ -258,11 +279,13 @@ pub(crate) fn run(
                 }
             }
         }
+        // What remains works on this machine's files, indexes and models by nature: run it on
+        // the server's machine.
         _ => bail!(
-            "with --server, knowhub runs search, ask, status, list, sessions, trace <id>, \
-             show, upload, ingest, remove, watch, unwatch, jobs, audit, group, crawl, user and \
-             acl so far; run other commands on the server's machine (knowhub --database …) or through \
-             its HTTP API"
+            "this command works on a knowledge base's own files, indexes or models: run it on \
+             the server's machine (knowhub --database …); with --server, knowhub runs search, \
+             ask, chat, status, list, sessions, trace, show, upload, ingest, remove, watch, \
+             unwatch, jobs, audit, knowledge, resource, memory, sql, group, crawl, user and acl"
         ),
     }
     Ok(ExitCode::SUCCESS)
@@ -693,4 +716,195 @@ fn upload(client: &Client, paths: &[PathBuf], to: Option<&str>, json: bool) -> R
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Asks on the server, printing the answer as the server writes it when stdout is a
+/// terminal, then the checked answer (when the check changed the words), its sources, and a
+/// status line on stderr.
+pub(crate) fn ask_printing(
+    client: &Client,
+    request: &AskRequest,
+) -> Result<knowhub_client::Answer> {
+    let live = std::io::stdout().is_terminal();
+    let mut written = String::new();
+    let answer = client.ask_streaming(request, |event| {
+        if live {
+            match event {
+                AskEvent::Token(t) => {
+                    print!("{t}");
+                    written.push_str(&t);
+                    let _ = std::io::stdout().flush();
+                }
+                AskEvent::Replace(_) => written.clear(),
+                AskEvent::Step { .. } => {}
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    // What was streamed is kept when it is the answer; else the checked answer.
+    if written.trim() != answer.answer.trim() {
+        if !written.is_empty() {
+            println!();
+        }
+        println!("{}", answer.answer);
+    } else {
+        println!();
+    }
+    if !answer.sources.is_empty() {
+        println!();
+        for s in &answer.sources {
+            let page = s.page.map(|p| format!(", p. {p}")).unwrap_or_default();
+            println!("[{}] {}{page}", s.number, s.title);
+        }
+    }
+    eprintln!(
+        "{} in {} ms on {}; conversation {} (continue with --session)",
+        answer.stop_reason,
+        answer.total_ms,
+        client.server(),
+        answer.session_id.as_deref().unwrap_or("-")
+    );
+    Ok(answer)
+}
+
+/// How an answer was made, from the server's trace (`GET /api/v1/traces/{id}`).
+pub(crate) fn print_trace(t: &serde_json::Value) {
+    let text = |v: &serde_json::Value, k: &str| v[k].as_str().unwrap_or_default().to_owned();
+    let list = |k: &str| t[k].as_array().cloned().unwrap_or_default();
+    println!("\n-- how this was answered (trace {})", text(t, "trace_id"));
+    if let Some(summary) = t["conversation_summary"].as_str() {
+        println!("earlier in the conversation: {summary}");
+    }
+    if text(t, "standalone_question") != text(t, "question") {
+        println!("follow-up rewritten: {}", text(t, "standalone_question"));
+    }
+    println!(
+        "route: {} (by {}), stop reason: {}, permission snapshot: {}",
+        text(t, "route"),
+        text(t, "routed_by"),
+        text(t, "stop_reason"),
+        text(t, "perm_snapshot_id")
+    );
+    for step in &list("steps") {
+        let error = step["error"]
+            .as_str()
+            .map(|e| format!(" ({e})"))
+            .unwrap_or_default();
+        println!(
+            "  {:<17} {:<22} {:>6} ms  {}{error}",
+            text(step, "node"),
+            text(step, "action"),
+            step["timing_ms"],
+            text(step, "status"),
+        );
+    }
+    let sql = &t["sql"];
+    if !text(sql, "sql").is_empty() {
+        println!(
+            "SQL ({} via {}): {}",
+            text(sql, "source"),
+            text(sql, "generated_by"),
+            text(sql, "sql")
+        );
+    }
+    for e in &list("evidence") {
+        println!(
+            "  evidence {} [{}] {}",
+            text(e, "evidence_id"),
+            text(e, "authz"),
+            text(e, "title")
+        );
+    }
+    let cut: Vec<String> = list("cut_sentences")
+        .iter()
+        .filter_map(|c| c.as_str().map(str::to_owned))
+        .collect();
+    if !cut.is_empty() {
+        println!("cut (no valid citation): {}", cut.join(" | "));
+    }
+    if t["prompt_tokens"].as_u64().unwrap_or(0) + t["completion_tokens"].as_u64().unwrap_or(0) > 0 {
+        println!(
+            "LLM {}: {} prompt + {} generated tokens",
+            t["model"].as_str().unwrap_or("-"),
+            t["prompt_tokens"],
+            t["completion_tokens"]
+        );
+    }
+}
+
+/// `knowhub --server … sql add|list|remove`: the server's SQL data sources (a database by its
+/// path on the server; administrators register and remove them).
+fn sql(client: &Client, cmd: crate::ask::SqlCommand, json: bool) -> Result<ExitCode> {
+    use crate::ask::SqlCommand;
+    match cmd {
+        SqlCommand::Add {
+            name,
+            path,
+            scopes,
+            tenant_column,
+        } => {
+            let scopes: Vec<String> = scopes
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+            let s = client.add_sql_source(
+                &name,
+                &server_path(&path),
+                &scopes,
+                tenant_column.as_deref(),
+            )?;
+            println!("registered {} ({})", s.name, s.path);
+        }
+        SqlCommand::List => {
+            let data = client.sql_sources()?;
+            if json {
+                let sources: Vec<_> = data
+                    .sources
+                    .iter()
+                    .map(|s| {
+                        serde_json::json!({
+                            "name": s.name, "path": s.path, "scopes": s.scopes,
+                            "tenant_column": s.tenant_column, "owner": s.owner,
+                        })
+                    })
+                    .collect();
+                let tables: Vec<_> = data
+                    .tables
+                    .iter()
+                    .map(|t| {
+                        serde_json::json!({
+                            "sql_name": t.sql_name, "sheet_name": t.sheet_name,
+                            "document_id": t.document_id, "document_path": t.document_path,
+                            "rows": t.rows, "columns": t.columns,
+                        })
+                    })
+                    .collect();
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &serde_json::json!({ "sources": sources, "tables": tables })
+                    )?
+                );
+            } else {
+                for s in &data.sources {
+                    crate::render::sql_source_line(
+                        &s.name,
+                        &s.path,
+                        &s.scopes,
+                        s.tenant_column.as_deref(),
+                    );
+                }
+                for t in &data.tables {
+                    crate::render::sheet_table_line(&t.sql_name, t.rows, &t.document_path);
+                }
+            }
+        }
+        SqlCommand::Remove { name } => {
+            client.remove_sql_source(&name)?;
+            println!("removed {name}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

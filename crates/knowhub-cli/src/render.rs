@@ -386,3 +386,24 @@ mod tests {
         );
     }
 }
+
+/// One answer in `knowhub trace` (here and on a server).
+pub(crate) fn trace_line(id: &str, route: &str, stop_reason: &str, total_ms: u64, question: &str) {
+    println!(
+        "{id}  {route:<7} {stop_reason:<13} {total_ms:>6} ms  {}",
+        question.chars().take(60).collect::<String>()
+    );
+}
+
+/// A registered SQL database in `knowhub sql list`.
+pub(crate) fn sql_source_line(name: &str, path: &str, scopes: &[String], tenant: Option<&str>) {
+    let tenant = tenant
+        .map(|c| format!("  tenant column: {c}"))
+        .unwrap_or_default();
+    println!("{name}  {path}  scopes: {}{tenant}", scopes.join(","));
+}
+
+/// A spreadsheet table in `knowhub sql list`.
+pub(crate) fn sheet_table_line(sql_name: &str, rows: u64, document_path: &str) {
+    println!("spreadsheet  {sql_name}  ({rows} rows) from {document_path}");
+}

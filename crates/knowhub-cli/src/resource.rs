@@ -1,5 +1,6 @@
 //! `knowhub resource …`: resources (seed 002: code, credentials, cookies…) from the terminal —
-//! save, get, list, update, delete. Thin: visibility, owner-only writes, encryption and expiry
+//! save, get, list, update, delete, on this machine's knowledge base or (`--server`) a team
+//! server's. Thin: visibility, owner-only writes, encryption and expiry
 //! are the engine's. Secrets are read from a file or stdin (`--secure-body-file -`), never
 //! from an argument (arguments are visible to other users in `ps`).
 
@@ -10,7 +11,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use knowhub_engine::{NewResource, Resource, ResourceListOptions, ResourceUpdate, SecureBody};
+use knowhub_client::{Client, ItemFilter};
+use knowhub_engine::{
+    Engine, NewResource, RequestContext, Resource, ResourceListOptions, ResourceUpdate, SecureBody,
+};
+use serde_json::Value;
 
 use crate::{IdentityArgs, ModelArgs, open_session};
 
@@ -107,6 +112,70 @@ pub(crate) struct UpdateArgs {
     never_expires: bool,
 }
 
+/// Where the resources are: this machine's knowledge base (as the signed-in caller) or a team
+/// server (under the key's permissions). Both answer with the resource's JSON.
+enum Resources<'a> {
+    Here {
+        engine: &'a Engine,
+        ctx: &'a RequestContext,
+    },
+    Server(&'a Client),
+}
+
+fn value(r: impl serde::Serialize) -> Result<Value> {
+    Ok(serde_json::to_value(r)?)
+}
+
+impl Resources<'_> {
+    fn save(&self, new: NewResource) -> Result<Value> {
+        match self {
+            Resources::Here { engine, ctx } => value(engine.resource_save(ctx, new)?),
+            Resources::Server(c) => Ok(c.resource_save(&new)?),
+        }
+    }
+
+    fn get(&self, id: &str) -> Result<Value> {
+        match self {
+            Resources::Here { engine, ctx } => value(engine.resource_get(ctx, id)?),
+            Resources::Server(c) => Ok(c.resource(id)?),
+        }
+    }
+
+    fn list(&self, options: &ResourceListOptions) -> Result<Vec<Value>> {
+        match self {
+            Resources::Here { engine, ctx } => engine
+                .resource_list(ctx, options)?
+                .into_iter()
+                .map(value)
+                .collect(),
+            Resources::Server(c) => {
+                let filter = ItemFilter {
+                    types: options.content_types.clone(),
+                    scopes: options.scopes.clone(),
+                    tags: options.tags.clone(),
+                    owner: options.owner.clone(),
+                };
+                Ok(c.resources(&filter, options.limit.unwrap_or(20), options.offset)?)
+            }
+        }
+    }
+
+    fn update(&self, id: &str, change: ResourceUpdate) -> Result<Value> {
+        match self {
+            Resources::Here { engine, ctx } => value(engine.resource_update(ctx, id, change)?),
+            Resources::Server(c) => Ok(c.resource_update(id, &change)?),
+        }
+    }
+
+    fn delete(&self, id: &str) -> Result<()> {
+        match self {
+            Resources::Here { engine, ctx } => Ok(engine.resource_delete(ctx, id)?),
+            Resources::Server(c) => Ok(c.resource_delete(id)?),
+        }
+    }
+}
+
+/// `knowhub resource …` on this machine's knowledge base.
 pub(crate) fn run(
     cmd: ResourceCommand,
     place: crate::Place,
@@ -114,36 +183,53 @@ pub(crate) fn run(
     as_json: bool,
 ) -> Result<ExitCode> {
     let s = open_session(place, &ModelArgs::keyword_only(), identity)?;
-    let (engine, ctx) = (&s.engine, &s.ctx);
+    execute(
+        cmd,
+        &Resources::Here {
+            engine: &s.engine,
+            ctx: &s.ctx,
+        },
+        as_json,
+    )
+}
+
+/// `knowhub --server … resource …`: the same commands on a team server.
+pub(crate) fn remote(client: &Client, cmd: ResourceCommand, as_json: bool) -> Result<ExitCode> {
+    execute(cmd, &Resources::Server(client), as_json)
+}
+
+/// The resource in `v` as the engine shapes it (for printing).
+fn resource(v: Value) -> Result<Resource> {
+    serde_json::from_value(v).context("the resource is not in the shape this version knows")
+}
+
+fn execute(cmd: ResourceCommand, resources: &Resources<'_>, as_json: bool) -> Result<ExitCode> {
     match cmd {
         ResourceCommand::Save(a) => {
-            let saved = engine.resource_save(
-                ctx,
-                NewResource {
-                    id: a.id,
-                    content_type: a.content_type,
-                    title: a.title,
-                    description: a.description,
-                    body: read_text(&a.body)?,
-                    secure_body: a.secure_body_file.as_deref().map(read_secret).transpose()?,
-                    scopes: a.scopes,
-                    tags: tags(&a.tags)?,
-                    metadata: metadata(a.metadata.as_deref())?.unwrap_or_default(),
-                    expires_at: a.expires_at,
-                },
-            )?;
+            let saved = resources.save(NewResource {
+                id: a.id,
+                content_type: a.content_type,
+                title: a.title,
+                description: a.description,
+                body: read_text(&a.body)?,
+                secure_body: a.secure_body_file.as_deref().map(read_secret).transpose()?,
+                scopes: a.scopes,
+                tags: tags(&a.tags)?,
+                metadata: metadata(a.metadata.as_deref())?.unwrap_or_default(),
+                expires_at: a.expires_at,
+            })?;
             if as_json {
                 println!("{}", serde_json::to_string_pretty(&saved)?);
             } else {
-                println!("saved {}", saved.id);
+                println!("saved {}", saved["id"].as_str().unwrap_or_default());
             }
         }
         ResourceCommand::Get { id } => {
-            let r = engine.resource_get(ctx, &id)?;
+            let r = resources.get(&id)?;
             if as_json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
-                print_resource(&r, true);
+                print_resource(&resource(r)?, true);
             }
         }
         ResourceCommand::List {
@@ -154,24 +240,22 @@ pub(crate) fn run(
             tags: tag_args,
             owner,
         } => {
-            let list = engine.resource_list(
-                ctx,
-                &ResourceListOptions {
-                    content_types: types,
-                    scopes,
-                    tags: tags(&tag_args)?,
-                    owner,
-                    limit: Some(limit),
-                    offset,
-                },
-            )?;
+            let list = resources.list(&ResourceListOptions {
+                content_types: types,
+                scopes,
+                tags: tags(&tag_args)?,
+                owner,
+                limit: Some(limit),
+                offset,
+            })?;
             if as_json {
                 println!("{}", serde_json::to_string_pretty(&list)?);
             } else {
-                for r in &list {
-                    print_resource(r, false);
+                let count = list.len();
+                for r in list {
+                    print_resource(&resource(r)?, false);
                 }
-                eprintln!("{} resource(s)", list.len());
+                eprintln!("{count} resource(s)");
             }
         }
         ResourceCommand::Update(a) => {
@@ -192,15 +276,15 @@ pub(crate) fn run(
                 expires_at: a.expires_at,
                 clear_expires_at: a.never_expires,
             };
-            let r = engine.resource_update(ctx, &a.id, update)?;
+            let r = resources.update(&a.id, update)?;
             if as_json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
-                println!("updated {}", r.id);
+                println!("updated {}", r["id"].as_str().unwrap_or_default());
             }
         }
         ResourceCommand::Delete { id } => {
-            engine.resource_delete(ctx, &id)?;
+            resources.delete(&id)?;
             if as_json {
                 println!("{}", serde_json::json!({ "deleted": id }));
             } else {

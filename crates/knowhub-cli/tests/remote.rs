@@ -370,6 +370,140 @@ fn commands_run_on_the_server_under_the_keys_permissions() {
     assert!(deleted.contains("deleted group trip-crew"), "{deleted}");
     assert!(fails(remote(&["group", "show", "trip-crew"])).contains("NOT_FOUND"));
 
+    // Knowledge items, resources and memories on the server: alice's own (memories are never
+    // shared, administrators included).
+    let saved = ok(remote(&[
+        "knowledge",
+        "save",
+        "Run the canary for an hour before a full rollout.",
+        "--type",
+        "strategy",
+        "--task",
+        "deploy a release",
+    ]));
+    let item = saved.trim().strip_prefix("saved ").unwrap().to_owned();
+    let found = ok(remote(&[
+        "knowledge",
+        "search",
+        "canary rollout",
+        "--min-score",
+        "1",
+    ]));
+    assert!(
+        found.contains(&item) && found.contains("| Run the canary"),
+        "{found}"
+    );
+    let updated = ok(remote(&[
+        "knowledge",
+        "update",
+        &item,
+        "--helpful",
+        "v2 release",
+    ]));
+    assert!(updated.contains("helpful 1"), "{updated}");
+    let listed = ok(remote(&["knowledge", "list", "--json"]));
+    assert!(listed.contains(&item), "{listed}");
+    ok(remote(&["knowledge", "delete", &item]));
+    assert!(fails(remote(&["knowledge", "get", &item])).contains("NOT_FOUND"));
+
+    let secret = dir.path().join("token.txt");
+    std::fs::write(&secret, "token-123\n").unwrap();
+    ok(remote(&[
+        "resource",
+        "save",
+        "--id",
+        "credentials/wiki",
+        "--type",
+        "credential",
+        "--title",
+        "Wiki bot",
+        "--secure-body-file",
+        secret.to_str().unwrap(),
+    ]));
+    let shown = ok(remote(&["resource", "get", "credentials/wiki"]));
+    assert!(
+        shown.contains("Wiki bot") && shown.contains("# token-123"),
+        "{shown}"
+    );
+    assert!(ok(remote(&["resource", "list"])).contains("credentials/wiki"));
+    ok(remote(&["resource", "delete", "credentials/wiki"]));
+    assert!(!ok(remote(&["resource", "list"])).contains("credentials/wiki"));
+
+    let committed = ok(remote(&[
+        "memory",
+        "commit",
+        "--text",
+        "I work in the Berlin office.",
+    ]));
+    assert!(committed.contains("statement(s) found"), "{committed}");
+    let memories = ok(remote(&["memory", "list"]));
+    assert!(memories.contains("ctx://user/alice/memories"), "{memories}");
+    let uri = memories.lines().next().unwrap().trim().to_owned();
+    assert!(ok(remote(&["memory", "show", &uri])).contains("Berlin"));
+    assert!(!ok(admin(&["memory", "list"])).contains("Berlin"));
+    ok(remote(&["memory", "delete", &uri]));
+    assert!(ok(remote(&["memory", "list"])).contains("no memories yet"));
+
+    // Traces: alice's answers, one of them in full.
+    let traces = ok(remote(&["trace"]));
+    let line = traces
+        .lines()
+        .find(|l| l.contains("How many days of annual leave"))
+        .unwrap_or_else(|| panic!("{traces}"));
+    let trace_id = line.split_whitespace().next().unwrap();
+    let trace = ok(remote(&["trace", trace_id]));
+    assert!(
+        trace.contains("answer:") && trace.contains("route:") && trace.contains("evidence"),
+        "{trace}"
+    );
+    // Another user's trace is not found; administrators read everyone's.
+    assert!(ok(admin(&["trace", trace_id])).contains("annual leave"));
+
+    // SQL data sources on the server: an administrator registers a database by its path
+    // there; a user outside its scopes does not see it and may not register one.
+    let db = dir.path().join("finance.sqlite");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("CREATE TABLE budgets (team TEXT, amount INTEGER);")
+        .unwrap();
+    let db = db.to_str().unwrap();
+    let registered = ok(admin(&[
+        "sql",
+        "add",
+        "finance",
+        db,
+        "--scopes",
+        "team:finance",
+    ]));
+    assert!(registered.contains("registered finance"), "{registered}");
+    assert!(ok(admin(&["sql", "list"])).contains("finance"));
+    assert!(!ok(remote(&["sql", "list"])).contains("finance"));
+    assert!(fails(remote(&["sql", "add", "mine", db])).contains("PERMISSION_DENIED"));
+    ok(admin(&["sql", "remove", "finance"]));
+    assert!(!ok(admin(&["sql", "list"])).contains("finance"));
+
+    // A conversation in the terminal, read from standard input.
+    let mut chat = knowhub(&elsewhere)
+        .args(["--server", &url, "--api-key", &key, "chat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        chat.stdin.as_mut().unwrap(),
+        b"How many days of annual leave do employees get?\n/open 1\n/trace\n/open 9\n/quit\n",
+    )
+    .unwrap();
+    let said = ok(chat.wait_with_output().unwrap());
+    assert!(
+        said.contains("fifteen")
+            && said.contains("[1] Handbook  kb://doc/")
+            && said.contains("-- how this was answered")
+            && said.contains("(no citation"),
+        "{said}"
+    );
+
     // Nothing was written into the laptop's own knowledge base.
     assert!(!elsewhere.join("accounts").exists());
 }

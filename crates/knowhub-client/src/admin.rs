@@ -367,3 +367,69 @@ impl Client {
         self.json(response)
     }
 }
+
+/// A SQLite database registered for the copilot's SQL tool.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct SqlSource {
+    pub name: String,
+    /// Its path on the server.
+    pub path: String,
+    /// Scopes whose members may query it (none: administrators only).
+    pub scopes: Vec<String>,
+    /// Every query is restricted to the caller's organisation in this column, when set.
+    pub tenant_column: Option<String>,
+    pub owner: String,
+}
+
+/// A spreadsheet sheet stored as a table the SQL tool may query.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct SheetTable {
+    pub sql_name: String,
+    pub sheet_name: String,
+    pub document_id: i64,
+    pub document_path: String,
+    pub rows: u64,
+    pub columns: Vec<String>,
+}
+
+/// What the caller may query with SQL on the server.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct DataSources {
+    /// Registered databases the caller shares a scope with (all for administrators).
+    pub sources: Vec<SqlSource>,
+    /// Spreadsheet tables of documents the caller may read.
+    pub tables: Vec<SheetTable>,
+}
+
+impl Client {
+    // ----- SQL data sources -------------------------------------------------------------------
+
+    /// The SQL data the caller may query: registered databases and spreadsheet tables.
+    pub fn sql_sources(&self) -> Result<DataSources> {
+        let response = self.send("GET", "/api/v1/sql-sources", None)?;
+        self.json(response)
+    }
+
+    /// Registers a SQLite database on the server (by its path there) for the copilot, or
+    /// replaces the one of the same name (administrators). No scopes: administrators only.
+    pub fn add_sql_source(
+        &self,
+        name: &str,
+        path: &str,
+        scopes: &[String],
+        tenant_column: Option<&str>,
+    ) -> Result<SqlSource> {
+        let body = to_json(&serde_json::json!({
+            "name": name, "path": path, "scopes": scopes, "tenant_column": tenant_column,
+        }))?;
+        let response = self.send("POST", "/api/v1/sql-sources", Some(body))?;
+        self.json(response)
+    }
+
+    /// Unregisters a SQL data source (administrators).
+    pub fn remove_sql_source(&self, name: &str) -> Result<()> {
+        let path = format!("/api/v1/sql-sources/{}", encode(name));
+        let response = self.send("DELETE", &path, None)?;
+        self.json::<serde_json::Value>(response).map(drop)
+    }
+}

@@ -22,6 +22,7 @@
 
 mod admin;
 mod groups;
+mod knowledge;
 mod operations;
 mod sse;
 mod types;
@@ -41,6 +42,7 @@ use ureq::tls::{PemItem, RootCerts, TlsConfig};
 
 pub use admin::*;
 pub use groups::*;
+pub use knowledge::*;
 pub use operations::*;
 pub use types::*;
 pub use upload::*;
@@ -51,6 +53,7 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ("GET", "/api/v1/me"),
     ("POST", "/api/v1/search"),
     ("POST", "/api/v1/ask"),
+    ("GET", "/api/v1/models"),
     ("GET", "/api/v1/status"),
     ("GET", "/api/v1/sources"),
     ("GET", "/api/v1/documents"),
@@ -61,6 +64,7 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ("GET", "/api/v1/conversations"),
     ("GET", "/api/v1/conversations/{id}"),
     ("DELETE", "/api/v1/conversations/{id}"),
+    ("GET", "/api/v1/traces"),
     ("GET", "/api/v1/traces/{trace_id}"),
     ("POST", "/api/v1/feedback"),
     ("GET", "/api/v1/crawls"),
@@ -120,6 +124,28 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ("DELETE", "/api/v1/groups/{group_id}/members/{user_id}"),
     ("GET", "/api/v1/uploads"),
     ("POST", "/api/v1/uploads"),
+    ("GET", "/api/v1/sql-sources"),
+    ("POST", "/api/v1/sql-sources"),
+    ("DELETE", "/api/v1/sql-sources/{name}"),
+    ("POST", "/api/knowledge/search"),
+    ("POST", "/api/knowledge"),
+    ("GET", "/api/knowledge"),
+    ("GET", "/api/knowledge/{id}"),
+    ("GET", "/api/knowledge/{id}/versions"),
+    ("PUT", "/api/knowledge/{id}"),
+    ("DELETE", "/api/knowledge/{id}"),
+    ("POST", "/api/knowledge/batch_update"),
+    ("POST", "/api/knowledge/slim"),
+    ("POST", "/api/resource"),
+    ("GET", "/api/resource"),
+    ("GET", "/api/resource/{id}"),
+    ("PUT", "/api/resource/{id}"),
+    ("DELETE", "/api/resource/{id}"),
+    ("POST", "/api/v1/conversations/{id}/remember"),
+    ("POST", "/api/v1/memory/commit"),
+    ("GET", "/api/v1/memory/children"),
+    ("GET", "/api/v1/memory/node"),
+    ("DELETE", "/api/v1/memory/node"),
 ];
 
 /// The largest JSON answer read (a whole document's text in a preview can be large).
@@ -443,6 +469,18 @@ impl Client {
         let path = format!("/api/v1/traces/{}", encode(trace_id));
         let response = self.send("GET", &path, None)?;
         self.json(response)
+    }
+
+    /// The models the server answers and searches with (chosen where it starts).
+    pub fn models(&self) -> Result<ServerModels> {
+        let response = self.send("GET", "/api/v1/models", None)?;
+        self.json(response)
+    }
+
+    /// Recent answers' traces, newest first (the caller's own; administrators: everyone's).
+    pub fn traces(&self, limit: usize) -> Result<Vec<TraceSummary>> {
+        let response = self.send("GET", &format!("/api/v1/traces?limit={limit}"), None)?;
+        Ok(self.json::<TraceList>(response)?.traces)
     }
 
     /// Feedback on an answer.

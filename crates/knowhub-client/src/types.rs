@@ -378,3 +378,36 @@ pub struct Feedback {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cited: Option<Vec<String>>,
 }
+
+/// `GET /api/v1/traces`: one answer's trace in a listing.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct TraceSummary {
+    pub trace_id: String,
+    /// The conversation the answer belongs to.
+    pub conversation_id: Option<String>,
+    pub user_id: String,
+    pub question: String,
+    /// `rag`, `sql`, `hybrid`, `clarify` or `refuse`.
+    pub route: String,
+    pub stop_reason: String,
+    pub total_ms: u64,
+    pub created_at_ms: i64,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct TraceList {
+    pub(crate) traces: Vec<TraceSummary>,
+}
+
+/// `GET /api/v1/models`: what answers and searches on the server.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ServerModels {
+    /// The answer model (`None`: extractive answers).
+    pub answer_model: Option<String>,
+    /// The embedder for semantic search (`None`: keyword search only).
+    pub embedder: Option<String>,
+    pub reranker: Option<String>,
+    /// Why configured models are not in use.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}

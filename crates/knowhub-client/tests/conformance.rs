@@ -12,7 +12,8 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use knowhub_client::{
-    AskEvent, AskRequest, Client, ClientError, ClientOptions, ENDPOINTS, Feedback, SearchRequest,
+    AskEvent, AskRequest, Client, ClientError, ClientOptions, ENDPOINTS, Feedback, ItemFilter,
+    MemoryCommitRequest, MemoryMessage, SearchRequest,
 };
 use knowhub_engine::authz::{Role, ScopeSet, UserId};
 use knowhub_engine::{EngineConfig, Hub, IngestOptions, ModelConfig, dev_context};
@@ -121,6 +122,13 @@ fn every_method_works_against_the_server_under_its_permissions() {
             me.role.as_str()
         ),
         ("default", "alice", "USER")
+    );
+
+    // Keyword search and extractive answers: the server was started without models.
+    let models = alice.models().unwrap();
+    assert_eq!(
+        (models.answer_model, models.embedder, models.reranker),
+        (None, None, None)
     );
 
     // Search: the handbook, never the salaries.
@@ -488,6 +496,231 @@ fn administration_works_for_administrators_only() {
     assert_eq!(alice.crawls().unwrap_err().status(), Some(403));
     assert_eq!(admin.remove_crawl(added.id).unwrap(), 0);
     assert!(admin.crawls().unwrap().is_empty());
+}
+
+#[test]
+fn knowledge_resources_memories_traces_and_sql_sources_under_their_permissions() {
+    let s = start();
+    let (alice, admin) = (client(&s, &s.alice), client(&s, &s.carol));
+    let account = admin.me().unwrap().account_id;
+    let bob = client(
+        &s,
+        &admin
+            .add_user(&account, "bob", "user", None)
+            .unwrap()
+            .user_key,
+    );
+
+    // Knowledge items: alice's own, which bob cannot see.
+    let saved = alice
+        .knowledge_save(&serde_json::json!({
+            "task": "deploy a release",
+            "content": "Tag the release, then run the canary for an hour before rolling out.",
+            "types": ["strategy"],
+            "tags": {"area": "ops"},
+        }))
+        .unwrap();
+    let id = saved["id"].as_str().unwrap().to_owned();
+    assert_eq!(saved["owner"], "alice");
+    let filter = ItemFilter::default();
+    let found = alice
+        .knowledge_search("canary release", 5, 1, &filter)
+        .unwrap();
+    assert_eq!(found[0]["id"], id.as_str(), "{found:?}");
+    assert!(found[0]["quality_score"].is_number());
+    assert!(
+        bob.knowledge_search("canary release", 5, 1, &filter)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(bob.knowledge_item(&id).unwrap_err().status(), Some(404));
+    let ops = ItemFilter {
+        tags: [("area".to_owned(), "ops".to_owned())].into(),
+        ..ItemFilter::default()
+    };
+    assert_eq!(alice.knowledge_list(&ops, 10, 0).unwrap().len(), 1);
+    let other = ItemFilter {
+        types: vec!["tool".into()],
+        ..ItemFilter::default()
+    };
+    assert!(alice.knowledge_list(&other, 10, 0).unwrap().is_empty());
+    let changed = alice
+        .knowledge_update(
+            &id,
+            &serde_json::json!({"content": "Tag the release and run the canary for two hours."}),
+        )
+        .unwrap();
+    assert!(changed["content"].as_str().unwrap().contains("two hours"));
+    assert_eq!(alice.knowledge_versions(&id).unwrap().len(), 1);
+    let outcomes = alice
+        .knowledge_batch_update(&[
+            (
+                id.clone(),
+                serde_json::json!({"add_helpful_case": {"task": "v2 release"}}),
+            ),
+            (
+                "knowledge-0-missing".to_owned(),
+                serde_json::json!({"update_score": 4}),
+            ),
+        ])
+        .unwrap();
+    assert_eq!(
+        (outcomes[0]["ok"].as_bool(), outcomes[1]["ok"].as_bool()),
+        (Some(true), Some(false)),
+        "{outcomes:?}"
+    );
+    assert_eq!(alice.knowledge_item(&id).unwrap()["eval"]["helpful"], 1);
+    let plan = alice.knowledge_slim(None, true).unwrap();
+    assert_eq!(plan["applied"], false);
+    assert_eq!(bob.knowledge_delete(&id).unwrap_err().status(), Some(404));
+    alice.knowledge_delete(&id).unwrap();
+    assert_eq!(alice.knowledge_item(&id).unwrap_err().status(), Some(404));
+
+    // Resources: the secure body goes back to its owner only.
+    let resource = alice
+        .resource_save(&serde_json::json!({
+            "id": "credentials/wiki",
+            "content_type": "credential",
+            "title": "Wiki bot",
+            "secure_body": "token-123",
+            "scopes": ["public"],
+        }))
+        .unwrap();
+    assert_eq!(resource["has_secure_body"], true);
+    assert_eq!(
+        alice.resource("credentials/wiki").unwrap()["secure_body"],
+        "token-123"
+    );
+    let shared = bob.resource("credentials/wiki").unwrap();
+    assert_eq!(
+        (
+            shared["has_secure_body"].as_bool(),
+            shared["secure_body"].is_null()
+        ),
+        (Some(true), true)
+    );
+    let credentials = ItemFilter {
+        types: vec!["credential".into()],
+        ..ItemFilter::default()
+    };
+    assert_eq!(bob.resources(&credentials, 10, 0).unwrap().len(), 1);
+    assert_eq!(
+        bob.resource_update("credentials/wiki", &serde_json::json!({"title": "mine"}))
+            .unwrap_err()
+            .status(),
+        Some(403)
+    );
+    alice
+        .resource_update(
+            "credentials/wiki",
+            &serde_json::json!({"title": "Wiki bot (ops)"}),
+        )
+        .unwrap();
+    alice.resource_delete("credentials/wiki").unwrap();
+    assert_eq!(
+        alice.resource("credentials/wiki").unwrap_err().status(),
+        Some(404)
+    );
+
+    // Memories: alice's own, from a conversation or from messages.
+    let answer = alice
+        .ask(&AskRequest::new(
+            "I prefer answers in English. How many days of annual leave do employees get?",
+        ))
+        .unwrap();
+    let conversation = answer.session_id.clone().unwrap();
+    let remembered = alice.remember_conversation(&conversation, None).unwrap();
+    assert!(
+        remembered["candidates"].as_u64().unwrap() >= 1,
+        "{remembered}"
+    );
+    assert_eq!(
+        bob.remember_conversation(&conversation, None)
+            .unwrap_err()
+            .status(),
+        Some(404)
+    );
+    let committed = alice
+        .commit_memories(&MemoryCommitRequest {
+            messages: vec![MemoryMessage {
+                role: "user".into(),
+                content: "I work in the Berlin office.".into(),
+                user_id: None,
+            }],
+            ..MemoryCommitRequest::default()
+        })
+        .unwrap();
+    assert_eq!(committed["status"], "success", "{committed}");
+    let mine = alice.memories("ctx://user/alice/memories").unwrap();
+    assert!(!mine.is_empty());
+    let uri = mine[0]["uri"].as_str().unwrap().to_owned();
+    assert!(mine[0]["overview"].is_string(), "{:?}", mine[0]);
+    assert!(alice.memory(&uri).unwrap()["content"].is_string());
+    assert_eq!(
+        bob.memories("ctx://user/alice/memories")
+            .unwrap_err()
+            .status(),
+        Some(404)
+    );
+    assert_eq!(bob.memory(&uri).unwrap_err().status(), Some(404));
+    alice.forget_memory(&uri).unwrap();
+    assert_eq!(alice.memory(&uri).unwrap_err().status(), Some(404));
+
+    // Traces: the caller's own; administrators see everyone's.
+    let traces = alice.traces(10).unwrap();
+    assert!(
+        traces.iter().any(|t| t.trace_id == answer.trace_id),
+        "{traces:?}"
+    );
+    assert!(bob.traces(10).unwrap().is_empty());
+    assert!(
+        admin
+            .traces(10)
+            .unwrap()
+            .iter()
+            .any(|t| t.user_id == "alice")
+    );
+
+    // SQL data sources: administrators register them; users query what their scopes allow.
+    let db = s._dir.path().join("finance.sqlite");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE budgets (team TEXT, amount INTEGER); INSERT INTO budgets VALUES ('ops', 10);",
+    )
+    .unwrap();
+    drop(conn);
+    let db = db.to_str().unwrap();
+    let hr = ["team:hr".to_owned()];
+    assert_eq!(
+        alice
+            .add_sql_source("finance", db, &hr, None)
+            .unwrap_err()
+            .status(),
+        Some(403)
+    );
+    let source = admin.add_sql_source("finance", db, &hr, None).unwrap();
+    assert_eq!(
+        (source.name.as_str(), source.scopes.as_slice()),
+        ("finance", &hr[..])
+    );
+    assert!(
+        admin
+            .sql_sources()
+            .unwrap()
+            .sources
+            .iter()
+            .any(|x| x.name == "finance")
+    );
+    assert!(alice.sql_sources().unwrap().sources.is_empty());
+    admin.join_group(&account, "alice", "team:hr").unwrap();
+    assert_eq!(alice.sql_sources().unwrap().sources.len(), 1);
+    assert_eq!(
+        alice.remove_sql_source("finance").unwrap_err().status(),
+        Some(403)
+    );
+    admin.remove_sql_source("finance").unwrap();
+    assert!(admin.sql_sources().unwrap().sources.is_empty());
+    drop(s.rt);
 }
 
 #[test]

@@ -7,7 +7,8 @@
 //!   `POST /api/v1/ask` with `"session": id` appends a turn; its answer names the
 //!   conversation in `session_id`.
 //! * `GET /api/v1/traces/{trace_id}`: how an answer came about (route, steps with timings,
-//!   evidence, SQL). The caller's own; administrators may read all (audits).
+//!   evidence, SQL). The caller's own; administrators may read all (audits). `GET
+//!   /api/v1/traces` lists recent ones the same way.
 //! * `POST /api/v1/feedback`: helpful or not, on an answer whose trace the caller may read.
 //!
 //! Who may read what is the engine's decision; this module only shapes the stored records.
@@ -35,6 +36,7 @@ pub(crate) fn router() -> OpenApiRouter<ServerState> {
         .routes(routes!(list_conversations))
         .routes(routes!(get_conversation, delete_conversation))
         .routes(routes!(remember_conversation))
+        .routes(routes!(list_traces))
         .routes(routes!(get_trace))
         .routes(routes!(send_feedback))
 }
@@ -302,24 +304,36 @@ pub(crate) struct RememberBody {
     model_error: Option<String>,
 }
 
+/// Query of `POST /api/v1/conversations/{id}/remember`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct RememberParams {
+    /// The project the conversation was about: its memories apply there only.
+    #[param(pattern = r"^[^\s,\x00-\x1f\x7f-\x9f]*$", max_length = 64)]
+    project: Option<String>,
+}
+
 /// Remember what the caller said about themself in one of their conversations (preferences,
 /// habits, background, constraints), with the server's language model when it has one.
 #[utoipa::path(post, path = "/api/v1/conversations/{id}/remember", tag = "conversations",
-    params(("id" = String, Path, description = "A conversation id")),
+    params(("id" = String, Path, description = "A conversation id"), RememberParams),
     responses((status = 200, body = RememberBody), (status = "4XX", body = ErrorBody)),
     security(("api_key" = []), ("bearer" = [])))]
 pub(crate) async fn remember_conversation(
     State(state): State<ServerState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
+    ApiQuery(p): ApiQuery<RememberParams>,
 ) -> Result<Json<RememberBody>, ApiError> {
     let id = checked_id("the conversation id", id)?;
+    let project = p.project.filter(|p| !p.is_empty());
     let llm = state.llm();
     blocking(move || {
         let model_id = llm.as_ref().map(|l| l.model_id().to_owned());
         let model = llm.map(LlmMemoryModel::new);
         let with = CommitWith {
             model: model.as_ref().map(|m| m as &dyn MemoryModel),
+            project: project.as_deref(),
             ..Default::default()
         };
         let report = caller
@@ -494,6 +508,66 @@ fn trace_body(record: TraceRecord) -> TraceBody {
             .map(|e| format!("{} ({}): {}", e.tool, e.kind, e.msg))
             .collect(),
     }
+}
+
+/// One answer in a listing of traces.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct TraceSummary {
+    trace_id: String,
+    /// The conversation the answer belongs to.
+    conversation_id: Option<String>,
+    user_id: String,
+    question: String,
+    /// `rag`, `sql`, `hybrid`, `clarify` or `refuse`.
+    route: String,
+    stop_reason: String,
+    total_ms: u64,
+    created_at_ms: i64,
+}
+
+/// `{"traces": [...], "count": n}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct TraceList {
+    traces: Vec<TraceSummary>,
+    count: usize,
+}
+
+/// Recent answers' traces, newest first: the caller's own, or everyone's for administrators.
+#[utoipa::path(get, path = "/api/v1/traces", tag = "conversations",
+    params(ListParams),
+    responses((status = 200, body = TraceList), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = []), ("bearer" = [])))]
+pub(crate) async fn list_traces(
+    caller: Caller,
+    ApiQuery(p): ApiQuery<ListParams>,
+) -> Result<Json<TraceList>, ApiError> {
+    let limit = match p.limit {
+        None => DEFAULT_LIMIT,
+        Some(0) => return Err(ApiError::invalid("limit must be at least 1")),
+        Some(n) => n.min(MAX_LIMIT),
+    };
+    blocking(move || {
+        let traces: Vec<TraceSummary> = caller
+            .engine
+            .traces(&caller.ctx, limit)?
+            .into_iter()
+            .map(|t| TraceSummary {
+                trace_id: t.id,
+                conversation_id: t.session_id,
+                user_id: t.user_id,
+                question: t.question,
+                route: t.route,
+                stop_reason: t.stop_reason,
+                total_ms: t.total_ms,
+                created_at_ms: t.created_at_ms,
+            })
+            .collect();
+        Ok(Json(TraceList {
+            count: traces.len(),
+            traces,
+        }))
+    })
+    .await
 }
 
 /// An answer's trace: the caller's own, or anyone's for administrators (others: 404).

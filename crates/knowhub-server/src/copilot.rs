@@ -1,5 +1,6 @@
-//! `POST /api/v1/search` (document passages with citations, through `Engine::retrieve`) and
-//! `POST /api/v1/ask` (the copilot; `"stream": true` answers with server-sent events).
+//! `POST /api/v1/search` (document passages with citations, through `Engine::retrieve`),
+//! `POST /api/v1/ask` (the copilot; `"stream": true` answers with server-sent events) and
+//! `GET /api/v1/models` (which models answer and search here).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -27,6 +28,40 @@ pub(crate) fn router() -> OpenApiRouter<ServerState> {
     OpenApiRouter::new()
         .routes(routes!(search))
         .routes(routes!(ask))
+        .routes(routes!(models))
+}
+
+// ----- models -------------------------------------------------------------------------------
+
+/// The models this server answers and searches with. They are chosen where the server starts
+/// (`knowhub serve --llm … --embedder … --reranker …`), not through the API.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ModelsBody {
+    /// The answer model (absent: extractive answers, the best supporting sentences).
+    answer_model: Option<String>,
+    /// The embedder for semantic search (absent: keyword search only).
+    embedder: Option<String>,
+    /// The cross-encoder that reranks search results (absent: none).
+    reranker: Option<String>,
+    /// Why configured models are not in use.
+    notes: Vec<String>,
+}
+
+/// Which models answer and search for the caller on this server.
+#[utoipa::path(get, path = "/api/v1/models", tag = "copilot",
+    responses((status = 200, body = ModelsBody), (status = "4XX", body = ErrorBody)),
+    security(("api_key" = []), ("bearer" = [])))]
+pub(crate) async fn models(
+    State(state): State<ServerState>,
+    caller: Caller,
+) -> Result<Json<ModelsBody>, ApiError> {
+    let engine = &caller.engine;
+    Ok(Json(ModelsBody {
+        answer_model: state.llm().map(|l| l.model_id().to_owned()),
+        embedder: engine.embedder_id().map(str::to_owned),
+        reranker: engine.reranker_id().map(str::to_owned),
+        notes: engine.model_notes().to_vec(),
+    }))
 }
 
 // ----- search -------------------------------------------------------------------------------

@@ -364,7 +364,7 @@ pub(crate) struct ChildrenParams {
     uri: String,
 }
 
-/// Node summaries below a memory folder of the caller's space.
+/// The memory nodes below a memory folder of the caller's space (or a group's they may see).
 #[utoipa::path(get, path = "/api/v1/memory/children", tag = "memory",
     params(ChildrenParams),
     responses((status = 200, body = Vec<Object>), (status = "4XX", body = ErrorBody)),
@@ -379,8 +379,11 @@ pub(crate) async fn children(
             nodes
                 .into_iter()
                 .map(|n| {
-                    json!({"uri": n.uri, "kind": n.kind, "abstract": n.abstract_text,
-                           "confidence": n.confidence})
+                    // The node as `GET /api/v1/memory/node` has it, plus the `abstract` this
+                    // listing always had.
+                    let mut v = json!(n);
+                    v["abstract"] = json!(n.abstract_text);
+                    v
                 })
                 .collect(),
         ))

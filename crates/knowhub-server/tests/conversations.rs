@@ -411,6 +411,29 @@ fn scenario(api: &Api, keys: &Keys) {
     let r = api.get(&trace_path, bob);
     r.error(404, "NOT_FOUND");
     assert!(!r.text.contains("annual leave"), "{}", r.text);
+    // Listed: the asker's own traces, everyone's for an administrator, none of alice's for bob.
+    let listed = api.get("/api/v1/traces?limit=10", alice).ok();
+    let first_listed = listed["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["trace_id"] == t1.as_str())
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(
+        (&first_listed["question"], &first_listed["conversation_id"]),
+        (&json!(FIRST), &json!(session))
+    );
+    assert!(
+        api.get("/api/v1/traces", carol).ok()["traces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["user_id"] == "alice")
+    );
+    let r = api.get("/api/v1/traces", bob);
+    assert!(!r.ok().to_string().contains(t1.as_str()), "{}", r.text);
+    api.get("/api/v1/traces?limit=0", alice)
+        .error(422, "VALIDATION_ERROR");
 
     // Feedback: the asker's own verdict (its cited passages by default); the latest counts.
     let feedback = |key: &str, body: Value| api.call("POST", "/api/v1/feedback", key, Some(body));
@@ -570,6 +593,7 @@ fn openapi_lists_the_conversation_paths(api: &Api) {
         ("/api/v1/conversations/{id}", "get"),
         ("/api/v1/conversations/{id}", "delete"),
         ("/api/v1/conversations/{id}/remember", "post"),
+        ("/api/v1/traces", "get"),
         ("/api/v1/traces/{trace_id}", "get"),
         ("/api/v1/feedback", "post"),
     ] {

@@ -277,6 +277,7 @@ fn health_needs_no_key_and_openapi_lists_every_route() {
         "DELETE /api/resource/{id}",
         "POST /api/v1/search",
         "POST /api/v1/ask",
+        "GET /api/v1/models",
         "GET /api/v1/admin/accounts",
         "POST /api/v1/admin/accounts",
         "DELETE /api/v1/admin/accounts/{account_id}",
@@ -326,6 +327,7 @@ fn health_needs_no_key_and_openapi_lists_every_route() {
         "GET /api/v1/conversations/{id}",
         "DELETE /api/v1/conversations/{id}",
         "POST /api/v1/conversations/{id}/remember",
+        "GET /api/v1/traces",
         "GET /api/v1/traces/{trace_id}",
         "POST /api/v1/feedback",
     ]

@@ -1,13 +1,17 @@
 import { useCallback, useEffect, useState } from "react";
 import { useTranslation } from "react-i18next";
-import { api, type DataSourcesView } from "../api";
+import type { DataSourcesView } from "../api";
 import { ConfirmDialog } from "../components/Dialog";
 import { formatNumber, parseScopes } from "../lib/format";
+import { useApp } from "../state/app";
 import { useToast } from "../state/toasts";
+import { useAdmin } from "./useAdmin";
 
 export function DataSourcesTab() {
   const { t } = useTranslation();
   const { notify, showError } = useToast();
+  const admin = useAdmin();
+  const onTeam = useApp().base === "team";
   const [view, setView] = useState<DataSourcesView | null>(null);
   const [removing, setRemoving] = useState<string | null>(null);
   const [name, setName] = useState("");
@@ -17,14 +21,14 @@ export function DataSourcesTab() {
   const [busy, setBusy] = useState(false);
 
   const load = useCallback(() => {
-    api
+    admin
       .dataSources()
       .then(setView)
       .catch((e: unknown) => {
         setView({ sources: [], tables: [] });
         showError(e);
       });
-  }, [showError]);
+  }, [admin, showError]);
   useEffect(load, [load]);
 
   const valid = name.trim() && path.trim() && parseScopes(scopes).length > 0;
@@ -89,7 +93,7 @@ export function DataSourcesTab() {
             if (!valid || busy) return;
             setBusy(true);
             try {
-              await api.addDataSource(name.trim(), path.trim(), parseScopes(scopes), tenant.trim() || null);
+              await admin.addDataSource(name.trim(), path.trim(), parseScopes(scopes), tenant.trim() || null);
               notify("success", t("data.added", { name: name.trim() }));
               setName("");
               setPath("");
@@ -109,7 +113,7 @@ export function DataSourcesTab() {
           </label>
           <label className="field">
             <span className="field-label">{t("data.path")}</span>
-            <input className="input mono" data-testid="ds-path" value={path} spellCheck={false} placeholder={t("data.pathPlaceholder")} onChange={(e) => setPath(e.target.value)} />
+            <input className="input mono" data-testid="ds-path" value={path} spellCheck={false} placeholder={t(onTeam ? "data.serverPathPlaceholder" : "data.pathPlaceholder")} onChange={(e) => setPath(e.target.value)} />
           </label>
           <label className="field">
             <span className="field-label">{t("data.scopes")}</span>
@@ -123,7 +127,9 @@ export function DataSourcesTab() {
             <button type="submit" className="button primary" data-testid="ds-add" disabled={!valid || busy}>
               {busy ? t("common.saving") : t("data.addButton")}
             </button>
-            <span className="muted small">{t("data.hint")}</span>
+            <span className="muted small" data-testid="ds-hint" data-base={onTeam ? "team" : "local"}>
+              {t(onTeam ? "data.teamHint" : "data.hint")}
+            </span>
           </div>
         </form>
       </section>
@@ -165,7 +171,7 @@ export function DataSourcesTab() {
           onClose={() => setRemoving(null)}
           onConfirm={async () => {
             try {
-              await api.removeDataSource(removing);
+              await admin.removeDataSource(removing);
               notify("success", t("data.removed", { name: removing }));
               setRemoving(null);
               load();

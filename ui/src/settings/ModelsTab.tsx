@@ -5,11 +5,18 @@ import { advance, DownloadStatus, startProgress, type DownloadProgress } from ".
 import { formatBytes } from "../lib/format";
 import { useApp } from "../state/app";
 import { useToast } from "../state/toasts";
+import { TeamModelsCard } from "./TeamModelsCard";
 
 type Kind = LlmSetting["kind"];
 const KINDS: Kind[] = ["default", "named", "file", "open_ai", "off"];
 
+/** This computer's models, or (with the team base shown) the team server's. */
 export function ModelsTab() {
+  const { base } = useApp();
+  return base === "team" ? <TeamModelsCard /> : <LocalModelsTab />;
+}
+
+function LocalModelsTab() {
   const { t } = useTranslation();
   const { info, setInfo } = useApp();
   const { notify, showError } = useToast();

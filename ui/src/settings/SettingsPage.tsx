@@ -15,9 +15,10 @@ type Tab = "permissions" | "users" | "models" | "datasources" | "api" | "team" |
 
 const ADMIN_TABS: Tab[] = ["permissions", "users", "models", "datasources", "api", "team", "memory", "language"];
 const USER_TABS: Tab[] = ["profile", "team", "memory", "language"];
-/** With the team base shown, an administrator there manages the server's users and folders;
- * models, data sources and the API stay this computer's (under *This computer*). */
-const TEAM_ADMIN_TABS: Tab[] = ["permissions", "users", "team", "memory", "language"];
+/** With the team base shown, an administrator there manages the server's users, folders and
+ * SQL data sources and sees its models (set where the server starts); the API stays this
+ * computer's (under *This computer*). */
+const TEAM_ADMIN_TABS: Tab[] = ["permissions", "users", "models", "datasources", "team", "memory", "language"];
 
 export function SettingsPage() {
   const { t } = useTranslation();
