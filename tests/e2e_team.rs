@@ -35,6 +35,8 @@ fn write(root: &Path, rel: &str, text: &str) {
 struct TeamServer {
     addr: SocketAddr,
     alice_key: String,
+    /// An administrator's key.
+    carol_key: String,
     salaries: i64,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -58,7 +60,7 @@ impl Drop for TeamServer {
 }
 
 /// A team replica on `database`: the company's handbook for everyone, hr for team:hr; bob is
-/// in hr, alice is not.
+/// in hr, alice is not; carol administers the account.
 fn team_server(database: &str, data: &Path, docs: &Path) -> TeamServer {
     write(
         docs,
@@ -111,6 +113,15 @@ fn team_server(database: &str, data: &Path, docs: &Path) -> TeamServer {
         .unwrap()
         .secret()
         .to_owned();
+    let carol = UserId::new("carol").unwrap();
+    engine
+        .add_user(&root, &carol, "Carol", Role::Admin)
+        .unwrap();
+    let carol_key = engine
+        .rotate_api_key(&root, &carol)
+        .unwrap()
+        .secret()
+        .to_owned();
     let salaries = engine
         .documents(&root, None)
         .unwrap()
@@ -145,6 +156,7 @@ fn team_server(database: &str, data: &Path, docs: &Path) -> TeamServer {
     TeamServer {
         addr,
         alice_key,
+        carol_key,
         salaries,
         stop: Some(stop),
         thread: Some(thread),
@@ -272,9 +284,9 @@ async fn doc_paths(ui: &Ui) -> Vec<String> {
 }
 
 async fn scenario(ui: &Ui, server: &Arc<std::sync::Mutex<TeamServer>>, data: &Path) {
-    let (addr, alice_key, salaries) = {
+    let (addr, alice_key, carol_key, salaries) = {
         let s = server.lock().unwrap();
-        (s.addr, s.alice_key.clone(), s.salaries)
+        (s.addr, s.alice_key.clone(), s.carol_key.clone(), s.salaries)
     };
     ui.wait(&css("whoami")).await;
 
@@ -495,6 +507,45 @@ async fn scenario(ui: &Ui, server: &Arc<std::sync::Mutex<TeamServer>>, data: &Pa
         !sources.contains("zebracode") && !sources.contains("salaries.md"),
         "{sources}"
     );
+
+    // Carol, an administrator on the server, joins from the same window: with the team shown,
+    // Settings administers the server (its users, who may read hr, its data sources) and
+    // shows the models it answers with.
+    ui.click(&css("nav-settings")).await;
+    ui.click(&css("settings-tab-team")).await;
+    ui.click(&css("team-leave")).await;
+    ui.wait(&css("team-join")).await;
+    ui.type_into(&css("team-server"), &format!("http://{addr}"))
+        .await;
+    ui.type_into(&css("team-key"), &carol_key).await;
+    ui.click(&css("team-join-button")).await;
+    ui.wait(&format!("{}[data-state=\"ok\"]", css("team-joined")))
+        .await;
+    ui.wait(&format!("{}[aria-checked=\"true\"]", css("base-team")))
+        .await;
+    ui.click(&css("settings-tab-users")).await;
+    for user in ["alice", "bob", "carol"] {
+        ui.wait(&format!("{}[data-user=\"{user}\"]", css("user-row")))
+            .await;
+    }
+    ui.click(&css("settings-tab-permissions")).await;
+    ui.click(&format!("{}[data-path$=\"/hr\"]", css("acl-folder")))
+        .await;
+    // Who can see hr: bob (in team:hr) reads its document, alice does not.
+    for (user, readable) in [("bob", 1), ("alice", 0)] {
+        ui.wait(&format!(
+            "{}[data-user=\"{user}\"][data-readable=\"{readable}\"]",
+            css("reader-row")
+        ))
+        .await;
+    }
+    ui.click(&css("settings-tab-models")).await;
+    ui.wait(&css("team-answer-model")).await;
+    ui.click(&css("settings-tab-datasources")).await;
+    ui.wait(&format!("{}[data-base=\"team\"]", css("ds-hint")))
+        .await;
+    ui.shot("team-admin.png").await;
+    ui.click(&css("nav-chat")).await;
 
     // The server goes away: the next team request fails, the banner says what happened, and
     // this computer's knowledge base still answers.

@@ -370,23 +370,6 @@ pub(crate) fn audit_line(
     );
 }
 
-#[cfg(test)]
-mod tests {
-    use super::highlight;
-
-    #[test]
-    fn highlight_marks_ranges_and_ignores_bad_ones() {
-        assert_eq!(
-            highlight("annual leave days", &[(0, 6), (13, 17)], false),
-            "[annual] leave [days]"
-        );
-        assert_eq!(
-            highlight("年假天数", &[(0, 6), (1, 2)], false),
-            "[年假]天数"
-        );
-    }
-}
-
 /// One answer in `knowhub trace` (here and on a server).
 pub(crate) fn trace_line(id: &str, route: &str, stop_reason: &str, total_ms: u64, question: &str) {
     println!(
@@ -406,4 +389,21 @@ pub(crate) fn sql_source_line(name: &str, path: &str, scopes: &[String], tenant:
 /// A spreadsheet table in `knowhub sql list`.
 pub(crate) fn sheet_table_line(sql_name: &str, rows: u64, document_path: &str) {
     println!("spreadsheet  {sql_name}  ({rows} rows) from {document_path}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::highlight;
+
+    #[test]
+    fn highlight_marks_ranges_and_ignores_bad_ones() {
+        assert_eq!(
+            highlight("annual leave days", &[(0, 6), (13, 17)], false),
+            "[annual] leave [days]"
+        );
+        assert_eq!(
+            highlight("年假天数", &[(0, 6), (1, 2)], false),
+            "[年假]天数"
+        );
+    }
 }
