@@ -165,7 +165,8 @@ async fn scenario(ui: &Ui, demo: &Path) {
 
     // 4. How it was answered.
     ui.click(&css("trace-button")).await;
-    let trace = ui.text(&css("trace-view")).await;
+    // The dialog slides in: read its text once it shows.
+    let trace = ui.shown_text(&css("trace-view")).await;
     assert!(trace.contains("DocTool"), "{trace}");
     ui.shot("trace-view.png").await;
     ui.c.active_element()

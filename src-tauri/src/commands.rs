@@ -28,14 +28,6 @@ async fn blocking<T: Send + 'static>(
     .map_err(|e| CommandError::new("internal", format!("the task stopped: {e}")))?
 }
 
-/// Runs `f` on a blocking worker as the signed-in user.
-async fn as_user<T: Send + 'static>(
-    app: AppHandle,
-    f: impl FnOnce(Signed) -> CmdResult<T> + Send + 'static,
-) -> CmdResult<T> {
-    blocking(app, move |state, _| f(state.signed())).await
-}
-
 /// A document id from the window (a JavaScript number).
 fn doc_id(n: f64) -> CmdResult<DocumentId> {
     if n.fract() != 0.0 || !(0.0..9.0e15).contains(&n) {
@@ -214,67 +206,34 @@ pub(crate) async fn delete_conversation(app: AppHandle, id: String, base: Base) 
     .await
 }
 
-fn memory_row(n: knowhub_engine::MemoryNode) -> MemoryRow {
-    MemoryRow {
-        uri: n.uri,
-        kind: n.kind,
-        content: n.content,
-        confidence: n.confidence,
-        confirmations: n.confirmations,
-        project: n.project,
-        found_by: n.found_by,
-        updated_at_ms: n.updated_at_ms as f64,
-    }
-}
-
-/// What the copilot remembers about the signed-in user, most confident first.
+/// What the copilot remembers about the signed-in user in `base`, most confident first.
 #[tauri::command]
 #[specta::specta]
-pub(crate) async fn memories(app: AppHandle) -> CmdResult<Vec<MemoryRow>> {
-    as_user(app, move |s| {
-        Ok(s.engine
-            .memories(&s.ctx)?
-            .into_iter()
-            .map(memory_row)
-            .collect())
+pub(crate) async fn memories(app: AppHandle, base: Base) -> CmdResult<Vec<MemoryRow>> {
+    blocking(app, move |state, _| state.library(base)?.memories()).await
+}
+
+/// Forgets one of the signed-in user's memories in `base`.
+#[tauri::command]
+#[specta::specta]
+pub(crate) async fn forget_memory(app: AppHandle, uri: String, base: Base) -> CmdResult<()> {
+    blocking(app, move |state, _| {
+        state.library(base)?.forget_memory(&uri)
     })
     .await
 }
 
-/// Forgets one of the signed-in user's memories.
-#[tauri::command]
-#[specta::specta]
-pub(crate) async fn forget_memory(app: AppHandle, uri: String) -> CmdResult<()> {
-    as_user(app, move |s| Ok(s.engine.memory_delete(&s.ctx, &uri)?)).await
-}
-
-/// Remembers what the user said about themself in one of their conversations (and a task it
-/// completed), with the answer model when one is configured.
+/// Remembers what the user said about themself in one of their conversations in `base` (and
+/// a task it completed), with the answer model of whoever answered it.
 #[tauri::command]
 #[specta::specta]
 pub(crate) async fn remember_conversation(
     app: AppHandle,
     session_id: String,
+    base: Base,
 ) -> CmdResult<RememberReport> {
     blocking(app, move |state, _| {
-        let s = state.signed();
-        let llm = state.llm()?;
-        let model = llm.clone().map(knowhub_agent::memory::LlmMemoryModel::new);
-        let with = knowhub_engine::CommitWith {
-            model: model
-                .as_ref()
-                .map(|m| m as &dyn knowhub_engine::MemoryModel),
-            ..Default::default()
-        };
-        let report = s.engine.memory_commit_session(&s.ctx, &session_id, &with)?;
-        Ok(RememberReport {
-            merged: report.merged.len() as u32,
-            skipped: report.skipped.len() as u32,
-            created: report.created.into_iter().map(memory_row).collect(),
-            confirmed: report.confirmed.into_iter().map(memory_row).collect(),
-            model: llm.map(|l| l.model_id().to_string()),
-            model_error: report.model_error,
-        })
+        state.library(base)?.remember(&session_id)
     })
     .await
 }

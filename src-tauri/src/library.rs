@@ -34,6 +34,27 @@ pub(crate) trait Library {
     /// A file on this computer holding the document (the original, or a downloaded copy).
     fn local_file(&self, id: i64) -> CmdResult<PathBuf>;
     fn sources(&self, filter: Option<&str>) -> CmdResult<SourcesView>;
+    /// What the copilot remembers about the user in this knowledge base, most confident
+    /// first (theirs alone: administrators do not see it).
+    fn memories(&self) -> CmdResult<Vec<MemoryRow>>;
+    fn forget_memory(&self, uri: &str) -> CmdResult<()>;
+    /// Remembers what the user said about themself in one of their conversations (and a task
+    /// it completed), with the answer model of whoever answered it.
+    fn remember(&self, conversation: &str) -> CmdResult<RememberReport>;
+}
+
+/// A memory as the Memory pane lists it.
+pub(crate) fn memory_row(n: knowhub_engine::MemoryNode) -> MemoryRow {
+    MemoryRow {
+        uri: n.uri,
+        kind: n.kind,
+        content: n.content,
+        confidence: n.confidence,
+        confirmations: n.confirmations,
+        project: n.project,
+        found_by: n.found_by,
+        updated_at_ms: n.updated_at_ms as f64,
+    }
 }
 
 /// This computer's knowledge base, as the signed-in user.
@@ -487,6 +508,43 @@ impl Library for LocalLibrary<'_> {
             documents,
             total,
             queue: queue_of(s)?,
+        })
+    }
+
+    fn memories(&self) -> CmdResult<Vec<MemoryRow>> {
+        let s = &self.signed;
+        Ok(s.engine
+            .memories(&s.ctx)?
+            .into_iter()
+            .map(memory_row)
+            .collect())
+    }
+
+    fn forget_memory(&self, uri: &str) -> CmdResult<()> {
+        let s = &self.signed;
+        Ok(s.engine.memory_delete(&s.ctx, uri)?)
+    }
+
+    fn remember(&self, conversation: &str) -> CmdResult<RememberReport> {
+        let s = &self.signed;
+        let llm = self.state.llm()?;
+        let model = llm.clone().map(knowhub_agent::memory::LlmMemoryModel::new);
+        let with = knowhub_engine::CommitWith {
+            model: model
+                .as_ref()
+                .map(|m| m as &dyn knowhub_engine::MemoryModel),
+            ..Default::default()
+        };
+        let report = s
+            .engine
+            .memory_commit_session(&s.ctx, conversation, &with)?;
+        Ok(RememberReport {
+            merged: n32(report.merged.len()),
+            skipped: n32(report.skipped.len()),
+            created: report.created.into_iter().map(memory_row).collect(),
+            confirmed: report.confirmed.into_iter().map(memory_row).collect(),
+            model: llm.map(|l| l.model_id().to_string()),
+            model_error: report.model_error,
         })
     }
 }

@@ -360,6 +360,38 @@ pub(crate) struct TeamLibrary {
     pub downloads: PathBuf,
 }
 
+/// A memory as the server sends it (`GET /api/v1/memory/node`'s shape).
+#[derive(serde::Deserialize)]
+struct ServerMemory {
+    uri: String,
+    kind: String,
+    content: String,
+    confidence: f64,
+    confirmations: u32,
+    project: Option<String>,
+    found_by: String,
+    updated_at_ms: i64,
+}
+
+fn memory_row(node: serde_json::Value) -> CmdResult<MemoryRow> {
+    let m: ServerMemory = serde_json::from_value(node).map_err(|e| {
+        CommandError::new(
+            "protocol",
+            format!("the team server sent a memory this app cannot read: {e}"),
+        )
+    })?;
+    Ok(MemoryRow {
+        uri: m.uri,
+        kind: m.kind,
+        content: m.content,
+        confidence: m.confidence,
+        confirmations: m.confirmations,
+        project: m.project,
+        found_by: m.found_by,
+        updated_at_ms: m.updated_at_ms as f64,
+    })
+}
+
 /// `kb://doc/<document>#chunk=<chunk>` → (document, chunk).
 fn cited_ids(uri: &str) -> (Option<i64>, Option<i64>) {
     let Some(rest) = uri.strip_prefix("kb://doc/") else {
@@ -727,6 +759,42 @@ impl Library for TeamLibrary {
                     })
                     .collect(),
             },
+        })
+    }
+
+    fn memories(&self) -> CmdResult<Vec<MemoryRow>> {
+        let client = &self.link.client;
+        let folder = format!("ctx://user/{}/memories", client.me()?.user_id);
+        client
+            .memories(&folder)?
+            .into_iter()
+            .map(memory_row)
+            .collect()
+    }
+
+    fn forget_memory(&self, uri: &str) -> CmdResult<()> {
+        Ok(self.link.client.forget_memory(uri)?)
+    }
+
+    fn remember(&self, conversation: &str) -> CmdResult<RememberReport> {
+        let r = self.link.client.remember_conversation(conversation, None)?;
+        let rows = |key: &str| -> CmdResult<Vec<MemoryRow>> {
+            r[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .cloned()
+                .map(memory_row)
+                .collect()
+        };
+        let count = |key: &str| n32(r[key].as_array().map_or(0, Vec::len));
+        Ok(RememberReport {
+            created: rows("created")?,
+            confirmed: rows("confirmed")?,
+            merged: count("merged"),
+            skipped: count("skipped"),
+            model: r["model"].as_str().map(str::to_owned),
+            model_error: r["model_error"].as_str().map(str::to_owned),
         })
     }
 }

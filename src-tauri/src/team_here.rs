@@ -211,4 +211,21 @@ impl Library for TeamHereLibrary<'_> {
     fn sources(&self, filter: Option<&str>) -> CmdResult<SourcesView> {
         self.team.sources(filter)
     }
+
+    fn memories(&self) -> CmdResult<Vec<MemoryRow>> {
+        self.team.memories()
+    }
+
+    fn forget_memory(&self, uri: &str) -> CmdResult<()> {
+        self.team.forget_memory(uri)
+    }
+
+    /// A conversation answered here is remembered here (its turns are in this computer's
+    /// store, so are its memories); the server's on the server.
+    fn remember(&self, conversation: &str) -> CmdResult<RememberReport> {
+        if self.is_here(conversation) {
+            return self.here.remember(conversation);
+        }
+        self.team.remember(conversation)
+    }
 }

@@ -15,7 +15,7 @@ use knowhub_agent::providers::LlmChoice;
 use knowhub_engine::authz::{Role, UserId};
 use knowhub_engine::{EngineConfig, Hub, IngestOptions, ParserBackend, dev_context};
 
-use crate::dto::Base;
+use crate::dto::{Base, MemoryRow};
 use crate::state::{AppConfig, AppState};
 
 fn write(root: &Path, rel: &str, text: &str) {
@@ -805,6 +805,68 @@ fn settings_panes_administer_the_team_server_under_the_users_role_there() {
     // Her own computer's knowledge base is hers to administer.
     assert!(hers.administration(Base::Local).unwrap().users().is_ok());
 
+    stop.send(()).unwrap();
+    server.join().unwrap();
+}
+
+#[test]
+fn memories_are_kept_where_the_conversation_was_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, alice_key, _, stop, server, _, _) =
+        team_server(&dir.path().join("server"), &dir.path().join("company"));
+    let state = app(&dir.path().join("alice"));
+    state
+        .join_team(&format!("http://{addr}"), &alice_key, None)
+        .unwrap();
+    let local = state.library(Base::Local).unwrap();
+
+    // Answered by the server: remembered there, listed with the team shown only.
+    let by_server = ask(
+        &state,
+        Base::Team,
+        "I prefer short answers. How many days of annual leave?",
+    );
+    let team = state.library(Base::Team).unwrap();
+    let kept = team
+        .remember(by_server.session_id.as_deref().unwrap())
+        .unwrap();
+    assert!(
+        kept.created
+            .iter()
+            .any(|m| m.content.contains("short answers")),
+        "{kept:?}"
+    );
+    let on_team = team.memories().unwrap();
+    let short = on_team
+        .iter()
+        .find(|m| m.content.contains("short answers"))
+        .unwrap_or_else(|| panic!("{on_team:?}"))
+        .uri
+        .clone();
+    assert!(local.memories().unwrap().is_empty());
+
+    // Answered here over the team's passages: remembered on this computer.
+    drop(team);
+    state
+        .set_team_answers(crate::dto::TeamAnswers::ThisComputer)
+        .unwrap();
+    let here = ask(
+        &state,
+        Base::Team,
+        "I work in the Berlin office. How many days of annual leave?",
+    );
+    let team = state.library(Base::Team).unwrap();
+    team.remember(here.session_id.as_deref().unwrap()).unwrap();
+    let berlin = |list: Vec<MemoryRow>| list.iter().any(|m| m.content.contains("Berlin"));
+    assert!(berlin(local.memories().unwrap()));
+    assert!(!berlin(team.memories().unwrap()));
+
+    // Forgotten on the server.
+    team.forget_memory(&short).unwrap();
+    assert!(team.memories().unwrap().iter().all(|m| m.uri != short));
+    assert_eq!(team.forget_memory(&short).unwrap_err().kind, "not_found");
+
+    drop((team, local));
     stop.send(()).unwrap();
     server.join().unwrap();
 }

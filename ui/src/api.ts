@@ -160,11 +160,12 @@ export const api = {
   conversations: (base: Base) => unwrap(commands.conversations(base)),
   conversation: (id: string, base: Base) => unwrap(commands.conversation(id, base)),
   deleteConversation: (id: string, base: Base) => unwrap(commands.deleteConversation(id, base)),
-  memories: () => unwrap(commands.memories()),
-  forgetMemory: (uri: string) => unwrap(commands.forgetMemory(uri)),
+  memories: (base: Base) => unwrap(commands.memories(base)),
+  forgetMemory: (uri: string, base: Base) => unwrap(commands.forgetMemory(uri, base)),
   /** Remembers what the user said about themself in a conversation (with the answer model
    * when one is configured: this can take a while on a CPU). */
-  rememberConversation: (sessionId: string) => unwrap(commands.rememberConversation(sessionId)),
+  rememberConversation: (sessionId: string, base: Base) =>
+    unwrap(commands.rememberConversation(sessionId, base)),
   trace: (traceId: string, base: Base) => unwrap(commands.trace(traceId, base)),
   sendFeedback: (traceId: string, helpful: boolean, note: string, base: Base) =>
     unwrap(commands.sendFeedback(traceId, helpful, note, base)),

@@ -26,15 +26,15 @@ export const commands = {
 	/**  One conversation's answers, oldest first, with their sources. */
 	conversation: (id: string, base: Base) => typedError<Answer_Serialize[], CommandError>(__TAURI_INVOKE("conversation", { id, base })),
 	deleteConversation: (id: string, base: Base) => typedError<null, CommandError>(__TAURI_INVOKE("delete_conversation", { id, base })),
-	/**  What the copilot remembers about the signed-in user, most confident first. */
-	memories: () => typedError<MemoryRow_Serialize[], CommandError>(__TAURI_INVOKE("memories")),
-	/**  Forgets one of the signed-in user's memories. */
-	forgetMemory: (uri: string) => typedError<null, CommandError>(__TAURI_INVOKE("forget_memory", { uri })),
+	/**  What the copilot remembers about the signed-in user in `base`, most confident first. */
+	memories: (base: Base) => typedError<MemoryRow_Serialize[], CommandError>(__TAURI_INVOKE("memories", { base })),
+	/**  Forgets one of the signed-in user's memories in `base`. */
+	forgetMemory: (uri: string, base: Base) => typedError<null, CommandError>(__TAURI_INVOKE("forget_memory", { uri, base })),
 	/**
-	 *  Remembers what the user said about themself in one of their conversations (and a task it
-	 *  completed), with the answer model when one is configured.
+	 *  Remembers what the user said about themself in one of their conversations in `base` (and
+	 *  a task it completed), with the answer model of whoever answered it.
 	 */
-	rememberConversation: (sessionId: string) => typedError<RememberReport_Serialize, CommandError>(__TAURI_INVOKE("remember_conversation", { sessionId })),
+	rememberConversation: (sessionId: string, base: Base) => typedError<RememberReport_Serialize, CommandError>(__TAURI_INVOKE("remember_conversation", { sessionId, base })),
 	/**
 	 *  "How was this answered": route, steps with timings, evidence with its permission
 	 *  decision, the SQL run and the stop reason.

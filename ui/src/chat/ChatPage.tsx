@@ -239,11 +239,12 @@ function Composer({ value, onChange, onSubmit }: ComposerProps) {
 function RememberButton({ sessionId }: { sessionId: string }) {
   const { t } = useTranslation();
   const { notify, showError } = useToast();
+  const { base } = useApp();
   const [busy, setBusy] = useState(false);
   const remember = async () => {
     setBusy(true);
     try {
-      const r = await api.rememberConversation(sessionId);
+      const r = await api.rememberConversation(sessionId, base);
       const kept = [...r.created, ...r.confirmed];
       const title =
         kept.length === 0

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useState } from "react";
 import { useTranslation } from "react-i18next";
 import { api, type MemoryRow } from "../api";
 import { TrashIcon } from "../components/icons";
+import { useApp } from "../state/app";
 import { useToast } from "../state/toasts";
 
 /** The order kinds are shown in: who the user is, then how they like things, then tasks. */
@@ -11,18 +12,20 @@ const rank = (kind: string) => {
   return i < 0 ? KIND_ORDER.length : i;
 };
 
-/** Settings → Memory: what the copilot remembers about the signed-in user (loaded into every
+/** Settings → Memory: what the copilot remembers about the signed-in user in the knowledge
+ * base the window shows (this computer's, or the team server's; loaded into every
  * conversation as their profile) and the tasks it learned, each forgettable. Nobody else —
  * administrators included — sees this list. */
 export function MemoryTab() {
   const { t } = useTranslation();
   const { notify, showError } = useToast();
+  const { base } = useApp();
   const [rows, setRows] = useState<MemoryRow[] | null>(null);
   const [forgetting, setForgetting] = useState<string | null>(null);
 
   const load = useCallback(() => {
-    api.memories().then(setRows).catch(showError);
-  }, [showError]);
+    api.memories(base).then(setRows).catch(showError);
+  }, [base, showError]);
   useEffect(load, [load]);
 
   if (!rows) {
@@ -37,7 +40,7 @@ export function MemoryTab() {
   const forget = async (row: MemoryRow) => {
     setForgetting(row.uri);
     try {
-      await api.forgetMemory(row.uri);
+      await api.forgetMemory(row.uri, base);
       setRows((list) => (list ?? []).filter((r) => r.uri !== row.uri));
       notify("success", t("memory.forgotten"));
     } catch (err) {
