@@ -5,6 +5,7 @@ import { advance, DownloadStatus, startProgress, type DownloadProgress } from ".
 import { formatBytes } from "../lib/format";
 import { useApp } from "../state/app";
 import { useToast } from "../state/toasts";
+import { ModelFacts } from "./ModelFacts";
 import { TeamModelsCard } from "./TeamModelsCard";
 
 type Kind = LlmSetting["kind"];
@@ -65,29 +66,13 @@ function LocalModelsTab() {
     <div className="stack">
       <section className="card">
         <h2 className="card-title">{t("models.search")}</h2>
-        <dl className="facts">
-          <div>
-            <dt>{t("models.embedder")}</dt>
-            <dd className="mono small">{models.embedder ?? t("models.keywordOnly")}</dd>
-          </div>
-          <div>
-            <dt>{t("models.reranker")}</dt>
-            <dd className="mono small">{models.reranker ?? t("models.none")}</dd>
-          </div>
-          <div className="wide">
-            <dt>{t("models.loaded")}</dt>
-            <dd className="mono small" data-testid="llm-loaded">
-              {models.llmLoaded ?? t("models.extractiveNow")}
-            </dd>
-          </div>
-        </dl>
-        {models.notes.length > 0 && (
-          <ul className="notes" data-testid="model-notes">
-            {models.notes.map((n, i) => (
-              <li key={i}>{n}</li>
-            ))}
-          </ul>
-        )}
+        <ModelFacts
+          embedder={models.embedder}
+          reranker={models.reranker}
+          answerModel={models.llmLoaded}
+          notes={models.notes}
+          answerTestId="llm-loaded"
+        />
       </section>
 
       <section className="card">
