@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Validates eval/debian-faq/questions.jsonl (stdlib only).
+"""Validates an eval question set: eval/debian-faq/questions.jsonl by default (stdlib only).
 
 Checks: one JSON object per line, unique ids, required fields and their types, the kinds,
 the id pattern, the history rules (followup: 1-2 earlier questions; other kinds: none), that
@@ -10,8 +10,14 @@ Prints the counts per language x kind and checks the set's minimums.
 
 Usage:
     python3 eval/debian-faq/check_questions.py [questions.jsonl] [--docs DIR] [--skip-docs]
+    python3 eval/debian-faq/check_questions.py --set eval/gimp-help [--skip-docs]
 
-The documents are fetched by scripts/fetch_eval_docs.sh into eval/debian-faq/docs/ (git-ignored).
+--set DIR validates another set laid out like this one: DIR/questions.jsonl over DIR/docs/, with
+the minimums of MINIMUMS[basename of DIR] (the Debian FAQ's for an unknown name). A questions file
+given without --set is taken as its folder's set. --docs defaults to the docs/ folder beside the
+questions file; --min KIND=N overrides a minimum.
+
+The documents are fetched by scripts/fetch_eval_docs.sh [SET] into eval/SET/docs/ (git-ignored).
 --skip-docs runs only the structural checks (for machines without the documents).
 
 The normalisation used here (norm) is the one the scoring rule refers to: case folded, runs of
@@ -32,7 +38,11 @@ KINDS = ("fact", "howto", "comparison", "followup", "unanswerable")
 LANGS = {"en": "en", "zh-cn": "zh"}  # lang -> id prefix; lang is also the docs folder
 REQUIRED = ("id", "lang", "kind", "history", "question", "gold", "doc", "section", "page")
 OPTIONAL = ("also",)
-MINIMUMS = {"total": 120, "fact": 50, "howto": 20, "comparison": 10, "followup": 12, "unanswerable": 15}
+# Minimums per set (by folder name). debian-faq: the check set; gimp-help: a development set.
+MINIMUMS = {
+    "debian-faq": {"total": 120, "fact": 50, "howto": 20, "comparison": 10, "followup": 12, "unanswerable": 15},
+    "gimp-help": {"total": 80, "fact": 35, "howto": 15, "comparison": 8, "followup": 8, "unanswerable": 16},
+}
 
 CJK = r"\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 _CJK_SPACE = re.compile(r"(?<=[%s]) | (?=[%s])" % (CJK, CJK))
@@ -91,13 +101,29 @@ def norm(s):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("questions", nargs="?", default=os.path.join(HERE, "questions.jsonl"))
-    ap.add_argument("--docs", default=os.path.join(HERE, "docs"))
+    ap.add_argument("questions", nargs="?", help="default: SET/questions.jsonl")
+    ap.add_argument("--set", help="the set's folder (default: the questions file's, else this script's)")
+    ap.add_argument("--docs", help="default: the docs/ folder beside the questions file")
+    ap.add_argument("--min", action="append", default=[], metavar="KIND=N", help="override a minimum")
     ap.add_argument("--skip-docs", action="store_true", help="structural checks only")
     args = ap.parse_args()
+    if args.set is None:
+        args.set = os.path.dirname(os.path.abspath(args.questions)) if args.questions else HERE
+    set_name = os.path.basename(os.path.normpath(os.path.abspath(args.set)))
+    if args.questions is None:
+        args.questions = os.path.join(args.set, "questions.jsonl")
+    if args.docs is None:
+        args.docs = os.path.join(os.path.dirname(os.path.abspath(args.questions)), "docs")
+    minimums = dict(MINIMUMS.get(set_name, MINIMUMS["debian-faq"]))
+    for m in args.min:
+        k, _, n = m.partition("=")
+        if k not in minimums or not n.isdigit():
+            sys.exit(f"--min {m!r}: expected KIND=N with KIND in {list(minimums)}")
+        minimums[k] = int(n)
 
     if not args.skip_docs and not os.path.isdir(args.docs):
-        sys.exit(f"{args.docs} is missing: run scripts/fetch_eval_docs.sh first (or pass --skip-docs)")
+        fetch = "scripts/fetch_eval_docs.sh" + ("" if set_name == "debian-faq" else f" {set_name}")
+        sys.exit(f"{args.docs} is missing: run {fetch} first (or pass --skip-docs)")
 
     errors = []
     texts = {}
@@ -217,7 +243,7 @@ def main():
         print(f"{k:{width}} " + " ".join(f"{counts[l][k]:>6}" for l in LANGS) + f" {kinds_total[k]:>6}")
     print(f"{'total':{width}} " + " ".join(f"{sum(counts[l].values()):>6}" for l in LANGS) + f" {total:>6}")
 
-    for k, minimum in MINIMUMS.items():
+    for k, minimum in minimums.items():
         have = total if k == "total" else kinds_total[k]
         if have < minimum:
             errors.append(f"too few {k}: {have} < {minimum}")

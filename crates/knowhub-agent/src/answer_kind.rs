@@ -164,7 +164,8 @@ const CHINESE_DIGITS: &str = "零一二三四五六七八九十百千万两";
 impl AnswerKind {
     /// The kind of answer `question` asks for, if it asks for a figure.
     pub(crate) fn of(question: &str) -> Option<AnswerKind> {
-        let q = question.to_lowercase();
+        // "哪几个工具" asks which ones, not how many: "哪几" reads as "哪".
+        let q = question.to_lowercase().replace("哪几", "哪");
         let asks = |phrases: &[&str]| phrases.iter().any(|p| q.contains(p));
         if asks(AMOUNT_ASKS) {
             Some(AnswerKind::Amount)
@@ -311,6 +312,9 @@ mod tests {
             ("有几个环境？", Some(Number)),
             ("What is the default maxSurge?", None),
             ("几乎所有人都知道吗", None),
+            // "哪几" asks which ones.
+            ("哪几个部门要参加评审？", None),
+            ("哪几天不能发布？", Some(Moment)),
         ];
         for (q, want) in rows {
             assert_eq!(AnswerKind::of(q), *want, "{q}");

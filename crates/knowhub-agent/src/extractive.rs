@@ -230,6 +230,15 @@ fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, 
     // A question that asks for a figure ("多少钱", "how long"), put to a sentence that states
     // one of that kind ("200 元", "3 个月"), shares one term more.
     let kind = AnswerKind::of(question);
+    // Numbers and codes the question names ("GIMP 2.4", "SEV1", "2019 年") identify what it
+    // asks about; people copy them as written, so the passage that answers names them, in the
+    // sentence, a heading or a sentence before it ("本届总决赛…" after "2008年NBA总决赛…").
+    // A passage about version 1.0's release does not answer when 2.4 was released, however
+    // many other words its sentences share.
+    let named: Vec<&String> = q
+        .iter()
+        .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
+        .collect();
     let mut scored: Vec<(f32, usize, usize, String)> = Vec::new();
     for (i, e) in evidence.iter().enumerate() {
         if e.kind != "doc_chunk" {
@@ -239,8 +248,18 @@ fn ranked_sentences(question: &str, evidence: &[&EvidenceItem]) -> Vec<(String, 
             .source
             .heading
             .iter()
+            .chain(&e.source.title)
             .flat_map(|h| prose_terms(h))
             .collect();
+        if !named.is_empty() {
+            let passage = prose_terms(&e.text);
+            if !named
+                .iter()
+                .all(|t| passage.contains(*t) || headings.contains(*t))
+            {
+                continue;
+            }
+        }
         for (j, s) in sentences(&e.text).into_iter().enumerate() {
             // Headings and fragments are not answers.
             if !is_statement(&s)
@@ -419,6 +438,31 @@ mod tests {
             let (text, _) = brief(question, &[evidence]).unwrap();
             assert!(text.starts_with(first), "{question}: {text}");
         }
+    }
+
+    #[test]
+    fn a_number_the_question_names_must_be_named_where_it_is_answered() {
+        let releases = doc("GIMP version 1.0 was released on June 5, 1998. \
+             Version 1.2.0 was released on December 25, 2000.");
+        let q = "On what date was GIMP 2.4 released?";
+        assert!(answer(q, &[&releases], Lang::En).is_none());
+        // Named under the passage's heading, or in the passage before the sentence.
+        let headed = under(
+            &["What's new in GIMP 2.4"],
+            "It was released on October 24, 2007.",
+        );
+        let (text, _) = answer(q, &[&headed], Lang::En).unwrap();
+        assert!(
+            text.starts_with("It was released on October 24, 2007."),
+            "{text}"
+        );
+        let told = doc("GIMP 2.4 brought a new look. It was released on October 24, 2007.");
+        let (text, _) = answer(q, &[&told], Lang::En).unwrap();
+        assert!(text.contains("October 24, 2007"), "{text}");
+        // "SEV1" is a code: a sentence about SEV2 does not answer.
+        let sev = doc("A SEV2 incident must be acknowledged within 4 hours.");
+        let q = "How fast must a SEV1 incident be acknowledged?";
+        assert!(answer(q, &[&sev], Lang::En).is_none());
     }
 
     fn under(heading: &[&str], text: &str) -> EvidenceItem {

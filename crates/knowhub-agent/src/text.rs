@@ -86,7 +86,17 @@ fn collect_terms(text: &str, stem: Stem) -> HashSet<String> {
         }
         run.clear();
     };
-    for c in lower.chars() {
+    let mut chars = lower.chars().peekable();
+    while let Some(c) = chars.next() {
+        // A number with a point in it ("2.0", "1.5", "10.2.1") is one term: a question about
+        // version 2.0 is not answered by a sentence about 2.6 because both hold a "2".
+        if c == '.'
+            && word.ends_with(|w: char| w.is_ascii_digit())
+            && chars.peek().is_some_and(char::is_ascii_digit)
+        {
+            word.push(c);
+            continue;
+        }
         if is_cjk(c) {
             if !word.is_empty() {
                 push_word(&mut out, &word, stem);
@@ -116,6 +126,11 @@ fn push_word(out: &mut HashSet<String>, word: &str, stem: Stem) {
         return;
     }
     if STOP_WORDS.contains(&word) {
+        return;
+    }
+    // A dotted number is kept whole: the index's tokenizer would split it at the point.
+    if word.contains('.') {
+        out.insert(word.to_string());
         return;
     }
     let stem = match stem {
@@ -356,6 +371,16 @@ mod tests {
         }
         assert!(!t.contains("how") && !t.contains("多少"));
         assert_eq!(normalize("  a\tb\u{0007}\n c "), "a b c");
+    }
+
+    #[test]
+    fn a_number_with_a_point_is_one_term() {
+        let t = prose_terms("What changed in GIMP 2.0 and Qwen2.5? Version 3. Next");
+        for want in ["2.0", "qwen2.5", "3"] {
+            assert!(t.contains(want), "{want} in {t:?}");
+        }
+        assert!(!t.contains("2") && !t.contains("0"), "{t:?}");
+        assert!(prose_terms("版本 2.6 发布").contains("2.6"));
     }
 
     #[test]

@@ -59,6 +59,25 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         step.out["result_too_long_for_the_writer"] = rows_for_the_user.into();
         step
     };
+    // The writer is not asked when nothing it reads could answer: no query result, and no
+    // sentence of the passages shares enough of the question's words, states a figure of the
+    // kind it asks for and names the numbers it names (the extractive answer's test). Asked
+    // anyway, a small model answers with whatever sentence it was shown, and its words pass
+    // the citation check because they are the evidence's. The test is one of words, so it is
+    // made only when some passage is in the question's language; across languages the writer
+    // translates.
+    let unanswerable = deps.llm.is_some()
+        && !refs.iter().any(|e| e.kind == "sql_result")
+        && refs
+            .iter()
+            .any(|e| e.kind == "doc_chunk" && Lang::detect(&e.text) == lang)
+        && extractive::answer(&question, &refs, lang).is_none();
+    if unanswerable {
+        extractive_or_abstain(state, deps, None, false, lang);
+        let mut step = answer_report(state, 0, 0);
+        step.out["writer_not_asked"] = "no sentence of the passages answers the question".into();
+        return Ok(step);
+    }
     if deps.llm.is_some() && !rows_for_the_user {
         // Checked on every streamed token: what only a copy would hold is listed once.
         let verbatim = as_listed(&refs);
