@@ -1,7 +1,10 @@
 //! What kind of answer a question asks for (an amount of money, a duration, a moment, a
 //! number) and whether a sentence states one. "多少钱以上需要发票？" shares few words with
 //! "单笔金额超过 200 元的，必须上传发票", but it asks for an amount and the sentence states
-//! one: that is evidence of an answer the words alone do not show.
+//! one: that is evidence of an answer the words alone do not show. The question phrases, units
+//! and money words are in `data/words.toml`.
+
+use crate::words::words;
 
 /// The kind of figure a question asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,164 +19,20 @@ pub(crate) enum AnswerKind {
     Number,
 }
 
-const AMOUNT_ASKS: &[&str] = &[
-    "多少钱",
-    "多少元",
-    "什么价格",
-    "费用是多少",
-    "金额是多少",
-    "how much does",
-    "how much is",
-    "how much do",
-    "what does it cost",
-    "what is the price",
-    "what is the cost",
-];
-const DURATION_ASKS: &[&str] = &[
-    "多久",
-    "多长时间",
-    "多长",
-    "几天",
-    "多少天",
-    "几个月",
-    "多少个月",
-    "几年",
-    "多少年",
-    "几周",
-    "几个小时",
-    "几小时",
-    "多少小时",
-    "几分钟",
-    "多少分钟",
-    "how long",
-    "how many days",
-    "how many hours",
-    "how many minutes",
-    "how many weeks",
-    "how many months",
-    "how many years",
-    "how soon",
-    "how quickly",
-    "how fast",
-];
-const MOMENT_ASKS: &[&str] = &[
-    "什么时候",
-    "何时",
-    "哪一年",
-    "哪年",
-    "哪一天",
-    "哪天",
-    "几月",
-    "几号",
-    "几点",
-    "what year",
-    "which year",
-    "what date",
-    "what time",
-    "which day",
-    "what day",
-];
-const NUMBER_ASKS: &[&str] = &[
-    "多少",
-    "几个",
-    "几位",
-    "几名",
-    "几次",
-    "几种",
-    "几家",
-    "几条",
-    "几项",
-    "几倍",
-    "how many",
-    "how much",
-    "百分之",
-];
-
-/// Units after a number that make it a duration.
-const DURATION_UNITS: &[&str] = &[
-    "个工作日",
-    "工作日",
-    "个月",
-    "个小时",
-    "小时",
-    "分钟",
-    "年",
-    "月",
-    "周",
-    "星期",
-    "天",
-    "日",
-    "秒",
-    "year",
-    "month",
-    "week",
-    "day",
-    "working day",
-    "business day",
-    "hour",
-    "minute",
-    "min",
-    "second",
-];
-/// Currency words after a number ("200 元", "600 CNY") or before it ("CNY 600", "$5").
-const CURRENCY_AFTER: &[&str] = &[
-    "元", "块", "万元", "亿元", "美元", "欧元", "英镑", "日元", "cny", "rmb", "usd", "eur", "yuan",
-    "dollar", "euro",
-];
-const CURRENCY_BEFORE: &[&str] = &["cny", "rmb", "usd", "eur", "$", "¥", "€", "£", "us$"];
-/// What makes a number a moment: "2024 年", "3 月", "15 日", "9 点", "14:00".
-const MOMENT_UNITS: &[&str] = &["年", "月", "日", "号", "点"];
-const MOMENT_WORDS: &[&str] = &[
-    "周一",
-    "周二",
-    "周三",
-    "周四",
-    "周五",
-    "周六",
-    "周日",
-    "星期",
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-    "january",
-    "february",
-    "march",
-    "april",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-/// English numbers written as words ("two weeks", "fifteen days"). "one" is left out: "no
-/// one", "one of them".
-const NUMBER_WORDS: &[&str] = &[
-    "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-    "fifteen", "twenty", "thirty", "forty", "fifty", "sixty", "hundred", "thousand", "million",
-];
-/// Chinese measure words that make a run of Chinese numerals a number ("三个", "五次").
-const MEASURES: &str = "个位名次种家条项天年月周日元岁倍人台件";
-const CHINESE_DIGITS: &str = "零一二三四五六七八九十百千万两";
-
 impl AnswerKind {
     /// The kind of answer `question` asks for, if it asks for a figure.
     pub(crate) fn of(question: &str) -> Option<AnswerKind> {
         // "哪几个工具" asks which ones, not how many: "哪几" reads as "哪".
         let q = question.to_lowercase().replace("哪几", "哪");
-        let asks = |phrases: &[&str]| phrases.iter().any(|p| q.contains(p));
-        if asks(AMOUNT_ASKS) {
+        let asks = |phrases: &[String]| phrases.iter().any(|p| q.contains(p.as_str()));
+        let words = words();
+        if asks(&words.amount_asks) {
             Some(AnswerKind::Amount)
-        } else if asks(DURATION_ASKS) {
+        } else if asks(&words.duration_asks) {
             Some(AnswerKind::Duration)
-        } else if asks(MOMENT_ASKS) {
+        } else if asks(&words.moment_asks) {
             Some(AnswerKind::Moment)
-        } else if asks(NUMBER_ASKS) {
+        } else if asks(&words.number_asks) {
             Some(AnswerKind::Number)
         } else {
             None
@@ -183,18 +42,36 @@ impl AnswerKind {
     /// Whether `sentence` states a figure of this kind.
     pub(crate) fn stated_in(self, sentence: &str) -> bool {
         let lower = sentence.to_lowercase();
-        if self == AnswerKind::Moment && MOMENT_WORDS.iter().any(|w| lower.contains(w)) {
+        let words = words();
+        if self == AnswerKind::Moment
+            && words
+                .moment_words
+                .iter()
+                .any(|w| lower.contains(w.as_str()))
+        {
             return true;
         }
         numbers(&lower).iter().any(|n| match self {
             AnswerKind::Number => true,
             AnswerKind::Amount => {
-                CURRENCY_AFTER.iter().any(|u| n.after.starts_with(u))
-                    || CURRENCY_BEFORE.iter().any(|u| n.before.ends_with(u))
+                words
+                    .currency_after
+                    .iter()
+                    .any(|u| n.after.starts_with(u.as_str()))
+                    || words
+                        .currency_before
+                        .iter()
+                        .any(|u| n.before.ends_with(u.as_str()))
             }
-            AnswerKind::Duration => DURATION_UNITS.iter().any(|u| n.after.starts_with(u)),
+            AnswerKind::Duration => words
+                .duration_units
+                .iter()
+                .any(|u| n.after.starts_with(u.as_str())),
             AnswerKind::Moment => {
-                MOMENT_UNITS.iter().any(|u| n.after.starts_with(u))
+                words
+                    .moment_units
+                    .iter()
+                    .any(|u| n.after.starts_with(u.as_str()))
                     || (n.ascii
                         && n.after.starts_with(':')
                         && n.after[1..].starts_with(|c: char| c.is_ascii_digit()))
@@ -222,13 +99,14 @@ struct Number {
 /// The numbers in `text` (lower-cased): runs of ASCII digits (with "." or "," between digits),
 /// and runs of Chinese numerals followed by a measure word ("三个月", not "统一").
 fn numbers(text: &str) -> Vec<Number> {
+    let (digits, measures) = (&words().chinese_digits, &words().number_measures);
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
         let ascii = c.is_ascii_digit();
-        if !ascii && !CHINESE_DIGITS.contains(c) {
+        if !ascii && !digits.contains(c) {
             i += 1;
             continue;
         }
@@ -241,7 +119,7 @@ fn numbers(text: &str) -> Vec<Number> {
                         && chars.get(i + 1).is_some_and(char::is_ascii_digit)
                         && i > start)
             } else {
-                CHINESE_DIGITS.contains(d)
+                digits.contains(d)
             };
             if !inside {
                 break;
@@ -250,7 +128,7 @@ fn numbers(text: &str) -> Vec<Number> {
         }
         let after: String = chars[i..].iter().take(14).collect::<String>();
         let after = after.trim_start().chars().take(12).collect::<String>();
-        if !ascii && !after.starts_with(|m: char| MEASURES.contains(m)) {
+        if !ascii && !after.starts_with(|m: char| measures.contains(m)) {
             continue;
         }
         let before: String = chars[start.saturating_sub(4)..start].iter().collect();
@@ -275,7 +153,7 @@ fn number_words(text: &str) -> Vec<Number> {
             .unwrap_or(rest.len() - start);
         let word = &rest[start..start + word_len];
         let after = &rest[start + word_len..];
-        if NUMBER_WORDS.contains(&word) {
+        if words().number_words.iter().any(|w| w == word) {
             out.push(Number {
                 text: word.to_string(),
                 ascii: false,

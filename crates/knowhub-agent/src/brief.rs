@@ -15,6 +15,7 @@ use crate::citations;
 use crate::lang::Lang;
 use crate::state::EvidenceItem;
 use crate::text::{named_dates, names_dates, prose_terms, sentences};
+use crate::words::words;
 
 /// Evidence sentences shown to the model at most.
 const MAX_LINES: usize = 5;
@@ -448,36 +449,13 @@ pub(crate) fn echoes(answer: &str, question: &str) -> bool {
             .any(|rest| rest.starts_with(&a))
 }
 
-/// Words that ask for a time, a person, a number, a place or a choice (a reason is asked
-/// apart: 为什么 holds 什么).
-const ASKS_OTHER: &[&str] = &[
-    "何时",
-    "什么时候",
-    "哪一年",
-    "哪年",
-    "几年",
-    "谁",
-    "哪位",
-    "多少",
-    "几",
-    "多大",
-    "多高",
-    "多长",
-    "哪里",
-    "哪儿",
-    "何处",
-    "在哪",
-    "哪个",
-    "哪些",
-    "哪",
-];
-
 /// Whether a Chinese question asks what kind of thing (什么 before a short noun or frame at its
 /// end: "担任什么职务？", "以什么为食？", "有什么作用？", "什么样的") or how (怎么, 如何, 怎样).
 /// Such a question is answered by a statement, and its answer keeps the clause's words the
 /// question repeats: "以草籽和昆虫为食" for "这种鸟以什么为食？", "任市图书馆馆长" for "…她担任
 /// 什么职务？". Not "…是什么？" (a name or a definition), nor a question
-/// of why, when, who, how many, where or which one, whose answer is the thing asked for.
+/// of why, when, who, how many, where or which one, whose answer is the thing asked for (the
+/// words that ask so are `asks_other` in `data/words.toml`).
 pub(crate) fn asks_kind_or_manner(question: &str) -> bool {
     // 为什么 holds 什么.
     if ["为什么", "为何", "原因"]
@@ -492,7 +470,11 @@ pub(crate) fn asks_kind_or_manner(question: &str) -> bool {
     {
         return true;
     }
-    if ASKS_OTHER.iter().any(|w| question.contains(w)) {
+    if words()
+        .asks_other
+        .iter()
+        .any(|w| question.contains(w.as_str()))
+    {
         return false;
     }
     let Some(at) = question.find("什么") else {

@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use crate::lang::Lang;
 use crate::text::{sentences, word_terms};
+use crate::words::words;
 
 /// The outcome of checking a generated answer against `n` evidence items.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -565,20 +566,15 @@ fn listed_values(sentence: &str) -> Vec<String> {
         .collect()
 }
 
-/// Labels that open a sentence without saying what it is about ("注意：…", "Note: …").
-const ASIDES: &str = "注意 注 提示 提醒 说明 备注 重要 重要提示 特别提醒 note notes nb important tip warning caution reminder";
-
-/// What a sentence says after an aside that opens it ("注意：生产环境（prod）的变更窗口为…"):
+/// What a sentence says after an aside that opens it ("注意：生产环境（prod）的变更窗口为…";
+/// the labels, "注意", "Note", are `asides` in `data/words.toml`):
 /// the rest says all the sentence does, and writers copy it without the label. A label that
 /// names a subject ("maxSurge: 25% — …", "Memory limit: 1Gi") is not an aside: without it,
 /// the rest could be read as anything's.
 fn after_aside(sentence: &str) -> Option<&str> {
     let (label, rest) = sentence.split_once(['：', ':'])?;
     let label = label.trim().to_lowercase();
-    ASIDES
-        .split_whitespace()
-        .any(|aside| aside == label)
-        .then_some(rest.trim())
+    words().asides.contains(&label).then_some(rest.trim())
 }
 
 /// How a sentence is compared with the evidence's to tell a copy: without a list item's
@@ -818,39 +814,19 @@ const ATTRIBUTION_SLACK: usize = 1;
 /// stating its figure must hold: see [`Passage::holds_subject`].
 const SUBJECT_SHARE: f32 = 0.5;
 
-/// Chinese question words: a claim that repeats one ("加班费是多少") names nothing by it.
-const ASKING_ZH: &[&str] = &[
-    "什么",
-    "多少",
-    "哪些",
-    "哪个",
-    "哪里",
-    "怎么",
-    "怎样",
-    "如何",
-    "是否",
-    "可以",
-    "为什么",
-    "请问",
-    "几点",
-    "多久",
-    "多长",
-    "多大",
-    "多高",
-];
-
 /// The words of `text` that can name what a figure is of: English words (stemmed, as documents
 /// are matched) other than stop words, figures and the words that only stand around a figure
-/// ([`NOT_BESIDE`]: units, "within", "per"); Chinese words of two characters or more as the
-/// index cuts them (jieba, compounds with their parts: 工作时间 is 工作, 时间 and 工作时间)
-/// other than question words. Single Chinese characters are mostly units or particles (天, 是).
+/// (`not_beside` in `data/words.toml`: units, "within", "per"); Chinese words of two characters
+/// or more as the index cuts them (jieba, compounds with their parts: 工作时间 is 工作, 时间 and
+/// 工作时间) other than question words (`asking_zh`). Single Chinese characters are mostly
+/// units or particles (天, 是).
 fn subject_words(text: &str) -> HashSet<String> {
     let mut out: HashSet<String> = HashSet::new();
     let lower = text.to_lowercase();
     for token in lower.split(|c: char| !c.is_alphanumeric() || crate::lang::is_cjk(c)) {
         if token.is_empty()
             || token.starts_with(|c: char| c.is_ascii_digit())
-            || NOT_BESIDE.contains(&token)
+            || words().not_beside.iter().any(|w| w == token)
         {
             continue;
         }
@@ -859,27 +835,13 @@ fn subject_words(text: &str) -> HashSet<String> {
     out.extend(knowhub_index::analyze(text).into_iter().filter(|w| {
         w.chars().count() >= 2
             && w.chars().all(crate::lang::is_cjk)
-            && !ASKING_ZH.contains(&w.as_str())
+            && !words().asking_zh.contains(w)
     }));
     out
 }
 
-/// Words that say nothing of what a figure is of: the words around it ("within", "is", "per"),
-/// and its units ("2 hours", "30 s", "CNY 600" keeps "CNY": a currency names what is counted).
-const NOT_BESIDE: &[&str] = &[
-    "a", "an", "the", "of", "to", "in", "on", "at", "for", "by", "with", "within", "after",
-    "before", "than", "up", "about", "around", "over", "under", "above", "below", "least", "most",
-    "more", "less", "only", "just", "every", "each", "per", "is", "are", "was", "were", "be",
-    "been", "being", "must", "can", "may", "should", "will", "would", "could", "get", "gets",
-    "got", "has", "have", "had", "receive", "receives", "take", "takes", "need", "needs", "and",
-    "or", "to", "from", "it", "its", "they", "their", "there", "this", "that", "which", "who",
-    "also", "set", "s", "ms", "sec", "secs", "second", "seconds", "min", "mins", "minute",
-    "minutes", "h", "hr", "hrs", "hour", "hours", "day", "days", "week", "weeks", "month",
-    "months", "year", "years", "working", "business", "calendar", "percent", "times", "x",
-];
-
 /// A figure an English sentence states, and the words on either side of it that may say what
-/// it is of, nearest first (each as its `prose_terms`): neither figures nor [`NOT_BESIDE`].
+/// it is of, nearest first (each as its `prose_terms`): neither figures nor `not_beside`.
 struct Beside {
     figure: Figure,
     before: Vec<HashSet<String>>,
@@ -894,7 +856,7 @@ fn words_beside_figures(sentence: &str) -> Vec<Beside> {
         .collect();
     let is_figure = |t: &str| t.starts_with(|c: char| c.is_ascii_digit());
     let terms = |t: &&str| -> Option<HashSet<String>> {
-        if is_figure(t) || NOT_BESIDE.contains(&t.to_lowercase().as_str()) {
+        if is_figure(t) || words().not_beside.contains(&t.to_lowercase()) {
             return None;
         }
         let terms = crate::text::prose_terms(t);
@@ -948,38 +910,36 @@ fn figures(text: &str) -> Vec<Figure> {
     out
 }
 
-/// Characters of Chinese numerals: digits, and the tens, hundreds and thousands between them.
-const CHINESE_NUMERALS: &str = "零〇一二两三四五六七八九十百千";
-
-/// Measure words and units a Chinese numeral that counts something is followed by.
-const MEASURES: &str = "个 天 日 周 星期 月 年 小时 分钟 秒 次 名 人 位 元 块 倍 项 条 种 家 台 份 张 \
-                        本 层 级 岁 套 件 篇 页 章 节 段 轮 批 组 类 部 座 间 场 届 遍 趟 季度 公里 \
-                        公斤 工作日";
-
 /// The numbers written in Chinese numerals in `text` that count something: a run of numerals
-/// followed by a measure word or unit ("三个月", "两名", "十五天", "一百二十元", "二〇二四年").
+/// followed by a measure word or unit ("三个月", "两名", "十五天", "一百二十元", "二〇二四年";
+/// the numerals and measure words are `chinese_numerals` and `figure_measures` in
+/// `data/words.toml`).
 /// Qwen writes "三个月" as often as "3 个月", and "这三个环境中有两个正在使用 [1]" must be held
 /// to its passage like "2 个". Not read: an ordinal ("第三步"), a lone 一 (an article as often
 /// as a number: "需要一个审批", "同一人"), a loose range ("三四天"), a run with 万 or 亿 (the
 /// passage may say "50 万元", which reads as 50), and numerals in words ("三角", "十分").
 fn chinese_figures(text: &str) -> Vec<Figure> {
     use chinese_number::{ChineseCountMethod, ChineseToNumber};
+    let numerals = &words().chinese_numerals;
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < chars.len() {
-        if !CHINESE_NUMERALS.contains(chars[i]) {
+        if !numerals.contains(chars[i]) {
             i += 1;
             continue;
         }
         let start = i;
-        while i < chars.len() && CHINESE_NUMERALS.contains(chars[i]) {
+        while i < chars.len() && numerals.contains(chars[i]) {
             i += 1;
         }
         let run: String = chars[start..i].iter().collect();
         let rest: String = chars[i..].iter().take(3).collect();
         let ordinal = start > 0 && chars[start - 1] == '第';
-        let counts = MEASURES.split_whitespace().any(|m| rest.starts_with(m));
+        let counts = words()
+            .figure_measures
+            .iter()
+            .any(|m| rest.starts_with(m.as_str()));
         if ordinal || !counts || run == "一" || matches!(chars.get(i), Some('万' | '亿')) {
             continue;
         }
@@ -1152,11 +1112,6 @@ fn list_marker_len(chars: &[char]) -> usize {
     }
 }
 
-/// Words that carry no claim of their own in a draft's sentence: "According to the query
-/// result, …", "根据查询结果，…".
-const FILLER: &str = "according based query result results sql data evidence shows show \
-                      returned here following 的了是在和与及根据查询结果显示数据证据如下以下有";
-
 /// Whether a sentence only says the question back: "projects started after 2024 [1]." for
 /// "projects started after 2024" (the 0.5B wrote that, citing a query result, and it passed
 /// as an answer). Every term of it (as documents are matched: stemmed words, CJK characters)
@@ -1199,7 +1154,9 @@ fn restates(sentence: &str, question: &str) -> bool {
     }
     // Words and single characters: a Chinese echo reorders the question's characters ("预算
     // 最高的项目" for "哪个项目的预算最高"), which makes bigrams of its own.
-    let filler = word_terms(FILLER);
+    // Words that carry no claim of their own ("According to the query result, …",
+    // "根据查询结果，…"): `filler` in `data/words.toml`.
+    let filler = word_terms(&words().filler);
     let asked = word_terms(question);
     let said: Vec<String> = word_terms(sentence)
         .into_iter()

@@ -31,6 +31,7 @@ pub mod providers;
 mod schema_cache;
 pub mod state;
 mod text;
+mod words;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,10 +1,12 @@
 //! Small bilingual text helpers: normalisation, sentence splitting, and the query terms used
 //! to pick supporting sentences (English words without stop words; Chinese character bigrams,
-//! which need no dictionary and match across word boundaries).
+//! which need no dictionary and match across word boundaries). The stop words are in
+//! `data/words.toml`.
 
 use std::collections::HashSet;
 
 use crate::lang::is_cjk;
+use crate::words::words;
 
 /// Collapses whitespace and drops control characters (seed 004 PreprocessNode).
 pub(crate) fn normalize(text: &str) -> String {
@@ -14,26 +16,6 @@ pub(crate) fn normalize(text: &str) -> String {
         .collect();
     cleaned.split_whitespace().collect::<Vec<_>>().join(" ")
 }
-
-const STOP_WORDS: &[&str] = &[
-    "a", "an", "the", "of", "to", "in", "on", "for", "and", "or", "is", "are", "was", "were", "be",
-    "by", "with", "what", "which", "who", "whom", "how", "why", "when", "where", "do", "does",
-    "did", "can", "could", "should", "would", "will", "i", "we", "you", "it", "its", "this",
-    "that", "these", "those", "there", "their", "my", "our", "your", "about", "from", "as", "at",
-    "if", "me", "us", "many", "much", "any", "some", "please", "tell", "give", "show", "list",
-    "all", "have", "has", "get", "not", "no",
-];
-
-const CJK_STOP: &[&str] = &[
-    "什么", "怎么", "如何", "多少", "哪些", "是否", "可以", "我们", "你们", "他们", "这个", "那个",
-    "请问", "一下", "的是", "是什", "么时", "时候",
-];
-
-/// Characters too common to count as shared content.
-const CJK_COMMON: &[char] = &[
-    '的', '是', '有', '在', '了', '和', '与', '为', '吗', '呢', '多', '少', '几', '什', '么', '怎',
-    '哪', '个', '这', '那', '我', '你', '他', '们', '也', '都', '就', '要', '会', '可', '以', '请',
-];
 
 /// The terms of `text` used to match questions with table and column names and with the
 /// routing rules: English words folded crudely ("days"/"day", "policies"/"policy"), which
@@ -74,13 +56,13 @@ fn collect_terms(text: &str, stem: Stem) -> HashSet<String> {
         // Characters as well as bigrams: short Chinese questions share few bigrams with the
         // sentence that answers them ("年假有几天" / "年假为每年十五天").
         for c in run.iter() {
-            if !CJK_COMMON.contains(c) {
+            if !words().cjk_common.contains(*c) {
                 out.insert(c.to_string());
             }
         }
         for pair in run.windows(2) {
             let bigram: String = pair.iter().collect();
-            if !CJK_STOP.contains(&bigram.as_str()) {
+            if !words().cjk_stop.contains(&bigram) {
                 out.insert(bigram);
             }
         }
@@ -125,7 +107,7 @@ fn push_word(out: &mut HashSet<String>, word: &str, stem: Stem) {
     if word.chars().count() < 2 && !word.chars().all(|c| c.is_ascii_digit()) {
         return;
     }
-    if STOP_WORDS.contains(&word) {
+    if words().stop_words.iter().any(|w| w == word) {
         return;
     }
     // A dotted number is kept whole: the index's tokenizer would split it at the point.

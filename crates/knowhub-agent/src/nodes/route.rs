@@ -10,203 +10,53 @@ use serde_json::json;
 use super::{Deps, StepReport, clip};
 use crate::state::{AgentState, Route};
 use crate::text::terms;
+use crate::words::words;
 use crate::{AgentError, Result};
 
-/// Seed 004 §4.3.3 keywords, in Chinese and English.
-const SQL_WORDS: &[&str] = &[
-    "多少",
-    "统计",
-    "新增",
-    "上月",
-    "本月",
-    "列表",
-    "列出",
-    "排名",
-    "指标",
-    "总数",
-    "总额",
-    "合计",
-    "平均",
-    "最多",
-    "最少",
-    "最高",
-    "最低",
-    "前十",
-    "几个",
-    "几位",
-    "数量",
-    "how many",
-    "how much",
-    "number of",
-    "count",
-    "total",
-    "sum of",
-    "average",
-    "avg",
-    "list all",
-    "list the",
-    "top ",
-    "rank",
-    "per month",
-    "last month",
-    "this month",
-    "highest",
-    "lowest",
-    "most ",
-    "least ",
-    "maximum",
-    "minimum",
-];
-const DOC_WORDS: &[&str] = &[
-    "文档",
-    "规范",
-    "如何",
-    "怎么",
-    "配置",
-    "默认",
-    "策略",
-    "是什么",
-    "为什么",
-    "流程",
-    "政策",
-    "制度",
-    "规定",
-    "手册",
-    "说明",
-    "步骤",
-    "要求",
-    "what is",
-    "what are",
-    "how do",
-    "how to",
-    "how should",
-    "why",
-    "policy",
-    "procedure",
-    "explain",
-    "describe",
-    "document",
-    "spec",
-    "guide",
-    "handbook",
-    "default",
-    "configure",
-    "steps",
-    "rule",
-    "allowed",
-];
-/// Requests for what nobody may have: other people's credentials, or a way around the
-/// permission checks. Phrases, not single words: "how do I generate an SSH key?" or "bypass
-/// the proxy for local hosts" are ordinary questions.
-const REFUSE_PHRASES: &[&str] = &[
-    "他人的密码",
-    "别人的密码",
-    "管理员密码",
-    "他人的密钥",
-    "别人的密钥",
-    "password of",
-    "passwords of",
-    "someone else's password",
-    "other users' password",
-    "another user's password",
-    "admin password",
-    "administrator password",
-    "api key of",
-    "ignore permission",
-    "bypass permission",
-    "bypass access control",
-    "绕过权限",
-    "忽略权限",
-];
-
-/// Verbs that change stored data, English and Chinese. A request that opens with one asks
-/// KnowHub to do what it never does; a question about doing it ("how do I delete a
-/// package?") is an ordinary question.
-const CHANGE_VERBS: &[&str] = &[
-    "delete", "remove", "drop", "truncate", "update", "insert", "modify", "alter", "erase", "wipe",
-    "删除", "删掉", "清空", "清除", "修改", "更新", "插入", "改掉",
-];
-
-/// Polite openings before the verb of a request.
-const REQUEST_OPENINGS: &[&str] = &[
-    "please",
-    "can you",
-    "could you",
-    "would you",
-    "kindly",
-    "go ahead and",
-    "请你",
-    "请",
-    "帮我",
-    "给我",
-    "麻烦",
-];
-
-/// Words that make a sentence a question rather than a request.
-const QUESTION_WORDS: &[&str] = &[
-    "what",
-    "which",
-    "how",
-    "why",
-    "when",
-    "where",
-    "who",
-    "whether",
-    "is it",
-    "should",
-    "什么",
-    "如何",
-    "怎么",
-    "怎样",
-    "为什么",
-    "为何",
-    "哪",
-    "吗",
-    "是否",
-    "多少",
-    "几",
-];
-
 /// Whether `q` asks KnowHub to change data: a SQL statement that is not a query, or a request
-/// (not a question) whose first verb changes data.
+/// (not a question) whose first verb changes data: `request_openings`, `change_verbs` and
+/// `question_words` in `data/words.toml`.
 fn asks_to_change_data(q: &str) -> bool {
     if knowhub_sql::changes_data(q) {
         return true;
     }
+    let words = words();
     let lower = q.trim().to_lowercase();
     let mut rest = lower.as_str();
-    while let Some(after) = REQUEST_OPENINGS
+    while let Some(after) = words
+        .request_openings
         .iter()
-        .find_map(|o| rest.strip_prefix(o).map(str::trim_start))
+        .find_map(|o| rest.strip_prefix(o.as_str()).map(str::trim_start))
     {
         rest = after;
     }
-    let opens_with_change = CHANGE_VERBS.iter().any(|v| {
-        rest.strip_prefix(v).is_some_and(|after| {
+    let opens_with_change = words.change_verbs.iter().any(|v| {
+        rest.strip_prefix(v.as_str()).is_some_and(|after| {
             // A whole English word ("updates" or "updated" is no imperative); Chinese needs
             // no boundary.
             !v.is_ascii() || after.chars().next().is_none_or(|c| !c.is_alphanumeric())
         })
     });
-    let words: Vec<&str> = rest
+    let said: Vec<&str> = rest
         .split(|c: char| !c.is_alphanumeric() && c != '\'')
         .filter(|w| !w.is_empty())
         .collect();
-    let questioned = QUESTION_WORDS.iter().any(|w| {
+    let questioned = words.question_words.iter().any(|w| {
         if w.is_ascii() {
             if w.contains(' ') {
-                rest.contains(w)
+                rest.contains(w.as_str())
             } else {
-                words.contains(w)
+                said.contains(&w.as_str())
             }
         } else {
-            rest.contains(w)
+            rest.contains(w.as_str())
         }
     });
     opens_with_change && !questioned
 }
 
-/// The keyword rules alone (also the fallback when the LLM's answer is unusable).
+/// The keyword rules alone (also the fallback when the LLM's answer is unusable): the
+/// routing keywords of `data/words.toml` (seed 004 §4.3.3).
 /// `data_terms` are the words of the queryable tables' names and columns: a counting question
 /// about something no table mentions ("how many days of leave?") is a document question.
 /// `understood_as_data`: the no-LLM template path can write SQL for the question, every word
@@ -225,15 +75,20 @@ pub fn route_by_rules(
         None => false,
     };
     let q = question.to_lowercase();
-    if asks_to_change_data(question) || REFUSE_PHRASES.iter().any(|w| q.contains(w)) {
+    if asks_to_change_data(question)
+        || words()
+            .refuse_phrases
+            .iter()
+            .any(|w| q.contains(w.as_str()))
+    {
         return (Route::Refuse, "out_of_scope");
     }
     let meaningful = q.chars().filter(|c| c.is_alphanumeric()).count();
     if meaningful < 3 {
         return (Route::Clarify, "too_vague");
     }
-    let sql = understood_as_data || SQL_WORDS.iter().any(|w| q.contains(w));
-    let doc = DOC_WORDS.iter().any(|w| q.contains(w));
+    let sql = understood_as_data || words().sql_words.iter().any(|w| q.contains(w.as_str()));
+    let doc = words().doc_words.iter().any(|w| q.contains(w.as_str()));
     match (sql && has_data, doc) {
         (true, true) => (Route::Hybrid, "data_and_documents"),
         (true, false) => (Route::Sql, "query_data"),
