@@ -204,3 +204,87 @@ fn nothing_found_is_said_plainly() {
         "ephemeral: nothing stored"
     );
 }
+
+/// A scripted writer: DOC for routing, `reply` to anything else, counting the prompts that ask
+/// for an answer (those that say how to reply when the evidence does not answer).
+#[derive(Debug, Default)]
+struct Writer {
+    reply: &'static str,
+    asked: Mutex<usize>,
+}
+
+impl knowhub_llm::Llm for Writer {
+    fn model_id(&self) -> &str {
+        "scripted-writer"
+    }
+    fn context_tokens(&self) -> usize {
+        4096
+    }
+    fn count_tokens(&self, text: &str) -> usize {
+        text.chars().count().div_ceil(4)
+    }
+    fn chat(
+        &self,
+        req: &knowhub_llm::ChatRequest,
+        on_token: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<knowhub_llm::ChatResponse, knowhub_llm::LlmError> {
+        let system = req.messages.first().map_or("", |m| m.content.as_str());
+        let text = if system.contains("route questions") {
+            "DOC"
+        } else {
+            if system.contains("NO_ANSWER") {
+                *self.asked.lock().unwrap() += 1;
+            }
+            self.reply
+        };
+        on_token(text);
+        Ok(knowhub_llm::ChatResponse {
+            text: text.to_string(),
+            prompt_tokens: 1,
+            completion_tokens: 1,
+            finish: knowhub_llm::Finish::Eos,
+            elapsed: std::time::Duration::ZERO,
+            time_to_first_token: std::time::Duration::ZERO,
+        })
+    }
+}
+
+#[test]
+fn the_writer_is_not_asked_when_no_sentence_answers() {
+    let kb = Fake {
+        passages: vec![
+            (
+                "backups",
+                "Backups run every night at 02:00 and are kept for 35 days.",
+            ),
+            ("lunch", "The canteen opens at noon."),
+        ],
+        ..Fake::default()
+    };
+    // (question, whether the writer is asked, how it ends)
+    let table: &[(&str, usize, StopReason)] = &[
+        // Passages in the question's language, none of whose sentences answers it: a small
+        // model would answer with one of them anyway.
+        (
+            "Where is the canteen menu for backups archived?",
+            0,
+            StopReason::NoEvidence,
+        ),
+        // A sentence answers: the writer writes.
+        ("How long are backups kept?", 1, StopReason::Ok),
+        // Across languages words cannot tell: the writer reads and translates.
+        ("backups 保留多久？", 1, StopReason::Ok),
+    ];
+    for (question, asked, stop) in table {
+        let writer = std::sync::Arc::new(Writer {
+            reply: "Backups are kept for 35 days [1].",
+            ..Writer::default()
+        });
+        let agent = Agent::without_engine(Some(writer.clone()), AgentOptions::default());
+        let mut req = AskRequest::new(*question);
+        req.ephemeral = true;
+        let out = agent.ask_in(&kb, "trace-w", &req, &mut |_| {}).unwrap();
+        assert_eq!(*writer.asked.lock().unwrap(), *asked, "{question}");
+        assert_eq!(out.state.output.stop_reason, *stop, "{question}");
+    }
+}
