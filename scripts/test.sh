@@ -19,6 +19,9 @@ echo "== UI: install, type check, i18n check, build (ui/dist is embedded in the 
 build_ui
 npm --prefix ui run --silent typecheck
 npm --prefix ui run --silent i18n:check
+echo "== answer evaluation sets: well-formed questions (their documents are fetched only to run them)"
+python3 eval/debian-faq/check_questions.py --skip-docs
+python3 eval/debian-faq/check_questions.py --set eval/gimp-help --skip-docs
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
