@@ -133,9 +133,9 @@ impl KnowledgeBase for Fake {
     }
 }
 
-#[test]
-fn the_copilot_answers_from_a_fake_knowledge_base() {
-    let kb = Fake {
+/// A knowledge base of two passages: when backups run and are kept, and when the canteen opens.
+fn backups_and_lunch() -> Fake {
+    Fake {
         passages: vec![
             (
                 "backups",
@@ -144,7 +144,12 @@ fn the_copilot_answers_from_a_fake_knowledge_base() {
             ("lunch", "The canteen opens at noon."),
         ],
         ..Fake::default()
-    };
+    }
+}
+
+#[test]
+fn the_copilot_answers_from_a_fake_knowledge_base() {
+    let kb = backups_and_lunch();
     let agent = Agent::without_engine(None, AgentOptions::default());
     let out = agent
         .ask_in(
@@ -251,16 +256,7 @@ impl knowhub_llm::Llm for Writer {
 
 #[test]
 fn the_writer_is_not_asked_when_no_sentence_answers() {
-    let kb = Fake {
-        passages: vec![
-            (
-                "backups",
-                "Backups run every night at 02:00 and are kept for 35 days.",
-            ),
-            ("lunch", "The canteen opens at noon."),
-        ],
-        ..Fake::default()
-    };
+    let kb = backups_and_lunch();
     // (question, whether the writer is asked, how it ends)
     let table: &[(&str, usize, StopReason)] = &[
         // Passages in the question's language, none of whose sentences answers it: a small

@@ -66,12 +66,14 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     // the citation check because they are the evidence's. The test is one of words, so it is
     // made only when some passage is in the question's language; across languages the writer
     // translates.
+    // Also the answer when no model writes one: worked out once.
+    let extracted = extractive::answer(&question, &refs, lang);
     let unanswerable = deps.llm.is_some()
+        && extracted.is_none()
         && !refs.iter().any(|e| e.kind == "sql_result")
         && refs
             .iter()
-            .any(|e| e.kind == "doc_chunk" && Lang::detect(&e.text) == lang)
-        && extractive::answer(&question, &refs, lang).is_none();
+            .any(|e| e.kind == "doc_chunk" && Lang::detect(&e.text) == lang);
     if unanswerable {
         extractive_or_abstain(state, deps, None, false, lang);
         let mut step = answer_report(state, 0, 0);
@@ -197,13 +199,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         }
     }
     state.draft.cut_sentences = cut.clone();
-    extractive_or_abstain(
-        state,
-        deps,
-        extractive::answer(&question, &refs, lang),
-        false,
-        lang,
-    );
+    extractive_or_abstain(state, deps, extracted, false, lang);
     Ok(answer_report(state, attempts, cut.len()))
 }
 
