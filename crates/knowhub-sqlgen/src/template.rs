@@ -80,113 +80,16 @@ enum Keep {
     Average,
 }
 
-/// Openings before the groups a question asks for ("List the", "Which").
-const GROUP_OPENINGS: &[&str] = &[
-    "",
-    "list",
-    "list the",
-    "list all",
-    "list all the",
-    "show",
-    "show the",
-    "show all",
-    "show me",
-    "show me the",
-    "show me all",
-    "what are the",
-    "which are the",
-    "give me the",
-    "give me all",
-    "find",
-    "find the",
-    "find all",
-    "find all the",
-    "get",
-    "which",
-    "what",
-    "the",
-];
+/// Whether `word` is one of `list`, a list of the word file (`data/words.toml`).
+fn listed(list: &[String], word: &str) -> bool {
+    list.iter().any(|w| w == word)
+}
 
-/// Comparisons of a count with a number, English ("more than 10 books"), longer first.
-const COUNT_COMPARE_EN: &[(&str, &str)] = &[
-    ("no more than ", "<="),
-    ("no fewer than ", ">="),
-    ("no less than ", ">="),
-    ("more than ", ">"),
-    ("over ", ">"),
-    ("at least ", ">="),
-    ("fewer than ", "<"),
-    ("less than ", "<"),
-    ("at most ", "<="),
-];
-
-/// Comparisons written after the number ("2 or more projects").
-const COUNT_COMPARE_AFTER_EN: &[(&str, &str)] =
-    &[("or more ", ">="), ("or fewer ", "<="), ("or less ", "<=")];
-
-/// The same in Chinese ("超过10张图书"), longer first.
-const COUNT_COMPARE_ZH: &[(&str, &str)] = &[
-    ("不超过", "<="),
-    ("不多于", "<="),
-    ("不少于", ">="),
-    ("不低于", ">="),
-    ("至少有", ">="),
-    ("至少", ">="),
-    ("超过", ">"),
-    ("多于", ">"),
-    ("大于", ">"),
-    ("少于", "<"),
-    ("不足", "<"),
-    ("小于", "<"),
-    ("至多", "<="),
-];
-
-/// What may stand before "average number of": the asking ("What is the", "Calculate the").
-const AVERAGE_OPENINGS: &[&str] = &[
-    "",
-    "what is",
-    "what's",
-    "calculate",
-    "compute",
-    "show",
-    "give me",
-    "find",
-    "get",
-    "tell me",
-];
-
-/// Ways of asking that open an English question and say nothing of the data. ("see", "show",
-/// "me" and "please" are stop words anywhere; these are not, since "to", "like" and "need" may
-/// mean something later in a question.)
-const OPENINGS_EN: &[&[&str]] = &[
-    &["i", "want", "to"],
-    &["i", "wanna"],
-    &["i", "would", "like", "to"],
-    &["i", "d", "like", "to"],
-    &["i", "need", "to"],
-    &["i", "need"],
-    &["can", "you"],
-    &["could", "you"],
-    &["would", "you"],
-    &["let", "me"],
-    &["let", "us"],
-    &["please"],
-    &["looking", "at"],
-];
-
-/// The same written after the number ("2个以上项目", "3人以下"). 以上 and 以下 include the
-/// number, as in Chinese rules and statistics.
-const COUNT_COMPARE_AFTER_ZH: &[(&str, &str)] = &[
-    ("或以上", ">="),
-    ("及以上", ">="),
-    ("以上", ">="),
-    ("或以下", "<="),
-    ("及以下", "<="),
-    ("以下", "<="),
-];
-
-/// Chinese measure words between a number and what it counts ("10张图书", "2名员工").
-const MEASURE_WORDS_ZH: [char; 9] = ['个', '张', '首', '位', '名', '人', '家', '条', '本'];
+/// Whether `c` is a Chinese measure word, which stands between a number and what it counts
+/// ("10张图书", "2名员工").
+fn is_measure_word_zh(c: char) -> bool {
+    words().measure_words_zh.contains(c)
+}
 
 impl CountCut {
     fn read(question: &str) -> Option<CountCut> {
@@ -209,7 +112,7 @@ impl CountCut {
                 continue;
             };
             let before = lower[..at].trim().trim_end_matches("the").trim();
-            if !AVERAGE_OPENINGS.contains(&before) {
+            if !listed(&words().asking.average_openings, before) {
                 return None;
             }
             let rest = &lower[at + opening.len()..];
@@ -235,7 +138,7 @@ impl CountCut {
                     rest[at + w.len()..]
                         .chars()
                         .next()
-                        .is_some_and(|c| MEASURE_WORDS_ZH.contains(&c))
+                        .is_some_and(is_measure_word_zh)
                 })
             });
         if !asks_count {
@@ -252,7 +155,7 @@ impl CountCut {
     fn top(text: &str) -> Option<CountCut> {
         let lower = text.to_lowercase();
         if let Some(at) = lower.find("top ") {
-            if !GROUP_OPENINGS.contains(&lower[..at].trim()) {
+            if !listed(&words().asking.group_openings, lower[..at].trim()) {
                 return None;
             }
             let rest = &lower[at + 4..];
@@ -307,19 +210,21 @@ impl CountCut {
         let lower = text.to_lowercase();
         // (where the groups end, the comparison, the number's digits, the rows)
         let mut found = None;
-        for (words, op) in COUNT_COMPARE_EN {
-            if let Some(at) = lower.find(&format!(" {words}")) {
-                let after = &lower[at + 1 + words.len()..];
+        for compare in &words().count_compare.before_en {
+            let said = format!(" {} ", compare.phrase);
+            if let Some(at) = lower.find(&said) {
+                let after = &lower[at + said.len()..];
                 let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
                 let rows = after[digits.len()..].to_owned();
-                found = Some((at, *op, digits, rows));
+                found = Some((at, compare.op.sql(), digits, rows));
                 break;
             }
         }
         // "… have 2 or more <rows>": the comparison after the number.
         if found.is_none() {
-            for (words, op) in COUNT_COMPARE_AFTER_EN {
-                let Some(at) = lower.find(&format!(" {words}")) else {
+            for compare in &words().count_compare.after_en {
+                let said = format!(" {} ", compare.phrase);
+                let Some(at) = lower.find(&said) else {
                     continue;
                 };
                 let before = &lower[..at];
@@ -332,8 +237,8 @@ impl CountCut {
                     .rev()
                     .collect();
                 let start = at - digits.len();
-                let rows = lower[at + 1 + words.len()..].to_owned();
-                found = Some((start.saturating_sub(1), *op, digits, rows));
+                let rows = lower[at + said.len()..].to_owned();
+                found = Some((start.saturating_sub(1), compare.op.sql(), digits, rows));
                 break;
             }
         }
@@ -354,7 +259,9 @@ impl CountCut {
             ]
             .iter()
             .find_map(|link| before.strip_suffix(link))?;
-            let groups = GROUP_OPENINGS
+            let groups = words()
+                .asking
+                .group_openings
                 .iter()
                 .rev()
                 .filter(|o| !o.is_empty())
@@ -371,7 +278,7 @@ impl CountCut {
         }
         let (before, op, n, after) = compare_zh(text)?;
         let before = without_opening_zh(before);
-        let after = after.trim_start_matches(MEASURE_WORDS_ZH);
+        let after = after.trim_start_matches(is_measure_word_zh);
         let (groups, rows) = if let Some(groups) = after.strip_prefix('的') {
             // "员工超过2人的团队", "图书数超过1的作者"; "哪些作者的图书超过1张"
             let rows = before.trim_end_matches("的数量").trim_end_matches("数量");
@@ -421,21 +328,24 @@ fn without_verb_zh(text: &str) -> Option<&str> {
 /// ("2个以上项目", "3人以下"): the text before, the comparison, the number, the text after
 /// (measure words before the comparison dropped).
 fn compare_zh(text: &str) -> Option<(&str, &'static str, u32, &str)> {
-    for (word, op) in COUNT_COMPARE_ZH {
+    let compares = &words().count_compare;
+    for compare in &compares.before_zh {
+        let word = compare.phrase.as_str();
         let Some(at) = text.find(word) else { continue };
         let after = &text[at + word.len()..];
         let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
         let n: u32 = digits.parse().ok()?;
-        return Some((&text[..at], op, n, &after[digits.len()..]));
+        return Some((&text[..at], compare.op.sql(), n, &after[digits.len()..]));
     }
-    for (word, op) in COUNT_COMPARE_AFTER_ZH {
+    for compare in &compares.after_zh {
+        let word = compare.phrase.as_str();
         let Some(at) = text.find(word) else { continue };
-        let number = text[..at].trim_end_matches(MEASURE_WORDS_ZH);
+        let number = text[..at].trim_end_matches(is_measure_word_zh);
         let digits = number.len() - number.trim_end_matches(|c: char| c.is_ascii_digit()).len();
         let n: u32 = number[number.len() - digits..].parse().ok()?;
         return Some((
             &number[..number.len() - digits],
-            op,
+            compare.op.sql(),
             n,
             &text[at + word.len()..],
         ));
@@ -446,27 +356,9 @@ fn compare_zh(text: &str) -> Option<(&str, &'static str, u32, &str)> {
 /// `text` without its opening asking and listing words: "请问", "帮我列出", "我想看看", "显示"
 /// (the glossary drops or translates the same words elsewhere).
 fn without_opening_zh(text: &str) -> &str {
-    const OPENINGS: &[&str] = &[
-        "请问",
-        "麻烦",
-        "请",
-        "帮我",
-        "给我",
-        "我想看看",
-        "我想看",
-        "我想知道",
-        "我想",
-        "我要",
-        "列出",
-        "列举",
-        "显示",
-        "展示",
-        "查一下",
-        "看看",
-        "找出",
-    ];
+    let openings = &words().asking.openings_zh;
     let mut rest = text.trim_start();
-    while let Some(shorter) = OPENINGS.iter().find_map(|o| rest.strip_prefix(o)) {
+    while let Some(shorter) = openings.iter().find_map(|o| rest.strip_prefix(o.as_str())) {
         rest = shorter.trim_start();
     }
     rest
@@ -956,21 +848,13 @@ fn pick_order<'t>(
     top: Option<TopN>,
     top_order: Option<Superlative>,
 ) -> Option<Option<Order<'t>>> {
-    const SORT: &[&str] = &["sorted", "ordered", "order", "sort", "arranged"];
-    const DESCENDING: &[&str] = &["descending", "desc", "decreasing"];
-    const ASCENDING: &[&str] = &[
-        "ascending",
-        "asc",
-        "increasing",
-        "alphabetically",
-        "alphabetical",
-    ];
+    let order = &words().order;
     let sort_at = q
         .toks
         .iter()
-        .position(|t| !t.used && SORT.contains(&t.norm.as_str()));
+        .position(|t| !t.used && listed(&order.sort, &t.norm));
     let direction_said = q.toks.iter().any(|t| {
-        !t.used && (DESCENDING.contains(&t.norm.as_str()) || ASCENDING.contains(&t.norm.as_str()))
+        !t.used && (listed(&order.descending, &t.norm) || listed(&order.ascending, &t.norm))
     });
     if sort_at.is_none() && top.is_none() && !direction_said {
         return Some(None);
@@ -1039,9 +923,9 @@ fn pick_order<'t>(
         if t.used {
             continue;
         }
-        if DESCENDING.contains(&t.norm.as_str()) {
+        if listed(&order.descending, &t.norm) {
             descending = true;
-        } else if ASCENDING.contains(&t.norm.as_str()) {
+        } else if listed(&order.ascending, &t.norm) {
             descending = false;
         } else {
             continue;
@@ -1220,18 +1104,19 @@ impl Ends {
     /// superlatives ("the smallest and largest sale totals", "最高和最低单价"), their words
     /// consumed. A single superlative ranks rows instead ("the largest sale").
     fn find(q: &mut Question) -> Option<Ends> {
-        let pos = |q: &Question, words: &[&str]| {
+        let pos = |q: &Question, said: &[String]| {
             q.toks.iter().enumerate().position(|(i, t)| {
                 let after_number = i > 0 && q.toks[i - 1].norm.parse::<f64>().is_ok();
                 // "5 min" is a duration.
-                !t.used && !t.cjk && words.contains(&t.norm.as_str()) && !after_number
+                !t.used && !t.cjk && listed(said, &t.norm) && !after_number
             })
         };
-        let min = pos(q, &["minimum", "min"]);
-        let max = pos(q, &["maximum", "max"]);
-        let range = pos(q, &["range"]);
-        let low = pos(q, &["lowest", "smallest"]);
-        let high = pos(q, &["highest", "largest", "biggest", "greatest"]);
+        let end_words = &words().ends;
+        let min = pos(q, &end_words.minimum);
+        let max = pos(q, &end_words.maximum);
+        let range = pos(q, &end_words.range);
+        let low = pos(q, &end_words.lowest);
+        let high = pos(q, &end_words.highest);
         let (ends, words) = match (min, max, low, high) {
             (Some(a), Some(b), _, _) | (None, None, Some(a), Some(b)) => (Ends::Both, vec![a, b]),
             (Some(a), None, _, _) => (Ends::Min, vec![a]),
@@ -1253,8 +1138,8 @@ impl Intent {
         // "Tracks longer than the average chapter length" lists chapters: that average is what
         // they are compared with.
         let averages = q.toks.iter().enumerate().any(|(i, t)| {
-            (AVERAGE_WORDS.contains(&t.norm.as_str())
-                || AVERAGE_WORDS.contains(&t.orig.to_lowercase().as_str()))
+            let average = &words().measure.average;
+            (listed(average, &t.norm) || listed(average, &t.orig.to_lowercase()))
                 && !compared_with_average(q, i)
         });
         if averages {
@@ -1277,7 +1162,7 @@ impl Intent {
 /// is there?" ask a total as "the total sales" does. Not "sales with revenue over 10",
 /// which lists rows.
 fn asks_sales(q: &Question) -> bool {
-    q.says_any(SALES_WORDS)
+    q.says_any(&words().measure.sales)
         && (["per", "each", "by"].iter().any(|w| q.has_word(w))
             || [
                 ["how", "much"],
@@ -1530,7 +1415,8 @@ impl Question {
     fn new(text: &str, schema: &Schema) -> Question {
         let (rest, quoted) = extract_quoted(text);
         let toks = tokenize(&translate(&rest, schema));
-        let asks_who = ["谁", "哪位", "哪些人"].iter().any(|w| rest.contains(w))
+        let asking = &words().asking;
+        let asks_who = asking.who_zh.iter().any(|w| rest.contains(w.as_str()))
             || toks.first().is_some_and(|t| t.norm == "who");
         let mut q = Question {
             toks,
@@ -1538,21 +1424,23 @@ impl Question {
             distinct: false,
             asks_who,
         };
-        q.distinct = ["distinct", "unique", "different"]
-            .iter()
-            .any(|w| q.has_word(w));
+        q.distinct = asking.distinct.iter().any(|w| q.has_word(w));
         // "I want to see all projects in prod", "Could you please list …": the asking.
         let mut at = 0;
-        while let Some(phrase) = OPENINGS_EN.iter().find(|p| q.phrase_at(at, p)) {
-            q.consume(at, phrase.len());
-            at += phrase.len();
+        while let Some(phrase) = asking
+            .openings_en
+            .iter()
+            .find(|p| q.phrase_at(at, p.words()))
+        {
+            q.consume(at, phrase.words().len());
+            at += phrase.words().len();
         }
         // "How many people work in each team?", "staff who work on the Audio team": where
         // people are is said by the place, not by the verb.
         for i in 1..q.toks.len().saturating_sub(1) {
             let (before, verb, after) = (&q.toks[i - 1], &q.toks[i], &q.toks[i + 1]);
             if matches!(verb.norm.as_str(), "work" | "working")
-                && (PEOPLE_WORDS.contains(&before.norm.as_str()) || before.norm == "who")
+                && (listed(&words().people.names, &before.norm) || before.norm == "who")
                 && matches!(after.norm.as_str(), "in" | "on" | "for" | "at")
             {
                 q.consume(i, 1);
@@ -1568,10 +1456,12 @@ impl Question {
     }
 
     /// Whether the unused tokens from `i` are `words`.
-    fn phrase_at(&self, i: usize, words: &[&str]) -> bool {
-        self.toks
-            .get(i..i + words.len())
-            .is_some_and(|ts| ts.iter().zip(words).all(|(t, w)| !t.used && t.norm == *w))
+    fn phrase_at<S: AsRef<str>>(&self, i: usize, words: &[S]) -> bool {
+        self.toks.get(i..i + words.len()).is_some_and(|ts| {
+            ts.iter()
+                .zip(words)
+                .all(|(t, w)| !t.used && t.norm == w.as_ref())
+        })
     }
 
     fn has_phrase(&self, words: &[&str]) -> bool {
@@ -1581,10 +1471,8 @@ impl Question {
     }
 
     /// Whether an unused token is one of `words` ("cost", "length").
-    fn says_any(&self, words: &[&str]) -> bool {
-        self.toks
-            .iter()
-            .any(|t| !t.used && words.contains(&t.norm.as_str()))
+    fn says_any(&self, said: &[String]) -> bool {
+        self.toks.iter().any(|t| !t.used && listed(said, &t.norm))
     }
 
     /// Start of an unused run of tokens equal to `part`.
@@ -1742,7 +1630,7 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
             // "What are the total sales?": the one table with a column of takings ("total" may
             // name an sale's `Total`, but the sales of two tables are unsure).
             if matches!(intent, Intent::Sum | Intent::Avg | Intent::Ends(_))
-                && q.says_any(SALES_WORDS)
+                && q.says_any(&words().measure.sales)
             {
                 let owners: Vec<&TableInfo> = schema
                     .tables
@@ -1799,29 +1687,19 @@ fn pick_table<'s>(q: &mut Question, schema: &'s Schema, intent: Intent) -> Optio
     }
 }
 
-/// Names of a table of people, each of which the others name too: "每个团队有多少员工" (员工
-/// arrives as "employee") counts the rows of a `Staff` sheet, "How many staff …" those of an
-/// `Staff` table.
-const PEOPLE_WORDS: &[&str] = &[
-    "employee",
-    "staff",
-    "personnel",
-    "people",
-    "person",
-    "worker",
-];
-
-/// Where the question names a table called one of [`PEOPLE_WORDS`] by another of them.
+/// Where the question names a table called by a word for people (`[people] names` of the word
+/// file: "employee", "staff") by another of them.
 fn said_for_people(q: &Question, table_parts: &[Vec<String>]) -> Option<Spans> {
     let [name] = table_parts else { return None };
     let [word] = name.as_slice() else { return None };
-    if !PEOPLE_WORDS.contains(&word.as_str()) {
+    let people = &words().people.names;
+    if !listed(people, word) {
         return None;
     }
-    PEOPLE_WORDS
+    people
         .iter()
-        .filter(|w| **w != word.as_str())
-        .find_map(|w| q.find_all(&[vec![(*w).to_owned()]]))
+        .filter(|w| *w != word)
+        .find_map(|w| q.find_all(&[vec![w.clone()]]))
 }
 
 /// Words that ask for one figure per group: "per status", "for each team", "by country"
@@ -1873,7 +1751,7 @@ fn pick_grouped_table<'s>(
         // Without a named table, the only table with such a column: "各团队有多少人" is
         // about the table with a team column; "sales per country", about the one with a
         // country column and a column of takings.
-        let sales = grouped.says_any(SALES_WORDS);
+        let sales = grouped.says_any(&words().measure.sales);
         let table = pick_table(&mut grouped, schema, intent).or_else(|| {
             let owners: Vec<&TableInfo> = schema
                 .tables
@@ -1956,7 +1834,7 @@ fn parent_named<'s>(
         .find_map(|(key, parent, parent_key)| {
             let superior = by_key
                 && parent.name == table.name
-                && SUPERIOR_WORDS.iter().any(|w| {
+                && words().people.superior.iter().any(|w| {
                     tokenize(w)
                         .into_iter()
                         .map(|t| t.norm)
@@ -2528,66 +2406,24 @@ struct Comparison<'t> {
     value: String,
 }
 
-/// Words that compare with the number after them (Chinese ones arrive translated by the
-/// glossary: 超过 → "over", 不超过 → "at most"). Longer phrases first: "no less than" is not
-/// "less than".
-const COMPARE_BEFORE: &[(&[&str], &str)] = &[
-    (&["no", "less", "than"], ">="),
-    (&["no", "fewer", "than"], ">="),
-    (&["no", "more", "than"], "<="),
-    (&["more", "than"], ">"),
-    (&["greater", "than"], ">"),
-    (&["larger", "than"], ">"),
-    (&["bigger", "than"], ">"),
-    (&["higher", "than"], ">"),
-    (&["less", "than"], "<"),
-    (&["fewer", "than"], "<"),
-    (&["lower", "than"], "<"),
-    (&["smaller", "than"], "<"),
-    (&["at", "least"], ">="),
-    (&["at", "most"], "<="),
-    (&["longer", "than"], ">"),
-    (&["shorter", "than"], "<"),
-    (&["over"], ">"),
-    (&["above"], ">"),
-    (&["exceeding"], ">"),
-    (&["under"], "<"),
-    (&["below"], "<"),
-];
-
-/// Words that compare with the number before them: "100 or more", "10万以上" (→ "or more").
-const COMPARE_AFTER: &[(&[&str], &str)] = &[
-    (&["or", "more"], ">="),
-    (&["or", "above"], ">="),
-    (&["and", "above"], ">="),
-    (&["or", "less"], "<="),
-    (&["or", "longer"], ">="),
-    (&["or", "shorter"], "<="),
-    (&["or", "fewer"], "<="),
-    (&["or", "below"], "<="),
-    (&["and", "below"], "<="),
-];
-
-/// Words that name an average: a figure asked for, or what rows are compared with.
-const AVERAGE_WORDS: &[&str] = &["average", "avg", "mean"];
-
 /// The length of "the average" or "average" (平均, 平均值 arrive as "average") at token `i`.
 fn average_at(q: &Question, i: usize) -> Option<usize> {
     let the = usize::from(q.phrase_at(i, &["the"]));
     q.toks
         .get(i + the)
-        .filter(|t| !t.used && !t.cjk && AVERAGE_WORDS.contains(&t.norm.as_str()))
+        .filter(|t| !t.used && !t.cjk && listed(&words().measure.average, &t.norm))
         .map(|_| the + 1)
 }
 
 /// Whether the average at token `i` is what a comparison is against: "longer than the
 /// average", "budget above average", "预算高于平均值".
 fn compared_with_average(q: &Question, i: usize) -> bool {
-    COMPARE_BEFORE.iter().any(|(words, _)| {
+    words().compare.before.iter().any(|compare| {
+        let phrase = compare.words.words();
         (0..=1).any(|the| {
-            let start = i.checked_sub(words.len() + the);
+            let start = i.checked_sub(phrase.len() + the);
             start.is_some_and(|s| {
-                q.phrase_at(s, words) && average_at(q, s + words.len()) == Some(the + 1)
+                q.phrase_at(s, phrase) && average_at(q, s + phrase.len()) == Some(the + 1)
             })
         })
     })
@@ -2627,7 +2463,7 @@ fn suffix_at(q: &Question, i: usize) -> Option<(Suffix, usize)> {
             if let Some(unit) = TimeUnit::of_word(&text) {
                 return Some((Suffix::Time(unit), len));
             }
-            if matches!(text.as_str(), "元" | "块") {
+            if listed(&words().measure.money_units, &text) {
                 return Some((Suffix::Money, len));
             }
         }
@@ -2639,20 +2475,8 @@ fn suffix_at(q: &Question, i: usize) -> Option<(Suffix, usize)> {
             return Some((Suffix::Time(unit), 1));
         }
     }
-    matches!(
-        first.norm.as_str(),
-        "dollar" | "usd" | "yuan" | "rmb" | "cny" | "euro" | "eur" | "buck"
-    )
-    .then_some((Suffix::Money, 1))
+    listed(&words().measure.money_units, &first.norm).then_some((Suffix::Money, 1))
 }
-
-/// Comparison words that say the column is a duration: "longer than 5 minutes".
-const DURATION_COMPARE: &[&[&str]] = &[
-    &["longer", "than"],
-    &["shorter", "than"],
-    &["or", "longer"],
-    &["or", "shorter"],
-];
 
 /// One numeric condition on a numeric column of `table`, its words consumed: `Some(None)` when
 /// the question states none (a comparison word with no number beside it stays unconsumed, so
@@ -2662,38 +2486,43 @@ const DURATION_COMPARE: &[&[&str]] = &[
 /// (`DurationMs`), converted ("longer than 5 minutes" is `> 300000`); one with a unit of
 /// money, or beside "cost"/"price", a column of prices or amounts.
 fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<Comparison<'t>>> {
+    let compares = &words().compare;
     let mut found = None;
     'scan: for i in 0..q.toks.len() {
-        for (words, op) in COMPARE_BEFORE {
-            if !q.phrase_at(i, words) {
+        for compare in &compares.before {
+            let phrase = compare.words.words();
+            if !q.phrase_at(i, phrase) {
                 continue;
             }
-            let after = i + words.len();
+            let op = compare.op.sql();
+            let after = i + phrase.len();
             if let Some((value, len)) = number_at(q, after) {
                 let suffix = suffix_at(q, after + len);
                 let slen = suffix.map_or(0, |(_, l)| l);
                 let against = Against::Number(value);
-                found = Some((i, words.len() + len + slen, *op, against, suffix, *words));
+                found = Some((i, phrase.len() + len + slen, op, against, suffix, phrase));
                 break 'scan;
             }
             if let Some(len) = average_at(q, after) {
-                found = Some((i, words.len() + len, *op, Against::Average, None, *words));
+                found = Some((i, phrase.len() + len, op, Against::Average, None, phrase));
                 break 'scan;
             }
         }
         if let Some((value, len)) = number_at(q, i) {
             let suffix = suffix_at(q, i + len);
             let slen = suffix.map_or(0, |(_, l)| l);
-            for (words, op) in COMPARE_AFTER {
-                if q.phrase_at(i + len + slen, words) {
+            for compare in &compares.after {
+                let phrase = compare.words.words();
+                if q.phrase_at(i + len + slen, phrase) {
                     let against = Against::Number(value);
-                    found = Some((i, len + slen + words.len(), *op, against, suffix, *words));
+                    let len = len + slen + phrase.len();
+                    found = Some((i, len, compare.op.sql(), against, suffix, phrase));
                     break 'scan;
                 }
             }
         }
     }
-    let Some((start, len, op, against, suffix, words)) = found else {
+    let Some((start, len, op, against, suffix, phrase)) = found else {
         return Some(None);
     };
     // "owners with 2 or more projects", "超过2个项目": a number of the table's rows is a count
@@ -2701,7 +2530,7 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
     let table_words = ident_parts(&table.name).concat();
     let counted = q.toks[start + len..]
         .iter()
-        .find(|t| !(t.cjk && MEASURE_WORDS_ZH.iter().any(|m| t.orig.starts_with(*m))))
+        .find(|t| !(t.cjk && t.orig.starts_with(is_measure_word_zh)))
         .is_some_and(|t| table_words.contains(&t.norm));
     if counted && matches!(against, Against::Number(_)) {
         return None;
@@ -2710,7 +2539,7 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
     scratch.consume(start, len);
     let measure = match suffix {
         Some((Suffix::Time(_), _)) => Measure::Duration,
-        _ if DURATION_COMPARE.contains(&words) => Measure::Duration,
+        _ if compares.duration.iter().any(|d| d.words() == phrase) => Measure::Duration,
         Some((Suffix::Money, _)) => Measure::Money,
         None => Measure::Any,
     };
@@ -2725,10 +2554,10 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
             // "chapters that cost more than 0.99": the one column of prices; "时长超过平均时长"
             // (duration over the average duration): the one of durations.
             let pool = match measure {
-                Measure::Any if scratch.says_any(MONEY_WORDS) => {
+                Measure::Any if scratch.says_any(&words().measure.money) => {
                     measure_columns(table, Measure::Money)
                 }
-                Measure::Any if scratch.says_any(DURATION_WORDS) => {
+                Measure::Any if scratch.says_any(&words().measure.duration) => {
                     measure_columns(table, Measure::Duration)
                 }
                 _ => pool,
@@ -2783,54 +2612,6 @@ fn pick_comparison<'t>(q: &mut Question, table: &'t TableInfo) -> Option<Option<
     Some(Some(Comparison { column, op, value }))
 }
 
-/// Words right before a column that say whether it holds a value: "chapters with NULL editor",
-/// "members without a company", "没有公司的客户" (没有 arrives as "without"), "members who
-/// have a company". `true`: no value. Longer phrases first: "do not have a" is not "have a".
-const STATE_BEFORE: &[(&[&str], bool)] = &[
-    (&["do", "not", "have", "a"], true),
-    (&["do", "not", "have", "an"], true),
-    (&["do", "not", "have"], true),
-    (&["does", "not", "have", "a"], true),
-    (&["does", "not", "have", "an"], true),
-    (&["does", "not", "have"], true),
-    (&["without", "a"], true),
-    (&["without", "an"], true),
-    (&["without", "any"], true),
-    (&["without"], true),
-    (&["with", "null"], true),
-    (&["with", "no"], true),
-    (&["have", "no"], true),
-    (&["has", "no"], true),
-    (&["missing"], true),
-    (&["null"], true),
-    (&["have", "a"], false),
-    (&["have", "an"], false),
-    (&["has", "a"], false),
-    (&["has", "an"], false),
-];
-
-/// Words after a column that say whether it holds a value: "whose company is not specified",
-/// "作曲家为空" ("is empty"), "… is not null". `true`: no value.
-const STATE_AFTER: &[(&[&str], bool)] = &[
-    (&["is", "not", "null"], false),
-    (&["is", "not", "empty"], false),
-    (&["is", "not", "blank"], false),
-    (&["is", "not", "specified"], true),
-    (&["is", "not", "set"], true),
-    (&["is", "not", "given"], true),
-    (&["is", "not", "provided"], true),
-    (&["is", "not", "known"], true),
-    (&["is", "null"], true),
-    (&["is", "missing"], true),
-    (&["is", "empty"], true),
-    (&["is", "blank"], true),
-    (&["is", "unknown"], true),
-    (&["is", "unspecified"], true),
-    (&["not", "specified"], true),
-    (&["unspecified"], true),
-    (&["missing"], true),
-];
-
 /// A column of `table` that the question says holds no value (`true`) or holds one (`false`),
 /// its words consumed: the column's whole name right after words such as "without", "with
 /// null" or "have a", or right before "is null", "is not specified", "is not empty". Keys and yes/no
@@ -2844,7 +2625,9 @@ fn pick_missing<'t>(q: &mut Question, table: &'t TableInfo) -> Option<(&'t Colum
         let mut names = vec![ident_parts(&c.name).concat()];
         if leads_to_own_table(table, c) {
             names.extend(
-                SUPERIOR_WORDS
+                words()
+                    .people
+                    .superior
                     .iter()
                     .map(|w| tokenize(w).into_iter().map(|t| t.norm).collect()),
             );
@@ -2852,26 +2635,24 @@ fn pick_missing<'t>(q: &mut Question, table: &'t TableInfo) -> Option<(&'t Colum
         for name in names {
             let Some(at) = q.find(&name) else { continue };
             let end = at + name.len();
-            for (words, absent) in STATE_BEFORE {
-                if at >= words.len() && q.phrase_at(at - words.len(), words) {
-                    q.consume(at - words.len(), end - (at - words.len()));
-                    return Some((c, *absent));
+            for state in &words().missing.before {
+                let phrase = state.words.words();
+                if at >= phrase.len() && q.phrase_at(at - phrase.len(), phrase) {
+                    q.consume(at - phrase.len(), end - (at - phrase.len()));
+                    return Some((c, state.absent));
                 }
             }
-            for (words, absent) in STATE_AFTER {
-                if q.phrase_at(end, words) {
-                    q.consume(at, name.len() + words.len());
-                    return Some((c, *absent));
+            for state in &words().missing.after {
+                let phrase = state.words.words();
+                if q.phrase_at(end, phrase) {
+                    q.consume(at, name.len() + phrase.len());
+                    return Some((c, state.absent));
                 }
             }
         }
     }
     None
 }
-
-/// Words for the row a row reports to, which name a key of a table to itself
-/// (`Staff.ManagerId`): "with their manager", "do not have a manager", "每个员工的上级".
-const SUPERIOR_WORDS: &[&str] = &["manager", "boss", "supervisor", "superior", "上级", "领导"];
 
 /// Whether `c` is a declared single-column foreign key of `table` to `table` itself.
 fn leads_to_own_table(table: &TableInfo, c: &ColumnInfo) -> bool {
@@ -2943,22 +2724,10 @@ fn next_month((year, month): Month) -> Month {
 
 /// The month an English word names: "March", "mar", "Sept".
 fn month_named(word: &str) -> Option<u32> {
-    const MONTHS: [&str; 12] = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
     let w = word.to_lowercase();
-    MONTHS
+    words()
+        .dates
+        .months
         .iter()
         .position(|m| {
             *m == w || (w.len() >= 3 && m.starts_with(&w) && (w.len() == 3 || w == "sept"))
@@ -3167,43 +2936,19 @@ fn measure_columns(table: &TableInfo, measure: Measure) -> Vec<&ColumnInfo> {
 
 /// Whether a column's name says it holds money.
 fn is_money_column(c: &ColumnInfo) -> bool {
-    ident_words(&c.name).iter().any(|w| {
-        TAKINGS_COLUMN_WORDS.contains(&w.as_str()) || PAID_COLUMN_WORDS.contains(&w.as_str())
-    })
+    let measure = &words().measure;
+    ident_words(&c.name)
+        .iter()
+        .any(|w| listed(&measure.takings_column, w) || listed(&measure.paid_column, w))
 }
-
-/// Words of a money column's name that say money taken in ([`is_takings_column`]).
-const TAKINGS_COLUMN_WORDS: &[&str] = &[
-    "amount",
-    "total",
-    "revenue",
-    "sales",
-    "金额",
-    "总额",
-    "销售额",
-];
-/// Words of a money column's name that say money set or paid out: never takings.
-const PAID_COLUMN_WORDS: &[&str] = &[
-    "price", "cost", "fee", "budget", "salary", "spend", "价格", "单价", "预算", "费用",
-];
-
-/// Words that say what a duration or a price ranking is about ("chapter length", "时长", "that
-/// cost"): consumed once the measure's column is chosen.
-const DURATION_WORDS: &[&str] = &["duration", "length", "long", "runtime", "lasting"];
-/// Words for money taken in: they name a column of takings only ([`is_takings_column`]: an
-/// sale's `Total`, an order's `Amount`), never a budget or a price.
-const SALES_WORDS: &[&str] = &["sales", "sale", "revenue", "income", "earnings", "turnover"];
 
 /// Whether `c` holds money taken in: a money column named total, amount, revenue or sales, not
 /// a price, cost, budget, fee, salary or spend.
 fn is_takings_column(c: &ColumnInfo) -> bool {
-    let words = ident_words(&c.name);
-    words
-        .iter()
-        .any(|w| TAKINGS_COLUMN_WORDS.contains(&w.as_str()))
-        && !words
-            .iter()
-            .any(|w| PAID_COLUMN_WORDS.contains(&w.as_str()))
+    let measure = &words().measure;
+    let name = ident_words(&c.name);
+    name.iter().any(|w| listed(&measure.takings_column, w))
+        && !name.iter().any(|w| listed(&measure.paid_column, w))
 }
 
 /// The columns of takings of `table` ([`is_takings_column`]), ids aside.
@@ -3215,30 +2960,20 @@ fn takings_columns(table: &TableInfo) -> Vec<&ColumnInfo> {
         .collect()
 }
 
-/// Only words that say money of any kind: "revenue" or "sales" would take a budget for them.
-const MONEY_WORDS: &[&str] = &[
-    "cost",
-    "price",
-    "priced",
-    "pricing",
-    "expensive",
-    "amount",
-    "money",
-];
-
-/// Consumes the words of [`DURATION_WORDS`] or [`MONEY_WORDS`] once `column` of `table` is
-/// chosen, but not a word that names another of its columns ("sales" beside a `Sales Rep`
-/// column is that column's, "amount" beside an `Amount due` one).
+/// Consumes the words of a duration or of money (`[measure]` of the word file) once `column`
+/// of `table` is chosen, but not a word that names another of its columns ("sales" beside a
+/// `Sales Rep` column is that column's, "amount" beside an `Amount due` one).
 fn consume_measure_words(
     q: &mut Question,
     measure: Measure,
     table: &TableInfo,
     column: &ColumnInfo,
 ) {
-    let words = match measure {
+    let measure_words = &words().measure;
+    let said_words = match measure {
         Measure::Any => return,
-        Measure::Duration => DURATION_WORDS,
-        Measure::Money => MONEY_WORDS,
+        Measure::Duration => &measure_words.duration,
+        Measure::Money => &measure_words.money,
     };
     let others: Vec<String> = table
         .columns
@@ -3249,7 +2984,7 @@ fn consume_measure_words(
     let takings = measure == Measure::Money && is_takings_column(column);
     for t in &mut q.toks {
         let said =
-            words.contains(&t.norm.as_str()) || (takings && SALES_WORDS.contains(&t.norm.as_str()));
+            listed(said_words, &t.norm) || (takings && listed(&measure_words.sales, &t.norm));
         if !t.used && !t.cjk && said && !others.contains(&t.norm) {
             t.used = true;
         }
@@ -3438,18 +3173,18 @@ fn named_measure<'t>(q: &mut Question, table: &'t TableInfo) -> Option<&'t Colum
                 consume_repeats(q, c);
                 return Some(*c);
             }
-            if q.says_any(DURATION_WORDS) {
+            if q.says_any(&words().measure.duration) {
                 return ranked_column(q, table, Measure::Duration, true);
             }
             // "the total sales": the one column of takings.
-            if q.says_any(SALES_WORDS) {
+            if q.says_any(&words().measure.sales) {
                 let [c] = takings_columns(table)[..] else {
                     return None;
                 };
                 consume_measure_words(q, Measure::Money, table, c);
                 return Some(c);
             }
-            if q.says_any(MONEY_WORDS) {
+            if q.says_any(&words().measure.money) {
                 return ranked_column(q, table, Measure::Money, true);
             }
             match numeric.as_slice() {

@@ -9,17 +9,9 @@ pub(crate) fn is_cjk(c: char) -> bool {
         0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
 }
 
-const STOP_WORDS: &[&str] = &[
-    "a", "an", "the", "of", "to", "in", "on", "for", "and", "or", "is", "are", "was", "were", "be",
-    "by", "with", "what", "which", "who", "whom", "how", "why", "when", "where", "do", "does",
-    "did", "can", "could", "should", "would", "will", "i", "we", "you", "it", "its", "this",
-    "that", "these", "those", "there", "their", "my", "our", "your", "about", "from", "as", "at",
-    "if", "me", "us", "many", "much", "any", "some", "please", "tell", "give", "show", "list",
-    "all", "have", "has", "get", "not", "no",
-];
-
 /// The terms of `text`: lower-cased English words of two letters or more (plural `-s`/`-ies`
-/// folded) without stop words, numbers, and each CJK character and pair of characters.
+/// folded) without stop words (`term_stopwords` of `data/words.toml`), numbers, and each CJK
+/// character and pair of characters.
 pub(crate) fn terms(text: &str) -> HashSet<String> {
     let mut out = HashSet::new();
     let lower = text.to_lowercase();
@@ -32,7 +24,11 @@ pub(crate) fn terms(text: &str) -> HashSet<String> {
     };
     let flush_word = |word: &mut String, out: &mut HashSet<String>| {
         let short = word.chars().count() < 2 && !word.chars().all(|c| c.is_ascii_digit());
-        if !word.is_empty() && !short && !STOP_WORDS.contains(&word.as_str()) {
+        let stop = crate::words::words()
+            .term_stopwords
+            .iter()
+            .any(|w| w == word.as_str());
+        if !word.is_empty() && !short && !stop {
             let folded = word
                 .strip_suffix("ies")
                 .map(|s| format!("{s}y"))
