@@ -325,7 +325,7 @@ impl Agent {
                 nodes::llm_call(self.llm.as_deref(), state, events, messages, 64, false)
             {
                 let line = text.lines().next().unwrap_or("").trim().to_string();
-                if !line.is_empty() {
+                if takes_from(&line, &q, &state.messages) {
                     return line;
                 }
             }
@@ -369,6 +369,20 @@ fn persist(
     Ok(())
 }
 
+/// Whether `rewrite` of the follow-up `q` brings a word of the earlier questions into it: a
+/// small model often hands the follow-up back as it was ("Which older plug-in was it combined
+/// with?"), which then finds passages about anything combined.
+fn takes_from(rewrite: &str, q: &str, earlier: &[state::HistoryTurn]) -> bool {
+    let asked = text::terms(q);
+    let before: std::collections::HashSet<String> = earlier
+        .iter()
+        .flat_map(|t| text::terms(&t.question))
+        .collect();
+    text::terms(rewrite)
+        .iter()
+        .any(|t| !asked.contains(t) && before.contains(t))
+}
+
 /// Short questions and ones that point back ("it", "那个", "what about …") are follow-ups.
 fn looks_like_follow_up(q: &str) -> bool {
     let lower = q.to_lowercase();
@@ -409,6 +423,28 @@ fn clip_chars(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rewrite_must_bring_the_conversation_into_the_follow_up() {
+        let earlier = [state::HistoryTurn {
+            question: "What changed about the Text tool in GIMP 2.0?".into(),
+            answer: "It was combined with an older plug-in.".into(),
+        }];
+        let q = "Which older plug-in was it combined with?";
+        assert!(!takes_from(q, q, &earlier));
+        assert!(!takes_from("Which plug-in was combined?", q, &earlier));
+        assert!(takes_from(
+            "Which older plug-in was the Text tool combined with in GIMP 2.0?",
+            q,
+            &earlier
+        ));
+        let earlier = [state::HistoryTurn {
+            question: "年假有几天？".into(),
+            answer: String::new(),
+        }];
+        assert!(takes_from("实习生的年假有几天？", "那实习生呢？", &earlier));
+        assert!(!takes_from("那实习生呢？", "那实习生呢？", &earlier));
+    }
 
     #[test]
     fn follow_ups_are_recognised() {
