@@ -210,8 +210,9 @@ fn nothing_found_is_said_plainly() {
     );
 }
 
-/// A scripted writer: DOC for routing, `reply` to anything else, counting the prompts that ask
-/// for an answer (those that say how to reply when the evidence does not answer).
+/// A scripted writer: DOC for routing, a follow-up handed back unchanged when asked to rewrite
+/// it, `reply` to anything else, counting the prompts that ask for an answer (those that say
+/// how to reply when the evidence does not answer).
 #[derive(Debug, Default)]
 struct Writer {
     reply: &'static str,
@@ -234,8 +235,15 @@ impl knowhub_llm::Llm for Writer {
         on_token: &mut dyn FnMut(&str) -> bool,
     ) -> Result<knowhub_llm::ChatResponse, knowhub_llm::LlmError> {
         let system = req.messages.first().map_or("", |m| m.content.as_str());
+        let user = req.messages.last().map_or("", |m| m.content.as_str());
         let text = if system.contains("route questions") {
             "DOC"
+        } else if system.contains("Rewrite the follow-up") {
+            // Like a small model, it hands the follow-up back as it was.
+            user.split("Follow-up: ")
+                .nth(1)
+                .and_then(|rest| rest.lines().next())
+                .unwrap_or("")
         } else {
             if system.contains("NO_ANSWER") {
                 *self.asked.lock().unwrap() += 1;
@@ -283,4 +291,33 @@ fn the_writer_is_not_asked_when_no_sentence_answers() {
         assert_eq!(*writer.asked.lock().unwrap(), *asked, "{question}");
         assert_eq!(out.state.output.stop_reason, *stop, "{question}");
     }
+}
+
+#[test]
+fn a_follow_up_the_writer_hands_back_unchanged_carries_the_earlier_question() {
+    let kb = backups_and_lunch();
+    let writer = std::sync::Arc::new(Writer {
+        reply: "Backups are kept for 35 days [1].",
+        ..Writer::default()
+    });
+    let agent = Agent::without_engine(Some(writer), AgentOptions::default());
+    let first = agent
+        .ask_in(
+            &kb,
+            "trace-1",
+            &AskRequest::new("How long are backups kept?"),
+            &mut |_| {},
+        )
+        .unwrap();
+    let mut follow_up = AskRequest::new("And when do they run?");
+    follow_up.session = first.session_id.clone();
+    agent
+        .ask_in(&kb, "trace-2", &follow_up, &mut |_| {})
+        .unwrap();
+    let searched = kb.searched.lock().unwrap();
+    let last = searched.last().unwrap();
+    assert!(
+        last.contains("backups") && last.contains("when do they run"),
+        "{searched:?}"
+    );
 }
