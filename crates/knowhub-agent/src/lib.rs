@@ -386,34 +386,15 @@ fn takes_from(rewrite: &str, q: &str, earlier: &[state::HistoryTurn]) -> bool {
 /// Short questions and ones that point back ("it", "那个", "what about …") are follow-ups.
 fn looks_like_follow_up(q: &str) -> bool {
     let lower = q.to_lowercase();
-    const POINTERS: &[&str] = &[
-        " it ",
-        " it?",
-        "it ",
-        " its ",
-        "they",
-        " them",
-        "those",
-        "these",
-        "what about",
-        "how about",
-        "also",
-        "same",
-        "它",
-        "他们",
-        "这个",
-        "那个",
-        "这些",
-        "那些",
-        "呢",
-        "还有",
-        "那么",
-        "同样",
-    ];
     let words = lower.split_whitespace().count();
     let cjk = lower.chars().filter(|c| lang::is_cjk(*c)).count();
     let short = if cjk > 0 { cjk <= 6 } else { words <= 4 };
-    short || lower.starts_with("and ") || POINTERS.iter().any(|p| lower.contains(p))
+    short
+        || lower.starts_with("and ")
+        || words::words()
+            .follow_up_pointers
+            .iter()
+            .any(|p| lower.contains(p.as_str()))
 }
 
 fn clip_chars(s: &str, max: usize) -> String {

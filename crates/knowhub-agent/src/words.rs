@@ -37,6 +37,8 @@ pub(crate) struct Words {
     pub(crate) filler: String,
     // Brief answers (`brief`).
     pub(crate) asks_other: Vec<String>,
+    // Follow-ups (`lib`).
+    pub(crate) follow_up_pointers: Vec<String>,
     // Routing by keywords (`nodes::route`).
     pub(crate) sql_words: Vec<String>,
     pub(crate) doc_words: Vec<String>,
@@ -104,6 +106,7 @@ mod tests {
             ("not_beside", &words.not_beside),
             ("figure_measures", &words.figure_measures),
             ("asks_other", &words.asks_other),
+            ("follow_up_pointers", &words.follow_up_pointers),
             ("sql_words", &words.sql_words),
             ("doc_words", &words.doc_words),
             ("refuse_phrases", &words.refuse_phrases),
