@@ -386,9 +386,9 @@ fn takes_from(rewrite: &str, q: &str, earlier: &[state::HistoryTurn]) -> bool {
 /// Short questions and ones that point back ("it", "那个", "what about …") are follow-ups.
 fn looks_like_follow_up(q: &str) -> bool {
     let lower = q.to_lowercase();
-    let words = lower.split_whitespace().count();
+    let word_count = lower.split_whitespace().count();
     let cjk = lower.chars().filter(|c| lang::is_cjk(*c)).count();
-    let short = if cjk > 0 { cjk <= 6 } else { words <= 4 };
+    let short = if cjk > 0 { cjk <= 6 } else { word_count <= 4 };
     short
         || lower.starts_with("and ")
         || words::words()
