@@ -1027,7 +1027,7 @@ fn digit_figures(text: &str) -> Vec<Figure> {
 
 /// The words of `sentence` that a writer can only copy from its sources, never paraphrase:
 /// identifiers ("SEV1", "nw-prod-sh", "maxSurge", "Q4_K_M": letters run into digits, an
-/// underscore, a capital inside a word), and words in the other script than the sentence's
+/// underscore, a capital inside a word), key combinations ("Ctrl+Shift+A"), and words in the other script than the sentence's
 /// own (English words in a Chinese sentence, "staging" or "NorthDesk"; Chinese words in an
 /// English sentence, names such as "李娜"). Lowercased. Plain words of the sentence's own
 /// script are not listed: a model may say what its source says in other words.
@@ -1040,7 +1040,7 @@ fn names(sentence: &str) -> Vec<String> {
             out.push(word);
         }
     };
-    // Runs of ASCII letters, digits, '_' and inner '-' / '.', and runs of CJK characters.
+    // Runs of ASCII letters, digits, '_' and inner '-' / '.' / '+', and runs of CJK characters.
     let chars: Vec<char> = sentence.chars().collect();
     let mut i = 0;
     while i < chars.len() {
@@ -1062,7 +1062,7 @@ fn names(sentence: &str) -> Vec<String> {
         let start = i;
         while i < chars.len() {
             let c = chars[i];
-            let inner = matches!(c, '-' | '.')
+            let inner = matches!(c, '-' | '.' | '+')
                 && chars.get(i + 1).is_some_and(char::is_ascii_alphanumeric)
                 && i > start;
             if c.is_ascii_alphanumeric() || c == '_' || inner {
@@ -1076,7 +1076,8 @@ fn names(sentence: &str) -> Vec<String> {
         if letters == 0 {
             continue; // a figure: checked as one
         }
-        let identifier = word.contains('_')
+        // A key combination ("Ctrl+Shift+A") is copied as it is written.
+        let identifier = word.contains(['_', '+'])
             || word.chars().zip(word.chars().skip(1)).any(|(a, b)| {
                 (a.is_ascii_alphabetic() && b.is_ascii_digit())
                     || (a.is_ascii_digit() && b.is_ascii_alphabetic())
@@ -1521,6 +1522,8 @@ mod tests {
             ("SEV1 须在 5 分钟内确认。", &["sev1"]),
             ("Set maxSurge to 25% on nw-prod-sh.", &["maxsurge"]),
             ("The model file is Q4_K_M.", &["q4_k_m"]),
+            ("Its shortcut is Ctrl+Shift+A.", &["ctrl+shift+a"]),
+            ("Press Alt + F4 to close it.", &["f4"]),
             // Plain words of the sentence's own script may paraphrase.
             ("New employees get 10 working days of leave.", &[]),
             // Hyphenated words are English too ("nw-prod-sh" above goes unchecked with them).

@@ -12,7 +12,7 @@ use crate::text::{named_dates, names_dates, prose_terms, questions, sentences, w
 /// Sentences kept at most: four, because answers in tables and lists take a row each ("加班费怎
 /// 么算？" needs the weekday, weekend and holiday rates); one fewer beside data results, which
 /// answer data questions themselves.
-const MAX_SENTENCES: usize = 4;
+pub(crate) const MAX_SENTENCES: usize = 4;
 /// A sentence must cover at least this share of the question's terms, and at least two of
 /// them when the question has two or more (one shared word is a coincidence, not an answer).
 const MIN_OVERLAP: f32 = 0.34;
@@ -65,39 +65,7 @@ pub(crate) fn answer(
     } else {
         MAX_SENTENCES - 1
     };
-    let mut sentences: Vec<Part> = Vec::new();
-    let mut used = std::collections::HashSet::new();
-    // A question of several questions ("报销单要在多少天内提交？多少钱以上需要发票？") gets each
-    // part's best sentence first: ranked against the whole, the sentences of the part with more
-    // words fill every place.
-    let asked = questions(question);
-    let firsts: Vec<(String, usize)> = asked
-        .iter()
-        .filter(|_| asked.len() > 1)
-        .filter_map(|part| ranked_sentences(part, evidence).into_iter().next())
-        .collect();
-    let answers_asked = firsts.len().max(1);
-    for (s, i) in firsts
-        .into_iter()
-        .chain(ranked_sentences(question, evidence))
-    {
-        if sentences.len() >= limit {
-            break;
-        }
-        // A list item already quoted under its introduction is not repeated.
-        let quoted = sentences
-            .iter()
-            .any(|(_, _, items)| items.iter().any(|it| it.contains(&s)));
-        if !quoted && used.insert(s.clone()) {
-            // A sentence that introduces a list says nothing without it: "Roll back
-            // immediately when any of these is true:" is answered by the conditions under it.
-            let items: Vec<String> = list_after(&s, &evidence[i - 1].text)
-                .into_iter()
-                .filter(|item| used.insert(item.clone()))
-                .collect();
-            sentences.push((s, i, items));
-        }
-    }
+    let (sentences, answers_asked) = best_sentences(question, evidence, limit);
     let unanswered = sentences.is_empty();
     let (leading, trailing): (Vec<_>, Vec<_>) =
         results.into_iter().partition(|(speaks, _, _)| *speaks);
@@ -144,6 +112,50 @@ pub(crate) fn answer(
         }
     }
     Some((text, cited))
+}
+
+/// The sentences that answer `question` best, at most `limit`, each with the list it
+/// introduces, and how many of them lead (one per question asked, for a question of several
+/// questions). The extractive answer's lines, and what a model reads for meaning.
+pub(crate) fn best_sentences(
+    question: &str,
+    evidence: &[&EvidenceItem],
+    limit: usize,
+) -> (Vec<Part>, usize) {
+    let mut sentences: Vec<Part> = Vec::new();
+    let mut used = std::collections::HashSet::new();
+    // A question of several questions ("报销单要在多少天内提交？多少钱以上需要发票？") gets each
+    // part's best sentence first: ranked against the whole, the sentences of the part with more
+    // words fill every place.
+    let asked = questions(question);
+    let firsts: Vec<(String, usize)> = asked
+        .iter()
+        .filter(|_| asked.len() > 1)
+        .filter_map(|part| ranked_sentences(part, evidence).into_iter().next())
+        .collect();
+    let answers_asked = firsts.len().max(1);
+    for (s, i) in firsts
+        .into_iter()
+        .chain(ranked_sentences(question, evidence))
+    {
+        if sentences.len() >= limit {
+            break;
+        }
+        // A list item already quoted under its introduction is not repeated.
+        let quoted = sentences
+            .iter()
+            .any(|(_, _, items)| items.iter().any(|it| it.contains(&s)));
+        if !quoted && used.insert(s.clone()) {
+            // A sentence that introduces a list says nothing without it: "Roll back
+            // immediately when any of these is true:" is answered by the conditions under it.
+            let items: Vec<String> = list_after(&s, &evidence[i - 1].text)
+                .into_iter()
+                .filter(|item| used.insert(item.clone()))
+                .collect();
+            sentences.push((s, i, items));
+        }
+    }
+    (sentences, answers_asked)
 }
 
 /// The evidence's best sentence for `question` (one for each question it asks, when it asks

@@ -28,6 +28,7 @@ mod lang;
 pub mod memory;
 mod nodes;
 pub mod providers;
+mod reading;
 mod schema_cache;
 pub mod state;
 mod text;

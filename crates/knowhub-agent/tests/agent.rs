@@ -746,7 +746,8 @@ fn long_conversations_keep_recent_turns_and_summarise_older_ones() {
     assert!(f.engine.session_summary(&bob, &id).is_err());
 }
 
-/// A scripted reader: DOC for routing, a fixed reply to any other prompt; counts the prompts
+/// A scripted reader: DOC for routing, "yes" when asked whether a text answers, a fixed reply
+/// to any other prompt; counts the prompts
 /// it was given, and those that asked for a citation after every sentence (the strict draft).
 #[derive(Debug, Default)]
 struct Reader {
@@ -778,6 +779,9 @@ impl knowhub_llm::Llm for Reader {
         let system = req.messages.first().map_or("", |m| m.content.as_str());
         let text = if system.contains("route questions") {
             "DOC"
+        } else if judging(req) {
+            // It finds the answer in the sentence it is shown.
+            "yes"
         } else {
             *self.asked.lock().unwrap() += 1;
             if system.contains("MUST end with a citation") {
@@ -1054,6 +1058,13 @@ where
     }
 }
 
+/// Whether `req` asks whether a text answers the question (its system prompt).
+fn judging(req: &knowhub_llm::ChatRequest) -> bool {
+    req.messages
+        .first()
+        .is_some_and(|m| m.content.contains("whether a text answers a question"))
+}
+
 /// Whether `req` is the routing request (its system prompt).
 fn routing(req: &knowhub_llm::ChatRequest) -> bool {
     req.messages
@@ -1073,6 +1084,9 @@ fn a_draft_that_copies_the_evidence_listing_is_stopped_early() {
         move |req: &knowhub_llm::ChatRequest, on_token: &mut dyn FnMut(&str) -> bool| {
             if routing(req) {
                 return respond("DOC".into(), on_token);
+            }
+            if judging(req) {
+                return respond("yes".into(), on_token);
             }
             let listing =
                 "[1] (Handbook) Employees get fifteen days of annual leave per year. ".repeat(20);

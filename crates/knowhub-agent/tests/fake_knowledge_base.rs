@@ -211,12 +211,17 @@ fn nothing_found_is_said_plainly() {
 }
 
 /// A scripted writer: DOC for routing, a follow-up handed back unchanged when asked to rewrite
-/// it, `reply` to anything else, counting the prompts that ask for an answer (those that say
-/// how to reply when the evidence does not answer).
+/// it, `verdict` when asked whether a text answers, `reply` to anything else, counting the
+/// prompts that ask for an answer (those that say how to reply when the evidence does not
+/// answer) and those that ask for a verdict.
 #[derive(Debug, Default)]
 struct Writer {
     reply: &'static str,
+    verdict: &'static str,
+    /// The weights it says it has (`None`: unknown, like a server's model).
+    parameters: Option<u64>,
     asked: Mutex<usize>,
+    judged: Mutex<usize>,
 }
 
 impl knowhub_llm::Llm for Writer {
@@ -229,6 +234,9 @@ impl knowhub_llm::Llm for Writer {
     fn count_tokens(&self, text: &str) -> usize {
         text.chars().count().div_ceil(4)
     }
+    fn parameters(&self) -> Option<u64> {
+        self.parameters
+    }
     fn chat(
         &self,
         req: &knowhub_llm::ChatRequest,
@@ -238,6 +246,9 @@ impl knowhub_llm::Llm for Writer {
         let user = req.messages.last().map_or("", |m| m.content.as_str());
         let text = if system.contains("route questions") {
             "DOC"
+        } else if system.contains("whether a text answers a question") {
+            *self.judged.lock().unwrap() += 1;
+            self.verdict
         } else if system.contains("Rewrite the follow-up") {
             // Like a small model, it hands the follow-up back as it was.
             user.split("Follow-up: ")
@@ -320,4 +331,49 @@ fn a_follow_up_the_writer_hands_back_unchanged_carries_the_earlier_question() {
         last.contains("backups") && last.contains("when do they run"),
         "{searched:?}"
     );
+}
+
+#[test]
+fn a_model_that_reads_for_meaning_decides_whether_the_best_sentences_answer() {
+    let kb = backups_and_lunch();
+    // (weights the model says it has, its verdict, prompts asking for a verdict, whether the
+    // writer is asked, how it ends)
+    let table: &[(Option<u64>, &str, usize, usize, StopReason)] = &[
+        // A server's model (size unknown) reads the one sentence that passes the word test
+        // and finds no answer in it: nobody writes one.
+        (None, "No.", 1, 0, StopReason::NoEvidence),
+        (Some(1_500_000_000), "no", 1, 0, StopReason::NoEvidence),
+        // It finds the answer: the writer writes.
+        (None, "Yes", 1, 1, StopReason::Ok),
+        // A reply that is no verdict withholds nothing.
+        (None, "The text says 35 days.", 1, 1, StopReason::Ok),
+        // A small model is not asked: it says "no" to nearly everything.
+        (Some(500_000_000), "no", 0, 1, StopReason::Ok),
+    ];
+    for (parameters, verdict, judged, asked, stop) in table {
+        let writer = std::sync::Arc::new(Writer {
+            reply: "Backups are kept for 35 days [1].",
+            verdict,
+            parameters: *parameters,
+            ..Writer::default()
+        });
+        let agent = Agent::without_engine(Some(writer.clone()), AgentOptions::default());
+        let out = agent
+            .ask_in(
+                &kb,
+                "trace-r",
+                &AskRequest::new("How long are backups kept?"),
+                &mut |_| {},
+            )
+            .unwrap();
+        let case = format!("{parameters:?} {verdict:?}");
+        assert_eq!(*writer.judged.lock().unwrap(), *judged, "{case}");
+        assert_eq!(*writer.asked.lock().unwrap(), *asked, "{case}");
+        assert_eq!(out.state.output.stop_reason, *stop, "{case}");
+        if *stop == StopReason::NoEvidence {
+            assert!(out.state.output.rendered_sources.is_empty(), "{case}");
+            let trace = kb.traces.lock().unwrap().last().unwrap().state.clone();
+            assert!(trace.contains("found no answer in them"), "{case}: {trace}");
+        }
+    }
 }

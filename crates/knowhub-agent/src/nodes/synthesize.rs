@@ -13,6 +13,7 @@ use crate::brief::{self, Rejected};
 use crate::citations;
 use crate::extractive;
 use crate::lang::Lang;
+use crate::reading;
 use crate::state::{AgentState, Citation, EvidenceItem, RenderedSource, StopReason};
 use crate::{AgentEvent, Result};
 use knowhub_engine::DocumentMeta;
@@ -53,12 +54,6 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     let mut cut = Vec::new();
     let mut attempts = 0;
     let rows_for_the_user = refs.iter().any(|e| more_rows_than_the_writer_reads(e));
-    // The trace says when the writer was not asked because of that.
-    let answer_report = |state: &AgentState, attempts: usize, cut: usize| {
-        let mut step = report(state, attempts, cut);
-        step.out["result_too_long_for_the_writer"] = rows_for_the_user.into();
-        step
-    };
     // The writer is not asked when nothing it reads could answer: no query result, and no
     // sentence of the passages shares enough of the question's words, states a figure of the
     // kind it asks for and names the numbers it names (the extractive answer's test). Asked
@@ -74,6 +69,35 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         && refs
             .iter()
             .any(|e| e.kind == "doc_chunk" && Lang::detect(&e.text) == lang);
+    // A model that reads for meaning is asked whether the sentences that pass the word test
+    // answer; when it finds an answer in none of them, neither does the writer (which would
+    // write one from the nearest sentence all the same) nor the extractive answer.
+    let judged = if unanswerable || rows_for_the_user {
+        Vec::new()
+    } else {
+        read_for_meaning(state, deps, &question, &refs, extracted.is_some())
+    };
+    let read_no_answer = !judged.is_empty() && judged.iter().all(|(_, v)| *v == Some(false));
+    let judged: Vec<serde_json::Value> = judged
+        .into_iter()
+        .map(|(sentence, answers)| json!({ "sentence": sentence, "answers": answers }))
+        .collect();
+    // The trace says when the writer was not asked because of that.
+    let answer_report = |state: &AgentState, attempts: usize, cut: usize| {
+        let mut step = report(state, attempts, cut);
+        step.out["result_too_long_for_the_writer"] = rows_for_the_user.into();
+        if !judged.is_empty() {
+            step.out["read_for_meaning"] = judged.clone().into();
+        }
+        step
+    };
+    if read_no_answer {
+        extractive_or_abstain(state, deps, None, false, lang);
+        let mut step = answer_report(state, 0, 0);
+        step.out["writer_not_asked"] =
+            "the model read the best sentences and found no answer in them".into();
+        return Ok(step);
+    }
     if unanswerable {
         extractive_or_abstain(state, deps, None, false, lang);
         let mut step = answer_report(state, 0, 0);
@@ -201,6 +225,37 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     state.draft.cut_sentences = cut.clone();
     extractive_or_abstain(state, deps, extracted, false, lang);
     Ok(answer_report(state, attempts, cut.len()))
+}
+
+/// Asks a model that reads for meaning ([`reading::reads_for_meaning`]) whether each of the
+/// passages' best sentences answers `question`, in order, until one does (or the model gives
+/// no verdict, which withholds nothing). Returns each sentence asked about with the verdict;
+/// empty when no model is asked: none, a small one, a query result among the evidence (rows
+/// are the data's answer), or no sentence that passes the word test (`found`).
+fn read_for_meaning(
+    state: &mut AgentState,
+    deps: &mut Deps<'_>,
+    question: &str,
+    refs: &[&EvidenceItem],
+    found: bool,
+) -> Vec<(String, Option<bool>)> {
+    let asks = deps.llm.is_some_and(reading::reads_for_meaning)
+        && found
+        && !refs.iter().any(|e| e.kind == "sql_result");
+    if !asks {
+        return Vec::new();
+    }
+    let (parts, _) = extractive::best_sentences(question, refs, extractive::MAX_SENTENCES);
+    let mut judged = Vec::new();
+    for part in &parts {
+        let reply = deps.ask_llm(state, reading::messages(question, part), 3, false);
+        let verdict = reply.ok().as_deref().and_then(reading::verdict);
+        judged.push((part.0.clone(), verdict));
+        if verdict != Some(false) {
+            break;
+        }
+    }
+    judged
 }
 
 /// Models with fewer weights than this write one draft, the strict one (see [`drafts`]).
