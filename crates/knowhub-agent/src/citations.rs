@@ -351,7 +351,7 @@ pub(crate) fn check_items(answer: &str, items: &[Shown<'_>], question: &str) -> 
         }
         // What the sentence says, without its markers: every rule below reads it.
         let text = unmarked(&clean);
-        if is_sql(&text) || restates(&text, question) {
+        if is_sql(&text) || restates(&text, question) || leaves_a_gap(&text) {
             out.cut.push(sentence.clone());
             continue;
         }
@@ -635,6 +635,24 @@ fn is_source_note(text: &str) -> bool {
     ];
     let lower = text.trim().trim_start_matches(['(', '（']).to_lowercase();
     lower.chars().count() <= 80 && NOTES.iter().any(|note| lower.starts_with(note))
+}
+
+/// Whether `sentence` (markers removed) ends where what it opens is missing: "…的脚本包括 。",
+/// "The versions it runs are." (its last word is one of `open_endings` in `data/words.toml`).
+fn leaves_a_gap(sentence: &str) -> bool {
+    let body = sentence
+        .trim_end()
+        .trim_end_matches(|c: char| matches!(c, '.' | '。' | '!' | '！' | ';' | '；' | '…'))
+        .trim_end()
+        .to_lowercase();
+    words().open_endings.iter().any(|w| {
+        body.strip_suffix(w.as_str()).is_some_and(|before| {
+            // A whole word: in English after a space, in Chinese after anything.
+            before.is_empty()
+                || w.chars().any(crate::lang::is_cjk)
+                || before.ends_with(|c: char| !c.is_alphanumeric())
+        })
+    })
 }
 
 /// Whether `text` is a SQL statement rather than an answer in words (a small model sometimes
@@ -1509,6 +1527,33 @@ mod tests {
                 ["7 projects are in progress; 1.31 and 1.3 are versions; 2 runs. 试用期 3 个月。"];
             assert_eq!(check(answer, &evidence, "").substantive, *want, "{answer}");
         }
+    }
+
+    #[test]
+    fn a_sentence_whose_slot_is_empty_says_nothing() {
+        let table: &[(&str, bool)] = &[
+            ("GIMP 2.6 可以运行的旧版本写的脚本包括 。", true),
+            ("The versions it runs are.", true),
+            ("It supports formats such as .", true),
+            ("该功能是免费的。", false),
+            ("The tool is free.", false),
+            ("Both are included", false),
+            ("Version 0.54.", false),
+            ("Backups are kept for 35 days", false),
+            ("The answer is 42.", false),
+            ("发布于 1998 年。", false),
+        ];
+        for (sentence, gap) in table {
+            assert_eq!(leaves_a_gap(sentence), *gap, "{sentence}");
+        }
+        // Cut from a draft; the rest stays.
+        let checked = check(
+            "The scripts it runs are [1]. Scripts written for GIMP 2.0 run [1].",
+            &["Scripts written for GIMP 2.0 run in GIMP 2.6."],
+            "Which scripts does GIMP 2.6 run?",
+        );
+        assert_eq!(checked.cut.len(), 1, "{checked:?}");
+        assert!(checked.answer.starts_with("Scripts written"), "{checked:?}");
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub(crate) struct Words {
     pub(crate) cjk_common: String,
     // Checking claims against sources (`citations`).
     pub(crate) asides: Vec<String>,
+    pub(crate) open_endings: Vec<String>,
     pub(crate) asking_zh: Vec<String>,
     pub(crate) not_beside: Vec<String>,
     pub(crate) chinese_numerals: String,
@@ -102,6 +103,7 @@ mod tests {
             ("stop_words", &words.stop_words),
             ("cjk_stop", &words.cjk_stop),
             ("asides", &words.asides),
+            ("open_endings", &words.open_endings),
             ("asking_zh", &words.asking_zh),
             ("not_beside", &words.not_beside),
             ("figure_measures", &words.figure_measures),
