@@ -642,7 +642,7 @@ fn is_source_note(text: &str) -> bool {
 fn leaves_a_gap(sentence: &str) -> bool {
     let body = sentence
         .trim_end()
-        .trim_end_matches(|c: char| matches!(c, '.' | '。' | '!' | '！' | ';' | '；' | '…'))
+        .trim_end_matches(['.', '。', '!', '！', ';', '；', '…'])
         .trim_end()
         .to_lowercase();
     words().open_endings.iter().any(|w| {

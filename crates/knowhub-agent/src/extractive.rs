@@ -31,6 +31,16 @@ pub(crate) fn answer(
     evidence: &[&EvidenceItem],
     lang: Lang,
 ) -> Option<(String, Vec<usize>)> {
+    answer_without(question, evidence, lang, &[])
+}
+
+/// [`answer`] without the sentences in `rejected` (those a model read and found no answer in).
+pub(crate) fn answer_without(
+    question: &str,
+    evidence: &[&EvidenceItem],
+    lang: Lang,
+    rejected: &[String],
+) -> Option<(String, Vec<usize>)> {
     // SQL results answer data questions directly: one value on the line, rows under it.
     // Each with whether it speaks to the question and whether it found nothing.
     let results: Vec<(bool, bool, Part)> = evidence
@@ -65,7 +75,7 @@ pub(crate) fn answer(
     } else {
         MAX_SENTENCES - 1
     };
-    let (sentences, answers_asked) = best_sentences(question, evidence, limit);
+    let (sentences, answers_asked) = best_sentences(question, evidence, limit, rejected);
     let unanswered = sentences.is_empty();
     let (leading, trailing): (Vec<_>, Vec<_>) =
         results.into_iter().partition(|(speaks, _, _)| *speaks);
@@ -116,12 +126,19 @@ pub(crate) fn answer(
 
 /// The sentences that answer `question` best, at most `limit`, each with the list it
 /// introduces, and how many of them lead (one per question asked, for a question of several
-/// questions). The extractive answer's lines, and what a model reads for meaning.
+/// questions), leaving out those in `rejected`. The extractive answer's lines, and what a model
+/// reads for meaning.
 pub(crate) fn best_sentences(
     question: &str,
     evidence: &[&EvidenceItem],
     limit: usize,
+    rejected: &[String],
 ) -> (Vec<Part>, usize) {
+    let ranked = |q: &str| {
+        ranked_sentences(q, evidence)
+            .into_iter()
+            .filter(|(s, _)| !rejected.contains(s))
+    };
     let mut sentences: Vec<Part> = Vec::new();
     let mut used = std::collections::HashSet::new();
     // A question of several questions ("报销单要在多少天内提交？多少钱以上需要发票？") gets each
@@ -131,13 +148,10 @@ pub(crate) fn best_sentences(
     let firsts: Vec<(String, usize)> = asked
         .iter()
         .filter(|_| asked.len() > 1)
-        .filter_map(|part| ranked_sentences(part, evidence).into_iter().next())
+        .filter_map(|part| ranked(part).next())
         .collect();
     let answers_asked = firsts.len().max(1);
-    for (s, i) in firsts
-        .into_iter()
-        .chain(ranked_sentences(question, evidence))
-    {
+    for (s, i) in firsts.into_iter().chain(ranked(question)) {
         if sentences.len() >= limit {
             break;
         }
@@ -161,13 +175,22 @@ pub(crate) fn best_sentences(
 /// The evidence's best sentence for `question` (one for each question it asks, when it asks
 /// several), cited, with the list it introduces, except those `shown` already covers (it
 /// holds half of the sentence's terms or more): what a model's answer is completed with, so
-/// the sentence that answers is always in sight beside the model's words.
-pub(crate) fn not_covered(question: &str, evidence: &[&EvidenceItem], shown: &str) -> Vec<Part> {
+/// the sentence that answers is always in sight beside the model's words. Sentences in
+/// `rejected` (read by a model, no answer found in them) are passed over.
+pub(crate) fn not_covered(
+    question: &str,
+    evidence: &[&EvidenceItem],
+    shown: &str,
+    rejected: &[String],
+) -> Vec<Part> {
     let asked = questions(question);
     let shown_terms = prose_terms(shown);
     let mut out: Vec<Part> = Vec::new();
     for part in asked {
-        let Some((s, k)) = ranked_sentences(part, evidence).into_iter().next() else {
+        let Some((s, k)) = ranked_sentences(part, evidence)
+            .into_iter()
+            .find(|(s, _)| !rejected.contains(s))
+        else {
             continue;
         };
         let items = list_after(&s, &evidence[k - 1].text);

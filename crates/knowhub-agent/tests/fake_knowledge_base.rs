@@ -218,6 +218,8 @@ fn nothing_found_is_said_plainly() {
 struct Writer {
     reply: &'static str,
     verdict: &'static str,
+    /// When set, the verdict is "yes" for a text holding these words and "no" for any other.
+    answers_in: Option<&'static str>,
     /// The weights it says it has (`None`: unknown, like a server's model).
     parameters: Option<u64>,
     asked: Mutex<usize>,
@@ -248,7 +250,13 @@ impl knowhub_llm::Llm for Writer {
             "DOC"
         } else if system.contains("whether a text answers a question") {
             *self.judged.lock().unwrap() += 1;
-            self.verdict
+            match self.answers_in {
+                Some(words) => {
+                    let text = user.split("Question:").next().unwrap_or("");
+                    if text.contains(words) { "yes" } else { "no" }
+                }
+                None => self.verdict,
+            }
         } else if system.contains("Rewrite the follow-up") {
             // Like a small model, it hands the follow-up back as it was.
             user.split("Follow-up: ")
@@ -376,4 +384,39 @@ fn a_model_that_reads_for_meaning_decides_whether_the_best_sentences_answer() {
             assert!(trace.contains("found no answer in them"), "{case}: {trace}");
         }
     }
+}
+
+#[test]
+fn a_sentence_read_as_no_answer_does_not_lead_the_extractive_answer() {
+    let kb = Fake {
+        passages: vec![
+            ("vault", "Backups are stored in the basement vault."),
+            ("team", "Backups are stored by the operations team."),
+        ],
+        ..Fake::default()
+    };
+    // The writer's drafts say nothing ("2 [1]"), so the extractive answer is given; the model
+    // finds the answer only in the second sentence.
+    let writer = std::sync::Arc::new(Writer {
+        reply: "2 [1]",
+        answers_in: Some("operations team"),
+        ..Writer::default()
+    });
+    let agent = Agent::without_engine(Some(writer.clone()), AgentOptions::default());
+    let out = agent
+        .ask_in(
+            &kb,
+            "trace-x",
+            &AskRequest::new("Who stores the backups?"),
+            &mut |_| {},
+        )
+        .unwrap();
+    let answer = &out.state.output.final_answer;
+    assert_eq!(*writer.judged.lock().unwrap(), 2, "{answer}");
+    assert_eq!(out.state.output.stop_reason, StopReason::Ok, "{answer}");
+    assert!(
+        answer.starts_with("Backups are stored by the operations team"),
+        "{answer}"
+    );
+    assert!(!answer.contains("vault"), "{answer}");
 }

@@ -62,7 +62,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     // made only when some passage is in the question's language; across languages the writer
     // translates.
     // Also the answer when no model writes one: worked out once.
-    let extracted = extractive::answer(&question, &refs, lang);
+    let mut extracted = extractive::answer(&question, &refs, lang);
     let unanswerable = deps.llm.is_some()
         && extracted.is_none()
         && !refs.iter().any(|e| e.kind == "sql_result")
@@ -78,6 +78,16 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
         read_for_meaning(state, deps, &question, &refs, extracted.is_some())
     };
     let read_no_answer = !judged.is_empty() && judged.iter().all(|(_, v)| *v == Some(false));
+    // The sentences it found no answer in neither lead the extractive answer nor stand beside
+    // the writer's.
+    let rejected: Vec<String> = judged
+        .iter()
+        .filter(|(_, v)| *v == Some(false))
+        .map(|(s, _)| s.clone())
+        .collect();
+    if !rejected.is_empty() && !read_no_answer {
+        extracted = extractive::answer_without(&question, &refs, lang, &rejected);
+    }
     let judged: Vec<serde_json::Value> = judged
         .into_iter()
         .map(|(sentence, answers)| json!({ "sentence": sentence, "answers": answers }))
@@ -182,7 +192,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                 // follows the model's words when they do not already say it: a small model
                 // often answers with a neighbouring sentence, or one part of two.
                 {
-                    let more = extractive::not_covered(&question, &refs, &answer);
+                    let more = extractive::not_covered(&question, &refs, &answer, &rejected);
                     if !more.is_empty() {
                         let mut addition = format!("\n\n{}", lang.extractive_more());
                         for (s, k, items) in more {
@@ -245,7 +255,7 @@ fn read_for_meaning(
     if !asks {
         return Vec::new();
     }
-    let (parts, _) = extractive::best_sentences(question, refs, extractive::MAX_SENTENCES);
+    let (parts, _) = extractive::best_sentences(question, refs, extractive::MAX_SENTENCES, &[]);
     let mut judged = Vec::new();
     for part in &parts {
         let reply = deps.ask_llm(state, reading::messages(question, part), 3, false);
