@@ -420,3 +420,40 @@ fn a_sentence_read_as_no_answer_does_not_lead_the_extractive_answer() {
     );
     assert!(!answer.contains("vault"), "{answer}");
 }
+
+#[test]
+fn an_answer_the_model_read_in_a_sentence_is_given_when_its_writer_finds_none() {
+    let kb = backups_and_lunch();
+    // (verdict on the sentence, how it ends, written by)
+    let table: &[(&str, StopReason, &str)] = &[
+        // Read sentence by sentence, the model found the answer: the sentence is the answer.
+        ("yes", StopReason::Ok, "extractive"),
+        // No verdict: the writer's "no answer" stands.
+        ("The text says so.", StopReason::NoEvidence, "none"),
+    ];
+    for (verdict, stop, by) in table {
+        let writer = std::sync::Arc::new(Writer {
+            reply: "NO_ANSWER",
+            verdict,
+            ..Writer::default()
+        });
+        let agent = Agent::without_engine(Some(writer.clone()), AgentOptions::default());
+        let out = agent
+            .ask_in(
+                &kb,
+                "trace-n",
+                &AskRequest::new("How long are backups kept?"),
+                &mut |_| {},
+            )
+            .unwrap();
+        assert_eq!(out.state.output.stop_reason, *stop, "{verdict}");
+        assert_eq!(out.state.draft.written_by, *by, "{verdict}");
+        if *stop == StopReason::Ok {
+            assert!(
+                out.state.output.final_answer.contains("kept for 35 days"),
+                "{}",
+                out.state.output.final_answer
+            );
+        }
+    }
+}
