@@ -3,15 +3,17 @@
 //! on-topic question the documents do not answer ("Which version first introduced layer
 //! groups?") shares enough of them with some sentence ("Version 0.99 also introduced a new
 //! native file format") to be answered with it. A model of a billion weights or more tells
-//! the two apart; the default 0.5B answers "no" to nearly everything, so it is not asked.
+//! the two apart; the default 0.5B says "no" of a third of the sentences that answer, so it
+//! is not asked.
 
 use knowhub_llm::{Llm, Message};
 
 use crate::extractive::Part;
 
 /// Models with fewer weights than this are not asked. Measured on eval/gimp-help (the
-/// extractive answers' lines, 240 of them): the 0.5B answered "no" for 21 of the 67 leads that
-/// answer, the 1.5B for 1 of them while refusing 6 more of the 11 unanswerable questions.
+/// extractive answers' 240 lines, this prompt): the 0.5B said "no" of 23 of the 67 leads that
+/// answer, the 1.5B of 5, while refusing 6 more unanswerable questions than the word test (13
+/// of 18; the 0.5B 2 more). See docs/measurements.md.
 pub(crate) const MIN_PARAMETERS: u64 = 1_000_000_000;
 
 /// Whether `llm` reads well enough to be asked: a local model of [`MIN_PARAMETERS`] or more,

@@ -355,7 +355,7 @@ fn a_model_that_reads_for_meaning_decides_whether_the_best_sentences_answer() {
         (None, "Yes", 1, 1, StopReason::Ok),
         // A reply that is no verdict withholds nothing.
         (None, "The text says 35 days.", 1, 1, StopReason::Ok),
-        // A small model is not asked: it says "no" to nearly everything.
+        // A small model is not asked: it says "no" of too many sentences that answer.
         (Some(500_000_000), "no", 0, 1, StopReason::Ok),
     ];
     for (parameters, verdict, judged, asked, stop) in table {
