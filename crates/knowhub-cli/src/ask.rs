@@ -294,6 +294,7 @@ pub(crate) fn print_trace(s: &knowhub_agent::AgentState) {
                 .map(|e| format!(" ({}: {})", e.kind, e.msg))
                 .unwrap_or_default()
         );
+        crate::render::read_for_meaning_lines(&step.out);
     }
     if let Some(sql) = &s.tools.sql
         && !sql.generated_sql.is_empty()

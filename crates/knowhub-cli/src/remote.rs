@@ -797,6 +797,7 @@ pub(crate) fn print_trace(t: &serde_json::Value) {
             step["timing_ms"],
             text(step, "status"),
         );
+        crate::render::read_for_meaning_lines(&step["out"]);
     }
     let sql = &t["sql"];
     if !text(sql, "sql").is_empty() {

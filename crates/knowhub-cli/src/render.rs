@@ -378,6 +378,36 @@ pub(crate) fn trace_line(id: &str, route: &str, stop_reason: &str, total_ms: u64
     );
 }
 
+/// Under a trace step: the sentences a model read for meaning and what it found (the
+/// answering step's `read_for_meaning`), here and on a server.
+pub(crate) fn read_for_meaning_lines(out: &serde_json::Value) {
+    for line in read_for_meaning(out) {
+        println!("{line}");
+    }
+}
+
+fn read_for_meaning(out: &serde_json::Value) -> Vec<String> {
+    out["read_for_meaning"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|read| {
+            let verdict = match read["answers"].as_bool() {
+                Some(true) => "answers",
+                Some(false) => "no answer",
+                None => "no verdict",
+            };
+            let sentence: String = read["sentence"]
+                .as_str()
+                .unwrap_or_default()
+                .chars()
+                .take(80)
+                .collect();
+            format!("      read: {sentence} → {verdict}")
+        })
+        .collect()
+}
+
 /// A registered SQL database in `knowhub sql list`.
 pub(crate) fn sql_source_line(name: &str, path: &str, scopes: &[String], tenant: Option<&str>) {
     let tenant = tenant
@@ -393,7 +423,25 @@ pub(crate) fn sheet_table_line(sql_name: &str, rows: u64, document_path: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::highlight;
+    use super::{highlight, read_for_meaning};
+
+    #[test]
+    fn a_trace_shows_what_the_model_read_and_found() {
+        let out = serde_json::json!({ "read_for_meaning": [
+            { "sentence": "Version 0.99 introduced XCF.", "answers": false },
+            { "sentence": "版本 1.0 于 1998 年发布。", "answers": true },
+            { "sentence": "Anything", "answers": null },
+        ]});
+        assert_eq!(
+            read_for_meaning(&out),
+            [
+                "      read: Version 0.99 introduced XCF. → no answer",
+                "      read: 版本 1.0 于 1998 年发布。 → answers",
+                "      read: Anything → no verdict",
+            ]
+        );
+        assert!(read_for_meaning(&serde_json::json!({})).is_empty());
+    }
 
     #[test]
     fn highlight_marks_ranges_and_ignores_bad_ones() {
