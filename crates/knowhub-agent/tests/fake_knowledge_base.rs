@@ -341,6 +341,18 @@ fn a_follow_up_the_writer_hands_back_unchanged_carries_the_earlier_question() {
     );
 }
 
+/// `question` asked of `kb` with `writer` as the model, in a new conversation that is kept.
+fn ask_with(
+    kb: &Fake,
+    writer: &std::sync::Arc<Writer>,
+    question: &str,
+) -> knowhub_agent::AskOutcome {
+    let agent = Agent::without_engine(Some(writer.clone()), AgentOptions::default());
+    agent
+        .ask_in(kb, "trace-w", &AskRequest::new(question), &mut |_| {})
+        .unwrap()
+}
+
 #[test]
 fn a_model_that_reads_for_meaning_decides_whether_the_best_sentences_answer() {
     let kb = backups_and_lunch();
@@ -365,15 +377,7 @@ fn a_model_that_reads_for_meaning_decides_whether_the_best_sentences_answer() {
             parameters: *parameters,
             ..Writer::default()
         });
-        let agent = Agent::without_engine(Some(writer.clone()), AgentOptions::default());
-        let out = agent
-            .ask_in(
-                &kb,
-                "trace-r",
-                &AskRequest::new("How long are backups kept?"),
-                &mut |_| {},
-            )
-            .unwrap();
+        let out = ask_with(&kb, &writer, "How long are backups kept?");
         let case = format!("{parameters:?} {verdict:?}");
         assert_eq!(*writer.judged.lock().unwrap(), *judged, "{case}");
         assert_eq!(*writer.asked.lock().unwrap(), *asked, "{case}");
@@ -402,15 +406,7 @@ fn a_sentence_read_as_no_answer_does_not_lead_the_extractive_answer() {
         answers_in: Some("operations team"),
         ..Writer::default()
     });
-    let agent = Agent::without_engine(Some(writer.clone()), AgentOptions::default());
-    let out = agent
-        .ask_in(
-            &kb,
-            "trace-x",
-            &AskRequest::new("Who stores the backups?"),
-            &mut |_| {},
-        )
-        .unwrap();
+    let out = ask_with(&kb, &writer, "Who stores the backups?");
     let answer = &out.state.output.final_answer;
     assert_eq!(*writer.judged.lock().unwrap(), 2, "{answer}");
     assert_eq!(out.state.output.stop_reason, StopReason::Ok, "{answer}");
@@ -437,15 +433,7 @@ fn an_answer_the_model_read_in_a_sentence_is_given_when_its_writer_finds_none() 
             verdict,
             ..Writer::default()
         });
-        let agent = Agent::without_engine(Some(writer.clone()), AgentOptions::default());
-        let out = agent
-            .ask_in(
-                &kb,
-                "trace-n",
-                &AskRequest::new("How long are backups kept?"),
-                &mut |_| {},
-            )
-            .unwrap();
+        let out = ask_with(&kb, &writer, "How long are backups kept?");
         assert_eq!(out.state.output.stop_reason, *stop, "{verdict}");
         assert_eq!(out.state.draft.written_by, *by, "{verdict}");
         if *stop == StopReason::Ok {
