@@ -24,6 +24,40 @@ const MAX_ITEMS: usize = 8;
 /// evidence item it comes from, and the list items or rows under it.
 pub(crate) type Part = (String, usize, Vec<String>);
 
+/// What a model that read the best sentences for meaning made of them: the sentences it found
+/// no answer in are passed over, and those it found one in come first, the surest first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Read {
+    /// Sentences read as not answering.
+    pub rejected: Vec<String>,
+    /// Sentences read as answering, the surest first.
+    pub preferred: Vec<String>,
+}
+
+impl Read {
+    /// `ranked` without the rejected sentences, the preferred ones moved to the front in their
+    /// order.
+    fn order(&self, ranked: Vec<(String, usize)>) -> Vec<(String, usize)> {
+        let (mut first, rest): (Vec<_>, Vec<_>) = ranked
+            .into_iter()
+            .filter(|(s, _)| !self.rejected.contains(s))
+            .partition(|(s, _)| self.preferred.contains(s));
+        first.sort_by_key(|(s, _)| self.preferred.iter().position(|p| p == s));
+        first.extend(rest);
+        first
+    }
+
+    /// [`Read::order`] with rejection only: how the sentences for one part of a question of
+    /// several are ranked (the model read them against the whole question).
+    fn without_rejected(&self, ranked: Vec<(String, usize)>) -> Vec<(String, usize)> {
+        Read {
+            rejected: self.rejected.clone(),
+            preferred: Vec::new(),
+        }
+        .order(ranked)
+    }
+}
+
 /// An extractive answer over `evidence` (numbered from 1 in this order), or `None` when no
 /// sentence covers enough of the question.
 pub(crate) fn answer(
@@ -31,15 +65,16 @@ pub(crate) fn answer(
     evidence: &[&EvidenceItem],
     lang: Lang,
 ) -> Option<(String, Vec<usize>)> {
-    answer_without(question, evidence, lang, &[])
+    answer_as_read(question, evidence, lang, &Read::default())
 }
 
-/// [`answer`] without the sentences in `rejected` (those a model read and found no answer in).
-pub(crate) fn answer_without(
+/// [`answer`] as a model read its sentences: led by those it found an answer in, without those
+/// it found none in.
+pub(crate) fn answer_as_read(
     question: &str,
     evidence: &[&EvidenceItem],
     lang: Lang,
-    rejected: &[String],
+    read: &Read,
 ) -> Option<(String, Vec<usize>)> {
     // SQL results answer data questions directly: one value on the line, rows under it.
     // Each with whether it speaks to the question and whether it found nothing.
@@ -75,7 +110,7 @@ pub(crate) fn answer_without(
     } else {
         MAX_SENTENCES - 1
     };
-    let (sentences, answers_asked) = best_sentences(question, evidence, limit, rejected);
+    let (sentences, answers_asked) = best_sentences(question, evidence, limit, read);
     let unanswered = sentences.is_empty();
     let (leading, trailing): (Vec<_>, Vec<_>) =
         results.into_iter().partition(|(speaks, _, _)| *speaks);
@@ -126,19 +161,14 @@ pub(crate) fn answer_without(
 
 /// The sentences that answer `question` best, at most `limit`, each with the list it
 /// introduces, and how many of them lead (one per question asked, for a question of several
-/// questions), leaving out those in `rejected`. The extractive answer's lines, and what a model
-/// reads for meaning.
+/// questions), ordered and filtered as `read` says. The extractive answer's lines, and what a
+/// model reads for meaning.
 pub(crate) fn best_sentences(
     question: &str,
     evidence: &[&EvidenceItem],
     limit: usize,
-    rejected: &[String],
+    read: &Read,
 ) -> (Vec<Part>, usize) {
-    let ranked = |q: &str| {
-        ranked_sentences(q, evidence)
-            .into_iter()
-            .filter(|(s, _)| !rejected.contains(s))
-    };
     let mut sentences: Vec<Part> = Vec::new();
     let mut used = std::collections::HashSet::new();
     // A question of several questions ("报销单要在多少天内提交？多少钱以上需要发票？") gets each
@@ -148,10 +178,15 @@ pub(crate) fn best_sentences(
     let firsts: Vec<(String, usize)> = asked
         .iter()
         .filter(|_| asked.len() > 1)
-        .filter_map(|part| ranked(part).next())
+        .filter_map(|part| {
+            read.without_rejected(ranked_sentences(part, evidence))
+                .into_iter()
+                .next()
+        })
         .collect();
     let answers_asked = firsts.len().max(1);
-    for (s, i) in firsts.into_iter().chain(ranked(question)) {
+    let ranked = read.order(ranked_sentences(question, evidence));
+    for (s, i) in firsts.into_iter().chain(ranked) {
         if sentences.len() >= limit {
             break;
         }
@@ -175,22 +210,26 @@ pub(crate) fn best_sentences(
 /// The evidence's best sentence for `question` (one for each question it asks, when it asks
 /// several), cited, with the list it introduces, except those `shown` already covers (it
 /// holds half of the sentence's terms or more): what a model's answer is completed with, so
-/// the sentence that answers is always in sight beside the model's words. Sentences in
-/// `rejected` (read by a model, no answer found in them) are passed over.
+/// the sentence that answers is always in sight beside the model's words. Ordered and
+/// filtered as `read` says (for a question of several, only filtered).
 pub(crate) fn not_covered(
     question: &str,
     evidence: &[&EvidenceItem],
     shown: &str,
-    rejected: &[String],
+    read: &Read,
 ) -> Vec<Part> {
     let asked = questions(question);
+    let several = asked.len() > 1;
     let shown_terms = prose_terms(shown);
     let mut out: Vec<Part> = Vec::new();
     for part in asked {
-        let Some((s, k)) = ranked_sentences(part, evidence)
-            .into_iter()
-            .find(|(s, _)| !rejected.contains(s))
-        else {
+        let ranked = ranked_sentences(part, evidence);
+        let ranked = if several {
+            read.without_rejected(ranked)
+        } else {
+            read.order(ranked)
+        };
+        let Some((s, k)) = ranked.into_iter().next() else {
             continue;
         };
         let items = list_after(&s, &evidence[k - 1].text);

@@ -222,6 +222,9 @@ struct Writer {
     answers_in: Option<&'static str>,
     /// The weights it says it has (`None`: unknown, like a server's model).
     parameters: Option<u64>,
+    /// When set, it gives its probabilities of "yes" and "no" like a local model: for a text
+    /// holding one of these words, the probability of "yes" beside it; for any other, 0.1.
+    odds: Option<&'static [(&'static str, f32)]>,
     asked: Mutex<usize>,
     judged: Mutex<usize>,
 }
@@ -238,6 +241,24 @@ impl knowhub_llm::Llm for Writer {
     }
     fn parameters(&self) -> Option<u64> {
         self.parameters
+    }
+    fn first_word_probabilities(
+        &self,
+        req: &knowhub_llm::ChatRequest,
+        words: &[&str],
+    ) -> Result<Option<Vec<f32>>, knowhub_llm::LlmError> {
+        let Some(odds) = self.odds else {
+            return Ok(None);
+        };
+        assert_eq!(words, ["yes", "no"]);
+        *self.judged.lock().unwrap() += 1;
+        let user = req.messages.last().map_or("", |m| m.content.as_str());
+        let text = user.split("Question:").next().unwrap_or("");
+        let yes = odds
+            .iter()
+            .find(|(w, _)| text.contains(w))
+            .map_or(0.1, |(_, p)| *p);
+        Ok(Some(vec![yes, 1.0 - yes]))
     }
     fn chat(
         &self,
@@ -442,6 +463,68 @@ fn an_answer_the_model_read_in_a_sentence_is_given_when_its_writer_finds_none() 
                 "{}",
                 out.state.output.final_answer
             );
+        }
+    }
+}
+
+#[test]
+fn a_model_that_gives_its_probabilities_reads_every_sentence_and_the_surest_leads() {
+    let kb = Fake {
+        passages: vec![
+            ("vault", "Backups are stored in the basement vault."),
+            ("team", "Backups are stored by the operations team."),
+        ],
+        ..Fake::default()
+    };
+    // (probabilities of "yes", sentences read, how it ends, what leads the answer)
+    type Odds = &'static [(&'static str, f32)];
+    let table: &[(Odds, usize, StopReason, &str)] = &[
+        // Both answer; the second, by the words the lesser match, is the surer one: it leads
+        // and the first follows.
+        (
+            &[("vault", 0.6), ("operations", 0.9)],
+            2,
+            StopReason::Ok,
+            "Backups are stored by the operations team",
+        ),
+        (
+            &[("vault", 0.9), ("operations", 0.6)],
+            2,
+            StopReason::Ok,
+            "Backups are stored in the basement vault",
+        ),
+        // Neither answers, however the model leans.
+        (
+            &[("vault", 0.4), ("operations", 0.3)],
+            2,
+            StopReason::NoEvidence,
+            "",
+        ),
+    ];
+    for (odds, judged, stop, lead) in table {
+        // The writer's drafts say nothing ("2 [1]"), so the extractive answer is given.
+        let writer = std::sync::Arc::new(Writer {
+            reply: "2 [1]",
+            odds: Some(odds),
+            parameters: Some(1_500_000_000),
+            ..Writer::default()
+        });
+        let out = ask_with(&kb, &writer, "Who stores the backups?");
+        let answer = &out.state.output.final_answer;
+        assert_eq!(
+            *writer.judged.lock().unwrap(),
+            *judged,
+            "{odds:?}: {answer}"
+        );
+        assert_eq!(out.state.output.stop_reason, *stop, "{odds:?}: {answer}");
+        if *stop == StopReason::Ok {
+            assert!(answer.starts_with(lead), "{odds:?}: {answer}");
+            assert!(
+                answer.contains("vault") && answer.contains("operations"),
+                "{answer}"
+            );
+            let trace = kb.traces.lock().unwrap().last().unwrap().state.clone();
+            assert!(trace.contains("\"yes\":0.9"), "{trace}");
         }
     }
 }

@@ -403,7 +403,12 @@ fn read_for_meaning(out: &serde_json::Value) -> Vec<String> {
                 .chars()
                 .take(80)
                 .collect();
-            format!("      read: {sentence} → {verdict}")
+            // How likely the model found "yes", where it gave its probabilities.
+            let odds = read["yes"]
+                .as_f64()
+                .map(|p| format!(" (yes {p:.2})"))
+                .unwrap_or_default();
+            format!("      read: {sentence} → {verdict}{odds}")
         })
         .collect()
 }
@@ -430,6 +435,7 @@ mod tests {
         let out = serde_json::json!({ "read_for_meaning": [
             { "sentence": "Version 0.99 introduced XCF.", "answers": false },
             { "sentence": "版本 1.0 于 1998 年发布。", "answers": true },
+            { "sentence": "Version 1.0 came out in 1998.", "answers": true, "yes": 0.875 },
             { "sentence": "Anything", "answers": null },
         ]});
         assert_eq!(
@@ -437,6 +443,7 @@ mod tests {
             [
                 "      read: Version 0.99 introduced XCF. → no answer",
                 "      read: 版本 1.0 于 1998 年发布。 → answers",
+                "      read: Version 1.0 came out in 1998. → answers (yes 0.88)",
                 "      read: Anything → no verdict",
             ]
         );

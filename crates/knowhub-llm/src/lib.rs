@@ -118,6 +118,20 @@ pub trait Llm: Send + Sync + Debug {
     fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         self.chat(req, &mut |_| true)
     }
+
+    /// How likely the answer to `req` is to begin with each of `words`: the probability of the
+    /// first token of the word as written, capitalised and in lower case, added up (one entry
+    /// per word, in order). `None` where the model does not give its token probabilities (a
+    /// server). A caller asking a yes/no question can then set its own threshold instead of
+    /// taking whichever word the model likes better, which for a small model leans to one side.
+    fn first_word_probabilities(
+        &self,
+        req: &ChatRequest,
+        words: &[&str],
+    ) -> Result<Option<Vec<f32>>, LlmError> {
+        let _ = (req, words);
+        Ok(None)
+    }
 }
 
 /// Who wrote a message.

@@ -900,6 +900,99 @@ impl Llm for LocalGguf {
         }
         result
     }
+
+    fn first_word_probabilities(
+        &self,
+        req: &ChatRequest,
+        words: &[&str],
+    ) -> Result<Option<Vec<f32>>> {
+        let ids = self.prompt_ids(req)?;
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.weights.is_none() || state.mask_bytes > MASK_CACHE_BUDGET {
+            self.rebuild(&mut state)?;
+        }
+        if let Some(w) = state.weights.as_mut() {
+            w.clear_kv_cache();
+        }
+        let logits = self.prefill(&mut state, &ids);
+        if let Some(w) = state.weights.as_mut() {
+            w.clear_kv_cache();
+        }
+        let logits: Vec<f32> = logits?
+            .squeeze(0)
+            .and_then(|l| l.to_dtype(DType::F32))
+            .and_then(|l| l.to_vec1())
+            .map_err(inference)?;
+        let probabilities = softmax(&logits);
+        let mut out = Vec::with_capacity(words.len());
+        for word in words {
+            let mut tokens = Vec::new();
+            for spelling in spellings(word) {
+                if let Some(&first) = self.encode(&spelling)?.first()
+                    && !tokens.contains(&first)
+                {
+                    tokens.push(first);
+                }
+            }
+            out.push(
+                tokens
+                    .iter()
+                    .filter_map(|&t| probabilities.get(t as usize))
+                    .sum(),
+            );
+        }
+        Ok(Some(out))
+    }
+}
+
+/// `word` as written, capitalised and in lower case (each once).
+fn spellings(word: &str) -> Vec<String> {
+    let mut chars = word.chars();
+    let capitalised = chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect::<String>())
+        .unwrap_or_default();
+    let mut out = vec![word.to_string()];
+    for s in [capitalised, word.to_lowercase()] {
+        if !s.is_empty() && !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// The probabilities `logits` stand for.
+fn softmax(logits: &[f32]) -> Vec<f32> {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let exps: Vec<f32> = logits.iter().map(|&l| (l - max).exp()).collect();
+    let sum: f32 = exps.iter().sum();
+    if sum > 0.0 && sum.is_finite() {
+        exps.iter().map(|e| e / sum).collect()
+    } else {
+        vec![0.0; logits.len()]
+    }
+}
+
+#[cfg(test)]
+mod first_word_tests {
+    use super::*;
+
+    #[test]
+    fn a_word_is_looked_up_as_written_capitalised_and_in_lower_case() {
+        assert_eq!(spellings("yes"), ["yes", "Yes"]);
+        assert_eq!(spellings("No"), ["No", "no"]);
+        assert_eq!(spellings("是"), ["是"]);
+        assert_eq!(spellings(""), [""]);
+    }
+
+    #[test]
+    fn softmax_gives_probabilities() {
+        let p = softmax(&[1.0, 1.0, f32::NEG_INFINITY]);
+        assert_eq!(p, [0.5, 0.5, 0.0]);
+        let p = softmax(&[1000.0, 0.0]);
+        assert!((p[0] - 1.0).abs() < 1e-6 && p[1] < 1e-6, "{p:?}");
+        assert_eq!(softmax(&[f32::NAN, 0.0]).iter().sum::<f32>(), 0.0);
+    }
 }
 
 #[cfg(test)]

@@ -340,6 +340,38 @@ fn qwen_prompts_sharing_a_beginning_answer_as_from_cold() {
     assert!(warm.iter().all(|a| !a.trim().is_empty()), "{warm:?}");
 }
 
+/// The probabilities of a yes/no answer's first word agree with the word the model writes.
+#[test]
+fn qwen_first_word_probabilities_agree_with_its_answer() {
+    let Some(path) = common::model(common::QWEN_05B) else {
+        return;
+    };
+    let llm = LocalGguf::load(&path, &Device::Cpu).unwrap();
+    for (prompt, expected) in [
+        ("Is Paris the capital of France? Answer yes or no.", "yes"),
+        ("Is the number 7 even? Answer yes or no.", "no"),
+    ] {
+        let req = ChatRequest {
+            max_tokens: 2,
+            ..ChatRequest::new(vec![Message::user(prompt)])
+        };
+        let written = llm.complete(&req).unwrap().text.to_lowercase();
+        let odds = llm
+            .first_word_probabilities(&req, &["yes", "no"])
+            .unwrap()
+            .unwrap();
+        eprintln!("{prompt} -> {written:?} {odds:?}");
+        assert!(written.starts_with(expected), "{prompt}: {written:?}");
+        assert!(odds.iter().all(|p| (0.0..=1.0).contains(p)), "{odds:?}");
+        assert!(odds.iter().sum::<f32>() <= 1.0 + 1e-4, "{odds:?}");
+        let (likelier, other) = if expected == "yes" { (0, 1) } else { (1, 0) };
+        assert!(
+            odds[likelier] > 0.5 && odds[likelier] > odds[other],
+            "{prompt}: {odds:?}"
+        );
+    }
+}
+
 #[test]
 fn load_errors_are_explained() {
     let dir = tempfile::tempdir().unwrap();

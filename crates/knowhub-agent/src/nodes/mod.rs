@@ -40,6 +40,48 @@ impl Deps<'_> {
         llm_call(self.llm, state, self.events, messages, max_tokens, stream)
     }
 
+    /// A yes/no question put to the model (see [`YesNo`]).
+    pub(crate) fn ask_yes_no(
+        &mut self,
+        state: &mut AgentState,
+        messages: Vec<Message>,
+    ) -> Result<YesNo, String> {
+        let Some(llm) = self.llm else {
+            return Err("no language model configured".into());
+        };
+        if state.cancel.is_cancelled() {
+            return Err("cancelled".into());
+        }
+        let req = ChatRequest {
+            messages,
+            max_tokens: 3,
+            ..ChatRequest::default()
+        };
+        match llm.first_word_probabilities(&req, &["yes", "no"]) {
+            Ok(Some(odds)) if odds.len() == 2 => {
+                state.prompt_tokens += req
+                    .messages
+                    .iter()
+                    .map(|m| llm.count_tokens(&m.content) as u64)
+                    .sum::<u64>();
+                state.llm = Some(llm.model_id().to_string());
+                let (yes, no) = (odds[0], odds[1]);
+                tracing::debug!(yes, no, "yes/no probabilities");
+                Ok(YesNo {
+                    yes: (yes + no >= MIN_YES_NO_MASS).then(|| yes / (yes + no)),
+                    graded: true,
+                })
+            }
+            _ => {
+                let reply = llm_call(self.llm, state, self.events, req.messages, 3, false)?;
+                Ok(YesNo {
+                    yes: crate::reading::verdict(&reply).map(|yes| if yes { 1.0 } else { 0.0 }),
+                    graded: false,
+                })
+            }
+        }
+    }
+
     /// [`Deps::ask_llm`] for an answer the user watches being written: the reply is shown as
     /// `checked` allows, sentence by sentence (`checked(text, done)` gives the part of the
     /// reply so far that may be shown; `done` once the reply is complete). Only what extends
@@ -64,6 +106,21 @@ impl Deps<'_> {
         )
     }
 }
+
+/// A model's reply to a yes/no question.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct YesNo {
+    /// How likely the model found "yes" against "no" (0 to 1); `None`: no verdict (the
+    /// probabilities lie mostly on other words, or the reply is neither word).
+    pub yes: Option<f32>,
+    /// Whether `yes` comes from the model's token probabilities (a local model) rather than
+    /// the word it wrote (1 or 0).
+    pub graded: bool,
+}
+
+/// Below this much probability on "yes" and "no" together, the model meant to reply with
+/// something else, and its leaning between the two says little.
+const MIN_YES_NO_MASS: f32 = 0.5;
 
 /// What the user sees of a reply while it is written.
 #[derive(Clone, Copy)]

@@ -77,21 +77,35 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     } else {
         read_for_meaning(state, deps, &question, &refs, extracted.is_some())
     };
-    let read_no_answer = !judged.is_empty() && judged.iter().all(|(_, v)| *v == Some(false));
-    let read_an_answer = judged.iter().any(|(_, v)| *v == Some(true));
+    let answers = |yes: &Option<f32>| yes.map(|p| p >= 0.5);
+    let read_no_answer =
+        !judged.is_empty() && judged.iter().all(|(_, v)| answers(v) == Some(false));
+    let read_an_answer = judged.iter().any(|(_, v)| answers(v) == Some(true));
     // The sentences it found no answer in neither lead the extractive answer nor stand beside
-    // the writer's.
-    let rejected: Vec<String> = judged
-        .iter()
-        .filter(|(_, v)| *v == Some(false))
-        .map(|(s, _)| s.clone())
-        .collect();
-    if !rejected.is_empty() && !read_no_answer {
-        extracted = extractive::answer_without(&question, &refs, lang, &rejected);
+    // the writer's; those it found one in lead, the surest first.
+    let mut read = extractive::Read::default();
+    let mut found: Vec<(f32, String)> = Vec::new();
+    for (sentence, yes) in &judged {
+        match yes {
+            Some(p) if *p >= 0.5 => found.push((*p, sentence.clone())),
+            Some(_) => read.rejected.push(sentence.clone()),
+            None => {}
+        }
+    }
+    found.sort_by(|a, b| b.0.total_cmp(&a.0));
+    read.preferred = found.into_iter().map(|(_, s)| s).collect();
+    if read != extractive::Read::default() && !read_no_answer {
+        extracted = extractive::answer_as_read(&question, &refs, lang, &read);
     }
     let judged: Vec<serde_json::Value> = judged
         .into_iter()
-        .map(|(sentence, answers)| json!({ "sentence": sentence, "answers": answers }))
+        .map(|(sentence, yes)| {
+            json!({
+                "sentence": sentence,
+                "answers": answers(&yes),
+                "yes": yes.map(|p| (f64::from(p) * 100.0).round() / 100.0),
+            })
+        })
         .collect();
     // The trace says when the writer was not asked because of that.
     let answer_report = |state: &AgentState, attempts: usize, cut: usize| {
@@ -193,7 +207,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
                 // follows the model's words when they do not already say it: a small model
                 // often answers with a neighbouring sentence, or one part of two.
                 {
-                    let more = extractive::not_covered(&question, &refs, &answer, &rejected);
+                    let more = extractive::not_covered(&question, &refs, &answer, &read);
                     if !more.is_empty() {
                         let mut addition = format!("\n\n{}", lang.extractive_more());
                         for (s, k, items) in more {
@@ -247,30 +261,39 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
 }
 
 /// Asks a model that reads for meaning ([`reading::reads_for_meaning`]) whether each of the
-/// passages' best sentences answers `question`, in order, until one does (or the model gives
-/// no verdict, which withholds nothing). Returns each sentence asked about with the verdict;
-/// empty when no model is asked: none, a small one, a query result among the evidence (rows
-/// are the data's answer), or no sentence that passes the word test (`found`).
+/// passages' best sentences answers `question`. Returns each sentence asked about with how
+/// likely the model found "yes" (`None`: no verdict, which withholds nothing); empty when no
+/// model is asked: none, a small one, a query result among the evidence (rows are the data's
+/// answer), or no sentence that passes the word test (`found`). A model that gives its
+/// probabilities reads every sentence, so the surest can lead; one that only writes its word
+/// (a server) reads until one answers.
 fn read_for_meaning(
     state: &mut AgentState,
     deps: &mut Deps<'_>,
     question: &str,
     refs: &[&EvidenceItem],
     found: bool,
-) -> Vec<(String, Option<bool>)> {
+) -> Vec<(String, Option<f32>)> {
     let asks = deps.llm.is_some_and(reading::reads_for_meaning)
         && found
         && !refs.iter().any(|e| e.kind == "sql_result");
     if !asks {
         return Vec::new();
     }
-    let (parts, _) = extractive::best_sentences(question, refs, extractive::MAX_SENTENCES, &[]);
+    let (parts, _) = extractive::best_sentences(
+        question,
+        refs,
+        extractive::MAX_SENTENCES,
+        &extractive::Read::default(),
+    );
     let mut judged = Vec::new();
     for part in &parts {
-        let reply = deps.ask_llm(state, reading::messages(question, part), 3, false);
-        let verdict = reply.ok().as_deref().and_then(reading::verdict);
-        judged.push((part.0.clone(), verdict));
-        if verdict != Some(false) {
+        let Ok(reply) = deps.ask_yes_no(state, reading::messages(question, part)) else {
+            judged.push((part.0.clone(), None));
+            break;
+        };
+        judged.push((part.0.clone(), reply.yes));
+        if reply.yes.is_none_or(|p| p >= 0.5 && !reply.graded) {
             break;
         }
     }
