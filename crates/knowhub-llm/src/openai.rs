@@ -20,6 +20,11 @@
 //! Stop strings are sent to the server (the first four: OpenAI's limit) *and* applied here, so
 //! the answer ends at them even on servers that ignore `stop`.
 //!
+//! Token probabilities ([`Llm::first_word_probabilities`]) are asked for with `logprobs` and
+//! `top_logprobs` on a one-token, non-streaming request (OpenAI, vLLM, llama.cpp, recent
+//! Ollama). A server that rejects those fields (400/422) or answers without them is not asked
+//! again by the same client.
+//!
 //! Timeouts: connecting may take [`CONNECT_TIMEOUT`]; after that, each read may wait
 //! [`READ_TIMEOUT`] (a CPU-only server can take minutes over a long prompt before the first token),
 //! with no limit on the whole answer. Cancelling (`on_token` returning `false`) closes the
@@ -27,6 +32,8 @@
 
 use std::fmt;
 use std::io::{BufRead, BufReader, Read};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -48,6 +55,9 @@ const MAX_RESPONSE_BYTES: u64 = 64 << 20;
 const MAX_ERROR_BYTES: u64 = 64 << 10;
 /// Stop strings OpenAI accepts per request.
 const MAX_SERVER_STOPS: usize = 4;
+/// Alternatives asked for the first token's probabilities (OpenAI's and vLLM's default
+/// limit).
+const TOP_LOGPROBS: usize = 20;
 
 /// A chat model behind an OpenAI-compatible HTTP API.
 #[derive(Clone)]
@@ -57,6 +67,8 @@ pub struct OpenAiCompatible {
     api_key: Option<String>,
     context: usize,
     agent: ureq::Agent,
+    /// Set once the server has shown it gives no token probabilities.
+    no_logprobs: Arc<AtomicBool>,
 }
 
 impl fmt::Debug for OpenAiCompatible {
@@ -97,6 +109,7 @@ impl OpenAiCompatible {
             api_key: api_key.filter(|k| !k.trim().is_empty()),
             context: DEFAULT_SERVER_CONTEXT,
             agent: agent(CONNECT_TIMEOUT, READ_TIMEOUT),
+            no_logprobs: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -522,7 +535,84 @@ impl OpenAiCompatible {
     }
 }
 
+/// The probability of each of `words` among a first token's `top_logprobs` (`[{token,
+/// logprob}]`): the tokens that are the word, in any case and spacing, added up.
+fn word_probabilities(top: &[Value], words: &[&str]) -> Vec<f32> {
+    words
+        .iter()
+        .map(|word| {
+            top.iter()
+                .filter(|t| {
+                    t.get("token")
+                        .and_then(Value::as_str)
+                        .is_some_and(|token| token.trim().to_lowercase() == word.to_lowercase())
+                })
+                .filter_map(|t| t.get("logprob").and_then(Value::as_f64))
+                .map(|lp| lp.exp() as f32)
+                .sum::<f32>()
+                .min(1.0)
+        })
+        .collect()
+}
+
 impl Llm for OpenAiCompatible {
+    fn first_word_probabilities(
+        &self,
+        req: &ChatRequest,
+        words: &[&str],
+    ) -> Result<Option<Vec<f32>>> {
+        if req.messages.is_empty() {
+            return Err(LlmError::InvalidRequest(
+                "the conversation has no messages".into(),
+            ));
+        }
+        if self.no_logprobs.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let gives_none = || {
+            self.no_logprobs.store(true, Ordering::Relaxed);
+            tracing::debug!(model = %self.model, "the server gives no token probabilities");
+            Ok(None)
+        };
+        let url = self.endpoint();
+        let mut body = self.body(req);
+        if let Some(fields) = body.as_object_mut() {
+            fields.remove("stream_options");
+            fields.insert("stream".into(), json!(false));
+            fields.insert("max_tokens".into(), json!(1));
+            fields.insert("logprobs".into(), json!(true));
+            fields.insert("top_logprobs".into(), json!(TOP_LOGPROBS));
+        }
+        let response = self.post(&url, &body)?;
+        let status = response.status().as_u16();
+        if status == 400 || status == 422 {
+            let _ = read_error(response);
+            return gives_none();
+        }
+        if !(200..300).contains(&status) {
+            return Err(self.status_error(url, status, read_error(response)));
+        }
+        let mut text = String::new();
+        response
+            .into_body()
+            .into_reader()
+            .take(MAX_RESPONSE_BYTES)
+            .read_to_string(&mut text)
+            .map_err(|e| LlmError::Unreachable {
+                url: url.clone(),
+                reason: format!("the connection broke while reading the answer ({e})"),
+            })?;
+        let top = serde_json::from_str::<Value>(&text).ok().and_then(|v| {
+            v.pointer("/choices/0/logprobs/content/0/top_logprobs")
+                .and_then(Value::as_array)
+                .cloned()
+        });
+        match top {
+            Some(top) if !top.is_empty() => Ok(Some(word_probabilities(&top, words))),
+            _ => gives_none(),
+        }
+    }
+
     fn model_id(&self) -> &str {
         &self.model
     }
@@ -656,6 +746,23 @@ mod tests {
         );
         assert_eq!(error_message(r#"{"detail":"Not Found"}"#), "Not Found");
         assert_eq!(error_message("  Bad Gateway \n"), "Bad Gateway");
+    }
+
+    #[test]
+    fn a_words_probability_adds_up_its_spellings() {
+        let top = [
+            json!({"token": "Yes", "logprob": (0.5f64).ln()}),
+            json!({"token": " yes", "logprob": (0.2f64).ln()}),
+            json!({"token": "No", "logprob": (0.1f64).ln()}),
+            json!({"token": "Yesterday", "logprob": (0.1f64).ln()}),
+            json!({"token": "是", "logprob": (0.05f64).ln()}),
+            json!({"bad": true}),
+        ];
+        let p = word_probabilities(&top, &["yes", "no", "是", "maybe"]);
+        let want = [0.7, 0.1, 0.05, 0.0];
+        for (got, want) in p.iter().zip(want) {
+            assert!((got - want).abs() < 1e-5, "{p:?}");
+        }
     }
 
     #[test]

@@ -430,3 +430,77 @@ fn rejected_stream_options_are_dropped_and_retried() {
         "{err:?}"
     );
 }
+
+fn yes_no() -> ChatRequest {
+    ChatRequest {
+        max_tokens: 3,
+        ..ChatRequest::new(vec![Message::user("Is the sky blue? Answer yes or no.")])
+    }
+}
+
+#[test]
+fn token_probabilities_come_from_top_logprobs() {
+    let body = json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Yes"},
+                     "logprobs": {"content": [{"token": "Yes", "logprob": (0.6f64).ln(),
+                        "top_logprobs": [
+                            {"token": "Yes", "logprob": (0.6f64).ln()},
+                            {"token": "No", "logprob": (0.2f64).ln()},
+                            {"token": " yes", "logprob": (0.1f64).ln()},
+                            {"token": "The", "logprob": (0.05f64).ln()}]}]},
+                     "finish_reason": "length"}]
+    })
+    .to_string();
+    let (base, server) = serve_once(plain("200 OK", "application/json", &body));
+    let llm = OpenAiCompatible::new(base, "m", None);
+    let p = llm
+        .first_word_probabilities(&yes_no(), &["yes", "no"])
+        .unwrap()
+        .unwrap();
+    assert!(
+        (p[0] - 0.7).abs() < 1e-5 && (p[1] - 0.2).abs() < 1e-5,
+        "{p:?}"
+    );
+    let sent = server.join().unwrap().body;
+    assert_eq!(sent["stream"], false);
+    assert_eq!(sent["max_tokens"], 1);
+    assert_eq!(sent["logprobs"], true);
+    assert_eq!(sent["top_logprobs"], 20);
+    assert!(sent.get("stream_options").is_none(), "{sent}");
+}
+
+#[test]
+fn a_server_that_gives_no_token_probabilities_is_not_asked_again() {
+    let without = json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Yes"},
+                     "finish_reason": "length"}]
+    })
+    .to_string();
+    let rejected = r#"{"error": {"message": "logprobs is not supported"}}"#;
+    for respond in [
+        plain("200 OK", "application/json", &without),
+        plain("400 Bad Request", "application/json", rejected),
+    ] {
+        let (base, server) = serve_once(respond);
+        let llm = OpenAiCompatible::new(base, "m", None);
+        let ask = || llm.first_word_probabilities(&yes_no(), &["yes", "no"]);
+        assert_eq!(ask().unwrap(), None);
+        server.join().unwrap();
+        // The fake server is gone: a second request would fail to connect.
+        assert_eq!(ask().unwrap(), None);
+    }
+}
+
+#[test]
+fn token_probabilities_report_a_refused_key() {
+    let (base, _server) = serve_once(plain(
+        "401 Unauthorized",
+        "application/json",
+        r#"{"error": {"message": "bad key"}}"#,
+    ));
+    let llm = OpenAiCompatible::new(base, "m", Some("k".into()));
+    let err = llm
+        .first_word_probabilities(&yes_no(), &["yes", "no"])
+        .unwrap_err();
+    assert!(matches!(err, LlmError::Auth { status: 401, .. }), "{err:?}");
+}
