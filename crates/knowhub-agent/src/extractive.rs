@@ -208,10 +208,11 @@ pub(crate) fn best_sentences(
 }
 
 /// The evidence's best sentence for `question` (one for each question it asks, when it asks
-/// several), cited, with the list it introduces, except those `shown` already covers (it
-/// holds half of the sentence's terms or more): what a model's answer is completed with, so
-/// the sentence that answers is always in sight beside the model's words. Ordered and
-/// filtered as `read` says (for a question of several, only filtered).
+/// several), cited, with the list it introduces, unless `shown` already covers it (holds half
+/// of the sentence's terms or more): what a model's answer is completed with, so the sentence
+/// that answers is always in sight beside the model's words. Sentences `read` as not
+/// answering are passed over; for a question that asks one thing, the sentence read as
+/// answering surest comes first, and when `shown` covers it, the best by words is offered.
 pub(crate) fn not_covered(
     question: &str,
     evidence: &[&EvidenceItem],
@@ -224,23 +225,26 @@ pub(crate) fn not_covered(
     let mut out: Vec<Part> = Vec::new();
     for part in asked {
         let ranked = ranked_sentences(part, evidence);
-        let ranked = if several {
-            read.without_rejected(ranked)
+        let surest = if several {
+            None
         } else {
-            read.order(ranked)
+            read.order(ranked.clone()).into_iter().next()
         };
-        let Some((s, k)) = ranked.into_iter().next() else {
-            continue;
-        };
-        let items = list_after(&s, &evidence[k - 1].text);
-        let said: String = std::iter::once(s.as_str())
-            .chain(items.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let terms = prose_terms(&said);
-        let covered = terms.iter().filter(|t| shown_terms.contains(*t)).count();
-        if covered * 2 < terms.len() && !out.iter().any(|(o, _, _)| *o == s) {
-            out.push((s, k, items));
+        let by_words = read.without_rejected(ranked).into_iter().next();
+        for (s, k) in surest.into_iter().chain(by_words) {
+            let items = list_after(&s, &evidence[k - 1].text);
+            let said: String = std::iter::once(s.as_str())
+                .chain(items.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let terms = prose_terms(&said);
+            let covered = terms.iter().filter(|t| shown_terms.contains(*t)).count();
+            if covered * 2 < terms.len() {
+                if !out.iter().any(|(o, _, _)| *o == s) {
+                    out.push((s, k, items));
+                }
+                break;
+            }
         }
     }
     out
@@ -483,6 +487,54 @@ mod tests {
         );
         assert_eq!(cited, [2]);
         assert!(answer("quantum chromodynamics", &ev, Lang::En).is_none());
+    }
+
+    #[test]
+    fn a_writers_answer_is_completed_with_the_sentence_read_as_answering_surest() {
+        let a = doc(
+            "Backups are stored in the basement vault. Backups are stored by the operations team.",
+        );
+        let ev = [&a];
+        let question = "Who stores the backups?";
+        let vault = "Backups are stored in the basement vault.";
+        let team = "Backups are stored by the operations team.";
+        let read = Read {
+            rejected: Vec::new(),
+            preferred: vec![team.into()],
+        };
+        let added = |shown: &str, read: &Read| -> Vec<String> {
+            not_covered(question, &ev, shown, read)
+                .into_iter()
+                .map(|(s, _, _)| s)
+                .collect()
+        };
+        // (what the writer said, how the sentences were read, the sentence added)
+        let table: [(&str, &Read, &[&str]); 5] = [
+            // By words the vault sentence is the best.
+            ("Nobody knows.", &Read::default(), &[vault]),
+            // Read as answering, the team sentence is added instead.
+            ("Nobody knows.", &read, &[team]),
+            // The writer said it: the best by words is offered.
+            ("The operations team stores them.", &read, &[vault]),
+            // Both said: nothing is added.
+            (
+                "The operations team stores them in the basement vault.",
+                &read,
+                &[],
+            ),
+            // A rejected sentence is never added.
+            (
+                "The operations team stores them.",
+                &Read {
+                    rejected: vec![vault.into()],
+                    preferred: vec![team.into()],
+                },
+                &[],
+            ),
+        ];
+        for (shown, read, want) in table {
+            assert_eq!(added(shown, read), want, "{shown} {read:?}");
+        }
     }
 
     #[test]
