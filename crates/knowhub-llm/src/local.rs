@@ -702,6 +702,25 @@ impl LocalGguf {
         Ok(())
     }
 
+    /// Runs `call` on the model with an empty KV cache, emptied again after it (see the module
+    /// docs), rebuilding the weights first when they are gone or their masks have grown.
+    fn with_empty_cache<T>(&self, call: impl FnOnce(&mut State) -> Result<T>) -> Result<T> {
+        // A panic in an earlier call leaves nothing to trust but the weights, and the KV cache
+        // is cleared below anyway.
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.weights.is_none() || state.mask_bytes > MASK_CACHE_BUDGET {
+            self.rebuild(&mut state)?;
+        }
+        if let Some(w) = state.weights.as_mut() {
+            w.clear_kv_cache();
+        }
+        let result = call(&mut state);
+        if let Some(w) = state.weights.as_mut() {
+            w.clear_kv_cache();
+        }
+        result
+    }
+
     fn generate(
         &self,
         state: &mut State,
@@ -884,21 +903,7 @@ impl Llm for LocalGguf {
     ) -> Result<ChatResponse> {
         let started = Instant::now();
         let ids = self.prompt_ids(req)?;
-
-        // A panic in an earlier call leaves nothing to trust but the weights, and the KV cache
-        // is cleared below anyway.
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.weights.is_none() || state.mask_bytes > MASK_CACHE_BUDGET {
-            self.rebuild(&mut state)?;
-        }
-        if let Some(w) = state.weights.as_mut() {
-            w.clear_kv_cache();
-        }
-        let result = self.generate(&mut state, &ids, req, started, on_token);
-        if let Some(w) = state.weights.as_mut() {
-            w.clear_kv_cache();
-        }
-        result
+        self.with_empty_cache(|state| self.generate(state, &ids, req, started, on_token))
     }
 
     fn first_word_probabilities(
@@ -907,18 +912,8 @@ impl Llm for LocalGguf {
         words: &[&str],
     ) -> Result<Option<Vec<f32>>> {
         let ids = self.prompt_ids(req)?;
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.weights.is_none() || state.mask_bytes > MASK_CACHE_BUDGET {
-            self.rebuild(&mut state)?;
-        }
-        if let Some(w) = state.weights.as_mut() {
-            w.clear_kv_cache();
-        }
-        let logits = self.prefill(&mut state, &ids);
-        if let Some(w) = state.weights.as_mut() {
-            w.clear_kv_cache();
-        }
-        let logits: Vec<f32> = logits?
+        let logits: Vec<f32> = self
+            .with_empty_cache(|state| self.prefill(state, &ids))?
             .squeeze(0)
             .and_then(|l| l.to_dtype(DType::F32))
             .and_then(|l| l.to_vec1())
