@@ -77,7 +77,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     } else {
         read_for_meaning(state, deps, &question, &refs, extracted.is_some())
     };
-    let answers = |yes: &Option<f32>| yes.map(|p| p >= 0.5);
+    let answers = |yes: &Option<f32>| yes.map(reading::answers);
     let read_no_answer =
         !judged.is_empty() && judged.iter().all(|(_, v)| answers(v) == Some(false));
     let read_an_answer = judged.iter().any(|(_, v)| answers(v) == Some(true));
@@ -87,7 +87,7 @@ pub(crate) fn run(state: &mut AgentState, deps: &mut Deps<'_>) -> Result<StepRep
     let mut found: Vec<(f32, String)> = Vec::new();
     for (sentence, yes) in &judged {
         match yes {
-            Some(p) if *p >= 0.5 => found.push((*p, sentence.clone())),
+            Some(p) if reading::answers(*p) => found.push((*p, sentence.clone())),
             Some(_) => read.rejected.push(sentence.clone()),
             None => {}
         }
@@ -293,7 +293,10 @@ fn read_for_meaning(
             break;
         };
         judged.push((part.0.clone(), reply.yes));
-        if reply.yes.is_none_or(|p| p >= 0.5 && !reply.graded) {
+        if reply
+            .yes
+            .is_none_or(|p| reading::answers(p) && !reply.graded)
+        {
             break;
         }
     }
