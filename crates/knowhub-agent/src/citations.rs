@@ -1047,8 +1047,9 @@ fn digit_figures(text: &str) -> Vec<Figure> {
 /// identifiers ("SEV1", "nw-prod-sh", "maxSurge", "Q4_K_M": letters run into digits, an
 /// underscore, a capital inside a word), key combinations ("Ctrl+Shift+A"), and words in the
 /// other script than the sentence's own (English words in a Chinese sentence, "staging" or
-/// "NorthDesk"; Chinese words in an English sentence, names such as "李娜"). Lowercased. Plain words of the sentence's own
-/// script are not listed: a model may say what its source says in other words.
+/// "NorthDesk"; Chinese words in an English sentence, names such as "李娜"). Lowercased. Plain
+/// words of the sentence's own script are not listed: a model may say what its source says in
+/// other words.
 fn names(sentence: &str) -> Vec<String> {
     let mostly_cjk = Lang::detect(sentence) == Lang::Zh;
     let mut out = Vec::new();

@@ -38,23 +38,22 @@ impl Read {
     /// `ranked` without the rejected sentences, the preferred ones moved to the front in their
     /// order.
     fn order(&self, ranked: Vec<(String, usize)>) -> Vec<(String, usize)> {
-        let (mut first, rest): (Vec<_>, Vec<_>) = ranked
+        let (mut first, rest): (Vec<_>, Vec<_>) = self
+            .without_rejected(ranked)
             .into_iter()
-            .filter(|(s, _)| !self.rejected.contains(s))
             .partition(|(s, _)| self.preferred.contains(s));
         first.sort_by_key(|(s, _)| self.preferred.iter().position(|p| p == s));
         first.extend(rest);
         first
     }
 
-    /// [`Read::order`] with rejection only: how the sentences for one part of a question of
-    /// several are ranked (the model read them against the whole question).
+    /// `ranked` without the rejected sentences: how the sentences for one part of a question
+    /// of several are ranked (the model read them against the whole question).
     fn without_rejected(&self, ranked: Vec<(String, usize)>) -> Vec<(String, usize)> {
-        Read {
-            rejected: self.rejected.clone(),
-            preferred: Vec::new(),
-        }
-        .order(ranked)
+        ranked
+            .into_iter()
+            .filter(|(s, _)| !self.rejected.contains(s))
+            .collect()
     }
 }
 

@@ -7,20 +7,16 @@
 //! is not asked.
 //!
 //! A local model gives its probabilities of "yes" and "no": then every sentence is read and
-//! the one it is surest of leads the answer (on the extractive answers' lines of gimp-help the
-//! lead held the gold strings 60 times of 85 instead of 55 with the first read as answering;
-//! on the Debian FAQ 46 of 96 instead of 35).
+//! the one it is surest of leads the answer, which holds the answer more often than the first
+//! sentence read as answering (docs/measurements.md).
 
 use knowhub_llm::{Llm, Message};
 
 use crate::extractive::Part;
 
-/// Models with fewer weights than this are not asked. Measured on eval/gimp-help (the
-/// extractive answers' 240 lines, this prompt): the 0.5B said "no" of 23 of the 67 leads that
-/// answer, the 1.5B of 5, while refusing 6 more unanswerable questions than the word test (13
-/// of 18; the 0.5B 2 more). No threshold on the 0.5B's probability of "yes" helps: it ranks
-/// answerable questions' best sentences below unanswerable ones' as often as above (AUC 0.46;
-/// the 1.5B 0.92). See docs/measurements.md.
+/// Models with fewer weights than this are not asked: the 0.5B says "no" of a third of the
+/// sentences that answer, and its probability of "yes" ranks sentences that answer no higher
+/// than those that do not; the 1.5B tells them apart (docs/measurements.md).
 pub(crate) const MIN_PARAMETERS: u64 = 1_000_000_000;
 
 /// Whether `llm` reads well enough to be asked: a local model of [`MIN_PARAMETERS`] or more,
@@ -31,9 +27,8 @@ pub(crate) fn reads_for_meaning(llm: &dyn Llm) -> bool {
 }
 
 /// Whether a sentence answers, given how likely the model found "yes" against "no" (see
-/// `Deps::ask_yes_no`): when "yes" is the likelier word. Other lines were tried and not
-/// taken: at 0.6 the 1.5B refused 2–3 more unanswerable questions per evaluation set but found
-/// no answer to 5 more answerable ones.
+/// `Deps::ask_yes_no`): when "yes" is the likelier word. A stricter line refuses a few more
+/// unanswerable questions but loses more answers than that (docs/measurements.md).
 pub(crate) fn answers(yes: f32) -> bool {
     yes >= 0.5
 }

@@ -433,17 +433,17 @@ mod tests {
     #[test]
     fn a_trace_shows_what_the_model_read_and_found() {
         let out = serde_json::json!({ "read_for_meaning": [
-            { "sentence": "Version 0.99 introduced XCF.", "answers": false },
-            { "sentence": "版本 1.0 于 1998 年发布。", "answers": true },
-            { "sentence": "Version 1.0 came out in 1998.", "answers": true, "yes": 0.875 },
+            { "sentence": "Version 0.9 added a file format.", "answers": false },
+            { "sentence": "版本 1.0 于 2001 年发布。", "answers": true },
+            { "sentence": "Version 1.0 came out in 2001.", "answers": true, "yes": 0.875 },
             { "sentence": "Anything", "answers": null },
         ]});
         assert_eq!(
             read_for_meaning(&out),
             [
-                "      read: Version 0.99 introduced XCF. → no answer",
-                "      read: 版本 1.0 于 1998 年发布。 → answers",
-                "      read: Version 1.0 came out in 1998. → answers (yes 0.88)",
+                "      read: Version 0.9 added a file format. → no answer",
+                "      read: 版本 1.0 于 2001 年发布。 → answers",
+                "      read: Version 1.0 came out in 2001. → answers (yes 0.88)",
                 "      read: Anything → no verdict",
             ]
         );
