@@ -1,14 +1,18 @@
 //! `knowhub bench team`: `/api/v1/search` over HTTP under load, as a USER whose ACLs allow about
 //! half of the documents — local mode (one SQLite engine) beside team mode (PostgreSQL with
 //! pgvector) with one and with two replicas, on the same generated corpus. Passage vectors are
-//! synthetic (embedding 100k passages for real takes over an hour on 2 cores); queries are
+//! synthetic by default (embedding 100k passages for real takes over an hour on 2 cores) or
+//! real (`--passage-vectors real`, embedded once per run and kept in a cache file); queries are
 //! embedded for real by every replica, as in production.
 
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -49,6 +53,21 @@ pub(crate) struct TeamBenchArgs {
     /// build: a million 384-d vectors need about 3 GB to be indexed in memory.
     #[arg(long, default_value_t = 3072)]
     build_memory_mb: u32,
+    /// Passage vectors: `synthetic` (pseudo-random unit vectors, seconds) or `real` (the
+    /// embedder's own, about an hour per 100k chunks on 2 cores; every setup reuses them).
+    #[arg(long, value_enum, default_value_t = PassageVectors::Synthetic)]
+    passage_vectors: PassageVectors,
+    /// With real passage vectors: a file that keeps them between runs (read when present,
+    /// written after each ingest), so a second run of the same corpus embeds nothing.
+    #[arg(long)]
+    vector_cache: Option<PathBuf>,
+}
+
+/// Where `knowhub bench team`'s passage vectors come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum PassageVectors {
+    Synthetic,
+    Real,
 }
 
 /// How `knowhub bench team` fills the team database.
@@ -70,34 +89,204 @@ struct LoadRow {
     hits_p50: f64,
 }
 
-/// An in-process `knowhub serve` on a loopback port; stops when the process ends.
-fn serve(hub: Hub) -> Result<SocketAddr> {
+/// An in-process `knowhub serve` on a loopback port.
+struct Server {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Server {
+    /// Stops serving and closes the engine's connections, so that stopping the private
+    /// database afterwards leaves no pool complaining about a lost server.
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn serve(hub: Hub) -> Result<Server> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
     let addr = listener.local_addr()?;
-    let state = ServerState::new(hub, None);
-    std::thread::spawn(move || {
-        rt.block_on(knowhub_server::serve_on(
-            listener,
-            state,
-            std::future::pending(),
-        ))
+    let hub = Arc::new(hub);
+    let state = ServerState::new(Arc::clone(&hub), None);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let served = rt.block_on(knowhub_server::serve_on(listener, state, async {
+            let _ = stopped.await;
+        }));
+        if let Err(e) = served {
+            eprintln!("the server on {addr} stopped: {e}");
+        }
+        // The engines' blocking database clients must close outside the runtime (as in
+        // `knowhub serve`, which holds its hub outside it).
+        drop(rt);
+        drop(hub);
     });
-    Ok(addr)
+    Ok(Server {
+        addr,
+        stop: Some(stop),
+        thread: Some(thread),
+    })
 }
 
-fn models(e5: &Arc<dyn Embedder>) -> ModelSet {
+fn models(embedder: &Arc<dyn Embedder>) -> ModelSet {
     ModelSet {
-        embedder: Some(Arc::new(SyntheticPassages {
-            id: format!("{}+synthetic-passages", e5.model_id()),
-            real: Arc::clone(e5),
-        })),
+        embedder: Some(Arc::clone(embedder)),
         reranker: None,
         ocr: None,
         notes: Vec::new(),
+    }
+}
+
+/// The real model's passage vectors, each text embedded once per run (the local store and
+/// the team database ingest the same corpus) and, with a file, once across runs.
+struct CachedPassages {
+    real: Arc<dyn Embedder>,
+    vectors: Mutex<HashMap<u64, Vec<f32>>>,
+    file: Option<PathBuf>,
+}
+
+/// First bytes of a cache file; the dimension follows, then (text hash, vector) records.
+const CACHE_MAGIC: &[u8; 8] = b"khvecs01";
+
+impl CachedPassages {
+    fn open(real: Arc<dyn Embedder>, file: Option<PathBuf>) -> Result<CachedPassages> {
+        let mut vectors = HashMap::new();
+        if let Some(path) = file.as_deref().filter(|p| p.exists()) {
+            vectors = read_cache(path, real.dim())
+                .with_context(|| format!("cannot read the vector cache {}", path.display()))?;
+            eprintln!(
+                "  {} passage vectors from {}",
+                thousands(vectors.len() as u64),
+                path.display()
+            );
+        }
+        Ok(CachedPassages {
+            real,
+            vectors: Mutex::new(vectors),
+            file,
+        })
+    }
+
+    /// Writes the cache file (a new file renamed over the old one).
+    fn save(&self) -> Result<()> {
+        let Some(path) = &self.file else {
+            return Ok(());
+        };
+        let vectors = self
+            .vectors
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the vector cache lock is poisoned"))?;
+        let tmp = path.with_extension("partial");
+        let mut out = BufWriter::new(
+            std::fs::File::create(&tmp)
+                .with_context(|| format!("cannot write {}", tmp.display()))?,
+        );
+        out.write_all(CACHE_MAGIC)?;
+        out.write_all(&u32::try_from(self.real.dim())?.to_le_bytes())?;
+        for (hash, vector) in vectors.iter() {
+            out.write_all(&hash.to_le_bytes())?;
+            for x in vector {
+                out.write_all(&x.to_le_bytes())?;
+            }
+        }
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        Ok(())
+    }
+}
+
+fn text_hash(text: &str) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+fn read_cache(path: &Path, dim: usize) -> Result<HashMap<u64, Vec<f32>>> {
+    let mut input = BufReader::new(std::fs::File::open(path)?);
+    let mut magic = [0_u8; 8];
+    input.read_exact(&mut magic)?;
+    let mut word = [0_u8; 4];
+    input.read_exact(&mut word)?;
+    if &magic != CACHE_MAGIC || u32::from_le_bytes(word) as usize != dim {
+        bail!("not a cache of {dim}-dimensional vectors");
+    }
+    let mut vectors = HashMap::new();
+    let mut key = [0_u8; 8];
+    loop {
+        match input.read_exact(&mut key) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(e) => return Err(e.into()),
+        }
+        let mut vector = Vec::with_capacity(dim);
+        for _ in 0..dim {
+            input.read_exact(&mut word)?;
+            vector.push(f32::from_le_bytes(word));
+        }
+        vectors.insert(u64::from_le_bytes(key), vector);
+    }
+    Ok(vectors)
+}
+
+impl Embedder for CachedPassages {
+    fn model_id(&self) -> &str {
+        self.real.model_id()
+    }
+
+    fn dim(&self) -> usize {
+        self.real.dim()
+    }
+
+    fn embed_passages(&self, texts: &[&str]) -> knowhub_embed::Result<Vec<Vec<f32>>> {
+        let hashes: Vec<u64> = texts.iter().map(|t| text_hash(t)).collect();
+        let missing: Vec<&str> = {
+            let known = self.vectors.lock().unwrap_or_else(|e| e.into_inner());
+            texts
+                .iter()
+                .zip(&hashes)
+                .filter(|(_, h)| !known.contains_key(h))
+                .map(|(t, _)| *t)
+                .collect()
+        };
+        let embedded = if missing.is_empty() {
+            Vec::new()
+        } else {
+            self.real.embed_passages(&missing)?
+        };
+        let mut known = self.vectors.lock().unwrap_or_else(|e| e.into_inner());
+        for (text, vector) in missing.iter().zip(embedded) {
+            known.insert(text_hash(text), vector);
+        }
+        hashes
+            .iter()
+            .map(|h| {
+                known.get(h).cloned().ok_or_else(|| {
+                    knowhub_embed::EmbedError::Model("the model returned too few vectors".into())
+                })
+            })
+            .collect()
+    }
+
+    fn embed_query(&self, text: &str) -> knowhub_embed::Result<Vec<f32>> {
+        self.real.embed_query(text)
+    }
+
+    fn count_tokens(&self, text: &str) -> usize {
+        self.real.count_tokens(text)
+    }
+
+    fn max_tokens(&self) -> usize {
+        self.real.max_tokens()
     }
 }
 
@@ -277,6 +466,20 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
         knowhub_models::Depth::Quick,
     )?;
     let e5: Arc<dyn Embedder> = Arc::new(open_model(&e5_dir)?);
+    let cached = match args.passage_vectors {
+        PassageVectors::Real => Some(Arc::new(CachedPassages::open(
+            Arc::clone(&e5),
+            args.vector_cache.clone(),
+        )?)),
+        PassageVectors::Synthetic => None,
+    };
+    let passages: Arc<dyn Embedder> = match &cached {
+        Some(c) => Arc::clone(c) as Arc<dyn Embedder>,
+        None => Arc::new(SyntheticPassages {
+            id: format!("{}+synthetic-passages", e5.model_id()),
+            real: Arc::clone(&e5),
+        }),
+    };
     let vocab = Vocab::build(&root.join("assets/demo"));
     let mut queries = make_queries(&vocab, WARMUP_QUERIES + args.queries.max(1));
     let timed = queries.split_off(WARMUP_QUERIES);
@@ -311,18 +514,21 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
         let engine = Engine::open_with(
             config(&tmp.path().join("local"), None),
             Arc::new(RealFs),
-            models(&e5),
+            models(&passages),
         )?;
         load_corpus(&engine, &corpus)?
     };
+    if let Some(cached) = &cached {
+        cached.save()?;
+    }
     let local = serve(Hub::open_with(
         config(&tmp.path().join("local"), None),
         Arc::new(RealFs),
-        models(&e5),
+        models(&passages),
     )?)?;
     rows.push(load(
         "local (SQLite), 1 server",
-        &[local],
+        &[local.addr],
         &local_key,
         &warmup,
         &timed,
@@ -335,7 +541,7 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
             let engine = Engine::open_with(
                 config(&tmp.path().join("ingest"), Some((&database, "ingest"))),
                 Arc::new(RealFs),
-                models(&e5),
+                models(&passages),
             )?;
             load_corpus(&engine, &corpus)?
         }
@@ -362,7 +568,7 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
         let hub = Hub::open_with(
             config(&tmp.path().join(name), Some((&database, name))),
             Arc::new(RealFs),
-            models(&e5),
+            models(&passages),
         )?;
         hub.engine(&dev_context())?;
         eprintln!(
@@ -371,9 +577,11 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
         );
         replicas.push(serve(hub)?);
     }
+    drop(local);
+    let addrs: Vec<SocketAddr> = replicas.iter().map(|r: &Server| r.addr).collect();
     rows.push(load(
         "team (PostgreSQL), 1 replica",
-        &replicas[..1],
+        &addrs[..1],
         &team_key,
         &warmup,
         &timed,
@@ -381,18 +589,22 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
     )?);
     rows.push(load(
         "team (PostgreSQL), 2 replicas",
-        &replicas,
+        &addrs,
         &team_key,
         &warmup,
         &timed,
         args.clients,
     )?);
 
+    let vectors = match args.passage_vectors {
+        PassageVectors::Synthetic => "synthetic",
+        PassageVectors::Real => "real",
+    };
     println!(
-        "`knowhub bench team --chunks {} --queries {} --clients {} --team-load {}`: \
-         /api/v1/search over HTTP as a USER whose ACLs allow about half of the documents ({} \
-         chunks; synthetic passage vectors, real query embeddings; load average at the start \
-         {}).\n",
+        "`knowhub bench team --chunks {} --queries {} --clients {} --team-load {} \
+         --passage-vectors {vectors}`: /api/v1/search over HTTP as a USER whose ACLs allow about \
+         half of the documents ({} chunks; {vectors} passage vectors, real query embeddings; \
+         load average at the start {}).\n",
         args.chunks,
         args.queries,
         args.clients,
