@@ -6,8 +6,7 @@
 //! embedded for real by every replica, as in production.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read, Seek, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -58,7 +57,8 @@ pub(crate) struct TeamBenchArgs {
     #[arg(long, value_enum, default_value_t = PassageVectors::Synthetic)]
     passage_vectors: PassageVectors,
     /// With real passage vectors: a file that keeps them between runs (read when present,
-    /// written after each ingest), so a second run of the same corpus embeds nothing.
+    /// appended to as they are embedded), so a later run of the same corpus, or one after an
+    /// interrupted run, embeds only what is missing.
     #[arg(long)]
     vector_cache: Option<PathBuf>,
 }
@@ -148,28 +148,53 @@ fn models(embedder: &Arc<dyn Embedder>) -> ModelSet {
 }
 
 /// The real model's passage vectors, each text embedded once per run (the local store and
-/// the team database ingest the same corpus) and, with a file, once across runs.
+/// the team database ingest the same corpus) and, with a file, once across runs: every batch
+/// is appended as it is embedded, so an interrupted run loses nothing it paid for.
 struct CachedPassages {
     real: Arc<dyn Embedder>,
     vectors: Mutex<HashMap<u64, Vec<f32>>>,
-    file: Option<PathBuf>,
+    file: Option<Mutex<std::fs::File>>,
 }
 
-/// First bytes of a cache file; the dimension follows, then (text hash, vector) records.
+/// First bytes of a cache file; the dimension (u32) follows, then records of a text hash
+/// (u64) and the vector (f32s), all little-endian.
 const CACHE_MAGIC: &[u8; 8] = b"khvecs01";
+const CACHE_HEADER: u64 = 12;
 
 impl CachedPassages {
-    fn open(real: Arc<dyn Embedder>, file: Option<PathBuf>) -> Result<CachedPassages> {
+    fn open(real: Arc<dyn Embedder>, path: Option<&Path>) -> Result<CachedPassages> {
+        let dim = real.dim();
         let mut vectors = HashMap::new();
-        if let Some(path) = file.as_deref().filter(|p| p.exists()) {
-            vectors = read_cache(path, real.dim())
-                .with_context(|| format!("cannot read the vector cache {}", path.display()))?;
-            eprintln!(
-                "  {} passage vectors from {}",
-                thousands(vectors.len() as u64),
-                path.display()
-            );
-        }
+        let file = match path {
+            None => None,
+            Some(path) => {
+                let context = || format!("cannot use the vector cache {}", path.display());
+                let mut file = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(path)
+                    .with_context(context)?;
+                if file.metadata().with_context(context)?.len() == 0 {
+                    file.write_all(CACHE_MAGIC)?;
+                    file.write_all(&u32::try_from(dim)?.to_le_bytes())?;
+                } else {
+                    vectors = read_cache(&mut file, dim).with_context(context)?;
+                    eprintln!(
+                        "  {} passage vectors from {}",
+                        thousands(vectors.len() as u64),
+                        path.display()
+                    );
+                }
+                // A run killed mid-record leaves a partial one: appends start after the last
+                // whole record.
+                let whole = CACHE_HEADER + vectors.len() as u64 * record_bytes(dim);
+                file.set_len(whole).with_context(context)?;
+                file.seek(std::io::SeekFrom::End(0))?;
+                Some(Mutex::new(file))
+            }
+        };
         Ok(CachedPassages {
             real,
             vectors: Mutex::new(vectors),
@@ -177,42 +202,43 @@ impl CachedPassages {
         })
     }
 
-    /// Writes the cache file (a new file renamed over the old one).
-    fn save(&self) -> Result<()> {
-        let Some(path) = &self.file else {
+    /// Appends newly embedded vectors to the file.
+    fn append(&self, records: &[(u64, &[f32])]) -> std::io::Result<()> {
+        let Some(file) = &self.file else {
             return Ok(());
         };
-        let vectors = self
-            .vectors
-            .lock()
-            .map_err(|_| anyhow::anyhow!("the vector cache lock is poisoned"))?;
-        let tmp = path.with_extension("partial");
-        let mut out = BufWriter::new(
-            std::fs::File::create(&tmp)
-                .with_context(|| format!("cannot write {}", tmp.display()))?,
-        );
-        out.write_all(CACHE_MAGIC)?;
-        out.write_all(&u32::try_from(self.real.dim())?.to_le_bytes())?;
-        for (hash, vector) in vectors.iter() {
-            out.write_all(&hash.to_le_bytes())?;
-            for x in vector {
-                out.write_all(&x.to_le_bytes())?;
+        let mut bytes = Vec::with_capacity(records.len() * record_bytes(self.real.dim()) as usize);
+        for (hash, vector) in records {
+            bytes.extend_from_slice(&hash.to_le_bytes());
+            for x in *vector {
+                bytes.extend_from_slice(&x.to_le_bytes());
             }
         }
-        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        Ok(())
+        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+        file.write_all(&bytes)
     }
 }
 
-fn text_hash(text: &str) -> u64 {
-    let mut h = std::hash::DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
+fn record_bytes(dim: usize) -> u64 {
+    8 + 4 * dim as u64
 }
 
-fn read_cache(path: &Path, dim: usize) -> Result<HashMap<u64, Vec<f32>>> {
-    let mut input = BufReader::new(std::fs::File::open(path)?);
+/// The cache key of `text` embedded by `model`: stable across builds and toolchains, and a
+/// cache written with another model of the same dimension only misses.
+fn text_hash(model: &str, text: &str) -> u64 {
+    let mut h = blake3::Hasher::new();
+    h.update(model.as_bytes());
+    h.update(&[0]);
+    h.update(text.as_bytes());
+    let mut key = [0_u8; 8];
+    key.copy_from_slice(&h.finalize().as_bytes()[..8]);
+    u64::from_le_bytes(key)
+}
+
+/// The whole records of a cache file (a partial last one is left out).
+fn read_cache(file: &mut std::fs::File, dim: usize) -> Result<HashMap<u64, Vec<f32>>> {
+    file.seek(std::io::SeekFrom::Start(0))?;
+    let mut input = BufReader::new(file);
     let mut magic = [0_u8; 8];
     input.read_exact(&mut magic)?;
     let mut word = [0_u8; 4];
@@ -221,19 +247,20 @@ fn read_cache(path: &Path, dim: usize) -> Result<HashMap<u64, Vec<f32>>> {
         bail!("not a cache of {dim}-dimensional vectors");
     }
     let mut vectors = HashMap::new();
-    let mut key = [0_u8; 8];
+    let mut record = vec![0_u8; record_bytes(dim) as usize];
     loop {
-        match input.read_exact(&mut key) {
+        match input.read_exact(&mut record) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
             Err(e) => return Err(e.into()),
         }
-        let mut vector = Vec::with_capacity(dim);
-        for _ in 0..dim {
-            input.read_exact(&mut word)?;
-            vector.push(f32::from_le_bytes(word));
-        }
-        vectors.insert(u64::from_le_bytes(key), vector);
+        let (key, rest) = record.split_at(8);
+        let hash = u64::from_le_bytes(key.try_into()?);
+        let vector = rest
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        vectors.insert(hash, vector);
     }
     Ok(vectors)
 }
@@ -248,7 +275,10 @@ impl Embedder for CachedPassages {
     }
 
     fn embed_passages(&self, texts: &[&str]) -> knowhub_embed::Result<Vec<Vec<f32>>> {
-        let hashes: Vec<u64> = texts.iter().map(|t| text_hash(t)).collect();
+        let hashes: Vec<u64> = texts
+            .iter()
+            .map(|t| text_hash(self.real.model_id(), t))
+            .collect();
         let missing: Vec<&str> = {
             let known = self.vectors.lock().unwrap_or_else(|e| e.into_inner());
             texts
@@ -263,9 +293,17 @@ impl Embedder for CachedPassages {
         } else {
             self.real.embed_passages(&missing)?
         };
+        let records: Vec<(u64, &[f32])> = missing
+            .iter()
+            .zip(&embedded)
+            .map(|(text, vector)| (text_hash(self.real.model_id(), text), vector.as_slice()))
+            .collect();
+        if let Err(e) = self.append(&records) {
+            eprintln!("warning: cannot append to the vector cache: {e}");
+        }
         let mut known = self.vectors.lock().unwrap_or_else(|e| e.into_inner());
         for (text, vector) in missing.iter().zip(embedded) {
-            known.insert(text_hash(text), vector);
+            known.insert(text_hash(self.real.model_id(), text), vector);
         }
         hashes
             .iter()
@@ -469,7 +507,7 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
     let cached = match args.passage_vectors {
         PassageVectors::Real => Some(Arc::new(CachedPassages::open(
             Arc::clone(&e5),
-            args.vector_cache.clone(),
+            args.vector_cache.as_deref(),
         )?)),
         PassageVectors::Synthetic => None,
     };
@@ -518,9 +556,6 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
         )?;
         load_corpus(&engine, &corpus)?
     };
-    if let Some(cached) = &cached {
-        cached.save()?;
-    }
     let local = serve(Hub::open_with(
         config(&tmp.path().join("local"), None),
         Arc::new(RealFs),
@@ -628,4 +663,110 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Vectors that say which text they came from, counting the texts it is asked for.
+    struct Counting {
+        asked: AtomicUsize,
+    }
+
+    impl Embedder for Counting {
+        fn model_id(&self) -> &str {
+            "counting"
+        }
+        fn dim(&self) -> usize {
+            2
+        }
+        fn embed_passages(&self, texts: &[&str]) -> knowhub_embed::Result<Vec<Vec<f32>>> {
+            self.asked.fetch_add(texts.len(), Ordering::Relaxed);
+            Ok(texts.iter().map(|t| vec![t.len() as f32, 1.0]).collect())
+        }
+        fn embed_query(&self, text: &str) -> knowhub_embed::Result<Vec<f32>> {
+            Ok(vec![text.len() as f32, 0.0])
+        }
+        fn count_tokens(&self, text: &str) -> usize {
+            text.len()
+        }
+        fn max_tokens(&self) -> usize {
+            512
+        }
+    }
+
+    #[test]
+    fn a_vector_cache_survives_a_run_cut_off_mid_record() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("vectors.bin");
+        let real = Arc::new(Counting {
+            asked: AtomicUsize::new(0),
+        });
+        let cache = CachedPassages::open(real.clone(), Some(&path))?;
+        assert_eq!(
+            cache.embed_passages(&["a", "bb"])?,
+            [[1.0, 1.0], [2.0, 1.0]]
+        );
+        assert_eq!(cache.embed_passages(&["bb", "ccc"])?[1], [3.0, 1.0]);
+        assert_eq!(
+            real.asked.load(Ordering::Relaxed),
+            3,
+            "each text embedded once"
+        );
+        drop(cache);
+
+        // A run killed while writing leaves part of a record behind.
+        let whole = std::fs::metadata(&path)?.len();
+        assert_eq!(whole, CACHE_HEADER + 3 * record_bytes(2));
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)?
+            .write_all(&[7; 5])?;
+        let cache = CachedPassages::open(real.clone(), Some(&path))?;
+        assert_eq!(
+            std::fs::metadata(&path)?.len(),
+            whole,
+            "the partial record is cut"
+        );
+        assert_eq!(cache.embed_passages(&["ccc", "a", "dddd"])?[2], [4.0, 1.0]);
+        assert_eq!(
+            real.asked.load(Ordering::Relaxed),
+            4,
+            "only the new text is embedded"
+        );
+        drop(cache);
+
+        let cache = CachedPassages::open(real.clone(), Some(&path))?;
+        assert_eq!(cache.vectors.lock().map(|v| v.len()).unwrap_or(0), 4);
+        // Another model's cache of the same dimension is not reused.
+        let other = CachedPassages::open(Arc::new(Renamed(real.clone())), Some(&path))?;
+        other.embed_passages(&["a"])?;
+        assert_eq!(real.asked.load(Ordering::Relaxed), 5);
+        Ok(())
+    }
+
+    /// The same vectors under another model id.
+    struct Renamed(Arc<Counting>);
+
+    impl Embedder for Renamed {
+        fn model_id(&self) -> &str {
+            "renamed"
+        }
+        fn dim(&self) -> usize {
+            self.0.dim()
+        }
+        fn embed_passages(&self, texts: &[&str]) -> knowhub_embed::Result<Vec<Vec<f32>>> {
+            self.0.embed_passages(texts)
+        }
+        fn embed_query(&self, text: &str) -> knowhub_embed::Result<Vec<f32>> {
+            self.0.embed_query(text)
+        }
+        fn count_tokens(&self, text: &str) -> usize {
+            self.0.count_tokens(text)
+        }
+        fn max_tokens(&self) -> usize {
+            self.0.max_tokens()
+        }
+    }
 }
