@@ -611,8 +611,8 @@ impl Engine {
         })
     }
 
-    /// The address each of `paths` was crawled from, for the documents that were crawled.
-    /// The address each of `paths` was crawled from, with its headings' anchors.
+    /// The address each of `paths` was crawled from, with its headings' anchors (for the
+    /// documents that were crawled).
     pub(crate) fn page_urls(&self, paths: &[String]) -> Result<HashMap<String, PageAddress>> {
         Ok(self
             .store()
