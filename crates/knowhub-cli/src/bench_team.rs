@@ -36,9 +36,11 @@ pub(crate) struct TeamBenchArgs {
     /// Timed requests per setup (after warm-up).
     #[arg(long, default_value_t = 400)]
     queries: usize,
-    /// Concurrent clients (threads issuing requests back to back).
-    #[arg(long, default_value_t = 4)]
-    clients: usize,
+    /// Concurrent clients (threads issuing requests back to back); several, comma-separated,
+    /// measure each setup at each load (`1,4`: the latency of a request alone, and under a
+    /// load that fills the cores).
+    #[arg(long, value_delimiter = ',', default_value = "4")]
+    clients: Vec<usize>,
     /// A team database to use (it must be empty); default: a private PostgreSQL started here
     /// (binaries from `scripts/env.sh`'s `ensure_postgres`).
     #[arg(long)]
@@ -80,6 +82,7 @@ pub(crate) enum TeamLoad {
 /// One setup's load result.
 struct LoadRow {
     setup: String,
+    clients: usize,
     requests: usize,
     errors: usize,
     qps: f64,
@@ -479,6 +482,7 @@ fn load(
     }
     Ok(LoadRow {
         setup: setup.to_owned(),
+        clients: clients.max(1),
         requests: latencies.len() + errors,
         errors,
         qps: latencies.len() as f64 / wall.max(1e-9),
@@ -561,14 +565,16 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
         Arc::new(RealFs),
         models(&passages),
     )?)?;
-    rows.push(load(
-        "local (SQLite), 1 server",
-        &[local.addr],
-        &local_key,
-        &warmup,
-        &timed,
-        args.clients,
-    )?);
+    for &clients in &args.clients {
+        rows.push(load(
+            "local (SQLite), 1 server",
+            &[local.addr],
+            &local_key,
+            &warmup,
+            &timed,
+            clients,
+        )?);
+    }
 
     eprintln!("team mode (PostgreSQL + pgvector):");
     let team_key = match args.team_load {
@@ -614,22 +620,14 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
     }
     drop(local);
     let addrs: Vec<SocketAddr> = replicas.iter().map(|r: &Server| r.addr).collect();
-    rows.push(load(
-        "team (PostgreSQL), 1 replica",
-        &addrs[..1],
-        &team_key,
-        &warmup,
-        &timed,
-        args.clients,
-    )?);
-    rows.push(load(
-        "team (PostgreSQL), 2 replicas",
-        &addrs,
-        &team_key,
-        &warmup,
-        &timed,
-        args.clients,
-    )?);
+    for (setup, servers) in [
+        ("team (PostgreSQL), 1 replica", &addrs[..1]),
+        ("team (PostgreSQL), 2 replicas", &addrs[..]),
+    ] {
+        for &clients in &args.clients {
+            rows.push(load(setup, servers, &team_key, &warmup, &timed, clients)?);
+        }
+    }
 
     let vectors = match args.passage_vectors {
         PassageVectors::Synthetic => "synthetic",
@@ -642,7 +640,11 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
          load average at the start {}).\n",
         args.chunks,
         args.queries,
-        args.clients,
+        args.clients
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
         match args.team_load {
             TeamLoad::Ingest => "ingest",
             TeamLoad::Migrate => "migrate",
@@ -650,12 +652,14 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
         thousands(args.chunks as u64),
         load_avg_start.map_or("?".into(), |l| format!("{l:.2}"))
     );
-    println!("| setup | requests | errors | queries/s | p50 ms | p95 ms | p99 ms | hits (p50) |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!(
+        "| setup | clients | requests | errors | queries/s | p50 ms | p95 ms | p99 ms | hits (p50) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         println!(
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} |",
-            r.setup, r.requests, r.errors, r.qps, r.p50, r.p95, r.p99, r.hits_p50
+            "| {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} |",
+            r.setup, r.clients, r.requests, r.errors, r.qps, r.p50, r.p95, r.p99, r.hits_p50
         );
     }
     Ok(if rows.iter().all(|r| r.errors == 0) {
