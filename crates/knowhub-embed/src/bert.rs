@@ -60,11 +60,22 @@ impl std::str::FromStr for Precision {
     }
 }
 
-/// A linear layer's weight: `(out, in)`.
+/// A linear layer's weight.
 #[derive(Debug)]
 enum Weight {
-    F32(Tensor),
+    /// `wᵀ`, `(in, out)`, contiguous: candle's gemm repacks a transposed view of `(out, in)` on
+    /// every call, which for a short query's few rows cost 2–10× the multiplication itself
+    /// (docs/measurements.md, "Embedding throughput").
+    F32T(Tensor),
+    /// `(out, in)` Q4_0 blocks.
     Q(QMatMul),
+}
+
+impl Weight {
+    /// An f32 weight from its `(out, in)` tensor.
+    fn f32(w: Tensor) -> Result<Weight> {
+        Ok(Weight::F32T(w.t()?.contiguous()?))
+    }
 }
 
 /// A vector parameter (bias, LayerNorm gain/shift) on the host, for the fused CPU kernels,
@@ -92,7 +103,7 @@ impl Linear {
     /// `x · wᵀ` without the bias (the fused ops add it).
     fn matmul(&self, x: &Tensor) -> Result<Tensor> {
         Ok(match &self.w {
-            Weight::F32(w) => x.matmul(&w.t()?)?,
+            Weight::F32T(wt) => x.matmul(wt)?,
             Weight::Q(q) => q.forward(x)?,
         })
     }
@@ -247,7 +258,7 @@ impl Encoder {
                 for n in names {
                     v.extend(f32_of(n, out * inp)?);
                 }
-                Weight::F32(Tensor::from_vec(v, (rows, inp), device)?)
+                Weight::f32(Tensor::from_vec(v, (rows, inp), device)?)?
             };
             let mut b = Vec::with_capacity(rows);
             for n in bias {
@@ -362,7 +373,7 @@ impl Encoder {
                 b.extend(host(&format!("{n}.bias"), &[out])?);
             }
             Ok(Linear {
-                w: Weight::F32(w.contiguous()?),
+                w: Weight::f32(w)?,
                 b: Param::new(b, device)?,
             })
         };
