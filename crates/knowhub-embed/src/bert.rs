@@ -12,8 +12,8 @@
 //!   Q4_0 blocks (54 MB instead of 384 MB of f32) and only the rows of a batch are dequantized
 //!   (the same values as dequantizing the whole table).
 //! - **Two weight precisions** for the linear layers ([`Precision`]): f32 (dequantized at load,
-//!   candle's gemm) or the Q4_0 blocks kept as candle `QMatMul`s (activations quantized to
-//!   Q8_0 per matmul).
+//!   stored transposed so that candle's gemm does not repack them on every call) or the Q4_0
+//!   blocks kept as candle `QMatMul`s (activations quantized to Q8_0 per matmul).
 //!
 //! On devices other than the CPU the same graph runs with plain candle ops instead of the fused
 //! kernels.
