@@ -1044,10 +1044,10 @@ fn digit_figures(text: &str) -> Vec<Figure> {
 }
 
 /// The words of `sentence` that a writer can only copy from its sources, never paraphrase:
-/// identifiers ("SEV1", "nw-prod-sh", "maxSurge", "Q4_K_M": letters run into digits, an
+/// identifiers ("x86", "eu-prod-1", "readOnly", "Q4_K_M": letters run into digits, an
 /// underscore, a capital inside a word), key combinations ("Ctrl+Shift+A"), and words in the
 /// other script than the sentence's own (English words in a Chinese sentence, "staging" or
-/// "NorthDesk"; Chinese words in an English sentence, names such as "李娜"). Lowercased. Plain
+/// "GitHub"; Chinese words in an English sentence, names such as "王芳"). Lowercased. Plain
 /// words of the sentence's own script are not listed: a model may say what its source says in
 /// other words.
 fn names(sentence: &str) -> Vec<String> {
