@@ -282,31 +282,32 @@ impl Embedder for CachedPassages {
             .iter()
             .map(|t| text_hash(self.real.model_id(), t))
             .collect();
-        let missing: Vec<&str> = {
+        let missing: Vec<(&str, u64)> = {
             let known = self.vectors.lock().unwrap_or_else(|e| e.into_inner());
             texts
                 .iter()
                 .zip(&hashes)
                 .filter(|(_, h)| !known.contains_key(h))
-                .map(|(t, _)| *t)
+                .map(|(t, h)| (*t, *h))
                 .collect()
         };
         let embedded = if missing.is_empty() {
             Vec::new()
         } else {
-            self.real.embed_passages(&missing)?
+            let texts: Vec<&str> = missing.iter().map(|(t, _)| *t).collect();
+            self.real.embed_passages(&texts)?
         };
         let records: Vec<(u64, &[f32])> = missing
             .iter()
             .zip(&embedded)
-            .map(|(text, vector)| (text_hash(self.real.model_id(), text), vector.as_slice()))
+            .map(|((_, h), vector)| (*h, vector.as_slice()))
             .collect();
         if let Err(e) = self.append(&records) {
             eprintln!("warning: cannot append to the vector cache: {e}");
         }
         let mut known = self.vectors.lock().unwrap_or_else(|e| e.into_inner());
-        for (text, vector) in missing.iter().zip(embedded) {
-            known.insert(text_hash(self.real.model_id(), text), vector);
+        for ((_, h), vector) in missing.iter().zip(embedded) {
+            known.insert(*h, vector);
         }
         hashes
             .iter()
@@ -508,16 +509,12 @@ pub(crate) fn run(args: &TeamBenchArgs) -> Result<ExitCode> {
         knowhub_models::Depth::Quick,
     )?;
     let e5: Arc<dyn Embedder> = Arc::new(open_model(&e5_dir)?);
-    let cached = match args.passage_vectors {
-        PassageVectors::Real => Some(Arc::new(CachedPassages::open(
+    let passages: Arc<dyn Embedder> = match args.passage_vectors {
+        PassageVectors::Real => Arc::new(CachedPassages::open(
             Arc::clone(&e5),
             args.vector_cache.as_deref(),
-        )?)),
-        PassageVectors::Synthetic => None,
-    };
-    let passages: Arc<dyn Embedder> = match &cached {
-        Some(c) => Arc::clone(c) as Arc<dyn Embedder>,
-        None => Arc::new(SyntheticPassages {
+        )?),
+        PassageVectors::Synthetic => Arc::new(SyntheticPassages {
             id: format!("{}+synthetic-passages", e5.model_id()),
             real: Arc::clone(&e5),
         }),
